@@ -1,0 +1,222 @@
+#pragma once
+// Array operations, named and behaving like jax.numpy / jax.lax. Every function works
+// eagerly and under transformations. Binary functions broadcast like NumPy and promote
+// dtypes like jax.numpy (C++ scalars are weak: `x * 2.0` keeps x's float dtype).
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessel/array.h"
+
+namespace tessel {
+
+using Axes = std::vector<int64_t>;
+
+// ---- creation (src/ops/creation.cpp) ----
+/// Zeros of `shape` and `dtype`.
+TESSEL_API Array zeros(const Shape& shape, DType dtype = default_float);
+/// Ones of `shape` and `dtype`.
+TESSEL_API Array ones(const Shape& shape, DType dtype = default_float);
+/// `shape` filled with `value` (dtype: `dtype`, else value's dtype).
+TESSEL_API Array full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+TESSEL_API Array zeros_like(const Array& x);
+TESSEL_API Array ones_like(const Array& x);
+TESSEL_API Array full_like(const Array& x, Scalar value);
+/// Like zeros_like (tessel never hands out uninitialised memory).
+TESSEL_API Array empty_like(const Array& x);
+/// 0, 1, ..., n-1 along `dimension` of `shape` (lax.broadcasted_iota).
+TESSEL_API Array iota(DType dtype, const Shape& shape, int64_t dimension = 0);
+/// [0, stop) with step 1.
+TESSEL_API Array arange(int64_t stop, DType dtype = default_int);
+/// [start, stop) with `step`.
+TESSEL_API Array arange(double start, double stop, double step = 1.0, DType dtype = default_float);
+/// `num` evenly spaced values from start to stop (inclusive when `endpoint`).
+TESSEL_API Array linspace(double start, double stop, int64_t num, bool endpoint = true, DType dtype = default_float);
+/// n x m identity-like matrix with ones on diagonal `k`.
+TESSEL_API Array eye(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t k = 0, DType dtype = default_float);
+/// Copies `x` to `device` (committing it there: operations with it run on that device).
+TESSEL_API Array device_put(const Array& x, const Device& device);
+
+// ---- element-wise (src/ops/elementwise.cpp) ----
+TESSEL_API Array add(const Array& a, const Array& b);
+TESSEL_API Array subtract(const Array& a, const Array& b);
+TESSEL_API Array multiply(const Array& a, const Array& b);
+/// True division (integers promote to float, as jnp.divide).
+TESSEL_API Array divide(const Array& a, const Array& b);
+TESSEL_API Array true_divide(const Array& a, const Array& b);
+TESSEL_API Array floor_divide(const Array& a, const Array& b);
+/// Remainder with the sign of the divisor (jnp.remainder / Python %).
+TESSEL_API Array remainder(const Array& a, const Array& b);
+/// Remainder with the sign of the dividend (C fmod, lax.rem).
+TESSEL_API Array rem(const Array& a, const Array& b);
+TESSEL_API Array pow(const Array& a, const Array& b);
+TESSEL_API Array maximum(const Array& a, const Array& b);
+TESSEL_API Array minimum(const Array& a, const Array& b);
+TESSEL_API Array atan2(const Array& a, const Array& b);
+TESSEL_API Array negative(const Array& x);
+TESSEL_API Array abs(const Array& x);
+TESSEL_API Array sign(const Array& x);
+TESSEL_API Array floor(const Array& x);
+TESSEL_API Array ceil(const Array& x);
+/// Round half to even (jnp.round).
+TESSEL_API Array round(const Array& x);
+TESSEL_API Array exp(const Array& x);
+TESSEL_API Array exp2(const Array& x);
+TESSEL_API Array expm1(const Array& x);
+TESSEL_API Array log(const Array& x);
+TESSEL_API Array log1p(const Array& x);
+TESSEL_API Array log2(const Array& x);
+TESSEL_API Array log10(const Array& x);
+TESSEL_API Array sqrt(const Array& x);
+TESSEL_API Array rsqrt(const Array& x);
+TESSEL_API Array cbrt(const Array& x);
+TESSEL_API Array square(const Array& x);
+TESSEL_API Array reciprocal(const Array& x);
+TESSEL_API Array sin(const Array& x);
+TESSEL_API Array cos(const Array& x);
+TESSEL_API Array tan(const Array& x);
+TESSEL_API Array arcsin(const Array& x);
+TESSEL_API Array arccos(const Array& x);
+TESSEL_API Array arctan(const Array& x);
+TESSEL_API Array sinh(const Array& x);
+TESSEL_API Array cosh(const Array& x);
+TESSEL_API Array tanh(const Array& x);
+TESSEL_API Array arcsinh(const Array& x);
+TESSEL_API Array arccosh(const Array& x);
+TESSEL_API Array arctanh(const Array& x);
+TESSEL_API Array erf(const Array& x);
+TESSEL_API Array erfc(const Array& x);
+/// 1 / (1 + exp(-x)) (jax.nn.sigmoid, lax.logistic).
+TESSEL_API Array logistic(const Array& x);
+TESSEL_API Array equal(const Array& a, const Array& b);
+TESSEL_API Array not_equal(const Array& a, const Array& b);
+TESSEL_API Array less(const Array& a, const Array& b);
+TESSEL_API Array less_equal(const Array& a, const Array& b);
+TESSEL_API Array greater(const Array& a, const Array& b);
+TESSEL_API Array greater_equal(const Array& a, const Array& b);
+TESSEL_API Array logical_and(const Array& a, const Array& b);
+TESSEL_API Array logical_or(const Array& a, const Array& b);
+TESSEL_API Array logical_xor(const Array& a, const Array& b);
+TESSEL_API Array logical_not(const Array& x);
+TESSEL_API Array bitwise_and(const Array& a, const Array& b);
+TESSEL_API Array bitwise_or(const Array& a, const Array& b);
+TESSEL_API Array bitwise_xor(const Array& a, const Array& b);
+TESSEL_API Array bitwise_not(const Array& x);
+TESSEL_API Array left_shift(const Array& a, const Array& b);
+TESSEL_API Array right_shift(const Array& a, const Array& b);
+/// `pred ? a : b` element-wise, broadcasting all three (pred must be bool).
+TESSEL_API Array where(const Array& pred, const Array& a, const Array& b);
+/// Alias of where with lax.select's name.
+TESSEL_API Array select(const Array& pred, const Array& a, const Array& b);
+/// min(max(x, lo), hi).
+TESSEL_API Array clip(const Array& x, const Array& lo, const Array& hi);
+TESSEL_API Array clamp(const Array& lo, const Array& x, const Array& hi);
+TESSEL_API Array isnan(const Array& x);
+TESSEL_API Array isinf(const Array& x);
+TESSEL_API Array isfinite(const Array& x);
+TESSEL_API Array astype(const Array& x, DType dtype);
+TESSEL_API Array real(const Array& x);
+TESSEL_API Array imag(const Array& x);
+TESSEL_API Array conj(const Array& x);
+/// Builds a complex array from real and imaginary parts.
+TESSEL_API Array complex(const Array& re, const Array& im);
+
+TESSEL_API Array operator+(const Array& a, const Array& b);
+TESSEL_API Array operator-(const Array& a, const Array& b);
+TESSEL_API Array operator*(const Array& a, const Array& b);
+TESSEL_API Array operator/(const Array& a, const Array& b);
+TESSEL_API Array operator%(const Array& a, const Array& b);
+TESSEL_API Array operator-(const Array& x);
+TESSEL_API Array operator<(const Array& a, const Array& b);
+TESSEL_API Array operator<=(const Array& a, const Array& b);
+TESSEL_API Array operator>(const Array& a, const Array& b);
+TESSEL_API Array operator>=(const Array& a, const Array& b);
+TESSEL_API Array operator==(const Array& a, const Array& b);
+TESSEL_API Array operator!=(const Array& a, const Array& b);
+TESSEL_API Array operator&(const Array& a, const Array& b);
+TESSEL_API Array operator|(const Array& a, const Array& b);
+TESSEL_API Array operator^(const Array& a, const Array& b);
+TESSEL_API Array operator~(const Array& x);
+TESSEL_API Array operator!(const Array& x);
+
+// ---- shape (src/ops/shape.cpp) ----
+/// Reshape; one dimension may be -1.
+TESSEL_API Array reshape(const Array& x, const Shape& shape);
+TESSEL_API Array ravel(const Array& x);
+/// Permutes axes (default: reversed).
+TESSEL_API Array transpose(const Array& x, std::optional<Axes> axes = std::nullopt);
+TESSEL_API Array moveaxis(const Array& x, int64_t source, int64_t destination);
+TESSEL_API Array swapaxes(const Array& x, int64_t a, int64_t b);
+/// Removes size-1 axes (all of them, or the given ones).
+TESSEL_API Array squeeze(const Array& x, std::optional<Axes> axes = std::nullopt);
+TESSEL_API Array expand_dims(const Array& x, Axes axes);
+TESSEL_API Array broadcast_to(const Array& x, const Shape& shape);
+/// lax.broadcast_in_dim: operand dimension i becomes output dimension dims[i].
+TESSEL_API Array broadcast_in_dim(const Array& x, const Shape& shape, const Axes& dims);
+TESSEL_API Shape broadcast_shapes(const std::vector<Shape>& shapes);
+TESSEL_API Array concatenate(const std::vector<Array>& xs, int64_t axis = 0);
+TESSEL_API Array stack(const std::vector<Array>& xs, int64_t axis = 0);
+/// Pads with `value` (mode "constant"), or by repeating the edge (mode "edge"). `widths`
+/// holds (before, after) per axis, or one pair for all axes.
+TESSEL_API Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& widths,
+                     const std::string& mode = "constant", Scalar value = 0);
+/// lax.pad: low/high/interior padding per axis (negative low/high crop).
+TESSEL_API Array lax_pad(const Array& x, Scalar value, const std::vector<std::array<int64_t, 3>>& config);
+TESSEL_API Array flip(const Array& x, std::optional<Axes> axes = std::nullopt);
+/// Rolls elements along `axis` by `shift` (periodic).
+TESSEL_API Array roll(const Array& x, int64_t shift, int64_t axis);
+TESSEL_API Array tile(const Array& x, const Shape& reps);
+TESSEL_API Array repeat(const Array& x, int64_t repeats, int64_t axis);
+
+// ---- slicing and indexing (src/ops/indexing.cpp) ----
+/// lax.slice: static start (inclusive), limit (exclusive), optional strides.
+TESSEL_API Array slice(const Array& x, const Shape& start, const Shape& limit, const Shape& strides = {});
+/// Slices one axis.
+TESSEL_API Array slice_in_dim(const Array& x, int64_t start, int64_t limit, int64_t stride = 1, int64_t axis = 0);
+/// lax.dynamic_slice: start indices are scalar integer arrays (clamped into range).
+TESSEL_API Array dynamic_slice(const Array& x, const std::vector<Array>& start, const Shape& sizes);
+/// lax.dynamic_update_slice.
+TESSEL_API Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<Array>& start);
+/// Elements at integer `indices` along `axis` (jnp.take; out-of-range indices are clamped).
+TESSEL_API Array take(const Array& x, const Array& indices, int64_t axis = 0);
+/// jnp.take_along_axis.
+TESSEL_API Array take_along_axis(const Array& x, const Array& indices, int64_t axis);
+
+// ---- reductions (src/ops/reduction.cpp); axes empty = all axes ----
+TESSEL_API Array sum(const Array& x, Axes axes = {}, bool keepdims = false);
+TESSEL_API Array prod(const Array& x, Axes axes = {}, bool keepdims = false);
+TESSEL_API Array max(const Array& x, Axes axes = {}, bool keepdims = false);
+TESSEL_API Array min(const Array& x, Axes axes = {}, bool keepdims = false);
+TESSEL_API Array mean(const Array& x, Axes axes = {}, bool keepdims = false);
+TESSEL_API Array var(const Array& x, Axes axes = {}, bool keepdims = false);
+TESSEL_API Array any(const Array& x, Axes axes = {}, bool keepdims = false);
+TESSEL_API Array all(const Array& x, Axes axes = {}, bool keepdims = false);
+/// Index of the maximum along `axis` (first occurrence; NaN counts as maximal), int32.
+TESSEL_API Array argmax(const Array& x, int64_t axis, bool keepdims = false);
+TESSEL_API Array argmin(const Array& x, int64_t axis, bool keepdims = false);
+TESSEL_API Array cumsum(const Array& x, int64_t axis, bool reverse = false);
+TESSEL_API Array cumprod(const Array& x, int64_t axis, bool reverse = false);
+TESSEL_API Array cummax(const Array& x, int64_t axis, bool reverse = false);
+TESSEL_API Array cummin(const Array& x, int64_t axis, bool reverse = false);
+
+// ---- linear algebra (src/ops/linalg.cpp) ----
+/// lax.dot_general: contracting and batch dimensions of each operand; the result has
+/// batch dims, then a's free dims, then b's free dims.
+struct DotDims {
+  Axes lhs_contracting, rhs_contracting;
+  Axes lhs_batch, rhs_batch;
+};
+TESSEL_API Array dot_general(const Array& a, const Array& b, const DotDims& dims,
+                             std::optional<DType> preferred = std::nullopt);
+/// jnp.matmul (batched, with 1-D promotion rules).
+TESSEL_API Array matmul(const Array& a, const Array& b);
+/// jnp.dot.
+TESSEL_API Array dot(const Array& a, const Array& b);
+TESSEL_API Array vdot(const Array& a, const Array& b);
+TESSEL_API Array outer(const Array& a, const Array& b);
+/// jnp.einsum with explicit output ("ij,jk->ik") or implicit output ("ij,jk").
+TESSEL_API Array einsum(const std::string& spec, const std::vector<Array>& operands);
+TESSEL_API Array trace(const Array& x);
+
+}  // namespace tessel

@@ -1,0 +1,7 @@
+#pragma once
+// tessel: JAX's execution model for C++. Include this one header.
+#include "tessel/array.h"
+#include "tessel/device.h"
+#include "tessel/dtype.h"
+#include "tessel/error.h"
+#include "tessel/ops.h"

@@ -1,0 +1,204 @@
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/array_impl.h"
+#include "tessel/array.h"
+
+namespace tessel {
+namespace detail {
+
+ConcreteArray* require_concrete(const Array& a, const char* what) {
+  if (!a.valid()) throw ValueError(std::string(what) + ": the Array is empty (default-constructed)");
+  if (auto* c = as_concrete(a)) return c;
+  throw ConcretizationError(std::string(what) + ": the array " + a.aval().to_string() +
+                            " is abstract here (it is traced by jit or another transformation), so its value is "
+                            "not known yet. Compute with it as an Array, or move the use outside the traced "
+                            "function (or mark the argument static).");
+}
+
+Array scalar_array(const Scalar& value, bool weak) {
+  auto buf = Buffer::allocate(itemsize(value.dtype()), default_device());
+  value.store(buf->data());
+  buf->set_ready();
+  return make_concrete(Aval({}, value.dtype(), weak), default_device(), std::move(buf), false);
+}
+
+}  // namespace detail
+
+std::string shape_to_string(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+int64_t shape_size(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::string ShapeDtype::to_string() const {
+  std::string s = dtype_short_name(dtype);
+  s += "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]" + (weak_type ? "{weak}" : "");
+}
+
+std::ostream& operator<<(std::ostream& os, const ShapeDtype& a) { return os << a.to_string(); }
+
+Array::Array(double v) : Array(detail::scalar_array(Scalar(v), true)) {}
+Array::Array(float v) : Array(detail::scalar_array(Scalar(v), true)) {}
+Array::Array(int v) : Array(detail::scalar_array(Scalar(v), true)) {}
+Array::Array(int64_t v) : Array(detail::scalar_array(Scalar(v), true)) {}
+Array::Array(bool v) : Array(detail::scalar_array(Scalar(v), true)) {}
+Array::Array(complex64_t v) : Array(detail::scalar_array(Scalar(v), true)) {}
+Array::Array(Scalar v) : Array(detail::scalar_array(v, false)) {}
+
+Array Array::from_host(const void* data, const Shape& shape, DType dtype, bool weak) {
+  for (auto d : shape)
+    if (d < 0) throw ShapeError("Array: negative dimension in shape " + shape_to_string(shape));
+  size_t n = size_t(shape_size(shape)) * itemsize(dtype);
+  auto* dev = detail::default_device();
+  auto buf = detail::Buffer::allocate(n, dev);
+  if (n) std::memcpy(buf->data(), data, n);
+  buf->set_ready();
+  return detail::make_concrete(Aval(shape, dtype, weak), dev, std::move(buf), false);
+}
+
+Array Array::from_bytes(const void* data, const Shape& shape, DType dtype) {
+  return from_host(data, shape, dtype, false);
+}
+
+static const detail::ArrayImpl& checked(const std::shared_ptr<detail::ArrayImpl>& p) {
+  if (!p) throw ValueError("Array: this Array is empty (default-constructed); assign it a value first");
+  return *p;
+}
+
+const Shape& Array::shape() const { return checked(impl_).aval.shape; }
+DType Array::dtype() const { return checked(impl_).aval.dtype; }
+bool Array::weak_type() const { return checked(impl_).aval.weak_type; }
+ShapeDtype Array::aval() const { return checked(impl_).aval; }
+bool Array::is_tracer() const { return checked(impl_).is_tracer(); }
+
+int64_t Array::dim(int64_t axis) const {
+  int64_t n = ndim();
+  if (axis < -n || axis >= n)
+    throw IndexError("dim: axis " + std::to_string(axis) + " is out of range for an array of rank " +
+                     std::to_string(n));
+  return shape()[size_t(axis < 0 ? axis + n : axis)];
+}
+
+Device Array::device() const { return Device(detail::require_concrete(*this, "device")->device); }
+
+const Array& Array::block_until_ready() const {
+  detail::require_concrete(*this, "block_until_ready")->buffer->wait();
+  return *this;
+}
+
+bool Array::is_ready() const { return detail::require_concrete(*this, "is_ready")->buffer->ready(); }
+
+void Array::read(DType as, void* out) const {
+  auto* c = detail::require_concrete(*this, "to_vector");
+  c->buffer->wait();
+  const void* src = c->buffer->data();
+  size_t n = size_t(size());
+  if (as == dtype()) {
+    std::memcpy(out, src, n * itemsize(as));
+    return;
+  }
+  visit_dtype(dtype(), [&](auto zs) {
+    using S = decltype(zs);
+    visit_dtype(as, [&](auto zd) {
+      using D = decltype(zd);
+      const S* s = static_cast<const S*>(src);
+      D* d = static_cast<D*>(out);
+      for (size_t i = 0; i < n; ++i) d[i] = convert_value<D>(s[i]);
+    });
+  });
+}
+
+Scalar Array::scalar() const {
+  if (size() != 1)
+    throw ShapeError("scalar: the array has shape " + shape_to_string(shape()) + "; a scalar needs exactly one element");
+  auto* c = detail::require_concrete(*this, "item");
+  c->buffer->wait();
+  return Scalar::load(dtype(), c->buffer->data());
+}
+
+namespace {
+
+// NumPy-like formatting of one element.
+std::string format_element(const Scalar& s) {
+  DType d = s.dtype();
+  std::ostringstream os;
+  if (is_bool(d)) return s.to<bool>() ? "True" : "False";
+  if (is_integer(d)) return is_unsigned_int(d) ? std::to_string(s.to<uint64_t>()) : std::to_string(s.to<int64_t>());
+  auto fmt_real = [&](double v) {
+    if (std::isnan(v)) return std::string("nan");
+    if (std::isinf(v)) return std::string(v > 0 ? "inf" : "-inf");
+    std::ostringstream o;
+    o.precision(8);
+    o << v;
+    std::string r = o.str();
+    if (r.find_first_of(".e") == std::string::npos) r += ".";
+    return r;
+  };
+  if (is_complex(d)) {
+    auto c = s.to<complex128_t>();
+    std::string im = fmt_real(std::abs(c.imag()));
+    return fmt_real(c.real()) + (c.imag() < 0 || std::signbit(c.imag()) ? "-" : "+") + im + "j";
+  }
+  return fmt_real(s.to<double>());
+}
+
+void format_rec(std::ostringstream& os, const std::vector<std::string>& elems, const Shape& shape, size_t dim,
+                size_t offset, size_t width, const std::string& indent) {
+  if (dim == shape.size()) {
+    std::string e = elems[offset];
+    os << std::string(width > e.size() ? width - e.size() : 0, ' ') << e;
+    return;
+  }
+  size_t stride = 1;
+  for (size_t k = dim + 1; k < shape.size(); ++k) stride *= size_t(shape[k]);
+  os << "[";
+  bool summarize = shape_size(shape) > 1000 && shape[dim] > 6;
+  for (int64_t i = 0; i < shape[dim]; ++i) {
+    if (summarize && i == 3) {
+      os << (dim + 1 == shape.size() ? " ..." : "\n" + indent + " ...");
+      i = shape[dim] - 4;
+      continue;
+    }
+    if (i > 0) {
+      if (dim + 1 == shape.size()) os << " ";
+      else os << std::string(shape.size() - dim - 1, '\n') << indent << " ";
+    }
+    format_rec(os, elems, shape, dim + 1, offset + size_t(i) * stride, width, indent + " ");
+  }
+  os << "]";
+}
+
+}  // namespace
+
+std::string Array::to_string() const {
+  if (!valid()) return "Array(<empty>)";
+  if (is_tracer()) return "Traced<" + aval().to_string() + ">";
+  auto* c = detail::as_concrete(*this);
+  c->buffer->wait();
+  size_t n = size_t(size());
+  std::vector<std::string> elems(n);
+  size_t width = 0;
+  const char* base = static_cast<const char*>(c->buffer->data());
+  for (size_t i = 0; i < n; ++i) {
+    elems[i] = format_element(Scalar::load(dtype(), base + i * itemsize(dtype())));
+    width = std::max(width, elems[i].size());
+  }
+  if (shape().empty()) return elems.empty() ? "" : elems[0];
+  std::ostringstream os;
+  format_rec(os, elems, shape(), 0, 0, width, "");
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Array& a) { return os << a.to_string(); }
+
+}  // namespace tessel

@@ -1,0 +1,69 @@
+#include "core/stream.h"
+
+namespace tessel::detail {
+
+Stream::Stream(int device_id) : device_id_(device_id), worker_([this] { loop(); }) {}
+
+Stream::~Stream() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void Stream::enqueue(Task task) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+bool Stream::run_inline_or_enqueue(Task task) {
+  std::unique_lock lock(mu_);
+  if (!queue_.empty() || busy_) {
+    queue_.push_back(std::move(task));
+    lock.unlock();
+    cv_.notify_one();
+    return false;
+  }
+  busy_ = true;
+  lock.unlock();
+  task();  // tasks catch their own errors and record them in their output buffers
+  lock.lock();
+  busy_ = false;
+  bool more = !queue_.empty();
+  lock.unlock();
+  if (more) cv_.notify_one();
+  idle_cv_.notify_all();
+  return true;
+}
+
+void Stream::synchronize() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void Stream::loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || (!queue_.empty() && !busy_); });
+    if (queue_.empty()) {
+      if (stop_) return;
+      continue;
+    }
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    task();
+    task = nullptr;  // release captured buffers outside the lock
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+}  // namespace tessel::detail

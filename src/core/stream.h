@@ -1,0 +1,39 @@
+#pragma once
+// A device stream: a worker thread that runs the device's work items in order.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace tessel::detail {
+
+class Stream {
+ public:
+  using Task = std::function<void()>;
+  explicit Stream(int device_id);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /// Runs `task` after everything enqueued before it.
+  void enqueue(Task task);
+  /// Runs `task` on the calling thread when the stream is idle (keeps order, saves the
+  /// thread hand-off for tiny work); otherwise enqueues it. Returns true if run inline.
+  bool run_inline_or_enqueue(Task task);
+  /// Waits until every task enqueued so far has run.
+  void synchronize();
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;       // wakes the worker
+  std::condition_variable idle_cv_;  // wakes synchronize()
+  std::deque<Task> queue_;
+  bool busy_ = false;
+  bool stop_ = false;
+  int device_id_;
+  std::thread worker_;
+};
+
+}  // namespace tessel::detail

@@ -1,0 +1,43 @@
+#include "ir/primitive.h"
+
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include "tessel/error.h"
+
+namespace tessel::ir {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::deque<Primitive> prims;  // deque: references stay valid
+  std::unordered_map<std::string, const Primitive*> by_name;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+const Primitive& register_primitive(Primitive p) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  if (r.by_name.count(p.name)) throw Error("register_primitive: a primitive named '" + p.name + "' exists already");
+  r.prims.push_back(std::move(p));
+  const Primitive& ref = r.prims.back();
+  r.by_name.emplace(ref.name, &ref);
+  return ref;
+}
+
+const Primitive& lookup_primitive(std::string_view name) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  auto it = r.by_name.find(std::string(name));
+  if (it == r.by_name.end()) throw Error("lookup_primitive: no primitive named '" + std::string(name) + "'");
+  return *it->second;
+}
+
+}  // namespace tessel::ir

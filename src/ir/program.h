@@ -1,0 +1,76 @@
+#pragma once
+// The typed SSA program (like a closed jaxpr): input vars, constants, equations
+// `outs = prim[params](ins)` and outputs.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/params.h"
+#include "ir/primitive.h"
+#include "tessel/array.h"
+
+namespace tessel::ir {
+
+struct VarNode {
+  Aval aval;
+  uint64_t id;  // unique in the process; printers renumber
+};
+using Var = std::shared_ptr<VarNode>;
+Var new_var(Aval aval);
+
+/// An equation input: a variable or an inline scalar literal (`2.0:f32[]`).
+class Atom {
+ public:
+  Atom(Var v) : var_(std::move(v)) {}  // NOLINT
+  Atom(Scalar value, bool weak) : lit_(value), weak_(weak) {}
+  bool is_literal() const { return var_ == nullptr; }
+  const Var& var() const { return var_; }
+  const Scalar& literal() const { return lit_; }
+  Aval aval() const { return var_ ? var_->aval : Aval({}, lit_.dtype(), weak_); }
+  bool operator==(const Atom& o) const {
+    return var_ ? var_ == o.var_ : (!o.var_ && lit_ == o.lit_ && weak_ == o.weak_);
+  }
+
+ private:
+  Var var_;
+  Scalar lit_;
+  bool weak_ = false;
+};
+
+struct Equation {
+  const Primitive* prim;
+  std::vector<Atom> inputs;
+  std::vector<Var> outputs;
+  Params params;
+  uint32_t effects() const { return prim->effects; }
+};
+
+/// A closed program: `consts` are the values of `constvars` (concrete arrays, or tracers of
+/// an outer trace when a traced function captured them).
+struct Program {
+  std::vector<Var> invars;
+  std::vector<Var> constvars;
+  std::vector<Array> consts;
+  std::vector<Equation> eqns;
+  std::vector<Atom> outvars;
+  std::string name = "fn";
+
+  std::vector<Aval> in_avals() const;
+  std::vector<Aval> out_avals() const;
+};
+
+/// Readable text, like jax.make_jaxpr:
+///   { lambda ; a:f32[3]. let
+///       b:f32[3] = sin a
+///       c:f32[3] = mul b 2.0:f32[]
+///     in (c,) }
+std::string print_program(const Program& p);
+/// Type-checks every equation (re-running abstract evaluation), checks that variables are
+/// defined once before use. Throws tessel::Error naming the equation.
+void verify_program(const Program& p);
+/// Evaluates the program by binding every equation: on concrete arrays it computes, on
+/// tracers it records into their trace (so transformations nest).
+std::vector<Array> eval_program(const Program& p, std::span<const Array> args);
+
+}  // namespace tessel::ir

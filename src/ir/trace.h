@@ -1,0 +1,89 @@
+#pragma once
+// Tracing: the stack of active transformations, `bind`, and the trace that records a
+// program (the only trace of the foundation; jvp and batching traces come later).
+#include <functional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/array_impl.h"
+#include "ir/program.h"
+
+namespace tessel::detail {
+
+/// A transformation in progress. Tracers refer to their trace; operations on them go to
+/// `process_primitive`.
+class Trace {
+ public:
+  Trace();
+  virtual ~Trace();
+  int level() const { return level_; }
+  uint64_t id() const { return id_; }
+  virtual std::vector<Array> process_primitive(const ir::Primitive& p, std::span<const Array> ins,
+                                               const ir::Params& params) = 0;
+  /// Program-building traces record even operations without tracer inputs (like JAX's
+  /// dynamic trace), so constants made inside a jitted function are staged, not computed.
+  virtual bool is_dynamic() const { return false; }
+  /// Pushes this trace on the thread's trace stack until the returned guard ends.
+  class Scope {
+   public:
+    explicit Scope(Trace* t);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Trace* t_;
+  };
+
+ private:
+  friend class Scope;
+  int level_ = -1;
+  uint64_t id_;
+};
+
+/// Applies a primitive to arrays: to the innermost trace that owns one of the inputs (or
+/// the innermost dynamic trace), else evaluates eagerly.
+std::vector<Array> bind(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params = {});
+Array bind1(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params = {});
+inline Array bind1(const ir::Primitive& p, std::initializer_list<Array> ins, const ir::Params& params = {}) {
+  return bind1(p, std::span<const Array>(ins.begin(), ins.size()), params);
+}
+
+/// Eager evaluation, installed by the runtime layer (keeps dependencies pointing down).
+using EagerEvaluator = std::vector<Array> (*)(const ir::Primitive& p, std::span<const Array> ins,
+                                             const ir::Params& params);
+void set_eager_evaluator(EagerEvaluator f);
+/// True when some trace is active on this thread.
+bool tracing_active();
+
+/// Records the primitives applied to its tracers as equations of a program.
+class ProgramTrace final : public Trace {
+ public:
+  /// A fresh input of the program.
+  Array new_arg(const Aval& aval);
+  std::vector<Array> process_primitive(const ir::Primitive& p, std::span<const Array> ins,
+                                       const ir::Params& params) override;
+  bool is_dynamic() const override { return true; }
+  /// Closes the program with `outs` as outputs.
+  ir::Program finalize(std::span<const Array> outs, std::string name);
+
+ private:
+  ir::Atom to_atom(const Array& a);
+  std::vector<ir::Var> invars_, constvars_;
+  std::vector<Array> consts_;
+  std::unordered_map<const ArrayImpl*, ir::Var> const_vars_;
+  std::vector<ir::Equation> eqns_;
+};
+
+class ProgramTracer final : public Tracer {
+ public:
+  ProgramTracer(ir::Var var, Trace* trace) : Tracer(var->aval, trace, trace->id()), var(std::move(var)) {}
+  ir::Var var;
+};
+
+/// Traces `fn` on fresh tracers of `in_avals` into a program.
+ir::Program trace_to_program(const std::function<std::vector<Array>(std::span<const Array>)>& fn,
+                             std::span<const Aval> in_avals, std::string name = "fn");
+
+}  // namespace tessel::detail

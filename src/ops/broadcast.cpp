@@ -1,0 +1,117 @@
+// broadcast_in_dim: the one broadcasting primitive; NumPy broadcasting is built on it.
+#include "ops/op_util.h"
+
+#include <cstring>
+
+namespace tessel::ops {
+namespace {
+
+std::vector<Aval> broadcast_aval(std::span<const Aval> ins, const Params& p) {
+  const Shape& shape = p.get_ints("shape");
+  const Axes& dims = p.get_ints("broadcast_dimensions");
+  const Aval& x = ins[0];
+  if (dims.size() != x.shape.size())
+    throw ShapeError("broadcast_in_dim: operand of shape " + shape_to_string(x.shape) + " needs " +
+                     std::to_string(x.shape.size()) + " broadcast_dimensions, got " + shape_to_string(dims));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= int64_t(shape.size()) || (i > 0 && dims[i] <= dims[i - 1]))
+      throw ShapeError("broadcast_in_dim: broadcast_dimensions " + shape_to_string(dims) +
+                       " must be strictly increasing and within the output rank " + std::to_string(shape.size()));
+    if (x.shape[i] != 1 && x.shape[i] != shape[size_t(dims[i])])
+      throw ShapeError("broadcast_in_dim: cannot broadcast operand of shape " + shape_to_string(x.shape) +
+                       " to shape " + shape_to_string(shape) + " (operand dimension " + std::to_string(i) +
+                       " has size " + std::to_string(x.shape[i]) + ", target " +
+                       std::to_string(shape[size_t(dims[i])]) + ")");
+  }
+  for (auto d : shape)
+    if (d < 0) throw ShapeError("broadcast_in_dim: negative dimension in shape " + shape_to_string(shape));
+  return {Aval(shape, x.dtype, x.weak_type)};
+}
+
+template <size_t N> struct Bytes {
+  unsigned char b[N];
+};
+
+template <class E> void broadcast_copy(const KernelCall& c) {
+  const Shape& out_shape = c.out_avals[0].shape;
+  const Shape& in_shape = c.in_avals[0].shape;
+  const Axes& dims = c.params.get_ints("broadcast_dimensions");
+  const size_t rank = out_shape.size();
+  const E* in = c.in<E>(0);
+  E* out = c.out<E>(0);
+  const int64_t n = shape_size(out_shape);
+  if (n == 0) return;
+  if (in_shape.empty() || shape_size(in_shape) == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = in[0];
+    return;
+  }
+  // Input stride for every output dimension (0 where broadcast).
+  std::vector<int64_t> istr(rank, 0);
+  auto in_strides = strides_of(in_shape);
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (in_shape[i] != 1) istr[size_t(dims[i])] = in_strides[i];
+  const int64_t inner = out_shape[rank - 1], inner_stride = istr[rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t in_off = 0;
+  for (int64_t o = 0; o < n; o += inner) {
+    if (inner_stride == 0) {
+      for (int64_t k = 0; k < inner; ++k) out[o + k] = in[in_off];
+    } else {
+      for (int64_t k = 0; k < inner; ++k) out[o + k] = in[in_off + k * inner_stride];
+    }
+    for (size_t d = rank - 1; d-- > 0;) {  // advance the outer index
+      in_off += istr[d];
+      if (++idx[d] < out_shape[d]) break;
+      in_off -= istr[d] * out_shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void broadcast_kernel(const KernelCall& c) {
+  switch (itemsize(c.in_avals[0].dtype)) {
+    case 1: return broadcast_copy<Bytes<1>>(c);
+    case 2: return broadcast_copy<uint16_t>(c);
+    case 4: return broadcast_copy<uint32_t>(c);
+    case 8: return broadcast_copy<uint64_t>(c);
+    default: return broadcast_copy<Bytes<16>>(c);
+  }
+}
+
+const ir::Primitive& broadcast_in_dim_p = ir::register_primitive({
+    .name = "broadcast_in_dim",
+    .abstract_eval = broadcast_aval,
+    .cpu_kernel = broadcast_kernel,
+    .fusion = ir::FusionKind::kBroadcast,
+});
+
+}  // namespace
+}  // namespace tessel::ops
+
+namespace tessel {
+
+Array broadcast_in_dim(const Array& x, const Shape& shape, const Axes& dims) {
+  if (x.shape() == shape) return x;
+  return ops::bind1(ops::broadcast_in_dim_p, {x},
+                    ops::Params{{"shape", shape}, {"broadcast_dimensions", dims}});
+}
+
+Array broadcast_to(const Array& x, const Shape& shape) {
+  const Shape& s = x.shape();
+  if (s.size() > shape.size())
+    throw ShapeError("broadcast_to: cannot broadcast shape " + shape_to_string(s) + " to the lower-rank shape " +
+                     shape_to_string(shape));
+  Axes dims;
+  size_t off = shape.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != 1 && s[i] != shape[off + i])
+      throw ShapeError("broadcast_to: cannot broadcast shape " + shape_to_string(s) + " to " + shape_to_string(shape) +
+                       "; sizes must match or be 1");
+    dims.push_back(int64_t(off + i));
+  }
+  return broadcast_in_dim(x, shape, dims);
+}
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes) { return ops::broadcast_shapes("broadcast_shapes", shapes); }
+
+}  // namespace tessel

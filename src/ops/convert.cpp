@@ -1,0 +1,45 @@
+// convert_element_type: dtype conversion (jnp astype, lax.convert_element_type).
+#include "ops/op_util.h"
+
+namespace tessel::ops {
+namespace {
+
+std::vector<Aval> convert_aval(std::span<const Aval> ins, const Params& p) {
+  return {Aval(ins[0].shape, p.get<DType>("new_dtype"), p.get<bool>("weak_type"))};
+}
+
+void convert_kernel(const KernelCall& c) {
+  const int64_t n = c.out_avals[0].size();
+  visit_dtype(c.in_avals[0].dtype, [&](auto zs) {
+    using S = decltype(zs);
+    visit_dtype(c.out_avals[0].dtype, [&](auto zd) {
+      using D = decltype(zd);
+      const S* in = c.in<S>(0);
+      D* out = c.out<D>(0);
+      for (int64_t i = 0; i < n; ++i) out[i] = convert_value<D>(in[i]);
+    });
+  });
+}
+
+const ir::Primitive& convert_p = ir::register_primitive({
+    .name = "convert_element_type",
+    .abstract_eval = convert_aval,
+    .cpu_kernel = convert_kernel,
+    .fusion = ir::FusionKind::kElementwise,
+});
+
+}  // namespace
+
+Array convert(const Array& x, DType dtype, bool weak) {
+  if (x.dtype() == dtype && x.weak_type() == weak) return x;
+  return bind1(convert_p, {x}, Params{{"new_dtype", dtype}, {"weak_type", weak}});
+}
+
+}  // namespace tessel::ops
+
+namespace tessel {
+
+Array astype(const Array& x, DType dtype) { return ops::convert(x, dtype, false); }
+Array Array::astype(DType d) const { return tessel::astype(*this, d); }
+
+}  // namespace tessel

@@ -1,0 +1,74 @@
+#pragma once
+// Shared helpers for defining primitives and their jax.numpy-level wrappers.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/array_impl.h"
+#include "ir/primitive.h"
+#include "ir/trace.h"
+#include "tessel/ops.h"
+
+namespace tessel::ops {
+
+using detail::bind;
+using detail::bind1;
+using ir::KernelCall;
+using ir::Params;
+
+/// `axis` in [0, ndim) (negative counts from the end), else IndexError naming `op`.
+int64_t canonicalize_axis(const std::string& op, int64_t axis, int64_t ndim);
+/// Axes canonicalized, sorted, checked for repeats; empty input means all axes when
+/// `empty_means_all`.
+Axes canonicalize_axes(const std::string& op, const Axes& axes, int64_t ndim, bool empty_means_all);
+/// NumPy broadcasting of shapes, or ShapeError "op: cannot broadcast shapes (3, 2) and (4,)".
+Shape broadcast_shapes(const std::string& op, const std::vector<Shape>& shapes);
+/// jax.numpy promotion of the arguments' dtypes (weak-aware).
+PromotedType result_type(const std::vector<Array>& xs);
+/// convert_element_type primitive (no-op when nothing changes).
+Array convert(const Array& x, DType dtype, bool weak = false);
+/// Converts every argument to their promoted dtype and broadcasts them to a common shape;
+/// rank-0 arguments stay rank-0 (element-wise primitives accept scalars in any position).
+std::vector<Array> promote_broadcast(const std::string& op, std::vector<Array> xs);
+/// Same, with an explicit target dtype.
+std::vector<Array> broadcast_all(const std::string& op, std::vector<Array> xs);
+/// Throws DTypeError "op: dtype X is not supported; expected <what>" unless ok.
+void check_dtype(const std::string& op, DType d, bool ok, const char* what);
+/// Element-wise abstract evaluation: all inputs have one shape (or rank 0) and one dtype.
+/// Output dtype = input dtype unless `out` is given.
+Aval elementwise_aval(const std::string& op, std::span<const Aval> ins);
+std::string avals_to_string(std::span<const Aval> avals);
+
+/// Row-major strides (in elements).
+std::vector<int64_t> strides_of(const Shape& s);
+
+/// Applies f element-wise: `map_elementwise<Out, In1, In2>(call, f)`; rank-0 inputs broadcast.
+template <class R, class... Ts, class F> void map_elementwise(const KernelCall& c, F f) {
+  const int64_t n = c.out_avals[0].size();
+  R* out = c.out<R>(0);
+  auto run = [&]<size_t... I>(std::index_sequence<I...>) {
+    const std::tuple<const Ts*...> in{c.in<Ts>(I)...};
+    const bool scalar[] = {(c.in_avals[I].shape.empty() && n != 1)...};
+    bool any_scalar = false;
+    for (bool s : scalar) any_scalar |= s;
+    if (!any_scalar) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[i]...);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[scalar[I] ? 0 : i]...);
+    }
+  };
+  run(std::index_sequence_for<Ts...>{});
+}
+
+/// The type arithmetic happens in: float for the half types, else T itself.
+template <class T> struct compute_type { using type = T; };
+template <> struct compute_type<float16_t> { using type = float; };
+template <> struct compute_type<bfloat16_t> { using type = float; };
+template <class T> using compute_t = typename compute_type<T>::type;
+
+template <class T> inline constexpr bool is_complex_v =
+    std::is_same_v<T, complex64_t> || std::is_same_v<T, complex128_t>;
+template <class T> inline constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+
+}  // namespace tessel::ops

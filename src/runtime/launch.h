@@ -1,0 +1,30 @@
+#pragma once
+// Running kernels on device streams.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/array_impl.h"
+#include "ir/primitive.h"
+
+namespace tessel::detail {
+
+/// One kernel invocation; avals and params must outlive the launch (they live in caches).
+struct KernelLaunch {
+  const ir::Primitive* prim;
+  const std::vector<Aval>* in_avals;
+  const std::vector<Aval>* out_avals;
+  const ir::Params* params;
+  std::vector<std::shared_ptr<Buffer>> ins;
+  std::vector<std::shared_ptr<Buffer>> outs;
+};
+
+/// Enqueues the kernel on `dev`'s stream (inline when small and the stream is idle). Errors
+/// are recorded in the output buffers and rethrown by whoever waits on them.
+void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch);
+/// The device an operation on concrete `ins` runs on: the committed device of its inputs
+/// (all the same, else a ValueError naming `op`), else where the first non-scalar lives.
+DeviceImpl* result_device(const std::string& op, std::span<const Array> ins);
+
+}  // namespace tessel::detail
