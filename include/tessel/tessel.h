@@ -4,4 +4,6 @@
 #include "tessel/device.h"
 #include "tessel/dtype.h"
 #include "tessel/error.h"
+#include "tessel/jit.h"
 #include "tessel/ops.h"
+#include "tessel/tree.h"

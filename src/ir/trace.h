@@ -54,6 +54,8 @@ inline Array bind1(const ir::Primitive& p, std::initializer_list<Array> ins, con
 using EagerEvaluator = std::vector<Array> (*)(const ir::Primitive& p, std::span<const Array> ins,
                                              const ir::Params& params);
 void set_eager_evaluator(EagerEvaluator f);
+/// Evaluates on concrete arrays, ignoring active traces (compile-time constant folding).
+std::vector<Array> eval_eagerly(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params);
 /// True when some trace is active on this thread.
 bool tracing_active();
 

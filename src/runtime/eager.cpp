@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/array_impl.h"
+#include "core/log.h"
 #include "ir/trace.h"
 #include "runtime/launch.h"
 #include "tessel/error.h"
@@ -69,6 +70,9 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
     out_bytes += av.nbytes();
     outs.push_back(make_concrete(av, dev, out_bufs.back(), committed));
   }
+  TESSEL_DEBUG_LOG("dispatch " + p.name + " " + (e.params.empty() ? "" : "[" + e.params.to_string() + "] ") +
+                   std::to_string(ins.size()) + " inputs -> " + e.out_avals[0].to_string() + " on cpu:" +
+                   std::to_string(dev->id()));
   launch_kernel(dev, out_bytes, KernelLaunch{&p, &e.in_avals, &e.out_avals, &e.params, std::move(in_bufs),
                                              std::move(out_bufs)});
   return outs;

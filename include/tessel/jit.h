@@ -1,0 +1,250 @@
+#pragma once
+// jit: trace a C++ function into a program once per input signature, simplify and compile
+// it, and run the executable on later calls. Also make_program (like jax.make_jaxpr).
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "tessel/array.h"
+#include "tessel/tree.h"
+
+namespace tessel {
+
+namespace detail {
+struct JitEntry;
+struct ProgramHolder;
+using FlatFn = std::function<std::vector<Array>(std::span<const Array>)>;
+}  // namespace detail
+
+/// A traced program, printable like a jaxpr:
+/// `{ lambda ; a:f32[3]. let b:f32[3] = sin a ... in (b,) }`.
+class TESSEL_API Program {
+ public:
+  Program() = default;
+  explicit Program(std::shared_ptr<const detail::ProgramHolder> p) : p_(std::move(p)) {}
+  std::string to_string() const;
+  /// Number of equations (top level).
+  size_t num_equations() const;
+  /// Names of the primitives of the top-level equations, in order.
+  std::vector<std::string> primitive_names() const;
+  const std::shared_ptr<const detail::ProgramHolder>& holder() const { return p_; }
+
+ private:
+  std::shared_ptr<const detail::ProgramHolder> p_;
+};
+TESSEL_API std::ostream& operator<<(std::ostream& os, const Program& p);
+
+/// Options of jit (designated initializers: `ts::jit(f, {.static_argnums = {1}})`).
+struct JitOptions {
+  /// Arguments that are compile-time constants: the cache is keyed on their value (they need
+  /// std::hash and ==). Arguments whose C++ type holds no Array are static automatically;
+  /// listing them is allowed. Listing an Array argument is an error.
+  std::vector<int> static_argnums;
+  /// Arguments whose buffers the computation may reuse for its outputs. Accepted (and
+  /// validated) now; buffer reuse arrives with the compiler issue.
+  std::vector<int> donate_argnums;
+  /// Name shown in printed programs; default "fn".
+  std::string name;
+};
+
+namespace detail {
+/// Traces `fn` on tracers of `in_avals` and compiles the simplified program.
+TESSEL_API std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in_avals,
+                                                 const std::string& name);
+/// True when the entry closed over tracers of an enclosing transformation (not cacheable).
+TESSEL_API bool jit_entry_captures_tracers(const JitEntry& e);
+/// Calls the compiled program: runs it, or records it into an active trace.
+TESSEL_API std::vector<Array> jit_call(const JitEntry& e, std::span<const Array> args);
+/// The program as traced / after simplification / as compiled.
+TESSEL_API Program jit_traced_program(const JitEntry& e);
+TESSEL_API Program jit_lowered_program(const JitEntry& e);
+TESSEL_API std::string jit_compiled_text(const JitEntry& e);
+TESSEL_API Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name);
+[[noreturn]] TESSEL_API void jit_bad_static_argnum(const std::string& name, int argnum, int nargs, bool is_array);
+
+template <class T> constexpr bool is_tree_v = TreeTraits<std::decay_t<T>>::is_tree;
+
+/// Flattens jit arguments: leaves of tree arguments (not listed static) go to `leaves`; the
+/// values of static arguments are hashed into `static_hash`.
+template <class Tuple, size_t... I>
+void flatten_args(const Tuple& args, const std::vector<int>& static_argnums, std::vector<Array>& leaves,
+                  size_t& static_hash, std::index_sequence<I...>) {
+  auto one = [&](const auto& a, int i) {
+    using A = std::decay_t<decltype(a)>;
+    bool listed = std::find(static_argnums.begin(), static_argnums.end(), i) != static_argnums.end();
+    if constexpr (is_tree_v<A>) {
+      if (listed) jit_bad_static_argnum("jit", i, int(sizeof...(I)), true);
+      TreeTraits<A>::for_each(a, [&](const Array& x) { leaves.push_back(x); });
+    } else {
+      static_hash = static_hash * 1000003u ^ std::hash<A>()(a);
+    }
+  };
+  (one(std::get<I>(args), int(I)), ...);
+}
+
+/// Rebuilds the arguments with their leaves replaced (tracers during tracing).
+template <class Tuple, size_t... I>
+Tuple replace_arg_leaves(const Tuple& args, const std::vector<Array>& leaves, std::index_sequence<I...>) {
+  size_t pos = 0;
+  auto one = [&](const auto& a) {
+    using A = std::decay_t<decltype(a)>;
+    if constexpr (is_tree_v<A>) return tree_replace_leaves(a, leaves, pos);
+    else return a;
+  };
+  return Tuple{one(std::get<I>(args))...};
+}
+}  // namespace detail
+
+/// Returned by `jit(f).lower(args...)`: the simplified program for those arguments.
+class TESSEL_API Lowered {
+ public:
+  explicit Lowered(std::shared_ptr<detail::JitEntry> e) : e_(std::move(e)) {}
+  /// The program that will be compiled (after DCE, CSE and constant folding).
+  std::string as_text() const { return detail::jit_lowered_program(*e_).to_string(); }
+  Program program() const { return detail::jit_lowered_program(*e_); }
+  class Compiled compile() const;
+
+ private:
+  std::shared_ptr<detail::JitEntry> e_;
+};
+
+/// The executable for one input signature; call it with the flat list of Array leaves.
+class TESSEL_API Compiled {
+ public:
+  explicit Compiled(std::shared_ptr<detail::JitEntry> e) : e_(std::move(e)) {}
+  /// What runs on the device: the executable's program with its buffer plan.
+  std::string as_text() const { return detail::jit_compiled_text(*e_); }
+  std::vector<Array> operator()(const std::vector<Array>& leaves) const { return detail::jit_call(*e_, leaves); }
+
+ private:
+  std::shared_ptr<detail::JitEntry> e_;
+};
+
+inline Compiled Lowered::compile() const { return Compiled(e_); }
+
+/// A jitted function (see `jit`). Copies share one cache.
+template <class F> class Jitted {
+ public:
+  Jitted(F f, JitOptions opts) : state_(std::make_shared<State>(State{std::move(f), std::move(opts), {}, {}})) {
+    if (state_->opts.name.empty()) state_->opts.name = "fn";
+  }
+
+  /// Traces on the first call for each signature (avals of the Array leaves, values of static
+  /// arguments), then runs the cached executable.
+  template <class... Args> auto operator()(const Args&... args) const {
+    using R = std::invoke_result_t<const F&, const Args&...>;
+    static_assert(is_tree_v<R>, "jit: the function must return an Array or a tree of Arrays");
+    auto [entry, sample] = lookup(args...);
+    std::vector<Array> outs = detail::jit_call(*entry, leaves_of(args...));
+    size_t pos = 0;
+    return tree_replace_leaves(*static_cast<const R*>(sample.get()), outs, pos);
+  }
+  /// The program for these arguments, simplified (print it with `.as_text()`).
+  template <class... Args> Lowered lower(const Args&... args) const { return Lowered(lookup(args...).first); }
+  const JitOptions& options() const { return state_->opts; }
+  /// Number of signatures traced so far (each new shape/dtype/static value retraces).
+  size_t cache_size() const {
+    std::lock_guard lock(state_->mu);
+    return state_->entries.size();
+  }
+
+ private:
+  template <class T> static constexpr bool is_tree_v = detail::is_tree_v<T>;
+  struct Entry {
+    const std::type_info* arg_types;
+    size_t static_hash;
+    std::vector<Aval> avals;
+    std::shared_ptr<detail::JitEntry> jit;
+    std::shared_ptr<const void> out_sample;
+  };
+  struct State {
+    F f;
+    JitOptions opts;
+    std::mutex mu;
+    std::vector<Entry> entries;
+  };
+
+  template <class... Args> std::vector<Array> leaves_of(const Args&... args) const {
+    std::vector<Array> leaves;
+    size_t h = 0;
+    detail::flatten_args(std::forward_as_tuple(args...), state_->opts.static_argnums, leaves, h,
+                         std::index_sequence_for<Args...>{});
+    return leaves;
+  }
+
+  template <class... Args>
+  std::pair<std::shared_ptr<detail::JitEntry>, std::shared_ptr<const void>> lookup(const Args&... args) const {
+    using R = std::invoke_result_t<const F&, const Args&...>;
+    std::vector<Array> leaves;
+    size_t static_hash = 0;
+    auto tup = std::forward_as_tuple(args...);
+    for (int i : state_->opts.static_argnums)
+      if (i < 0 || i >= int(sizeof...(Args))) detail::jit_bad_static_argnum(state_->opts.name, i, int(sizeof...(Args)), false);
+    detail::flatten_args(tup, state_->opts.static_argnums, leaves, static_hash, std::index_sequence_for<Args...>{});
+    const std::type_info* types = &typeid(std::tuple<std::decay_t<Args>...>);
+    {
+      std::lock_guard lock(state_->mu);
+      for (const Entry& e : state_->entries) {
+        if (*e.arg_types != *types || e.static_hash != static_hash || e.avals.size() != leaves.size()) continue;
+        bool same = true;
+        for (size_t i = 0; i < leaves.size() && same; ++i) {
+          const auto& a = e.avals[i];
+          same = a.dtype == leaves[i].dtype() && a.weak_type == leaves[i].weak_type() && a.shape == leaves[i].shape();
+        }
+        if (same) return {e.jit, e.out_sample};
+      }
+    }
+    std::vector<Aval> avals;
+    for (auto& l : leaves) avals.push_back(Aval(l.shape(), l.dtype(), l.weak_type()));
+    using Tuple = std::tuple<std::decay_t<Args>...>;
+    Tuple values{args...};
+    auto sample = std::make_shared<R>();
+    detail::FlatFn flat = [&](std::span<const Array> tracers) {
+      std::vector<Array> tv(tracers.begin(), tracers.end());
+      Tuple traced = detail::replace_arg_leaves(values, tv, std::index_sequence_for<Args...>{});
+      *sample = std::apply(state_->f, traced);
+      return tree_leaves(*sample);
+    };
+    auto jit = detail::jit_compile(flat, avals, state_->opts.name);
+    if (!detail::jit_entry_captures_tracers(*jit)) {
+      std::lock_guard lock(state_->mu);
+      state_->entries.push_back(Entry{types, static_hash, std::move(avals), jit, sample});
+    }
+    return {jit, sample};
+  }
+
+  std::shared_ptr<State> state_;
+};
+
+/// Compiles `f` (a callable taking Arrays, trees of Arrays and static values, returning an
+/// Array or a tree of Arrays). The cache lives in the returned object and its copies: a
+/// lambda's captures are part of it, and captured arrays are baked in as constants when a
+/// signature is first traced (capture by value; a by-reference capture that later changes
+/// is not seen by cached signatures, as in JAX).
+template <class F> Jitted<std::decay_t<F>> jit(F&& f, JitOptions opts = {}) {
+  return Jitted<std::decay_t<F>>(std::forward<F>(f), std::move(opts));
+}
+
+/// Traces `f` on `args` and returns its program, unsimplified (like jax.make_jaxpr).
+template <class F, class... Args> Program make_program(const F& f, const Args&... args) {
+  using Tuple = std::tuple<std::decay_t<Args>...>;
+  Tuple values{args...};
+  std::vector<Array> leaves;
+  size_t h = 0;
+  detail::flatten_args(values, {}, leaves, h, std::index_sequence_for<Args...>{});
+  std::vector<Aval> avals;
+  for (auto& l : leaves) avals.push_back(Aval(l.shape(), l.dtype(), l.weak_type()));
+  detail::FlatFn flat = [&](std::span<const Array> tracers) {
+    std::vector<Array> tv(tracers.begin(), tracers.end());
+    Tuple traced = detail::replace_arg_leaves(values, tv, std::index_sequence_for<Args...>{});
+    return tree_leaves(std::apply(f, traced));
+  };
+  return detail::make_program_flat(flat, avals, "fn");
+}
+
+}  // namespace tessel

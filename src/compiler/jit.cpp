@@ -1,0 +1,159 @@
+// jit: tracing, closure conversion, simplification, compilation and calls.
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "compiler/executable.h"
+#include "compiler/jit_primitive.h"
+#include "compiler/passes.h"
+#include "core/log.h"
+#include "ir/trace.h"
+#include "tessel/jit.h"
+
+namespace tessel {
+namespace detail {
+
+struct ProgramHolder {
+  std::shared_ptr<const ir::Program> program;
+};
+
+struct JitEntry {
+  std::shared_ptr<const ir::Program> traced;   // as traced
+  std::shared_ptr<const ir::Program> lowered;  // closure-converted and simplified
+  std::shared_ptr<compiler::Executable> exe;
+  std::vector<Array> captured_tracers;         // leading arguments of `lowered`
+};
+
+namespace {
+
+// Captured tracers of enclosing transformations become leading inputs of the program, so
+// that calling it under that transformation passes them explicitly.
+ir::Program closure_convert(const ir::Program& p, std::vector<Array>& captured) {
+  ir::Program out = p;
+  out.invars.clear();
+  out.constvars.clear();
+  out.consts.clear();
+  for (size_t i = 0; i < p.constvars.size(); ++i) {
+    if (p.consts[i].is_tracer()) {
+      out.invars.push_back(p.constvars[i]);
+      captured.push_back(p.consts[i]);
+    } else {
+      out.constvars.push_back(p.constvars[i]);
+      out.consts.push_back(p.consts[i]);
+    }
+  }
+  out.invars.insert(out.invars.end(), p.invars.begin(), p.invars.end());
+  return out;
+}
+
+std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& program) {
+  // Programs reached through the `jit` primitive (eager calls of a recorded call).
+  static std::mutex mu;
+  static std::map<const ir::Program*, std::pair<ir::ProgramRef, std::shared_ptr<compiler::Executable>>> cache;
+  std::lock_guard lock(mu);
+  auto it = cache.find(program.get());
+  if (it != cache.end()) return it->second.second;
+  auto exe = std::make_shared<compiler::Executable>(
+      std::make_shared<const ir::Program>(compiler::simplify(*program)));
+  cache.emplace(program.get(), std::make_pair(program, exe));
+  return exe;
+}
+
+std::vector<Aval> jit_abstract_eval(std::span<const Aval> ins, const ir::Params& params) {
+  const auto& p = *params.get<ir::ProgramRef>("program");
+  if (ins.size() != p.invars.size())
+    throw ValueError("jit: '" + p.name + "' takes " + std::to_string(p.invars.size()) + " arrays, got " +
+                     std::to_string(ins.size()));
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (!ins[i].same_type(p.invars[i]->aval))
+      throw ShapeError("jit: argument " + std::to_string(i) + " of '" + p.name + "' has type " + ins[i].to_string() +
+                       ", expected " + p.invars[i]->aval.to_string());
+  return p.out_avals();
+}
+
+std::vector<Array> jit_eager(std::span<const Array> ins, const ir::Params& params) {
+  return executable_for(params.get<ir::ProgramRef>("program"))->run(ins);
+}
+
+bool needs_trace(std::span<const Array> args) {
+  if (tracing_active()) return true;
+  for (const Array& a : args)
+    if (a.is_tracer()) return true;
+  return false;
+}
+
+}  // namespace
+
+std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name) {
+  auto e = std::make_shared<JitEntry>();
+  e->traced = std::make_shared<const ir::Program>(trace_to_program(fn, in_avals, name));
+  ir::verify_program(*e->traced);
+  e->lowered = std::make_shared<const ir::Program>(compiler::simplify(closure_convert(*e->traced, e->captured_tracers)));
+  e->exe = std::make_shared<compiler::Executable>(e->lowered);
+  TESSEL_DEBUG_LOG("jit compile '" + name + "': traced " + std::to_string(e->traced->eqns.size()) +
+                   " equations, " + std::to_string(e->lowered->eqns.size()) + " after simplification");
+  return e;
+}
+
+bool jit_entry_captures_tracers(const JitEntry& e) { return !e.captured_tracers.empty(); }
+
+std::vector<Array> jit_call(const JitEntry& e, std::span<const Array> args) {
+  if (e.captured_tracers.empty() && !needs_trace(args)) {
+    for (const Array& a : args)
+      if (!a.valid()) throw ValueError(e.lowered->name + ": an argument is an empty Array; give it a value");
+    return e.exe->run(args);
+  }
+  std::vector<Array> all = e.captured_tracers;
+  all.insert(all.end(), args.begin(), args.end());
+  return detail::bind(compiler::jit_primitive(), all,
+              ir::Params{{"name", e.lowered->name}, {"program", ir::ProgramRef(e.lowered)}});
+}
+
+Program jit_traced_program(const JitEntry& e) {
+  return Program(std::make_shared<const ProgramHolder>(ProgramHolder{e.traced}));
+}
+Program jit_lowered_program(const JitEntry& e) {
+  return Program(std::make_shared<const ProgramHolder>(ProgramHolder{e.lowered}));
+}
+std::string jit_compiled_text(const JitEntry& e) { return e.exe->to_text(); }
+
+Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name) {
+  auto p = std::make_shared<const ir::Program>(trace_to_program(fn, in_avals, name));
+  ir::verify_program(*p);
+  return Program(std::make_shared<const ProgramHolder>(ProgramHolder{p}));
+}
+
+void jit_bad_static_argnum(const std::string& name, int argnum, int nargs, bool is_array) {
+  if (is_array)
+    throw ValueError(name + ": static_argnums lists argument " + std::to_string(argnum) +
+                     ", which holds Arrays; arrays cannot be static. Pass a C++ value (int, double, "
+                     "string, ...) for a compile-time constant, or drop it from static_argnums");
+  throw IndexError(name + ": static_argnums lists argument " + std::to_string(argnum) + " but the function is called with " +
+                   std::to_string(nargs) + " arguments");
+}
+
+}  // namespace detail
+
+namespace compiler {
+const ir::Primitive& jit_primitive() {
+  static const ir::Primitive& p = ir::register_primitive({
+      .name = "jit",
+      .abstract_eval = detail::jit_abstract_eval,
+      .eager_impl = detail::jit_eager,
+  });
+  return p;
+}
+[[maybe_unused]] static const ir::Primitive& registered_jit = jit_primitive();
+}  // namespace compiler
+
+std::string Program::to_string() const { return p_ ? ir::print_program(*p_->program) : "<no program>"; }
+size_t Program::num_equations() const { return p_ ? p_->program->eqns.size() : 0; }
+std::vector<std::string> Program::primitive_names() const {
+  std::vector<std::string> r;
+  if (p_)
+    for (auto& e : p_->program->eqns) r.push_back(e.prim->name);
+  return r;
+}
+std::ostream& operator<<(std::ostream& os, const Program& p) { return os << p.to_string(); }
+
+}  // namespace tessel

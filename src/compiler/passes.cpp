@@ -1,0 +1,209 @@
+#include "compiler/passes.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/jit_primitive.h"
+#include "ir/trace.h"
+
+namespace tessel::compiler {
+namespace {
+
+using ir::Atom;
+using ir::Equation;
+using ir::Program;
+using ir::Var;
+
+/// Variable substitution while rewriting a program.
+class Subst {
+ public:
+  Atom operator()(const Atom& a) const {
+    if (a.is_literal()) return a;
+    auto it = map_.find(a.var().get());
+    return it == map_.end() ? a : it->second;
+  }
+  void set(const Var& from, Atom to) { map_.insert_or_assign(from.get(), std::move(to)); }
+
+ private:
+  std::unordered_map<const ir::VarNode*, Atom> map_;
+};
+
+Program with_header(const Program& p) {
+  Program out;
+  out.invars = p.invars;
+  out.constvars = p.constvars;
+  out.consts = p.consts;
+  out.name = p.name;
+  return out;
+}
+
+void finish(Program& out, const Program& p, const Subst& s) {
+  for (auto& a : p.outvars) out.outvars.push_back(s(a));
+}
+
+// Appends the equations of `inner` (applied to `args`) to `out`, with fresh variables.
+// Returns the atoms of inner's outputs.
+std::vector<Atom> inline_into(Program& out, const Program& inner, const std::vector<Atom>& args) {
+  Subst s;
+  for (size_t i = 0; i < inner.invars.size(); ++i) s.set(inner.invars[i], args[i]);
+  for (size_t i = 0; i < inner.constvars.size(); ++i) {
+    Var v = ir::new_var(inner.constvars[i]->aval);
+    out.constvars.push_back(v);
+    out.consts.push_back(inner.consts[i]);
+    s.set(inner.constvars[i], v);
+  }
+  for (const Equation& e : inner.eqns) {
+    std::vector<Atom> ins;
+    for (auto& a : e.inputs) ins.push_back(s(a));
+    if (e.prim == &jit_primitive()) {
+      auto outs = inline_into(out, *e.params.get<ir::ProgramRef>("program"), ins);
+      for (size_t k = 0; k < outs.size(); ++k) s.set(e.outputs[k], outs[k]);
+      continue;
+    }
+    Equation ne{e.prim, std::move(ins), {}, e.params};
+    for (auto& o : e.outputs) {
+      Var v = ir::new_var(o->aval);
+      ne.outputs.push_back(v);
+      s.set(o, v);
+    }
+    out.eqns.push_back(std::move(ne));
+  }
+  std::vector<Atom> r;
+  for (auto& a : inner.outvars) r.push_back(s(a));
+  return r;
+}
+
+constexpr int64_t kFoldMaxElements = 64;
+
+}  // namespace
+
+Program inline_calls(const Program& p) {
+  bool any = false;
+  for (auto& e : p.eqns) any |= e.prim == &jit_primitive();
+  if (!any) return p;
+  Program out = with_header(p);
+  Subst s;
+  for (const Equation& e : p.eqns) {
+    std::vector<Atom> ins;
+    for (auto& a : e.inputs) ins.push_back(s(a));
+    if (e.prim == &jit_primitive()) {
+      auto outs = inline_into(out, *e.params.get<ir::ProgramRef>("program"), ins);
+      for (size_t k = 0; k < outs.size(); ++k) s.set(e.outputs[k], outs[k]);
+    } else {
+      out.eqns.push_back(Equation{e.prim, std::move(ins), e.outputs, e.params});
+    }
+  }
+  finish(out, p, s);
+  return out;
+}
+
+Program fold_constants(const Program& p) {
+  Program out = with_header(p);
+  Subst s;
+  std::unordered_map<const ir::VarNode*, Array> known;  // constvar -> value
+  for (size_t i = 0; i < p.constvars.size(); ++i)
+    if (!p.consts[i].is_tracer()) known.emplace(p.constvars[i].get(), p.consts[i]);
+  for (const Equation& e : p.eqns) {
+    std::vector<Atom> ins;
+    for (auto& a : e.inputs) ins.push_back(s(a));
+    bool foldable = e.effects() == ir::kNoEffect && e.prim->cpu_kernel && !e.prim->eager_impl;
+    for (auto& o : e.outputs) foldable &= o->aval.size() <= kFoldMaxElements;
+    std::vector<Array> values;
+    for (auto& a : ins) {
+      if (!foldable) break;
+      if (a.is_literal()) {
+        values.push_back(detail::scalar_array(a.literal(), a.aval().weak_type));
+      } else if (auto it = known.find(a.var().get()); it != known.end() && it->second.size() <= kFoldMaxElements) {
+        values.push_back(it->second);
+      } else {
+        foldable = false;
+      }
+    }
+    if (foldable) {
+      auto results = detail::eval_eagerly(*e.prim, values, e.params);
+      for (size_t k = 0; k < results.size(); ++k) {
+        const Var& o = e.outputs[k];
+        if (o->aval.shape.empty()) {
+          s.set(o, Atom(results[k].scalar(), o->aval.weak_type));
+        } else {
+          Var v = ir::new_var(o->aval);
+          out.constvars.push_back(v);
+          out.consts.push_back(results[k]);
+          known.emplace(v.get(), results[k]);
+          s.set(o, v);
+        }
+      }
+      continue;
+    }
+    out.eqns.push_back(Equation{e.prim, std::move(ins), e.outputs, e.params});
+  }
+  finish(out, p, s);
+  return out;
+}
+
+Program eliminate_common_subexpressions(const Program& p) {
+  struct Key {
+    const ir::Primitive* prim;
+    const std::vector<Atom>* ins;
+    const ir::Params* params;
+  };
+  Program out = with_header(p);
+  Subst s;
+  std::unordered_multimap<size_t, size_t> seen;  // hash -> index into out.eqns
+  for (const Equation& e : p.eqns) {
+    std::vector<Atom> ins;
+    for (auto& a : e.inputs) ins.push_back(s(a));
+    if (e.effects() == ir::kNoEffect) {
+      size_t h = std::hash<const void*>()(e.prim) ^ e.params.hash() * 31;
+      for (auto& a : ins) h = h * 1000003 ^ (a.is_literal() ? a.literal().hash() : std::hash<const void*>()(a.var().get()));
+      auto [lo, hi] = seen.equal_range(h);
+      bool merged = false;
+      for (auto it = lo; it != hi && !merged; ++it) {
+        const Equation& prev = out.eqns[it->second];
+        if (prev.prim == e.prim && prev.inputs == ins && prev.params == e.params) {
+          for (size_t k = 0; k < e.outputs.size(); ++k) s.set(e.outputs[k], prev.outputs[k]);
+          merged = true;
+        }
+      }
+      if (merged) continue;
+      seen.emplace(h, out.eqns.size());
+    }
+    out.eqns.push_back(Equation{e.prim, std::move(ins), e.outputs, e.params});
+  }
+  finish(out, p, s);
+  return out;
+}
+
+Program eliminate_dead_code(const Program& p) {
+  std::unordered_set<const ir::VarNode*> live;
+  for (auto& a : p.outvars)
+    if (!a.is_literal()) live.insert(a.var().get());
+  std::vector<bool> keep(p.eqns.size(), false);
+  for (size_t i = p.eqns.size(); i-- > 0;) {
+    const Equation& e = p.eqns[i];
+    bool needed = (e.effects() & ir::kSideEffect) != 0;
+    for (auto& o : e.outputs) needed |= live.count(o.get()) > 0;
+    if (!needed) continue;
+    keep[i] = true;
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) live.insert(a.var().get());
+  }
+  Program out;
+  out.invars = p.invars;
+  out.name = p.name;
+  for (size_t i = 0; i < p.constvars.size(); ++i) {
+    if (!live.count(p.constvars[i].get())) continue;
+    out.constvars.push_back(p.constvars[i]);
+    out.consts.push_back(p.consts[i]);
+  }
+  for (size_t i = 0; i < p.eqns.size(); ++i)
+    if (keep[i]) out.eqns.push_back(p.eqns[i]);
+  out.outvars = p.outvars;
+  return out;
+}
+
+Program simplify(const Program& p) {
+  return eliminate_dead_code(eliminate_common_subexpressions(fold_constants(inline_calls(p))));
+}
+
+}  // namespace tessel::compiler

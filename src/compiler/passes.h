@@ -1,0 +1,20 @@
+#pragma once
+// Program-to-program simplification passes run by jit before building an executable.
+#include "ir/program.h"
+
+namespace tessel::compiler {
+
+/// Replaces calls of nested jitted programs (`jit` equations) by their equations.
+ir::Program inline_calls(const ir::Program& p);
+/// Evaluates effect-free equations whose inputs are all literals or small constants, when
+/// their outputs are small (rank 0 becomes a literal, up to 64 elements a constant).
+ir::Program fold_constants(const ir::Program& p);
+/// Merges effect-free equations with the same primitive, parameters and inputs.
+ir::Program eliminate_common_subexpressions(const ir::Program& p);
+/// Drops equations whose outputs are unused, unless they have side effects; drops unused
+/// constants.
+ir::Program eliminate_dead_code(const ir::Program& p);
+/// All of the above, in that order.
+ir::Program simplify(const ir::Program& p);
+
+}  // namespace tessel::compiler
