@@ -122,7 +122,7 @@ class TESSEL_API Array {
   template <class V> Array(std::initializer_list<V> values) : Array(std::vector<V>(values)) {}
   /// A 2-D array from nested initializer lists (rows must have equal length).
   template <class V> Array(std::initializer_list<std::initializer_list<V>> rows);
-  /// An array of `shape` (default: 1-D) holding `values` in row-major order.
+  /// An array of `shape` (default: 1-D of values.size()) holding `values` in row-major order.
   template <class V> explicit Array(const std::vector<V>& values, Shape shape = {});
   /// An array of shape/dtype from raw row-major bytes of that dtype.
   static Array from_bytes(const void* data, const Shape& shape, DType dtype);
@@ -184,7 +184,7 @@ template <class V> Array::Array(const std::vector<V>& values, Shape shape) {
     std::vector<uint8_t> b(values.begin(), values.end());
     *this = Array(b, shape).astype(DType::bool_);
   } else {
-    if (shape.empty() && values.size() != 1) shape = {int64_t(values.size())};
+    if (shape.empty()) shape = {int64_t(values.size())};
     if (shape_size(shape) != int64_t(values.size()))
       throw ShapeError("Array: " + std::to_string(values.size()) + " values cannot fill shape " +
                        shape_to_string(shape) + "; pass a shape whose sizes multiply to " +

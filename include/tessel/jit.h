@@ -130,7 +130,7 @@ inline Compiled Lowered::compile() const { return Compiled(e_); }
 /// A jitted function (see `jit`). Copies share one cache.
 template <class F> class Jitted {
  public:
-  Jitted(F f, JitOptions opts) : state_(std::make_shared<State>(State{std::move(f), std::move(opts), {}, {}})) {
+  Jitted(F f, JitOptions opts) : state_(std::make_shared<State>(std::move(f), std::move(opts))) {
     if (state_->opts.name.empty()) state_->opts.name = "fn";
   }
 
@@ -163,6 +163,7 @@ template <class F> class Jitted {
     std::shared_ptr<const void> out_sample;
   };
   struct State {
+    State(F f_, JitOptions o) : f(std::move(f_)), opts(std::move(o)) {}
     F f;
     JitOptions opts;
     std::mutex mu;

@@ -187,13 +187,27 @@ std::string Array::to_string() const {
   c->buffer->wait();
   size_t n = size_t(size());
   std::vector<std::string> elems(n);
-  size_t width = 0;
   const char* base = static_cast<const char*>(c->buffer->data());
-  for (size_t i = 0; i < n; ++i) {
-    elems[i] = format_element(Scalar::load(dtype(), base + i * itemsize(dtype())));
-    width = std::max(width, elems[i].size());
-  }
+  for (size_t i = 0; i < n; ++i) elems[i] = format_element(Scalar::load(dtype(), base + i * itemsize(dtype())));
   if (shape().empty()) return elems.empty() ? "" : elems[0];
+  // Like NumPy, align real numbers on the decimal point: pad the integer part on the left
+  // and the fraction on the right.
+  size_t width = 0;
+  if (is_floating(dtype())) {
+    size_t int_w = 0, frac_w = 0;
+    for (auto& e : elems) {
+      size_t dot = e.find('.');
+      if (dot == std::string::npos || e.find('e') != std::string::npos) continue;
+      int_w = std::max(int_w, dot);
+      frac_w = std::max(frac_w, e.size() - dot - 1);
+    }
+    for (auto& e : elems) {
+      size_t dot = e.find('.');
+      if (dot == std::string::npos || e.find('e') != std::string::npos) continue;
+      e = std::string(int_w - dot, ' ') + e + std::string(frac_w - (e.size() - dot - 1), ' ');
+    }
+  }
+  for (auto& e : elems) width = std::max(width, e.size());
   std::ostringstream os;
   format_rec(os, elems, shape(), 0, 0, width, "");
   return os.str();

@@ -173,12 +173,15 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
         return {n == iw ? DType::int64 : n == fw ? DType::float64 : DType::complex128, false};
       }
       if (weak_node) {
-        // A weak result keeps the widest weak operand of its kind (C++ doubles are weak
-        // f64, so `2.0 * 3.0` stays exact), else the kind's default dtype.
+        // A weak result is the kind's default dtype (`i32 * 2.5` is f32, as in JAX), except
+        // between two weak values, which keep the wider one (C++ doubles are weak f64, so
+        // `Array(2.0) * 3.0` stays exact).
         DType r = dtype_of_node(Node(n));
-        bool found = false;
-        for (auto [d, w] : {std::pair{a, a_weak}, std::pair{b, b_weak}}) {
-          if (w && node_of(d, true) == Node(n) && (!found || itemsize(d) > itemsize(r))) r = d, found = true;
+        if (a_weak && b_weak) {
+          bool found = false;
+          for (auto [d, w] : {std::pair{a, a_weak}, std::pair{b, b_weak}}) {
+            if (node_of(d, true) == Node(n) && (!found || itemsize(d) > itemsize(r))) r = d, found = true;
+          }
         }
         return {r, true};
       }

@@ -1,50 +1,575 @@
-// Element-wise primitives. Each is defined once: abstract evaluation (same shape, scalars
-// broadcast), the CPU kernel for the dtypes it accepts, and its fusion kind.
+// Element-wise primitives (lax level) and the jax.numpy functions composed from them.
+//
+// A primitive is one table row: its name, the dtype classes it accepts, the rule for its
+// output dtype and its scalar function, written once for every accepted C++ type (half
+// types compute in float). `define<Op>()` derives the abstract evaluation (dtype check,
+// shapes equal or rank 0), the CPU kernel and the fusion kind from the row. Primitives are
+// strict about dtypes; the public functions do jax.numpy's promotion (e.g. sin of an int
+// array converts it to float first).
+//
+// Where C++ leaves behaviour undefined, tessel defines it as XLA does on CPU, so programs
+// never trap and eager agrees with compiled code:
+//  - integer x / 0 = -1 (all bits set, so the maximum for unsigned), x rem 0 = x;
+//    INT_MIN / -1 = INT_MIN and INT_MIN rem -1 = 0; add, sub, mul, neg, abs wrap modulo 2^bits.
+//  - integer pow (and integer_pow) with a negative exponent truncates 1/x^n toward zero:
+//    1 for base 1, +-1 for base -1, else 0 (0 for base 0 too).
+//  - shifts by a negative amount or by >= the bit width give 0, except shift_right of a
+//    negative signed value, which gives -1. shift_right is arithmetic for signed dtypes
+//    and logical for unsigned ones.
+//  - max/min propagate NaN; on complex numbers they compare lexicographically (real part,
+//    then imaginary part) like jnp.maximum. lt/le/gt/ge reject complex.
+//  - round rounds half to even, whatever the floating-point rounding mode.
+#include <cmath>
+#include <numbers>
+
 #include "ops/op_util.h"
 
 namespace tessel::ops {
 namespace {
 
-std::vector<Aval> same_as_inputs(std::span<const Aval> ins, const Params&) { return {elementwise_aval("binary", ins)}; }
+// ---- dtype classes ----
+enum Class : uint8_t { kBool = 1, kSigned = 2, kUnsigned = 4, kFloat = 8, kComplex = 16 };
+constexpr uint8_t kInt = kSigned | kUnsigned, kReal = kInt | kFloat, kNum = kReal | kComplex,
+                  kInexact = kFloat | kComplex, kAll = kNum | kBool, kLogic = kBool | kInt,
+                  kOrderable = kBool | kReal;
 
-template <class Op> void binary_kernel(const KernelCall& c) {
-  visit_dtype(c.out_avals[0].dtype, [&](auto z) {
+uint8_t class_of(DType d) {
+  if (is_bool(d)) return kBool;
+  if (is_signed_int(d)) return kSigned;
+  if (is_unsigned_int(d)) return kUnsigned;
+  return is_floating(d) ? kFloat : kComplex;
+}
+template <class T> constexpr uint8_t class_of() {
+  if constexpr (std::is_same_v<T, bool>) return kBool;
+  else if constexpr (std::is_integral_v<T>) return std::is_signed_v<T> ? kSigned : kUnsigned;
+  else if constexpr (is_complex_v<T>) return kComplex;
+  else return kFloat;
+}
+
+/// "a floating or complex dtype"
+std::string describe(uint8_t mask) {
+  std::vector<std::string> parts;
+  if (mask & kBool) parts.push_back("boolean");
+  if ((mask & kInt) == kInt) parts.push_back("integer");
+  else if (mask & kSigned) parts.push_back("signed integer");
+  else if (mask & kUnsigned) parts.push_back("unsigned integer");
+  if (mask & kFloat) parts.push_back("floating");
+  if (mask & kComplex) parts.push_back("complex");
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i == 0 ? "" : i + 1 == parts.size() ? " or " : ", ") + parts[i];
+  return (s[0] == 'i' || s[0] == 'u' ? "an " : "a ") + s + " dtype";
+}
+
+void check_class(const std::string& op, DType d, uint8_t mask) {
+  if (!(class_of(d) & mask)) check_dtype(op, d, false, describe(mask).c_str());
+}
+
+// ---- output dtype rules ----
+enum class Out { kSame, kBool, kReal, kComplex };
+
+DType out_dtype(Out rule, DType d) {
+  switch (rule) {
+    case Out::kSame: return d;
+    case Out::kBool: return DType::bool_;
+    case Out::kReal: return real_dtype(d);
+    case Out::kComplex: break;
+  }
+  return complex_dtype(d);
+}
+template <class T, Out R> auto out_tag() {
+  if constexpr (R == Out::kBool) return bool{};
+  else if constexpr (R == Out::kReal && is_complex_v<T>) return typename T::value_type{};
+  else if constexpr (R == Out::kComplex) return std::conditional_t<std::is_same_v<T, double>, complex128_t, complex64_t>{};
+  else return T{};
+}
+template <class T, Out R> using out_t = decltype(out_tag<T, R>());
+
+// ---- the definition machinery ----
+struct Elementwise {
+  const ir::Primitive& prim;
+  uint8_t mask;
+};
+
+/// The printed name; identifiers that would be C++ keywords (and_, not_) drop their '_'.
+template <class Op> const std::string& name_of() {
+  static const std::string n = [] {
+    std::string s = Op::name;
+    if (s.back() == '_') s.pop_back();
+    return s;
+  }();
+  return n;
+}
+
+template <class Op> std::vector<Aval> elementwise_eval(std::span<const Aval> ins, const Params&) {
+  Aval out = elementwise_aval(name_of<Op>(), ins);
+  check_class(name_of<Op>(), out.dtype, Op::mask);
+  if constexpr (Op::out == Out::kBool) return {Aval(out.shape, DType::bool_)};
+  out.dtype = out_dtype(Op::out, out.dtype);
+  return {out};
+}
+
+template <class Op> void elementwise_kernel(const KernelCall& c) {
+  visit_dtype(c.in_avals[0].dtype, [&](auto z) {
     using T = decltype(z);
-    map_elementwise<T, T, T>(c, [](T a, T b) { return Op::apply(a, b); });
+    if constexpr ((class_of<T>() & Op::mask) != 0) {
+      using C = compute_t<T>;
+      using R = out_t<T, Op::out>;
+      if constexpr (Op::arity == 1) map_elementwise<R, T>(c, [](T x) { return convert_value<R>(Op::f(C(x))); });
+      else map_elementwise<R, T, T>(c, [](T a, T b) { return convert_value<R>(Op::f(C(a), C(b))); });
+    }
   });
 }
 
-struct AddOp {
-  template <class T> static T apply(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) return a || b;
-    else return T(compute_t<T>(a) + compute_t<T>(b));
-  }
-};
-struct MulOp {
-  template <class T> static T apply(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) return a && b;
-    else return T(compute_t<T>(a) * compute_t<T>(b));
-  }
-};
-
-const ir::Primitive& add_p = ir::register_primitive({
-    .name = "add", .abstract_eval = same_as_inputs, .cpu_kernel = binary_kernel<AddOp>,
-    .fusion = ir::FusionKind::kElementwise});
-const ir::Primitive& mul_p = ir::register_primitive({
-    .name = "mul", .abstract_eval = same_as_inputs, .cpu_kernel = binary_kernel<MulOp>,
-    .fusion = ir::FusionKind::kElementwise});
-
-Array binary(const ir::Primitive& p, const Array& a, const Array& b) {
-  auto xs = promote_broadcast(p.name, {a, b});
-  return bind1(p, {xs[0], xs[1]});
+template <class Op> Elementwise define() {
+  return {ir::register_primitive({.name = name_of<Op>(),
+                                  .abstract_eval = elementwise_eval<Op>,
+                                  .cpu_kernel = elementwise_kernel<Op>,
+                                  .fusion = ir::FusionKind::kElementwise}),
+          Op::mask};
 }
+
+// One row of the table: NAME_p, accepting the classes MASK, output dtype rule OUT; the body
+// computes on compute_t values `x` (unary) or `a`, `b` (binary) of type T.
+#define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, PARAMS, ...)   \
+  struct NAME##_op {                                            \
+    static constexpr const char* name = #NAME;                  \
+    static constexpr int arity = ARITY;                         \
+    static constexpr uint8_t mask = MASK;                       \
+    static constexpr Out out = Out::OUT;                        \
+    template <class T> static auto f PARAMS { __VA_ARGS__ }     \
+  };                                                            \
+  const Elementwise NAME##_p = define<NAME##_op>()
+#define UNARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 1, MASK, OUT, (T x), __VA_ARGS__)
+#define BINARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 2, MASK, OUT, (T a, T b), __VA_ARGS__)
+
+// ---- scalar helpers ----
+template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+/// Integer arithmetic happens in an unsigned type at least as wide as int: it wraps
+/// instead of overflowing (undefined for signed types, and for unsigned short * unsigned short).
+template <class T> using wrap_t = std::make_unsigned_t<decltype(T() + T())>;
+
+template <class T> T wrap_neg(T x) { return T(wrap_t<T>(0) - wrap_t<T>(x)); }
+
+/// base^exp by squaring, wrapping; negative exponents truncate 1/base^|exp| toward zero.
+template <class T, class E> T int_pow(T base, E exp) {
+  if constexpr (std::is_signed_v<E>) {
+    if (exp < 0) {
+      if (base == T(1)) return T(1);
+      if constexpr (std::is_signed_v<T>)
+        if (base == T(-1)) return T(exp % 2 == 0 ? 1 : -1);
+      return T(0);
+    }
+  }
+  wrap_t<T> acc = 1, b = wrap_t<T>(base);
+  for (auto e = std::make_unsigned_t<E>(exp); e; e >>= 1) {
+    if (e & 1) acc *= b;
+    b *= b;
+  }
+  return T(acc);
+}
+
+template <bool Max, class T> T pick(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return Max ? (a || b) : (a && b);
+  } else if constexpr (is_complex_v<T>) {
+    if (a != a) return a;  // any NaN component
+    if (b != b) return b;
+    bool greater = a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
+    return greater == Max ? a : b;
+  } else {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return (a > b) == Max ? a : b;
+  }
+}
+
+template <class T> T round_half_even(T x) {
+  T r = std::round(x);  // half away from zero
+  if (std::abs(x - r) == T(0.5)) r = T(2) * std::round(x / T(2));
+  return r;
+}
+
+// ---- the table ----
+BINARY(add, kAll, kSame,
+       if constexpr (std::is_same_v<T, bool>) return a || b;
+       else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) + wrap_t<T>(b));
+       else return a + b;);
+BINARY(sub, kNum, kSame,
+       if constexpr (is_int_v<T>) return T(wrap_t<T>(a) - wrap_t<T>(b));
+       else return a - b;);
+BINARY(mul, kAll, kSame,
+       if constexpr (std::is_same_v<T, bool>) return a && b;
+       else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(b));
+       else return a * b;);
+BINARY(div, kNum, kSame,
+       if constexpr (is_int_v<T>) {
+         if (b == 0) return T(-1);
+         if constexpr (std::is_signed_v<T>)
+           if (b == T(-1)) return wrap_neg(a);
+         return T(a / b);
+       } else return a / b;);
+BINARY(rem, kReal, kSame,
+       if constexpr (is_int_v<T>) {
+         if (b == 0) return a;
+         if constexpr (std::is_signed_v<T>)
+           if (b == T(-1)) return T(0);
+         return T(a % b);
+       } else return std::fmod(a, b););
+BINARY(pow, kNum, kSame,
+       if constexpr (is_int_v<T>) return int_pow(a, b);
+       else if constexpr (is_complex_v<T>) return b == T(0) ? T(1) : std::pow(a, b);  // libstdc++ gives 0^0 = 0
+       else return std::pow(a, b););
+BINARY(max, kAll, kSame, return pick<true>(a, b););
+BINARY(min, kAll, kSame, return pick<false>(a, b););
+BINARY(atan2, kFloat, kSame, return std::atan2(a, b););
+
+UNARY(neg, kNum, kSame,
+      if constexpr (is_int_v<T>) return wrap_neg(x);
+      else return -x;);
+UNARY(abs, kNum, kReal,
+      if constexpr (std::is_unsigned_v<T>) return x;
+      else if constexpr (is_int_v<T>) return x < 0 ? wrap_neg(x) : x;
+      else return std::abs(x););
+UNARY(sign, kNum, kSame,
+      if constexpr (is_complex_v<T>) return x == T(0) ? x : x / std::abs(x);
+      else if constexpr (std::is_floating_point_v<T>) return x > 0 ? T(1) : x < 0 ? T(-1) : x;  // keeps -0, NaN
+      else if constexpr (std::is_unsigned_v<T>) return T(x != 0);
+      else return T((x > 0) - (x < 0)););
+UNARY(floor, kFloat, kSame, return std::floor(x););
+UNARY(ceil, kFloat, kSame, return std::ceil(x););
+UNARY(round, kFloat, kSame, return round_half_even(x););
+UNARY(is_finite, kFloat, kBool, return std::isfinite(x););
+
+UNARY(exp, kInexact, kSame, return std::exp(x););
+UNARY(exp2, kInexact, kSame,
+      if constexpr (is_complex_v<T>) return std::exp(x * T(std::numbers::ln2));
+      else return std::exp2(x););
+UNARY(expm1, kInexact, kSame,
+      if constexpr (is_complex_v<T>) {
+        // exp(a+ib) - 1 = (expm1(a) cos b - 2 sin^2(b/2)) + i exp(a) sin b, accurate near 0.
+        auto re = x.real(), im = x.imag(), s = std::sin(im / 2);
+        return T(std::expm1(re) * std::cos(im) - 2 * s * s, std::exp(re) * std::sin(im));
+      } else return std::expm1(x););
+UNARY(log, kInexact, kSame, return std::log(x););
+UNARY(log1p, kInexact, kSame,
+      if constexpr (is_complex_v<T>) {
+        if (std::abs(x) >= 0.5) return std::log(T(1) + x);
+        // log|1+z| = log1p(2a + a^2 + b^2) / 2, accurate for small z.
+        auto re = x.real(), im = x.imag();
+        return T(std::log1p(re * (2 + re) + im * im) / 2, std::atan2(im, 1 + re));
+      } else return std::log1p(x););
+UNARY(sqrt, kInexact, kSame, return std::sqrt(x););
+UNARY(rsqrt, kInexact, kSame, return T(1) / std::sqrt(x););
+UNARY(cbrt, kFloat, kSame, return std::cbrt(x););
+UNARY(sin, kInexact, kSame, return std::sin(x););
+UNARY(cos, kInexact, kSame, return std::cos(x););
+UNARY(tan, kInexact, kSame, return std::tan(x););
+UNARY(asin, kInexact, kSame, return std::asin(x););
+UNARY(acos, kInexact, kSame, return std::acos(x););
+UNARY(atan, kInexact, kSame, return std::atan(x););
+UNARY(sinh, kInexact, kSame, return std::sinh(x););
+UNARY(cosh, kInexact, kSame, return std::cosh(x););
+UNARY(tanh, kInexact, kSame, return std::tanh(x););
+UNARY(asinh, kInexact, kSame, return std::asinh(x););
+UNARY(acosh, kInexact, kSame, return std::acosh(x););
+UNARY(atanh, kInexact, kSame, return std::atanh(x););
+UNARY(erf, kFloat, kSame, return std::erf(x););
+UNARY(erfc, kFloat, kSame, return std::erfc(x););
+UNARY(logistic, kInexact, kSame,
+      if constexpr (!is_complex_v<T>) {
+        if (x < 0) {  // exp(-x) would overflow for very negative x
+          T e = std::exp(x);
+          return e / (T(1) + e);
+        }
+      }
+      return T(1) / (T(1) + std::exp(-x)););
+
+BINARY(eq, kAll, kBool, return a == b;);
+BINARY(ne, kAll, kBool, return a != b;);
+BINARY(lt, kOrderable, kBool, return a < b;);
+BINARY(le, kOrderable, kBool, return a <= b;);
+BINARY(gt, kOrderable, kBool, return a > b;);
+BINARY(ge, kOrderable, kBool, return a >= b;);
+
+// Logical on bool, bitwise on integers (like lax).
+BINARY(and_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return a && b; else return T(a & b););
+BINARY(or_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return a || b; else return T(a | b););
+BINARY(xor_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return a != b; else return T(a ^ b););
+UNARY(not_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return !x; else return T(~x););
+BINARY(shift_left, kInt, kSame,
+       using U = std::make_unsigned_t<T>;
+       if (U(b) >= sizeof(T) * 8) return T(0);  // negative amounts are huge as unsigned
+       return T(wrap_t<T>(a) << U(b)););
+BINARY(shift_right, kInt, kSame,
+       using U = std::make_unsigned_t<T>;
+       if (U(b) >= sizeof(T) * 8) {
+         if constexpr (std::is_signed_v<T>) return T(a < 0 ? -1 : 0);
+         else return T(0);
+       }
+       return T(a >> U(b)););
+
+UNARY(real, kComplex, kReal, return x.real(););
+UNARY(imag, kComplex, kReal, return x.imag(););
+UNARY(conj, kComplex, kSame, return std::conj(x););
+BINARY(complex, kFloat, kComplex, return std::complex<T>(a, b););
+
+#undef UNARY
+#undef BINARY
+#undef TESSEL_ELEMENTWISE
+
+// ---- primitives with parameters or mixed operand dtypes ----
+
+// integer_pow[y]: x^y for a static integer y (jnp.square, jnp.reciprocal).
+std::vector<Aval> integer_pow_eval(std::span<const Aval> ins, const Params&) {
+  check_class("integer_pow", ins[0].dtype, kNum);
+  return {ins[0]};
+}
+void integer_pow_kernel(const KernelCall& c) {
+  const int64_t y = c.params.get<int64_t>("y");
+  visit_dtype(c.in_avals[0].dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (is_int_v<T>) {
+      map_elementwise<T, T>(c, [y](T x) { return int_pow(x, y); });
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      using C = compute_t<T>;
+      map_elementwise<T, T>(c, [y](T x) {
+        C acc(1), b(x);
+        for (uint64_t e = y < 0 ? uint64_t(0) - uint64_t(y) : uint64_t(y); e; e >>= 1) {
+          if (e & 1) acc *= b;
+          b *= b;
+        }
+        return convert_value<T>(y < 0 ? C(1) / acc : acc);
+      });
+    }
+  });
+}
+const ir::Primitive& integer_pow_p = ir::register_primitive({
+    .name = "integer_pow", .abstract_eval = integer_pow_eval, .cpu_kernel = integer_pow_kernel,
+    .fusion = ir::FusionKind::kElementwise});
+
+// select_n(pred, on_false, on_true), as lax.select_n with two cases.
+std::vector<Aval> select_n_eval(std::span<const Aval> ins, const Params&) {
+  if (ins[0].dtype != DType::bool_)
+    throw DTypeError("select_n: the predicate must have dtype bool, got " + std::string(dtype_name(ins[0].dtype)) +
+                     "; compare it first (x != 0)");
+  Aval out = elementwise_aval("select_n", ins.subspan(1));
+  if (!ins[0].shape.empty()) {
+    if (out.shape.empty()) out.shape = ins[0].shape;
+    else if (out.shape != ins[0].shape)
+      throw ShapeError("select_n: predicate and cases have different shapes " + avals_to_string(ins) +
+                       "; broadcast them first (where does this)");
+  }
+  return {out};
+}
+void select_n_kernel(const KernelCall& c) {
+  visit_dtype(c.out_avals[0].dtype, [&](auto z) {
+    using T = decltype(z);
+    map_elementwise<T, bool, T, T>(c, [](bool p, T f, T t) { return p ? t : f; });
+  });
+}
+const ir::Primitive& select_n_p = ir::register_primitive({
+    .name = "select_n", .abstract_eval = select_n_eval, .cpu_kernel = select_n_kernel,
+    .fusion = ir::FusionKind::kElementwise});
+
+// ---- jax.numpy-level helpers ----
+
+/// jnp's to_inexact_dtype: bool and integers up to 32 bits become the default float,
+/// 64-bit integers float64.
+DType to_inexact(DType d) {
+  if (is_inexact(d)) return d;
+  return d == DType::int64 || d == DType::uint64 ? DType::float64 : default_float;
+}
+Array inexact(const Array& x) { return convert(x, to_inexact(x.dtype()), x.weak_type()); }
+
+Array unary(const Elementwise& e, const std::string& op, const Array& x) {
+  check_class(op, x.dtype(), e.mask);
+  return bind1(e.prim, {x});
+}
+
+/// Promotes (to an inexact dtype when `to_float`), checks the dtype class, broadcasts, binds.
+Array binary(const Elementwise& e, const std::string& op, const Array& a, const Array& b, bool to_float = false) {
+  PromotedType t = result_type({a, b});
+  if (to_float) t.dtype = to_inexact(t.dtype);
+  check_class(op, t.dtype, e.mask);
+  auto xs = broadcast_all(op, {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+  return bind1(e.prim, {xs[0], xs[1]});
+}
+
+Array filled_like(const Array& x, Scalar v) { return broadcast_to(Array(v), x.shape()); }
 
 }  // namespace
 }  // namespace tessel::ops
 
 namespace tessel {
-Array add(const Array& a, const Array& b) { return ops::binary(ops::add_p, a, b); }
-Array multiply(const Array& a, const Array& b) { return ops::binary(ops::mul_p, a, b); }
+using namespace ops;  // NOLINT: the primitives of this file
+
+Array add(const Array& a, const Array& b) { return binary(add_p, "add", a, b); }
+Array subtract(const Array& a, const Array& b) { return binary(sub_p, "subtract", a, b); }
+Array multiply(const Array& a, const Array& b) { return binary(mul_p, "multiply", a, b); }
+Array divide(const Array& a, const Array& b) { return binary(div_p, "divide", a, b, true); }
+Array true_divide(const Array& a, const Array& b) { return binary(div_p, "true_divide", a, b, true); }
+Array rem(const Array& a, const Array& b) { return binary(rem_p, "rem", a, b); }
+Array pow(const Array& a, const Array& b) { return binary(pow_p, "pow", a, b); }
+Array maximum(const Array& a, const Array& b) { return binary(max_p, "maximum", a, b); }
+Array minimum(const Array& a, const Array& b) { return binary(min_p, "minimum", a, b); }
+Array atan2(const Array& a, const Array& b) { return binary(atan2_p, "atan2", a, b, true); }
+
+// Python floor division, composed as jnp does.
+Array floor_divide(const Array& a, const Array& b) {
+  PromotedType t = result_type({a, b});
+  check_class("floor_divide", t.dtype, kReal);
+  auto xs = broadcast_all("floor_divide", {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+  const Array &x = xs[0], &y = xs[1];
+  if (is_unsigned_int(t.dtype)) return bind1(div_p.prim, {x, y});
+  if (is_signed_int(t.dtype)) {
+    Array q = bind1(div_p.prim, {x, y});
+    return where((sign(x) != sign(y)) & (rem(x, y) != 0), q - 1, q);
+  }
+  // Floats: CPython's float_divmod.
+  Array mod = rem(x, y);
+  Array q = (x - mod) / y;
+  return round(where((mod != 0) & (sign(y) != sign(mod)), q - 1, q));
+}
+
+// The remainder takes the divisor's sign (Python %), from the truncated one.
+Array remainder(const Array& a, const Array& b) {
+  PromotedType t = result_type({a, b});
+  check_class("remainder", t.dtype, kReal);
+  auto xs = broadcast_all("remainder", {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+  Array r = rem(xs[0], xs[1]);
+  return where(((r < 0) != (xs[1] < 0)) & (r != 0), r + xs[1], r);
+}
+
+Array negative(const Array& x) { return unary(neg_p, "negative", x); }
+Array abs(const Array& x) {
+  if (is_bool(x.dtype()) || is_unsigned_int(x.dtype())) return x;
+  return unary(abs_p, "abs", x);
+}
+Array sign(const Array& x) { return unary(sign_p, "sign", x); }
+// floor, ceil and round leave integers as they are (as jnp does).
+Array floor(const Array& x) { return is_inexact(x.dtype()) ? unary(floor_p, "floor", x) : x; }
+Array ceil(const Array& x) { return is_inexact(x.dtype()) ? unary(ceil_p, "ceil", x) : x; }
+Array round(const Array& x) {
+  if (is_complex(x.dtype())) return complex(round(real(x)), round(imag(x)));
+  return is_floating(x.dtype()) ? unary(round_p, "round", x) : x;
+}
+
+// Transcendental functions convert integer and bool arguments to float (jnp semantics).
+#define TESSEL_FLOAT_FN(FN, PRIM) \
+  Array FN(const Array& x) { return unary(PRIM##_p, #FN, inexact(x)); }
+TESSEL_FLOAT_FN(exp, exp)
+TESSEL_FLOAT_FN(exp2, exp2)
+TESSEL_FLOAT_FN(expm1, expm1)
+TESSEL_FLOAT_FN(log, log)
+TESSEL_FLOAT_FN(log1p, log1p)
+TESSEL_FLOAT_FN(sqrt, sqrt)
+TESSEL_FLOAT_FN(rsqrt, rsqrt)
+TESSEL_FLOAT_FN(cbrt, cbrt)
+TESSEL_FLOAT_FN(sin, sin)
+TESSEL_FLOAT_FN(cos, cos)
+TESSEL_FLOAT_FN(tan, tan)
+TESSEL_FLOAT_FN(arcsin, asin)
+TESSEL_FLOAT_FN(arccos, acos)
+TESSEL_FLOAT_FN(arctan, atan)
+TESSEL_FLOAT_FN(sinh, sinh)
+TESSEL_FLOAT_FN(cosh, cosh)
+TESSEL_FLOAT_FN(tanh, tanh)
+TESSEL_FLOAT_FN(arcsinh, asinh)
+TESSEL_FLOAT_FN(arccosh, acosh)
+TESSEL_FLOAT_FN(arctanh, atanh)
+TESSEL_FLOAT_FN(erf, erf)
+TESSEL_FLOAT_FN(erfc, erfc)
+TESSEL_FLOAT_FN(logistic, logistic)
+#undef TESSEL_FLOAT_FN
+
+Array log2(const Array& x) { return log(x) / Array(std::numbers::ln2); }
+Array log10(const Array& x) { return log(x) / Array(std::numbers::ln10); }
+Array square(const Array& x) {
+  if (is_bool(x.dtype())) return multiply(x, x);
+  check_class("square", x.dtype(), kNum);
+  return bind1(integer_pow_p, {x}, Params{{"y", int64_t(2)}});
+}
+Array reciprocal(const Array& x) {
+  Array y = inexact(x);
+  return bind1(integer_pow_p, {y}, Params{{"y", int64_t(-1)}});
+}
+
+Array equal(const Array& a, const Array& b) { return binary(eq_p, "equal", a, b); }
+Array not_equal(const Array& a, const Array& b) { return binary(ne_p, "not_equal", a, b); }
+Array less(const Array& a, const Array& b) { return binary(lt_p, "less", a, b); }
+Array less_equal(const Array& a, const Array& b) { return binary(le_p, "less_equal", a, b); }
+Array greater(const Array& a, const Array& b) { return binary(gt_p, "greater", a, b); }
+Array greater_equal(const Array& a, const Array& b) { return binary(ge_p, "greater_equal", a, b); }
+
+// logical_* treat any nonzero value as true.
+Array logical_and(const Array& a, const Array& b) { return binary(and__p, "logical_and", astype(a, bool_), astype(b, bool_)); }
+Array logical_or(const Array& a, const Array& b) { return binary(or__p, "logical_or", astype(a, bool_), astype(b, bool_)); }
+Array logical_xor(const Array& a, const Array& b) { return binary(xor__p, "logical_xor", astype(a, bool_), astype(b, bool_)); }
+Array logical_not(const Array& x) { return unary(not__p, "logical_not", astype(x, bool_)); }
+Array bitwise_and(const Array& a, const Array& b) { return binary(and__p, "bitwise_and", a, b); }
+Array bitwise_or(const Array& a, const Array& b) { return binary(or__p, "bitwise_or", a, b); }
+Array bitwise_xor(const Array& a, const Array& b) { return binary(xor__p, "bitwise_xor", a, b); }
+Array bitwise_not(const Array& x) { return unary(not__p, "bitwise_not", x); }
+Array left_shift(const Array& a, const Array& b) { return binary(shift_left_p, "left_shift", a, b); }
+Array right_shift(const Array& a, const Array& b) { return binary(shift_right_p, "right_shift", a, b); }
+
+Array where(const Array& pred, const Array& a, const Array& b) {
+  if (!is_bool(pred.dtype()))
+    throw DTypeError(std::string("where: the condition must have dtype bool, got ") + dtype_name(pred.dtype()) +
+                     "; compare it first (x != 0) or convert with astype(bool)");
+  PromotedType t = result_type({a, b});
+  auto xs = broadcast_all("where", {pred, convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+  return bind1(select_n_p, {xs[0], xs[2], xs[1]});
+}
+Array select(const Array& pred, const Array& a, const Array& b) { return where(pred, a, b); }
+Array clip(const Array& x, const Array& lo, const Array& hi) { return minimum(maximum(x, lo), hi); }
+Array clamp(const Array& lo, const Array& x, const Array& hi) { return minimum(maximum(x, lo), hi); }
+
+Array isnan(const Array& x) { return is_inexact(x.dtype()) ? x != x : filled_like(x, Scalar(false)); }
+Array isinf(const Array& x) {
+  if (is_complex(x.dtype())) return isinf(real(x)) | isinf(imag(x));
+  if (is_floating(x.dtype())) return abs(x) == Array(std::numeric_limits<double>::infinity());
+  return filled_like(x, Scalar(false));
+}
+Array isfinite(const Array& x) {
+  if (is_complex(x.dtype())) return isfinite(real(x)) & isfinite(imag(x));
+  if (is_floating(x.dtype())) return unary(is_finite_p, "isfinite", x);
+  return filled_like(x, Scalar(true));
+}
+
+Array real(const Array& x) { return is_complex(x.dtype()) ? unary(real_p, "real", x) : x; }
+Array imag(const Array& x) {
+  return is_complex(x.dtype()) ? unary(imag_p, "imag", x) : filled_like(x, Scalar(0, x.dtype()));
+}
+Array conj(const Array& x) { return is_complex(x.dtype()) ? unary(conj_p, "conj", x) : x; }
+Array complex(const Array& re, const Array& im) {
+  PromotedType t = result_type({re, im});
+  if (is_complex(t.dtype))
+    throw DTypeError(std::string("complex: the real and imaginary parts must be real, got ") +
+                     dtype_name(re.dtype()) + " and " + dtype_name(im.dtype()) + "; take real() and imag() first");
+  // complex64 holds float32 parts: half-precision and integer parts widen to float32.
+  DType d = to_inexact(t.dtype) == DType::float64 ? DType::float64 : DType::float32;
+  return binary(complex_p, "complex", convert(re, d, t.weak), convert(im, d, t.weak));
+}
+
 Array operator+(const Array& a, const Array& b) { return add(a, b); }
+Array operator-(const Array& a, const Array& b) { return subtract(a, b); }
 Array operator*(const Array& a, const Array& b) { return multiply(a, b); }
+Array operator/(const Array& a, const Array& b) { return true_divide(a, b); }
+Array operator%(const Array& a, const Array& b) { return remainder(a, b); }
+Array operator-(const Array& x) { return negative(x); }
+Array operator<(const Array& a, const Array& b) { return less(a, b); }
+Array operator<=(const Array& a, const Array& b) { return less_equal(a, b); }
+Array operator>(const Array& a, const Array& b) { return greater(a, b); }
+Array operator>=(const Array& a, const Array& b) { return greater_equal(a, b); }
+Array operator==(const Array& a, const Array& b) { return equal(a, b); }
+Array operator!=(const Array& a, const Array& b) { return not_equal(a, b); }
+Array operator&(const Array& a, const Array& b) { return bitwise_and(a, b); }
+Array operator|(const Array& a, const Array& b) { return bitwise_or(a, b); }
+Array operator^(const Array& a, const Array& b) { return bitwise_xor(a, b); }
+Array operator~(const Array& x) { return bitwise_not(x); }
+Array operator!(const Array& x) { return logical_not(x); }
+
 }  // namespace tessel

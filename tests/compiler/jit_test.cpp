@@ -201,7 +201,7 @@ TEST(Jit, MatchesEagerOnRandomPrograms) {
       {"roll", [](auto& a, auto&) { return ts::roll(a, 1, 1); }},
       {"rowsum", [](auto& a, auto&) { return a - ts::mean(a, {1}, true); }},
       {"flipslice", [](auto& a, auto&) { return ts::concatenate({ts::slice(a, {0, 1}, {4, 5}), ts::slice(a, {0, 0}, {4, 1})}, 1); }},
-      {"matmul", [](auto& a, auto& b) { return ts::matmul(a, ts::transpose(b)) * 0.01; }},
+      {"matmul", [](auto& a, auto& b) { return ts::matmul(ts::matmul(a, ts::transpose(b)), a) * 0.01; }},
   };
   for (int trial = 0; trial < 25; ++trial) {
     std::vector<std::pair<int, std::array<int, 2>>> plan;  // op, operand indices
