@@ -1,8 +1,11 @@
-// Shape primitives: reshape, transpose, concatenate, pad, ... and the jax.numpy functions on
-// top of them.
+// Shape primitives: reshape, transpose, concatenate, pad, rev, and the jax.numpy functions
+// built on them (ravel, moveaxis, squeeze, stack, pad modes, flip, roll, tile, repeat).
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "ops/op_util.h"
+#include "ops/strided.h"
 
 namespace tessel::ops {
 namespace {
@@ -23,6 +26,173 @@ void copy_kernel(const KernelCall& c) {
 const ir::Primitive& reshape_p = ir::register_primitive({
     .name = "reshape", .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
     .fusion = ir::FusionKind::kShape});
+
+// ---- transpose[permutation]: output dim i is input dim permutation[i] ----
+
+void check_permutation(const std::string& op, const Axes& perm, int64_t ndim) {
+  Axes sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = int64_t(perm.size()) == ndim;
+  for (int64_t i = 0; ok && i < ndim; ++i) ok = sorted[size_t(i)] == i;
+  if (!ok)
+    throw ValueError(op + ": axes " + shape_to_string(perm) + " are not a permutation of the " +
+                     std::to_string(ndim) + " axes of the array; name each axis in [0, " + std::to_string(ndim) +
+                     ") exactly once");
+}
+
+std::vector<Aval> transpose_aval(std::span<const Aval> ins, const Params& p) {
+  const Axes& perm = p.get_ints("permutation");
+  check_permutation("transpose", perm, ins[0].ndim());
+  Shape s;
+  for (auto a : perm) s.push_back(ins[0].shape[size_t(a)]);
+  return {Aval(s, ins[0].dtype, ins[0].weak_type)};
+}
+
+void transpose_kernel(const KernelCall& c) {
+  const Axes& perm = c.params.get_ints("permutation");
+  auto in_st = strides_of(c.in_avals[0].shape);
+  std::vector<int64_t> src(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) src[i] = in_st[size_t(perm[i])];
+  const Shape& os = c.out_avals[0].shape;
+  strided_copy(itemsize(c.in_avals[0].dtype), os, c.outs[0], 0, strides_of(os), c.ins[0], 0, src);
+}
+
+const ir::Primitive& transpose_p = ir::register_primitive({
+    .name = "transpose", .abstract_eval = transpose_aval, .cpu_kernel = transpose_kernel,
+    .fusion = ir::FusionKind::kShape});
+
+// ---- rev[dimensions]: reverses the order of elements along the dimensions ----
+
+std::vector<Aval> rev_aval(std::span<const Aval> ins, const Params& p) {
+  for (auto d : p.get_ints("dimensions"))
+    if (d < 0 || d >= ins[0].ndim())
+      throw IndexError("rev: dimension " + std::to_string(d) + " is out of range for shape " +
+                       shape_to_string(ins[0].shape));
+  return {ins[0]};
+}
+
+void rev_kernel(const KernelCall& c) {
+  const Shape& s = c.in_avals[0].shape;
+  auto st = strides_of(s);
+  std::vector<int64_t> src = st;
+  int64_t base = 0;
+  for (auto d : c.params.get_ints("dimensions")) {
+    base += (s[size_t(d)] - 1) * st[size_t(d)];
+    src[size_t(d)] = -st[size_t(d)];
+  }
+  strided_copy(itemsize(c.in_avals[0].dtype), s, c.outs[0], 0, st, c.ins[0], base, src);
+}
+
+const ir::Primitive& rev_p = ir::register_primitive({
+    .name = "rev", .abstract_eval = rev_aval, .cpu_kernel = rev_kernel, .fusion = ir::FusionKind::kShape});
+
+// ---- concatenate[dimension] ----
+
+std::vector<Aval> concatenate_aval(std::span<const Aval> ins, const Params& p) {
+  if (ins.empty()) throw ValueError("concatenate: needs at least one array");
+  const int64_t dim = p.get_int("dimension");
+  const Aval& a0 = ins[0];
+  if (dim < 0 || dim >= a0.ndim())
+    throw IndexError("concatenate: dimension " + std::to_string(dim) + " is out of range for operands of rank " +
+                     std::to_string(a0.ndim()));
+  Shape out = a0.shape;
+  bool weak = true;
+  for (const Aval& a : ins) {
+    if (a.dtype != a0.dtype)
+      throw DTypeError("concatenate: operands have different dtypes " + avals_to_string(ins) +
+                       "; convert them to one dtype first");
+    if (a.ndim() != a0.ndim())
+      throw ShapeError("concatenate: arrays must have the same rank, got shapes " + shape_to_string(a0.shape) +
+                       " and " + shape_to_string(a.shape) + "; reshape them first");
+    for (int64_t d = 0; d < a0.ndim(); ++d)
+      if (d != dim && a.shape[size_t(d)] != a0.shape[size_t(d)])
+        throw ShapeError("concatenate: shapes " + shape_to_string(a0.shape) + " and " + shape_to_string(a.shape) +
+                         " differ in dimension " + std::to_string(d) + " (only dimension " + std::to_string(dim) +
+                         ", the one concatenated along, may differ)");
+    weak &= a.weak_type;
+    if (&a != &a0) out[size_t(dim)] += a.shape[size_t(dim)];
+  }
+  return {Aval(out, a0.dtype, weak)};
+}
+
+void concatenate_kernel(const KernelCall& c) {
+  const size_t dim = size_t(c.params.get_int("dimension"));
+  const Shape& os = c.out_avals[0].shape;
+  auto ost = strides_of(os);
+  int64_t offset = 0;
+  for (size_t i = 0; i < c.ins.size(); ++i) {
+    const Shape& is = c.in_avals[i].shape;
+    strided_copy(itemsize(c.out_avals[0].dtype), is, c.outs[0], offset * ost[dim], ost, c.ins[i], 0, strides_of(is));
+    offset += is[dim];
+  }
+}
+
+const ir::Primitive& concatenate_p = ir::register_primitive({
+    .name = "concatenate", .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel});
+
+// ---- pad[padding_config](operand, padding_value): padding_config holds (low, high,
+// interior) for each dimension, flattened; negative low/high crop ----
+
+std::vector<Aval> pad_aval(std::span<const Aval> ins, const Params& p) {
+  const Aval& x = ins[0];
+  const auto& cfg = p.get_ints("padding_config");
+  if (!ins[1].shape.empty())
+    throw ShapeError("pad: the padding value must be a scalar, got shape " + shape_to_string(ins[1].shape));
+  if (ins[1].dtype != x.dtype)
+    throw DTypeError("pad: padding value dtype " + std::string(dtype_name(ins[1].dtype)) +
+                     " differs from the operand dtype " + dtype_name(x.dtype) + "; convert it first");
+  if (int64_t(cfg.size()) != 3 * x.ndim())
+    throw ShapeError("pad: needs one (low, high, interior) triple per dimension of shape " +
+                     shape_to_string(x.shape) + ", got " + std::to_string(cfg.size() / 3));
+  Shape out;
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    int64_t lo = cfg[size_t(3 * d)], hi = cfg[size_t(3 * d + 1)], in = cfg[size_t(3 * d + 2)];
+    int64_t n = x.shape[size_t(d)];
+    if (in < 0)
+      throw ValueError("pad: interior padding must be >= 0, got " + std::to_string(in) + " for dimension " +
+                       std::to_string(d));
+    int64_t size = lo + hi + n + std::max<int64_t>(0, n - 1) * in;
+    if (size < 0)
+      throw ValueError("pad: padding (" + std::to_string(lo) + ", " + std::to_string(hi) + ", " + std::to_string(in) +
+                       ") crops dimension " + std::to_string(d) + " of size " + std::to_string(n) +
+                       " to a negative size " + std::to_string(size));
+    out.push_back(size);
+  }
+  return {Aval(out, x.dtype, x.weak_type)};
+}
+
+void pad_kernel(const KernelCall& c) {
+  const Shape& is = c.in_avals[0].shape;
+  const Shape& os = c.out_avals[0].shape;
+  const auto& cfg = c.params.get_ints("padding_config");
+  const size_t isz = itemsize(c.out_avals[0].dtype);
+  visit_itemsize(isz, [&](auto z) {  // fill with the padding value
+    using E = decltype(z);
+    E v;
+    std::memcpy(&v, c.ins[1], sizeof(E));
+    std::fill_n(c.out<E>(0), c.out_avals[0].size(), v);
+  });
+  // Input element i of a dimension lands at lo + i * (interior + 1); copy those that land
+  // inside the output.
+  auto ist = strides_of(is), ost = strides_of(os);
+  Shape box(is.size());
+  std::vector<int64_t> sa(is.size()), sb(is.size());
+  int64_t a0 = 0, b0 = 0;
+  for (size_t d = 0; d < is.size(); ++d) {
+    int64_t lo = cfg[3 * d], step = cfg[3 * d + 2] + 1;
+    int64_t first = lo >= 0 ? 0 : (-lo + step - 1) / step;                      // first i with pos >= 0
+    int64_t last = std::min(is[d] - 1, os[d] - 1 - lo < 0 ? -1 : (os[d] - 1 - lo) / step);  // pos < out
+    box[d] = std::max<int64_t>(0, last - first + 1);
+    a0 += (lo + first * step) * ost[d];
+    b0 += first * ist[d];
+    sa[d] = step * ost[d];
+    sb[d] = ist[d];
+  }
+  strided_copy(isz, box, c.outs[0], a0, sa, c.ins[0], b0, sb);
+}
+
+const ir::Primitive& pad_p = ir::register_primitive({
+    .name = "pad", .abstract_eval = pad_aval, .cpu_kernel = pad_kernel});
 
 }  // namespace
 }  // namespace tessel::ops
@@ -53,5 +223,203 @@ Array reshape(const Array& x, const Shape& shape) {
 }
 
 Array Array::reshape(Shape s) const { return tessel::reshape(*this, s); }
+
+Array ravel(const Array& x) { return reshape(x, {x.size()}); }
+
+Array transpose(const Array& x, std::optional<Axes> axes) {
+  const int64_t n = x.ndim();
+  Axes perm;
+  if (!axes) {
+    for (int64_t i = n - 1; i >= 0; --i) perm.push_back(i);
+  } else {
+    if (int64_t(axes->size()) != n)
+      throw ValueError("transpose: axes " + shape_to_string(*axes) + " do not match an array of rank " +
+                       std::to_string(n) + "; give one entry per axis");
+    for (auto a : *axes) perm.push_back(ops::canonicalize_axis("transpose", a, n));
+  }
+  Axes identity(static_cast<size_t>(n));
+  std::iota(identity.begin(), identity.end(), 0);
+  if (perm == identity) return x;
+  return ops::bind1(ops::transpose_p, {x}, ops::Params{{"permutation", perm}});
+}
+
+Array Array::T() const { return tessel::transpose(*this); }
+
+Array moveaxis(const Array& x, int64_t source, int64_t destination) {
+  const int64_t n = x.ndim();
+  int64_t s = ops::canonicalize_axis("moveaxis", source, n), d = ops::canonicalize_axis("moveaxis", destination, n);
+  Axes perm;
+  for (int64_t i = 0; i < n; ++i)
+    if (i != s) perm.push_back(i);
+  perm.insert(perm.begin() + d, s);
+  return transpose(x, perm);
+}
+
+Array swapaxes(const Array& x, int64_t a, int64_t b) {
+  const int64_t n = x.ndim();
+  a = ops::canonicalize_axis("swapaxes", a, n);
+  b = ops::canonicalize_axis("swapaxes", b, n);
+  Axes perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[size_t(a)], perm[size_t(b)]);
+  return transpose(x, perm);
+}
+
+Array squeeze(const Array& x, std::optional<Axes> axes) {
+  const Shape& s = x.shape();
+  Axes drop;
+  if (!axes) {
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] == 1) drop.push_back(int64_t(i));
+  } else {
+    drop = ops::canonicalize_axes("squeeze", *axes, x.ndim(), false);
+    for (auto a : drop)
+      if (s[size_t(a)] != 1)
+        throw ShapeError("squeeze: cannot remove axis " + std::to_string(a) + " of shape " + shape_to_string(s) +
+                         " because its size is " + std::to_string(s[size_t(a)]) + ", not 1");
+  }
+  Shape out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!std::binary_search(drop.begin(), drop.end(), int64_t(i))) out.push_back(s[i]);
+  return reshape(x, out);
+}
+
+Array expand_dims(const Array& x, Axes axes) {
+  const int64_t rank = x.ndim() + int64_t(axes.size());
+  Axes ins = ops::canonicalize_axes("expand_dims", axes, rank, false);
+  Shape out;
+  size_t k = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    out.push_back(std::binary_search(ins.begin(), ins.end(), i) ? 1 : x.shape()[k++]);
+  return reshape(x, out);
+}
+
+Array concatenate(const std::vector<Array>& xs, int64_t axis) {
+  if (xs.empty()) throw ValueError("concatenate: needs at least one array");
+  const int64_t n = xs[0].ndim();
+  if (n == 0) throw ShapeError("concatenate: zero-dimensional arrays cannot be concatenated; use stack");
+  for (const Array& x : xs)
+    if (x.ndim() != n)
+      throw ShapeError("concatenate: arrays must have the same rank, got shapes " + shape_to_string(xs[0].shape()) +
+                       " and " + shape_to_string(x.shape()) + "; reshape them first");
+  axis = ops::canonicalize_axis("concatenate", axis, n);
+  PromotedType t = ops::result_type(xs);
+  std::vector<Array> ys;
+  for (const Array& x : xs) ys.push_back(ops::convert(x, t.dtype, t.weak));
+  if (ys.size() == 1) return ys[0];
+  return ops::bind1(ops::concatenate_p, ys, ops::Params{{"dimension", axis}});
+}
+
+Array stack(const std::vector<Array>& xs, int64_t axis) {
+  if (xs.empty()) throw ValueError("stack: needs at least one array");
+  axis = ops::canonicalize_axis("stack", axis, xs[0].ndim() + 1);
+  std::vector<Array> ys;
+  for (const Array& x : xs) {
+    if (x.shape() != xs[0].shape())
+      throw ShapeError("stack: all arrays must have the same shape, got " + shape_to_string(xs[0].shape()) + " and " +
+                       shape_to_string(x.shape()));
+    ys.push_back(expand_dims(x, {axis}));
+  }
+  return concatenate(ys, axis);
+}
+
+Array lax_pad(const Array& x, Scalar value, const std::vector<std::array<int64_t, 3>>& config) {
+  if (int64_t(config.size()) != x.ndim())
+    throw ShapeError("lax_pad: needs one (low, high, interior) triple per dimension of shape " +
+                     shape_to_string(x.shape()) + ", got " + std::to_string(config.size()));
+  std::vector<int64_t> flat;
+  for (auto& c : config) flat.insert(flat.end(), c.begin(), c.end());
+  if (std::all_of(flat.begin(), flat.end(), [](int64_t v) { return v == 0; })) return x;
+  Array v = detail::scalar_array(value.astype(x.dtype()), false);
+  return ops::bind1(ops::pad_p, {x, v}, ops::Params{{"padding_config", flat}});
+}
+
+Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& widths, const std::string& mode,
+          Scalar value) {
+  const int64_t n = x.ndim();
+  if (widths.size() != 1 && int64_t(widths.size()) != n)
+    throw ShapeError("pad: widths must hold one (before, after) pair, or one per axis of shape " +
+                     shape_to_string(x.shape()) + "; got " + std::to_string(widths.size()) + " pairs");
+  auto width = [&](int64_t d) { return widths.size() == 1 ? widths[0] : widths[size_t(d)]; };
+  for (int64_t d = 0; d < n; ++d)
+    if (width(d).first < 0 || width(d).second < 0)
+      throw ValueError("pad: widths must be >= 0, got (" + std::to_string(width(d).first) + ", " +
+                       std::to_string(width(d).second) + ") for axis " + std::to_string(d) +
+                       " (lax_pad crops with negative padding)");
+  if (mode == "constant") {
+    std::vector<std::array<int64_t, 3>> cfg;
+    for (int64_t d = 0; d < n; ++d) cfg.push_back({width(d).first, width(d).second, 0});
+    return lax_pad(x, value, cfg);
+  }
+  if (mode != "edge")
+    throw ValueError("pad: unknown mode '" + mode + "'; supported modes are \"constant\" and \"edge\"");
+  // Edge mode, one axis at a time: repeat the first and last slices.
+  Array y = x;
+  for (int64_t d = 0; d < n; ++d) {
+    auto [lo, hi] = width(d);
+    if (lo == 0 && hi == 0) continue;
+    const int64_t size = y.dim(d);
+    if (size == 0)
+      throw ValueError("pad: cannot pad the empty axis " + std::to_string(d) + " of shape " +
+                       shape_to_string(y.shape()) + " in \"edge\" mode (it has no edge values)");
+    std::vector<Array> parts;
+    auto edge = [&](int64_t at, int64_t count) {
+      Shape s = y.shape();
+      s[size_t(d)] = count;
+      return broadcast_to(slice_in_dim(y, at, at + 1, 1, d), s);
+    };
+    if (lo) parts.push_back(edge(0, lo));
+    parts.push_back(y);
+    if (hi) parts.push_back(edge(size - 1, hi));
+    y = concatenate(parts, d);
+  }
+  return y;
+}
+
+Array flip(const Array& x, std::optional<Axes> axes) {
+  Axes dims = ops::canonicalize_axes("flip", axes.value_or(Axes{}), x.ndim(), !axes.has_value());
+  if (dims.empty()) return x;
+  return ops::bind1(ops::rev_p, {x}, ops::Params{{"dimensions", dims}});
+}
+
+Array roll(const Array& x, int64_t shift, int64_t axis) {
+  axis = ops::canonicalize_axis("roll", axis, x.ndim());
+  const int64_t n = x.dim(axis);
+  if (n == 0) return x;
+  const int64_t s = ((shift % n) + n) % n;
+  if (s == 0) return x;
+  return concatenate({slice_in_dim(x, n - s, n, 1, axis), slice_in_dim(x, 0, n - s, 1, axis)}, axis);
+}
+
+Array tile(const Array& x, const Shape& reps) {
+  for (auto r : reps)
+    if (r < 0) throw ValueError("tile: repetitions must be >= 0, got " + shape_to_string(reps));
+  const size_t rank = std::max(reps.size(), size_t(x.ndim()));
+  Shape r(rank - reps.size(), 1), s(rank - size_t(x.ndim()), 1);
+  r.insert(r.end(), reps.begin(), reps.end());
+  s.insert(s.end(), x.shape().begin(), x.shape().end());
+  // (s0, s1, ...) -> broadcast to (r0, s0, r1, s1, ...) -> (r0*s0, r1*s1, ...).
+  Shape big, out;
+  Axes dims;
+  for (size_t d = 0; d < rank; ++d) {
+    big.push_back(r[d]);
+    big.push_back(s[d]);
+    dims.push_back(int64_t(2 * d + 1));
+    out.push_back(r[d] * s[d]);
+  }
+  return reshape(broadcast_in_dim(reshape(x, s), big, dims), out);
+}
+
+Array repeat(const Array& x, int64_t repeats, int64_t axis) {
+  if (repeats < 0) throw ValueError("repeat: repeats must be >= 0, got " + std::to_string(repeats));
+  axis = ops::canonicalize_axis("repeat", axis, x.ndim());
+  // (..., n, ...) -> broadcast to (..., n, repeats, ...) -> (..., n * repeats, ...).
+  Shape big = x.shape(), out = x.shape();
+  big.insert(big.begin() + axis + 1, repeats);
+  out[size_t(axis)] *= repeats;
+  Axes dims;
+  for (int64_t d = 0; d < x.ndim(); ++d) dims.push_back(d <= axis ? d : d + 1);
+  return reshape(broadcast_in_dim(x, big, dims), out);
+}
 
 }  // namespace tessel

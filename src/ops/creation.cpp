@@ -1,0 +1,168 @@
+// Array creation: the iota and device_put primitives, and zeros/ones/full (a broadcast of a
+// scalar, so under jit they stage as broadcast_in_dim of a literal, not a big constant),
+// arange, linspace and eye built on them.
+#include <cmath>
+#include <cstring>
+
+#include "ops/op_util.h"
+
+namespace tessel::ops {
+namespace {
+
+// ---- iota[dtype, shape, dimension] ----
+
+std::vector<Aval> iota_aval(std::span<const Aval>, const Params& p) {
+  const Shape& s = p.get_ints("shape");
+  const int64_t dim = p.get_int("dimension");
+  for (auto d : s)
+    if (d < 0) throw ShapeError("iota: negative dimension in shape " + shape_to_string(s));
+  if (dim < 0 || dim >= int64_t(s.size()))
+    throw IndexError("iota: dimension " + std::to_string(dim) + " is out of range for shape " + shape_to_string(s));
+  return {Aval(s, p.get<DType>("dtype"), false)};
+}
+
+void iota_kernel(const KernelCall& c) {
+  const Shape& s = c.out_avals[0].shape;
+  const size_t dim = size_t(c.params.get_int("dimension"));
+  const int64_t n = s[dim], inner = strides_of(s)[dim], outer = c.out_avals[0].size() / std::max<int64_t>(1, n * inner);
+  visit_dtype(c.out_avals[0].dtype, [&](auto z) {
+    using T = decltype(z);
+    T* out = c.out<T>(0);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < n; ++j) std::fill_n(out + (o * n + j) * inner, inner, convert_value<T>(j));
+  });
+}
+
+const ir::Primitive& iota_p = ir::register_primitive({
+    .name = "iota", .abstract_eval = iota_aval, .cpu_kernel = iota_kernel});
+
+// ---- device_put[device]: eagerly a copy into the target device's memory, committed there;
+// in a program an identity-like equation that records the placement ----
+
+detail::DeviceImpl* device_by_id(int64_t id) {
+  for (auto* d : detail::local_device_impls())
+    if (d->id() == id) return d;
+  throw ValueError("device_put: there is no local device with id " + std::to_string(id) + " (this process has " +
+                   std::to_string(detail::local_device_impls().size()) + "; see TESSEL_CPU_DEVICES)");
+}
+
+std::vector<Aval> device_put_aval(std::span<const Aval> ins, const Params& p) {
+  device_by_id(p.get_int("device"));
+  return {ins[0]};
+}
+
+void device_put_kernel(const KernelCall& c) {
+  if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
+}
+
+std::vector<Array> device_put_eager(std::span<const Array> ins, const Params& p) {
+  auto* src = detail::require_concrete(ins[0], "device_put");
+  detail::DeviceImpl* dev = device_by_id(p.get_int("device"));
+  // Arrays are immutable, so an array already on the device shares its buffer.
+  if (src->device == dev) return {detail::make_concrete(src->aval, dev, src->buffer, true)};
+  auto buf = detail::Buffer::allocate(src->aval.nbytes(), dev);
+  dev->stream().enqueue([in = src->buffer, buf] {
+    try {
+      in->wait();
+      if (buf->nbytes()) std::memcpy(buf->data(), in->data(), buf->nbytes());
+      buf->set_ready();
+    } catch (...) {
+      buf->set_error(std::current_exception());
+    }
+  });
+  return {detail::make_concrete(src->aval, dev, std::move(buf), true)};
+}
+
+const ir::Primitive& device_put_p = ir::register_primitive({
+    .name = "device_put", .abstract_eval = device_put_aval, .cpu_kernel = device_put_kernel,
+    .eager_impl = device_put_eager});
+
+Array filled(const char* op, const Shape& shape, const Scalar& v, bool weak) {
+  for (auto d : shape)
+    if (d < 0) throw ShapeError(std::string(op) + ": negative dimension in shape " + shape_to_string(shape));
+  return broadcast_in_dim(detail::scalar_array(v, weak), shape, {});
+}
+
+/// The dtype arange/linspace compute in before converting to `dtype`: the dtype itself
+/// when it is inexact (float for the half types, for accuracy), else float64 (int64 when
+/// every value is an integer).
+DType compute_dtype(DType dtype, bool integral) {
+  if (is_inexact(dtype)) return itemsize(dtype) < 4 ? float32 : dtype;
+  return integral ? int64 : float64;
+}
+
+/// start + step * iota(n) in `c`.
+Array affine_iota(DType c, int64_t n, double start, double step) {
+  Array y = iota(c, {n}, 0);
+  if (step != 1) y = y * Array(Scalar(step, c));
+  if (start != 0) y = y + Array(Scalar(start, c));
+  return y;
+}
+
+}  // namespace
+}  // namespace tessel::ops
+
+namespace tessel {
+
+Array zeros(const Shape& shape, DType dtype) { return ops::filled("zeros", shape, Scalar(0, dtype), false); }
+Array ones(const Shape& shape, DType dtype) { return ops::filled("ones", shape, Scalar(1, dtype), false); }
+Array full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
+  return ops::filled("full", shape, value.astype(dtype.value_or(value.dtype())), false);
+}
+// The *_like functions keep weak types, as lax.full_like does.
+Array full_like(const Array& x, Scalar value) {
+  return ops::filled("full_like", x.shape(), value.astype(x.dtype()), x.weak_type());
+}
+Array zeros_like(const Array& x) { return full_like(x, 0); }
+Array ones_like(const Array& x) { return full_like(x, 1); }
+Array empty_like(const Array& x) { return zeros_like(x); }
+
+Array iota(DType dtype, const Shape& shape, int64_t dimension) {
+  dimension = ops::canonicalize_axis("iota", dimension, int64_t(shape.size()));
+  return ops::bind1(ops::iota_p, {},
+                    ops::Params{{"dtype", dtype}, {"shape", shape}, {"dimension", dimension}});
+}
+
+Array arange(int64_t stop, DType dtype) { return iota(dtype, {std::max<int64_t>(0, stop)}, 0); }
+
+Array arange(double start, double stop, double step, DType dtype) {
+  if (step == 0) throw ValueError("arange: step must not be zero");
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    throw ValueError("arange: start, stop and step must be finite");
+  const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  const bool integral = start == std::floor(start) && step == std::floor(step);
+  if (integral && start == 0 && step == 1 && is_integer(dtype)) return iota(dtype, {n}, 0);
+  return astype(ops::affine_iota(ops::compute_dtype(dtype, integral), n, start, step), dtype);
+}
+
+Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtype) {
+  if (num < 0) throw ValueError("linspace: num must be >= 0, got " + std::to_string(num));
+  const DType c = ops::compute_dtype(dtype, false);
+  if (num == 0) return zeros({0}, dtype);
+  const int64_t div = endpoint ? num - 1 : num;
+  const double step = div > 0 ? (stop - start) / double(div) : 0.0;
+  Array y = ops::affine_iota(c, endpoint && num > 1 ? num - 1 : num, start, step);
+  if (endpoint && num > 1) y = concatenate({y, full({1}, Scalar(stop, c))});  // exactly stop at the end
+  if (is_integer(dtype)) y = floor(y);  // round towards -inf, as NumPy 2 and JAX do
+  return astype(y, dtype);
+}
+
+Array eye(int64_t n, std::optional<int64_t> m_, int64_t k, DType dtype) {
+  const int64_t m = m_.value_or(n);
+  if (n < 0 || m < 0)
+    throw ValueError("eye: sizes must be >= 0, got n=" + std::to_string(n) + ", m=" + std::to_string(m));
+  // Row i holds its one at column i + k, i.e. at flat position i * (m + 1) + k: a vector of
+  // ones with m zeros of interior padding, padded to n * m and reshaped.
+  const int64_t first = std::max<int64_t>(0, -k), count = std::min(n, m - k) - first;
+  if (count <= 0) return zeros({n, m}, dtype);
+  const int64_t lo = first * (m + 1) + k, last = lo + (count - 1) * (m + 1);
+  Array flat = lax_pad(ones({count}, dtype), Scalar(0, dtype), {{lo, n * m - 1 - last, m}});
+  return reshape(flat, {n, m});
+}
+
+Array device_put(const Array& x, const Device& device) {
+  if (!device.valid()) throw ValueError("device_put: the target Device is empty (default-constructed)");
+  return ops::bind1(ops::device_put_p, {x}, ops::Params{{"device", int64_t(device.id())}});
+}
+
+}  // namespace tessel
