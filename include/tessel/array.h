@@ -131,6 +131,8 @@ class TESSEL_API Array {
   DType dtype() const;
   bool weak_type() const;
   ShapeDtype aval() const;
+  /// The aval without a copy (valid while the array lives).
+  const ShapeDtype& aval_ref() const;
   int64_t ndim() const { return int64_t(shape().size()); }
   int64_t size() const { return shape_size(shape()); }
   /// Size of dimension `axis` (negative counts from the end).

@@ -139,13 +139,17 @@ template <class F> class Jitted {
   template <class... Args> auto operator()(const Args&... args) const {
     using R = std::invoke_result_t<const F&, const Args&...>;
     static_assert(is_tree_v<R>, "jit: the function must return an Array or a tree of Arrays");
-    auto [entry, sample] = lookup(args...);
-    std::vector<Array> outs = detail::jit_call(*entry, leaves_of(args...));
+    std::vector<Array> leaves;
+    auto [entry, sample] = lookup(leaves, args...);
+    std::vector<Array> outs = detail::jit_call(*entry, leaves);
     size_t pos = 0;
     return tree_replace_leaves(*static_cast<const R*>(sample.get()), outs, pos);
   }
   /// The program for these arguments, simplified (print it with `.as_text()`).
-  template <class... Args> Lowered lower(const Args&... args) const { return Lowered(lookup(args...).first); }
+  template <class... Args> Lowered lower(const Args&... args) const {
+    std::vector<Array> leaves;
+    return Lowered(lookup(leaves, args...).first);
+  }
   const JitOptions& options() const { return state_->opts; }
   /// Number of signatures traced so far (each new shape/dtype/static value retraces).
   size_t cache_size() const {
@@ -170,18 +174,10 @@ template <class F> class Jitted {
     std::vector<Entry> entries;
   };
 
-  template <class... Args> std::vector<Array> leaves_of(const Args&... args) const {
-    std::vector<Array> leaves;
-    size_t h = 0;
-    detail::flatten_args(std::forward_as_tuple(args...), state_->opts.static_argnums, leaves, h,
-                         std::index_sequence_for<Args...>{});
-    return leaves;
-  }
-
   template <class... Args>
-  std::pair<std::shared_ptr<detail::JitEntry>, std::shared_ptr<const void>> lookup(const Args&... args) const {
+  std::pair<std::shared_ptr<detail::JitEntry>, std::shared_ptr<const void>> lookup(std::vector<Array>& leaves,
+                                                                                  const Args&... args) const {
     using R = std::invoke_result_t<const F&, const Args&...>;
-    std::vector<Array> leaves;
     size_t static_hash = 0;
     auto tup = std::forward_as_tuple(args...);
     for (int i : state_->opts.static_argnums)
@@ -193,10 +189,7 @@ template <class F> class Jitted {
       for (const Entry& e : state_->entries) {
         if (*e.arg_types != *types || e.static_hash != static_hash || e.avals.size() != leaves.size()) continue;
         bool same = true;
-        for (size_t i = 0; i < leaves.size() && same; ++i) {
-          const auto& a = e.avals[i];
-          same = a.dtype == leaves[i].dtype() && a.weak_type == leaves[i].weak_type() && a.shape == leaves[i].shape();
-        }
+        for (size_t i = 0; i < leaves.size() && same; ++i) same = e.avals[i] == leaves[i].aval_ref();
         if (same) return {e.jit, e.out_sample};
       }
     }

@@ -73,7 +73,7 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
     throw ValueError(p.name + ": the compiled program takes " + std::to_string(p.invars.size()) + " arrays, got " +
                      std::to_string(args.size()));
   for (size_t i = 0; i < args.size(); ++i)
-    if (!args[i].aval().same_type(p.invars[i]->aval))
+    if (!args[i].aval_ref().same_type(p.invars[i]->aval))
       throw ShapeError(p.name + ": argument " + std::to_string(i) + " has type " + args[i].aval().to_string() +
                        " but the program was compiled for " + p.invars[i]->aval.to_string());
   detail::DeviceImpl* dev = detail::result_device(p.name, args);
@@ -107,9 +107,9 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
         break;
     }
   }
-  if (fresh.empty() && steps_.empty()) return outs;
+  if (steps_.empty()) return outs;
   auto self = shared_from_this();
-  auto task = [self, dev, in_bufs = std::move(in_bufs), slot_out = std::move(slot_out), fresh]() {
+  auto task = [self, dev, in_bufs = std::move(in_bufs), slot_out = std::move(slot_out), fresh = std::move(fresh)]() {
     const size_t n = self->slot_kind_.size();
     std::vector<void*> ptr(n, nullptr);
     std::vector<std::shared_ptr<Buffer>> held(n);

@@ -79,6 +79,7 @@ const Shape& Array::shape() const { return checked(impl_).aval.shape; }
 DType Array::dtype() const { return checked(impl_).aval.dtype; }
 bool Array::weak_type() const { return checked(impl_).aval.weak_type; }
 ShapeDtype Array::aval() const { return checked(impl_).aval; }
+const ShapeDtype& Array::aval_ref() const { return checked(impl_).aval; }
 bool Array::is_tracer() const { return checked(impl_).is_tracer(); }
 
 int64_t Array::dim(int64_t axis) const {

@@ -1,0 +1,105 @@
+// Cumulative primitives cumsum, cumprod, cummax, cummin (lax's names; params axis and
+// reverse), sharing one scan kernel and the monoids of the reductions.
+#include <memory>
+
+#include "ops/reduction_ops.h"
+
+namespace tessel::ops {
+namespace {
+
+using namespace reduce;
+
+// The operand is seen as (outer, n, inner) around the scanned axis. With inner == 1 each
+// row is scanned with one running accumulator; otherwise whole rows of `inner` accumulators
+// advance together, so memory is still read in order. Each element is read before its
+// output is written, so the kernel also works in place.
+template <class Op, class T> void scan_kernel_t(const KernelCall& c) {
+  using A = typename Op::template Acc<T>;
+  const Shape& s = c.in_avals[0].shape;
+  const size_t axis = size_t(c.params.get_int("axis"));
+  const bool reverse = c.params.get<bool>("reverse");
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= s[i];
+  for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+  const int64_t n = s.empty() ? 1 : s[axis];
+  const T* in = c.in<T>(0);
+  T* out = c.out<T>(0);
+  // Not std::vector: vector<bool> elements are proxies.
+  const std::unique_ptr<A[]> acc(new A[size_t(inner)]);
+  for (int64_t o = 0; o < outer; ++o) {
+    if (inner == 1) {  // one running value, kept in a register
+      A a = Op::template identity<A>();
+      const T* src = in + o * n;
+      T* dst = out + o * n;
+      for (int64_t step = 0; step < n; ++step) {
+        const int64_t k = reverse ? n - 1 - step : step;
+        a = Op::combine(a, load<A>(src[k]));
+        dst[k] = store<T>(a);
+      }
+      continue;
+    }
+    std::fill(acc.get(), acc.get() + inner, Op::template identity<A>());
+    for (int64_t step = 0; step < n; ++step) {
+      const int64_t k = reverse ? n - 1 - step : step;
+      const int64_t base = (o * n + k) * inner;
+      for (int64_t j = 0; j < inner; ++j) {
+        acc[size_t(j)] = Op::combine(acc[size_t(j)], load<A>(in[base + j]));
+        out[base + j] = store<T>(acc[size_t(j)]);
+      }
+    }
+  }
+}
+
+template <class Op> void scan_kernel(const KernelCall& c) {
+  visit_dtype(c.in_avals[0].dtype, [&](auto z) { scan_kernel_t<Op, decltype(z)>(c); });
+}
+
+template <class Op> const char* scan_name() {
+  if constexpr (std::is_same_v<Op, SumOp>) return "cumsum";
+  else if constexpr (std::is_same_v<Op, ProdOp>) return "cumprod";
+  else if constexpr (std::is_same_v<Op, MaxOp>) return "cummax";
+  else return "cummin";
+}
+
+template <class Op> std::vector<Aval> scan_aval(std::span<const Aval> ins, const Params& p) {
+  const int64_t axis = p.get_int("axis");
+  if (axis < 0 || axis >= ins[0].ndim())
+    throw IndexError(std::string(scan_name<Op>()) + ": axis " + std::to_string(axis) +
+                     " is out of range for an operand of rank " + std::to_string(ins[0].ndim()));
+  return {ins[0]};
+}
+
+template <class Op> ir::Primitive scan_primitive() {
+  return {.name = scan_name<Op>(), .abstract_eval = scan_aval<Op>, .cpu_kernel = scan_kernel<Op>};
+}
+
+const ir::Primitive& cumsum_p = ir::register_primitive(scan_primitive<SumOp>());
+const ir::Primitive& cumprod_p = ir::register_primitive(scan_primitive<ProdOp>());
+const ir::Primitive& cummax_p = ir::register_primitive(scan_primitive<MaxOp>());
+const ir::Primitive& cummin_p = ir::register_primitive(scan_primitive<MinOp>());
+
+/// `promote`: bool and small integers accumulate in the default int, as jnp.cumsum does.
+Array cumulative(const char* op, const ir::Primitive& p, const Array& x, int64_t axis_in, bool reverse,
+                 bool promote) {
+  const int64_t axis = canonicalize_axis(op, axis_in, x.ndim());
+  const Array xc = promote ? convert(x, promote_small_int(x.dtype()), x.weak_type()) : x;
+  return bind1(p, {xc}, Params{{"axis", axis}, {"reverse", reverse}});
+}
+
+}  // namespace
+}  // namespace tessel::ops
+
+namespace tessel {
+Array cumsum(const Array& x, int64_t axis, bool reverse) {
+  return ops::cumulative("cumsum", ops::cumsum_p, x, axis, reverse, true);
+}
+Array cumprod(const Array& x, int64_t axis, bool reverse) {
+  return ops::cumulative("cumprod", ops::cumprod_p, x, axis, reverse, true);
+}
+Array cummax(const Array& x, int64_t axis, bool reverse) {
+  return ops::cumulative("cummax", ops::cummax_p, x, axis, reverse, false);
+}
+Array cummin(const Array& x, int64_t axis, bool reverse) {
+  return ops::cumulative("cummin", ops::cummin_p, x, axis, reverse, false);
+}
+}  // namespace tessel

@@ -1,0 +1,381 @@
+// Reduction primitives (reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and,
+// reduce_or over a set of axes; argmax/argmin over one axis) and the jax.numpy reductions
+// built on them (sum, prod, max, min, mean, var, any, all).
+#include <algorithm>
+
+#include "ops/reduction_ops.h"
+
+namespace tessel::ops {
+namespace {
+
+using namespace reduce;
+
+// ---- layout: the input seen as runs of kept and reduced dimensions ----
+
+// Size-1 dimensions are dropped and adjacent dimensions of the same kind merged, so the
+// kernel walks at most a few long loops. `out_strides` is 0 for reduced dimensions.
+struct ReduceLayout {
+  std::vector<int64_t> dims;
+  std::vector<bool> reduced;
+  std::vector<int64_t> out_strides;
+};
+
+ReduceLayout make_layout(const Shape& shape, const Axes& axes) {
+  ReduceLayout l;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    bool red = std::binary_search(axes.begin(), axes.end(), int64_t(i));
+    if (!l.dims.empty() && l.reduced.back() == red) {
+      l.dims.back() *= shape[i];
+    } else {
+      l.dims.push_back(shape[i]);
+      l.reduced.push_back(red);
+    }
+  }
+  if (l.dims.empty()) {  // a single element: a copy
+    l.dims.push_back(1);
+    l.reduced.push_back(false);
+  }
+  l.out_strides.assign(l.dims.size(), 0);
+  int64_t acc = 1;
+  for (size_t i = l.dims.size(); i-- > 0;) {
+    if (l.reduced[i]) continue;
+    l.out_strides[i] = acc;
+    acc *= l.dims[i];
+  }
+  return l;
+}
+
+// Combines a contiguous row of n elements with 8 interleaved accumulators (which the
+// compiler turns into vector registers). Sums also split rows longer than 1024 in halves
+// (pairwise summation, as NumPy does with blocks of 128; larger blocks halve the time and
+// still bound f32 error by ~(128 + log2 n) ulps).
+template <class Op, class A, class T> A reduce_row(const T* p, int64_t n) {
+  if (n < 8) {
+    A r = Op::template identity<A>();
+    for (int64_t i = 0; i < n; ++i) r = Op::combine(r, load<A>(p[i]));
+    return r;
+  }
+  if (Op::kPairwise && n > 1024) {
+    int64_t h = n / 2;
+    h -= h % 8;
+    return Op::combine(reduce_row<Op, A>(p, h), reduce_row<Op, A>(p + h, n - h));
+  }
+  A r[8];
+  for (int j = 0; j < 8; ++j) r[j] = load<A>(p[j]);
+  int64_t i = 8;
+  for (; i + 8 <= n; i += 8) {
+    // Kept as a loop so the loop vectorizer (which handles max/min's selects, unlike
+    // straight-line SLP) turns it into vector operations.
+#pragma GCC unroll 1
+    for (int j = 0; j < 8; ++j) r[j] = Op::combine(r[j], load<A>(p[i + j]));
+  }
+  A s = Op::combine(Op::combine(Op::combine(r[0], r[1]), Op::combine(r[2], r[3])),
+                    Op::combine(Op::combine(r[4], r[5]), Op::combine(r[6], r[7])));
+  for (; i < n; ++i) s = Op::combine(s, load<A>(p[i]));
+  return s;
+}
+
+// Walks the input once in memory order, a block of the two innermost merged dimensions at a
+// time (so the outer index, advanced like an odometer, moves once per block): either rows
+// that each collapse into one accumulator (inner dimension reduced) or rows that combine
+// element-wise into one row of accumulators (inner dimension kept).
+template <class Op, class T> void reduce_kernel_t(const KernelCall& c) {
+  using A = typename Op::template Acc<T>;
+  const T* in = c.in<T>(0);
+  T* out = c.out<T>(0);
+  const int64_t out_n = c.out_avals[0].size(), in_n = c.in_avals[0].size();
+  std::vector<A> tmp;
+  A* acc;
+  if constexpr (std::is_same_v<A, T>) {
+    acc = out;
+  } else {
+    tmp.resize(size_t(out_n));
+    acc = tmp.data();
+  }
+  std::fill(acc, acc + out_n, Op::template identity<A>());
+  if (in_n > 0) {
+    ReduceLayout l = make_layout(c.in_avals[0].shape, c.params.get_ints("axes"));
+    if (l.dims.size() == 1) {  // a lone dimension: give it an outer partner of size 1
+      l.dims.insert(l.dims.begin(), 1);
+      l.reduced.insert(l.reduced.begin(), !l.reduced[0]);
+      l.out_strides.insert(l.out_strides.begin(), 0);
+    }
+    const size_t r = l.dims.size();
+    const int64_t inner = l.dims[r - 1], mid = l.dims[r - 2], block = inner * mid, blocks = in_n / block;
+    const int64_t mid_stride = l.out_strides[r - 2];
+    const bool inner_reduced = l.reduced[r - 1];
+    std::vector<int64_t> idx(r - 2, 0);
+    int64_t off = 0;
+    for (int64_t bi = 0; bi < blocks; ++bi) {
+      const T* p = in + bi * block;
+      if (inner_reduced) {
+        for (int64_t m = 0; m < mid; ++m, p += inner) {
+          A v;
+          if (inner < 8) {  // short rows: an inline loop beats the call
+            v = load<A>(p[0]);
+            for (int64_t j = 1; j < inner; ++j) v = Op::combine(v, load<A>(p[j]));
+          } else {
+            v = reduce_row<Op, A>(p, inner);
+          }
+          acc[off + m * mid_stride] = Op::combine(acc[off + m * mid_stride], v);
+        }
+      } else {
+        // Four rows at a time: a quarter of the read-modify-writes of the accumulator row,
+        // which matters when rows are short.
+        A* o = acc + off;
+        const int64_t n = inner;
+        int64_t m = 0;
+        for (; m + 4 <= mid; m += 4, p += 4 * n)
+          for (int64_t j = 0; j < n; ++j)
+            o[j] = Op::combine(o[j], Op::combine(Op::combine(load<A>(p[j]), load<A>(p[n + j])),
+                                                 Op::combine(load<A>(p[2 * n + j]), load<A>(p[3 * n + j]))));
+        for (; m < mid; ++m, p += n)
+          for (int64_t j = 0; j < n; ++j) o[j] = Op::combine(o[j], load<A>(p[j]));
+      }
+      for (size_t d = r - 2; d-- > 0;) {
+        off += l.out_strides[d];
+        if (++idx[d] < l.dims[d]) break;
+        off -= l.out_strides[d] * l.dims[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  if constexpr (!std::is_same_v<A, T>)
+    for (int64_t i = 0; i < out_n; ++i) out[i] = store<T>(acc[i]);
+}
+
+template <class Op> constexpr bool bitwise_op = std::is_same_v<Op, AndOp> || std::is_same_v<Op, OrOp>;
+
+template <class Op> void reduce_kernel(const KernelCall& c) {
+  visit_dtype(c.in_avals[0].dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (!bitwise_op<Op> || std::is_integral_v<T>) reduce_kernel_t<Op, T>(c);
+  });
+}
+
+// ---- abstract evaluation ----
+
+// Checks that `axes` is canonical (sorted, unique, in range) for the primitive.
+void check_axes(const std::string& op, const Axes& axes, int64_t ndim) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] < 0 || axes[i] >= ndim || (i > 0 && axes[i] <= axes[i - 1]))
+      throw IndexError(op + ": axes " + shape_to_string(axes) + " must be distinct, sorted and within [0, " +
+                       std::to_string(ndim) + ") for an operand of rank " + std::to_string(ndim) +
+                       "; jax.numpy-level functions canonicalize axes for you");
+}
+
+Shape remove_axes(const Shape& s, const Axes& axes) {
+  Shape r;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!std::binary_search(axes.begin(), axes.end(), int64_t(i))) r.push_back(s[i]);
+  return r;
+}
+
+template <class Op> const char* reduce_name() {
+  if constexpr (std::is_same_v<Op, SumOp>) return "reduce_sum";
+  else if constexpr (std::is_same_v<Op, ProdOp>) return "reduce_prod";
+  else if constexpr (std::is_same_v<Op, MaxOp>) return "reduce_max";
+  else if constexpr (std::is_same_v<Op, MinOp>) return "reduce_min";
+  else if constexpr (std::is_same_v<Op, AndOp>) return "reduce_and";
+  else return "reduce_or";
+}
+
+template <class Op> std::vector<Aval> reduce_aval(std::span<const Aval> ins, const Params& p) {
+  const std::string op = reduce_name<Op>();
+  const Aval& x = ins[0];
+  if constexpr (bitwise_op<Op>)
+    check_dtype(op, x.dtype, is_bool(x.dtype) || is_integer(x.dtype), "bool or an integer dtype");
+  const Axes& axes = p.get_ints("axes");
+  check_axes(op, axes, x.ndim());
+  return {Aval(remove_axes(x.shape, axes), x.dtype, x.weak_type)};
+}
+
+template <class Op> ir::Primitive reduce_primitive() {
+  return {.name = reduce_name<Op>(), .abstract_eval = reduce_aval<Op>, .cpu_kernel = reduce_kernel<Op>,
+          .fusion = ir::FusionKind::kReduction};
+}
+
+const ir::Primitive& reduce_sum_p = ir::register_primitive(reduce_primitive<SumOp>());
+const ir::Primitive& reduce_prod_p = ir::register_primitive(reduce_primitive<ProdOp>());
+const ir::Primitive& reduce_max_p = ir::register_primitive(reduce_primitive<MaxOp>());
+const ir::Primitive& reduce_min_p = ir::register_primitive(reduce_primitive<MinOp>());
+const ir::Primitive& reduce_and_p = ir::register_primitive(reduce_primitive<AndOp>());
+const ir::Primitive& reduce_or_p = ir::register_primitive(reduce_primitive<OrOp>());
+
+// ---- argmax / argmin ----
+
+// True when v should replace the current best: NaN wins (and the first NaN stays), ties
+// keep the earlier index.
+template <bool IsMax, class A> inline bool better(const A& v, const A& best) {
+  if (is_nan(best)) return false;
+  if (is_nan(v)) return true;
+  return IsMax ? greater(v, best) : greater(best, v);
+}
+
+template <bool IsMax, class T, class I> void arg_kernel_t(const KernelCall& c) {
+  using A = compute_t<T>;
+  const Shape& s = c.in_avals[0].shape;
+  const size_t axis = size_t(c.params.get_int("axis"));
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= s[i];
+  for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+  const int64_t n = s[axis];
+  const T* in = c.in<T>(0);
+  I* out = c.out<I>(0);
+  std::vector<A> best(size_t(inner > 1 ? inner : 0));
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* p = in + o * n * inner;
+    I* r = out + o * inner;
+    if (inner == 1) {
+      A b = A(p[0]);
+      I bi = 0;
+      for (int64_t k = 1; k < n; ++k)
+        if (better<IsMax>(A(p[k]), b)) b = A(p[k]), bi = I(k);
+      r[0] = bi;
+      continue;
+    }
+    for (int64_t j = 0; j < inner; ++j) best[size_t(j)] = A(p[j]), r[j] = 0;
+    for (int64_t k = 1; k < n; ++k) {
+      const T* row = p + k * inner;
+      for (int64_t j = 0; j < inner; ++j)
+        if (better<IsMax, A>(A(row[j]), best[size_t(j)])) best[size_t(j)] = A(row[j]), r[j] = I(k);
+    }
+  }
+}
+
+template <bool IsMax> void arg_kernel(const KernelCall& c) {
+  const bool i64 = c.out_avals[0].dtype == DType::int64;
+  visit_dtype(c.in_avals[0].dtype, [&](auto z) {
+    using T = decltype(z);
+    if (i64) arg_kernel_t<IsMax, T, int64_t>(c);
+    else arg_kernel_t<IsMax, T, int32_t>(c);
+  });
+}
+
+template <bool IsMax> std::vector<Aval> arg_aval(std::span<const Aval> ins, const Params& p) {
+  const std::string op = IsMax ? "argmax" : "argmin";
+  const Aval& x = ins[0];
+  const int64_t axis = p.get_int("axis");
+  check_axes(op, {axis}, x.ndim());
+  if (x.shape[size_t(axis)] == 0)
+    throw ValueError(op + ": attempt to get " + op + " of an empty sequence (axis " + std::to_string(axis) +
+                     " of shape " + shape_to_string(x.shape) + " has size 0)");
+  const DType idx = p.get<DType>("index_dtype");
+  check_dtype(op, idx, idx == DType::int32 || idx == DType::int64, "index_dtype int32 or int64");
+  return {Aval(remove_axes(x.shape, {axis}), idx)};
+}
+
+const ir::Primitive& argmax_p = ir::register_primitive(
+    {.name = "argmax", .abstract_eval = arg_aval<true>, .cpu_kernel = arg_kernel<true>,
+     .fusion = ir::FusionKind::kReduction});
+const ir::Primitive& argmin_p = ir::register_primitive(
+    {.name = "argmin", .abstract_eval = arg_aval<false>, .cpu_kernel = arg_kernel<false>,
+     .fusion = ir::FusionKind::kReduction});
+
+// ---- jax.numpy level ----
+
+/// Reinserts reduced axes as size 1.
+Array keep_dims(const Array& r, const Shape& in_shape, const Axes& axes) {
+  Shape s = in_shape;
+  for (auto a : axes) s[size_t(a)] = 1;
+  return reshape(r, s);
+}
+
+Array bind_reduce(const ir::Primitive& p, const Array& x, const Axes& axes) {
+  if (axes.empty()) return x;
+  return bind1(p, {x}, Params{{"axes", axes}});
+}
+
+Array reduction(const char* op, const ir::Primitive& p, const Array& x, const Axes& axes_in, bool keepdims,
+                std::optional<DType> dtype = std::nullopt) {
+  const Axes axes = canonicalize_axes(op, axes_in, x.ndim(), true);
+  Array xc = x;
+  if (dtype && *dtype != x.dtype()) xc = convert(x, *dtype);
+  Array r = bind_reduce(p, xc, axes);
+  return keepdims ? keep_dims(r, x.shape(), axes) : r;
+}
+
+int64_t reduced_count(const Shape& s, const Axes& axes) {
+  int64_t n = 1;
+  for (auto a : axes) n *= s[size_t(a)];
+  return n;
+}
+
+/// max/min have no identity: an empty reduced axis is an error (as in jax.numpy).
+Array extremum(const char* op, const ir::Primitive& p, const Array& x, const Axes& axes_in, bool keepdims) {
+  const Axes axes = canonicalize_axes(op, axes_in, x.ndim(), true);
+  for (auto a : axes)
+    if (x.shape()[size_t(a)] == 0)
+      throw ValueError(std::string(op) + ": zero-size reduction over axis " + std::to_string(a) + " of shape " +
+                       shape_to_string(x.shape()) + " has no identity; reduce only over non-empty axes");
+  return reduction(op, p, x, axes, keepdims);
+}
+
+/// mean and var compute in float32 for integers and half types (jnp's upcast), returning
+/// the default float for integers and the input dtype otherwise.
+struct MeanTypes {
+  DType result, compute;
+};
+MeanTypes mean_types(DType d) {
+  DType result = is_inexact(d) ? d : default_float;
+  DType compute = (result == DType::float16 || result == DType::bfloat16) ? DType::float32 : result;
+  return {result, compute};
+}
+
+Array mean_impl(const Array& xc, const Axes& axes) {
+  return divide(bind_reduce(reduce_sum_p, xc, axes), Array(double(reduced_count(xc.shape(), axes))));
+}
+
+Array arg_reduction(bool is_max, const Array& x, int64_t axis_in, bool keepdims) {
+  const char* op = is_max ? "argmax" : "argmin";
+  const int64_t axis = canonicalize_axis(op, axis_in, x.ndim());
+  if (x.shape()[size_t(axis)] == 0)
+    throw ValueError(std::string(op) + ": attempt to get " + op + " of an empty sequence (axis " +
+                     std::to_string(axis) + " of shape " + shape_to_string(x.shape()) + " has size 0)");
+  Array r = bind1(is_max ? argmax_p : argmin_p, {x}, Params{{"axis", axis}, {"index_dtype", DType::int32}});
+  return keepdims ? keep_dims(r, x.shape(), {axis}) : r;
+}
+
+}  // namespace
+}  // namespace tessel::ops
+
+namespace tessel {
+
+Array sum(const Array& x, Axes axes, bool keepdims) {
+  return ops::reduction("sum", ops::reduce_sum_p, x, axes, keepdims, ops::reduce::promote_small_int(x.dtype()));
+}
+Array prod(const Array& x, Axes axes, bool keepdims) {
+  return ops::reduction("prod", ops::reduce_prod_p, x, axes, keepdims, ops::reduce::promote_small_int(x.dtype()));
+}
+Array max(const Array& x, Axes axes, bool keepdims) { return ops::extremum("max", ops::reduce_max_p, x, axes, keepdims); }
+Array min(const Array& x, Axes axes, bool keepdims) { return ops::extremum("min", ops::reduce_min_p, x, axes, keepdims); }
+Array any(const Array& x, Axes axes, bool keepdims) {
+  return ops::reduction("any", ops::reduce_or_p, x, axes, keepdims, DType::bool_);
+}
+Array all(const Array& x, Axes axes, bool keepdims) {
+  return ops::reduction("all", ops::reduce_and_p, x, axes, keepdims, DType::bool_);
+}
+
+Array mean(const Array& x, Axes axes_in, bool keepdims) {
+  const Axes axes = ops::canonicalize_axes("mean", axes_in, x.ndim(), true);
+  const auto t = ops::mean_types(x.dtype());
+  Array r = ops::convert(ops::mean_impl(ops::convert(x, t.compute), axes), t.result);
+  return keepdims ? ops::keep_dims(r, x.shape(), axes) : r;
+}
+
+// var = mean(|x - mean(x)|^2) (population variance, ddof = 0); real for complex input.
+Array var(const Array& x, Axes axes_in, bool keepdims) {
+  const Axes axes = ops::canonicalize_axes("var", axes_in, x.ndim(), true);
+  const auto t = ops::mean_types(x.dtype());
+  const Array xc = ops::convert(x, t.compute);
+  const Array centered = subtract(xc, ops::keep_dims(ops::mean_impl(xc, axes), x.shape(), axes));
+  const Array sq = is_complex(t.compute) ? real(multiply(centered, conj(centered))) : multiply(centered, centered);
+  Array r = ops::convert(ops::mean_impl(sq, axes), real_dtype(t.result));
+  return keepdims ? ops::keep_dims(r, x.shape(), axes) : r;
+}
+
+Array argmax(const Array& x, int64_t axis, bool keepdims) { return ops::arg_reduction(true, x, axis, keepdims); }
+Array argmin(const Array& x, int64_t axis, bool keepdims) { return ops::arg_reduction(false, x, axis, keepdims); }
+
+}  // namespace tessel
