@@ -42,14 +42,14 @@ TESSEL_API std::ostream& operator<<(std::ostream& os, const Program& p);
 /// Options of jit (designated initializers: `ts::jit(f, {.static_argnums = {1}})`).
 struct JitOptions {
   /// Arguments that are compile-time constants: the cache is keyed on their value (they need
-  /// std::hash and ==). Arguments whose C++ type holds no Array are static automatically;
+  /// == and a copy). Arguments whose C++ type holds no Array are static automatically;
   /// listing them is allowed. Listing an Array argument is an error.
-  std::vector<int> static_argnums;
+  std::vector<int> static_argnums = {};
   /// Arguments whose buffers the computation may reuse for its outputs. Accepted (and
   /// validated) now; buffer reuse arrives with the compiler issue.
-  std::vector<int> donate_argnums;
+  std::vector<int> donate_argnums = {};
   /// Name shown in printed programs; default "fn".
-  std::string name;
+  std::string name = {};
 };
 
 namespace detail {
@@ -69,19 +69,44 @@ TESSEL_API Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_
 
 template <class T> constexpr bool is_tree_v = TreeTraits<std::decay_t<T>>::is_tree;
 
-/// Flattens jit arguments: leaves of tree arguments (not listed static) go to `leaves`; the
-/// values of static arguments are hashed into `static_hash`.
+/// A copy of one static argument, compared with == when looking up the jit cache.
+class StaticValue {
+ public:
+  virtual ~StaticValue() = default;
+  virtual bool equals(const StaticValue& other) const = 0;
+};
+template <class T> class StaticValueOf final : public StaticValue {
+ public:
+  explicit StaticValueOf(const T& v) : v_(v) {}
+  bool equals(const StaticValue& other) const override {
+    auto* o = dynamic_cast<const StaticValueOf<T>*>(&other);
+    return o && o->v_ == v_;
+  }
+
+ private:
+  T v_;
+};
+using StaticKey = std::vector<std::shared_ptr<const StaticValue>>;
+inline bool same_static_key(const StaticKey& a, const StaticKey& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a[i]->equals(*b[i])) return false;
+  return true;
+}
+
+/// Flattens jit arguments: leaves of tree arguments go to `leaves`; copies of static
+/// arguments go to `statics` (when given).
 template <class Tuple, size_t... I>
 void flatten_args(const Tuple& args, const std::vector<int>& static_argnums, std::vector<Array>& leaves,
-                  size_t& static_hash, std::index_sequence<I...>) {
+                  StaticKey* statics, std::index_sequence<I...>) {
   auto one = [&](const auto& a, int i) {
     using A = std::decay_t<decltype(a)>;
     bool listed = std::find(static_argnums.begin(), static_argnums.end(), i) != static_argnums.end();
     if constexpr (is_tree_v<A>) {
       if (listed) jit_bad_static_argnum("jit", i, int(sizeof...(I)), true);
       TreeTraits<A>::for_each(a, [&](const Array& x) { leaves.push_back(x); });
-    } else {
-      static_hash = static_hash * 1000003u ^ std::hash<A>()(a);
+    } else if (statics) {
+      statics->push_back(std::make_shared<StaticValueOf<A>>(a));
     }
   };
   (one(std::get<I>(args), int(I)), ...);
@@ -161,7 +186,7 @@ template <class F> class Jitted {
   template <class T> static constexpr bool is_tree_v = detail::is_tree_v<T>;
   struct Entry {
     const std::type_info* arg_types;
-    size_t static_hash;
+    detail::StaticKey statics;
     std::vector<Aval> avals;
     std::shared_ptr<detail::JitEntry> jit;
     std::shared_ptr<const void> out_sample;
@@ -178,16 +203,17 @@ template <class F> class Jitted {
   std::pair<std::shared_ptr<detail::JitEntry>, std::shared_ptr<const void>> lookup(std::vector<Array>& leaves,
                                                                                   const Args&... args) const {
     using R = std::invoke_result_t<const F&, const Args&...>;
-    size_t static_hash = 0;
+    detail::StaticKey statics;
     auto tup = std::forward_as_tuple(args...);
     for (int i : state_->opts.static_argnums)
       if (i < 0 || i >= int(sizeof...(Args))) detail::jit_bad_static_argnum(state_->opts.name, i, int(sizeof...(Args)), false);
-    detail::flatten_args(tup, state_->opts.static_argnums, leaves, static_hash, std::index_sequence_for<Args...>{});
+    detail::flatten_args(tup, state_->opts.static_argnums, leaves, &statics, std::index_sequence_for<Args...>{});
     const std::type_info* types = &typeid(std::tuple<std::decay_t<Args>...>);
     {
       std::lock_guard lock(state_->mu);
       for (const Entry& e : state_->entries) {
-        if (*e.arg_types != *types || e.static_hash != static_hash || e.avals.size() != leaves.size()) continue;
+        if (*e.arg_types != *types || e.avals.size() != leaves.size() || !detail::same_static_key(e.statics, statics))
+          continue;
         bool same = true;
         for (size_t i = 0; i < leaves.size() && same; ++i) same = e.avals[i] == leaves[i].aval_ref();
         if (same) return {e.jit, e.out_sample};
@@ -207,7 +233,7 @@ template <class F> class Jitted {
     auto jit = detail::jit_compile(flat, avals, state_->opts.name);
     if (!detail::jit_entry_captures_tracers(*jit)) {
       std::lock_guard lock(state_->mu);
-      state_->entries.push_back(Entry{types, static_hash, std::move(avals), jit, sample});
+      state_->entries.push_back(Entry{types, std::move(statics), std::move(avals), jit, sample});
     }
     return {jit, sample};
   }
@@ -229,8 +255,7 @@ template <class F, class... Args> Program make_program(const F& f, const Args&..
   using Tuple = std::tuple<std::decay_t<Args>...>;
   Tuple values{args...};
   std::vector<Array> leaves;
-  size_t h = 0;
-  detail::flatten_args(values, {}, leaves, h, std::index_sequence_for<Args...>{});
+  detail::flatten_args(values, {}, leaves, nullptr, std::index_sequence_for<Args...>{});
   std::vector<Aval> avals;
   for (auto& l : leaves) avals.push_back(Aval(l.shape(), l.dtype(), l.weak_type()));
   detail::FlatFn flat = [&](std::span<const Array> tracers) {

@@ -6,4 +6,5 @@
 #include "tessel/error.h"
 #include "tessel/jit.h"
 #include "tessel/ops.h"
+#include "tessel/random.h"
 #include "tessel/tree.h"

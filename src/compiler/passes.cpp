@@ -41,8 +41,32 @@ void finish(Program& out, const Program& p, const Subst& s) {
   for (auto& a : p.outvars) out.outvars.push_back(s(a));
 }
 
-// Appends the equations of `inner` (applied to `args`) to `out`, with fresh variables.
-// Returns the atoms of inner's outputs.
+std::vector<Atom> inline_into(Program& out, const Program& inner, const std::vector<Atom>& args);
+
+// Appends src's equations to `out`, inlining nested `jit` calls. With `fresh_vars`, outputs
+// get new variables (a program inlined twice must not define a variable twice).
+void append_equations(Program& out, const Program& src, Subst& s, bool fresh_vars) {
+  for (const Equation& e : src.eqns) {
+    std::vector<Atom> ins;
+    for (auto& a : e.inputs) ins.push_back(s(a));
+    if (e.prim == &jit_primitive()) {
+      auto outs = inline_into(out, *e.params.get<ir::ProgramRef>("program"), ins);
+      for (size_t k = 0; k < outs.size(); ++k) s.set(e.outputs[k], outs[k]);
+      continue;
+    }
+    Equation ne{e.prim, std::move(ins), e.outputs, e.params};
+    if (fresh_vars) {
+      for (auto& o : ne.outputs) {
+        Var v = ir::new_var(o->aval);
+        s.set(o, v);
+        o = v;
+      }
+    }
+    out.eqns.push_back(std::move(ne));
+  }
+}
+
+// Inlines `inner` applied to `args` into `out`; returns the atoms of inner's outputs.
 std::vector<Atom> inline_into(Program& out, const Program& inner, const std::vector<Atom>& args) {
   Subst s;
   for (size_t i = 0; i < inner.invars.size(); ++i) s.set(inner.invars[i], args[i]);
@@ -52,22 +76,7 @@ std::vector<Atom> inline_into(Program& out, const Program& inner, const std::vec
     out.consts.push_back(inner.consts[i]);
     s.set(inner.constvars[i], v);
   }
-  for (const Equation& e : inner.eqns) {
-    std::vector<Atom> ins;
-    for (auto& a : e.inputs) ins.push_back(s(a));
-    if (e.prim == &jit_primitive()) {
-      auto outs = inline_into(out, *e.params.get<ir::ProgramRef>("program"), ins);
-      for (size_t k = 0; k < outs.size(); ++k) s.set(e.outputs[k], outs[k]);
-      continue;
-    }
-    Equation ne{e.prim, std::move(ins), {}, e.params};
-    for (auto& o : e.outputs) {
-      Var v = ir::new_var(o->aval);
-      ne.outputs.push_back(v);
-      s.set(o, v);
-    }
-    out.eqns.push_back(std::move(ne));
-  }
+  append_equations(out, inner, s, true);
   std::vector<Atom> r;
   for (auto& a : inner.outvars) r.push_back(s(a));
   return r;
@@ -83,16 +92,7 @@ Program inline_calls(const Program& p) {
   if (!any) return p;
   Program out = with_header(p);
   Subst s;
-  for (const Equation& e : p.eqns) {
-    std::vector<Atom> ins;
-    for (auto& a : e.inputs) ins.push_back(s(a));
-    if (e.prim == &jit_primitive()) {
-      auto outs = inline_into(out, *e.params.get<ir::ProgramRef>("program"), ins);
-      for (size_t k = 0; k < outs.size(); ++k) s.set(e.outputs[k], outs[k]);
-    } else {
-      out.eqns.push_back(Equation{e.prim, std::move(ins), e.outputs, e.params});
-    }
-  }
+  append_equations(out, p, s, false);
   finish(out, p, s);
   return out;
 }

@@ -31,6 +31,10 @@ std::vector<DeviceImpl*>& local_device_impls() {
       owned.push_back(std::make_unique<DeviceImpl>(int(i), 0, int(i)));
       d.push_back(owned.back().get());
     }
+    // Pending work finishes before static objects it may use are destroyed.
+    std::atexit([] {
+      for (auto& dev : owned) dev->stream().synchronize();
+    });
     return d;
   }();
   return devices;

@@ -1,8 +1,14 @@
 #include "core/stream.h"
 
+#include <algorithm>
+
+#include "core/device_impl.h"
+
 namespace tessel::detail {
 
-Stream::Stream(int device_id) : device_id_(device_id), worker_([this] { loop(); }) {}
+Stream::Stream(int device_id)
+    : device_id_(device_id), max_queue_(size_t(std::max(1L, env_int("TESSEL_STREAM_MAX_QUEUE", 64)))),
+      worker_([this] { loop(); }) {}
 
 Stream::~Stream() {
   {
@@ -15,7 +21,9 @@ Stream::~Stream() {
 
 void Stream::enqueue(Task task) {
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    if (std::this_thread::get_id() != worker_.get_id())
+      idle_cv_.wait(lock, [this] { return queue_.size() < max_queue_; });
     queue_.push_back(std::move(task));
   }
   cv_.notify_one();
@@ -24,9 +32,8 @@ void Stream::enqueue(Task task) {
 bool Stream::run_inline_or_enqueue(Task task) {
   std::unique_lock lock(mu_);
   if (!queue_.empty() || busy_) {
-    queue_.push_back(std::move(task));
     lock.unlock();
-    cv_.notify_one();
+    enqueue(std::move(task));
     return false;
   }
   busy_ = true;
@@ -62,7 +69,7 @@ void Stream::loop() {
     task = nullptr;  // release captured buffers outside the lock
     lock.lock();
     busy_ = false;
-    if (queue_.empty()) idle_cv_.notify_all();
+    idle_cv_.notify_all();
   }
 }
 

@@ -16,7 +16,9 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  /// Runs `task` after everything enqueued before it.
+  /// Runs `task` after everything enqueued before it. Blocks while the queue holds
+  /// `TESSEL_STREAM_MAX_QUEUE` tasks, so a producer cannot run unboundedly ahead (each queued
+  /// task holds its output buffers).
   void enqueue(Task task);
   /// Runs `task` on the calling thread when the stream is idle (keeps order, saves the
   /// thread hand-off for tiny work); otherwise enqueues it. Returns true if run inline.
@@ -28,11 +30,12 @@ class Stream {
   void loop();
   std::mutex mu_;
   std::condition_variable cv_;       // wakes the worker
-  std::condition_variable idle_cv_;  // wakes synchronize()
+  std::condition_variable idle_cv_;  // wakes synchronize() and producers waiting for room
   std::deque<Task> queue_;
   bool busy_ = false;
   bool stop_ = false;
   int device_id_;
+  size_t max_queue_;
   std::thread worker_;
 };
 

@@ -31,9 +31,11 @@ size_t hash_avals(const ir::Primitive* p, std::span<const Array> ins, size_t par
 }
 
 const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
-  thread_local std::unordered_multimap<size_t, std::unique_ptr<OpEntry>> cache;
+  // Never freed: queued kernels point into entries, and may still run while thread-locals
+  // are destroyed at exit.
+  thread_local auto* cache = new std::unordered_multimap<size_t, std::unique_ptr<OpEntry>>();
   size_t h = hash_avals(&p, ins, params.hash());
-  auto [lo, hi] = cache.equal_range(h);
+  auto [lo, hi] = cache->equal_range(h);
   for (auto it = lo; it != hi; ++it) {
     const OpEntry& e = *it->second;
     if (e.prim != &p || e.in_avals.size() != ins.size() || !(e.params == params)) continue;
@@ -46,7 +48,7 @@ const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const 
   for (const Array& a : ins) e->in_avals.push_back(a.impl()->aval);
   e->params = params;
   e->out_avals = p.abstract_eval(e->in_avals, params);
-  return *cache.emplace(h, std::move(e))->second;
+  return *cache->emplace(h, std::move(e))->second;
 }
 
 std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {

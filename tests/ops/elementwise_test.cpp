@@ -340,10 +340,14 @@ TYPED_TEST(AllDTypes, ArithmeticMatchesReference) {
     } else {
       EXPECT_EQ(vals(s)[i], av[i] + bv[i]);
       EXPECT_EQ(vals(p)[i], av[i] * bv[i]);
-      if (!std::is_unsigned_v<TypeParam>) EXPECT_EQ(vals(a - b)[i], av[i] - bv[i]);
+      if (!std::is_unsigned_v<TypeParam>) {
+        EXPECT_EQ(vals(a - b)[i], av[i] - bv[i]);
+      }
     }
   }
-  if constexpr (std::is_same_v<TypeParam, bool>) EXPECT_THROW(a - b, ts::DTypeError);
+  if constexpr (std::is_same_v<TypeParam, bool>) {
+    EXPECT_THROW(a - b, ts::DTypeError);
+  }
 }
 
 TYPED_TEST(AllDTypes, MaximumMinimumEqualAndWhere) {
@@ -394,7 +398,9 @@ TYPED_TEST(AllDTypes, AbsSignNegative) {
     for (size_t i = 0; i < av.size(); ++i) {
       EXPECT_EQ(vals(ts::abs(a))[i], std::abs(av[i]));
       EXPECT_EQ(vals(ts::sign(a))[i], double((av[i] > 0) - (av[i] < 0)));
-      if (!std::is_unsigned_v<TypeParam>) EXPECT_EQ(vals(-a)[i], -av[i]);
+      if (!std::is_unsigned_v<TypeParam>) {
+        EXPECT_EQ(vals(-a)[i], -av[i]);
+      }
     }
   }
 }

@@ -1,0 +1,353 @@
+// Counter-based PRNG (jax.random with raw uint32[2] keys). One new hashing primitive,
+// `threefry2x32`; keys, bits and floats are composed from ordinary primitives the way JAX
+// composes them (jax/_src/prng.py and jax/_src/random.py, threefry_partitionable mode), plus
+// the two lax primitives that composition needs: bitcast_convert_type and erf_inv.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ops/op_util.h"
+#include "tessel/random.h"
+
+namespace tessel::ops {
+namespace {
+
+// ---- threefry2x32 ----
+
+std::vector<Aval> threefry_aval(std::span<const Aval> ins, const Params&) {
+  for (const Aval& a : ins)
+    if (a.dtype != DType::uint32)
+      throw DTypeError("threefry2x32: all four operands must be uint32, got " + avals_to_string(ins) +
+                       "; convert them with astype(uint32)");
+  Aval out = elementwise_aval("threefry2x32", ins);
+  out.weak_type = false;
+  return {out, out};
+}
+
+inline uint32_t rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
+
+// Threefry-2x32 with 20 rounds (Salmon et al., SC'11): 5 groups of 4 mix rounds, a key
+// injection after each group. The key schedule's third word is k0 ^ k1 ^ the Skein parity.
+inline void threefry_block(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
+  static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  x0 += ks[0];
+  x1 += ks[1];
+  for (uint32_t g = 0; g < 5; ++g) {
+    for (int r : kRot[g % 2]) {
+      x0 += x1;
+      x1 = rotl32(x1, r) ^ x0;
+    }
+    x0 += ks[(g + 1) % 3];
+    x1 += ks[(g + 2) % 3] + g + 1;
+  }
+}
+
+void threefry_kernel(const KernelCall& c) {
+  const int64_t n = c.out_avals[0].size();
+  const uint32_t* in[4];
+  int64_t step[4];  // 0 for a broadcast rank-0 operand
+  for (int i = 0; i < 4; ++i) {
+    in[i] = c.in<uint32_t>(size_t(i));
+    step[i] = c.in_avals[size_t(i)].shape.empty() ? 0 : 1;
+  }
+  uint32_t* out0 = c.out<uint32_t>(0);
+  uint32_t* out1 = c.out<uint32_t>(1);
+  for (int64_t j = 0; j < n; ++j) {
+    uint32_t x0 = in[2][j * step[2]], x1 = in[3][j * step[3]];
+    threefry_block(in[0][j * step[0]], in[1][j * step[1]], x0, x1);
+    out0[j] = x0;
+    out1[j] = x1;
+  }
+}
+
+const ir::Primitive& threefry_p = ir::register_primitive({
+    .name = "threefry2x32", .abstract_eval = threefry_aval, .cpu_kernel = threefry_kernel});
+
+// ---- bitcast_convert_type ----
+
+void check_bitcast_dtype(DType d) {
+  if (is_bool(d) || is_complex(d))
+    throw DTypeError(std::string("bitcast_convert_type: dtype ") + dtype_name(d) +
+                     " is not supported; expected an integer or floating dtype");
+}
+
+std::vector<Aval> bitcast_aval(std::span<const Aval> ins, const Params& p) {
+  const DType to = p.get<DType>("new_dtype");
+  check_bitcast_dtype(ins[0].dtype);
+  check_bitcast_dtype(to);
+  if (itemsize(ins[0].dtype) != itemsize(to))
+    throw DTypeError(std::string("bitcast_convert_type: cannot reinterpret ") + dtype_name(ins[0].dtype) + " (" +
+                     std::to_string(itemsize(ins[0].dtype)) + " bytes) as " + dtype_name(to) + " (" +
+                     std::to_string(itemsize(to)) + " bytes); the dtypes must have the same width");
+  return {Aval(ins[0].shape, to)};
+}
+
+void bitcast_kernel(const KernelCall& c) {
+  if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
+}
+
+const ir::Primitive& bitcast_p = ir::register_primitive({
+    .name = "bitcast_convert_type", .abstract_eval = bitcast_aval, .cpu_kernel = bitcast_kernel,
+    .fusion = ir::FusionKind::kElementwise});
+
+// ---- erf_inv ----
+
+// Evaluates the polynomial with coefficients `c` (highest degree first) at w (Horner).
+template <class T, size_t N> T horner(const T (&c)[N], T w) {
+  T p = c[0];
+  for (size_t i = 1; i < N; ++i) p = c[i] + p * w;
+  return p;
+}
+
+// Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): single precision
+// uses two polynomials in w = -log(1 - x^2), double precision three. XLA uses the same split.
+float erf_inv_f32(float x) {
+  static constexpr float kCentral[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                       -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                       -0.00417768164f,  0.246640727f,    1.50140941f};
+  static constexpr float kTail[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                    -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                    0.00943887047f,   1.00167406f,     2.83297682f};
+  if (std::fabs(x) == 1.0f) return std::copysign(std::numeric_limits<float>::infinity(), x);
+  float w = -std::log1p(-x * x);
+  float p = w < 5.0f ? horner(kCentral, w - 2.5f) : horner(kTail, std::sqrt(w) - 3.0f);
+  return p * x;
+}
+
+double erf_inv_f64(double x) {
+  static constexpr double kCentral[] = {
+      -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
+      1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
+      6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+      2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+      1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+      4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+      0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
+      0.24015818242558961693,     1.6536545626831027356};
+  static constexpr double kMiddle[] = {
+      2.2137376921775787049e-09,  9.0756561938885390979e-08, -2.7517406297064545428e-07,
+      1.8239629214389227755e-08,  1.5027403968909827627e-06, -4.013867526981545969e-06,
+      2.9234449089955446044e-06,  1.2475304481671778723e-05, -4.7318229009055733981e-05,
+      6.8284851459573175448e-05,  2.4031110387097893999e-05, -0.0003550375203628474796,
+      0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,
+      -0.0037512085075692412107,  0.005370914553590063617,   1.0052589676941592334,
+      3.0838856104922207635};
+  static constexpr double kTail[] = {
+      -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+      -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+      2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+      -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+      7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
+      1.0103004648645343977,      4.8499064014085844221};
+  if (std::fabs(x) == 1.0) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  double w = -std::log1p(-x * x);
+  double p = w < 6.25  ? horner(kCentral, w - 3.125)
+             : w < 16.0 ? horner(kMiddle, std::sqrt(w) - 3.25)
+                        : horner(kTail, std::sqrt(w) - 5.0);
+  return p * x;
+}
+
+std::vector<Aval> erf_inv_aval(std::span<const Aval> ins, const Params&) {
+  check_dtype("erf_inv", ins[0].dtype, is_floating(ins[0].dtype), "a floating dtype (float16, bfloat16, float32, float64)");
+  return {ins[0]};
+}
+
+void erf_inv_kernel(const KernelCall& c) {
+  visit_dtype(c.out_avals[0].dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, double>) {
+      map_elementwise<T, T>(c, erf_inv_f64);
+    } else if constexpr (is_float_v<T>) {
+      // Half types are computed in float32, as XLA upcasts them.
+      map_elementwise<T, T>(c, [](T x) { return T(erf_inv_f32(float(x))); });
+    }
+  });
+}
+
+const ir::Primitive& erf_inv_p = ir::register_primitive({
+    .name = "erf_inv", .abstract_eval = erf_inv_aval, .cpu_kernel = erf_inv_kernel,
+    .fusion = ir::FusionKind::kElementwise});
+
+}  // namespace
+}  // namespace tessel::ops
+
+namespace tessel {
+
+Array bitcast_convert_type(const Array& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  return ops::bind1(ops::bitcast_p, {x}, ops::Params{{"new_dtype", dtype}});
+}
+
+Array erf_inv(const Array& x) { return ops::bind1(ops::erf_inv_p, {x}); }
+
+namespace random {
+namespace {
+
+Array u32(uint32_t v) { return Array(Scalar(v)); }
+
+void check_key(const char* op, const Array& key) {
+  if (key.dtype() != DType::uint32 || key.shape() != Shape{2})
+    throw ValueError(std::string(op) + ": expected a PRNG key, a uint32 array of shape (2,), got " +
+                     key.aval().to_string() + "; make keys with tessel::random::key(seed) or split");
+}
+
+// The key's two words as rank-0 arrays.
+std::pair<Array, Array> key_words(const Array& key) {
+  return {reshape(slice(key, {0}, {1}), {}), reshape(slice(key, {1}, {2}), {})};
+}
+
+// JAX's iota_2x32_shape: a 64-bit row-major counter over `shape` as (high, low) uint32 words.
+std::pair<Array, Array> counters(const char* op, const Shape& shape) {
+  const int64_t n = shape_size(shape);
+  if (n > int64_t(std::numeric_limits<uint32_t>::max()))
+    throw ValueError(std::string(op) + ": shape " + shape_to_string(shape) + " has " + std::to_string(n) +
+                     " elements; at most 2^32 - 1 random values can be drawn at once");
+  return {u32(0), reshape(iota(DType::uint32, {n}), shape)};
+}
+
+// Threefry over the counters of `shape`: two words per element.
+std::pair<Array, Array> hash_counters(const char* op, const Array& key, const Shape& shape) {
+  check_key(op, key);
+  auto [k0, k1] = key_words(key);
+  auto [hi, lo] = counters(op, shape);
+  return threefry2x32(k0, k1, hi, lo);
+}
+
+// One bit-width's worth of random bits (8, 16, 32 or 64), as JAX's partitionable
+// random_bits: 64-bit values take both words, narrower ones fold them with xor.
+Array random_bits(const char* op, const Array& key, const Shape& shape, int bit_width) {
+  auto [b0, b1] = hash_counters(op, key, shape);
+  switch (bit_width) {
+    case 64: {
+      Array hi = astype(b0, DType::uint64), lo = astype(b1, DType::uint64);
+      return bitwise_or(left_shift(hi, Array(Scalar(uint64_t(32)))), lo);
+    }
+    case 32: return bitwise_xor(b0, b1);
+    case 16: return astype(bitwise_xor(b0, b1), DType::uint16);
+    default: return astype(bitwise_xor(b0, b1), DType::uint8);
+  }
+}
+
+DType uint_of_width(int bits) {
+  return bits == 8 ? DType::uint8 : bits == 16 ? DType::uint16 : bits == 32 ? DType::uint32 : DType::uint64;
+}
+
+void check_float(const char* op, DType dtype) {
+  if (!is_floating(dtype))
+    throw DTypeError(std::string(op) + ": dtype must be a floating dtype (float16, bfloat16, float32, float64), got " +
+                     dtype_name(dtype));
+}
+
+// Uniform floats in [0, 1): random mantissa bits under the exponent of 1.0 give [1, 2).
+Array unit_uniform(const char* op, const Array& key, const Shape& shape, DType dtype) {
+  const int nbits = int(itemsize(dtype)) * 8;
+  const int nmant = dtype == DType::float16 ? 10 : dtype == DType::bfloat16 ? 7 : dtype == DType::float32 ? 23 : 52;
+  const int rng_bits = nmant < 8 ? 8 : nbits;  // bfloat16 draws 8 bits, as JAX does
+  const DType ut = uint_of_width(nbits);
+  Array b = astype(random_bits(op, key, shape, rng_bits), ut);
+  const uint64_t one_bits = visit_dtype(dtype, [&](auto z) -> uint64_t {
+    using T = decltype(z);
+    uint64_t u = 0;
+    if constexpr (ops::is_float_v<T>) {
+      T one = T(1.0f);
+      std::memcpy(&u, &one, sizeof(T));  // little-endian: the low bytes hold the value
+    }
+    return u;
+  });
+  Array mant = right_shift(b, Array(Scalar(uint64_t(rng_bits - nmant), ut)));
+  return bitcast_convert_type(bitwise_or(mant, Array(Scalar(one_bits, ut))), dtype) - 1.0;
+}
+
+Array normal_real(const Array& key, const Shape& shape, DType dtype) {
+  // Uniform in (-1, 1): the lower bound is the float just above -1, so erf_inv stays finite.
+  Scalar lo = visit_dtype(dtype, [&](auto z) -> Scalar {
+    using T = decltype(z);
+    if constexpr (std::is_floating_point_v<T>) {
+      return Scalar(std::nextafter(T(-1), T(0)));
+    } else if constexpr (ops::is_half_v<T>) {
+      // -1 has an all-zero mantissa, so the next float towards zero has bits - 1.
+      return Scalar(T::from_bits(uint16_t(T(-1.0f).bits - 1)));
+    } else {
+      return Scalar();
+    }
+  });
+  Array u = uniform(key, shape, dtype, Array(lo), Array(Scalar(1.0, dtype)));
+  return erf_inv(u) * Array(Scalar(std::sqrt(2.0), dtype));
+}
+
+}  // namespace
+
+Array key(int64_t seed) {
+  const uint64_t s = uint64_t(seed);
+  return Array(std::vector<uint32_t>{uint32_t(s >> 32), uint32_t(s)});
+}
+
+std::pair<Array, Array> threefry2x32(const Array& key0, const Array& key1, const Array& x0, const Array& x1) {
+  auto outs = ops::bind(ops::threefry_p, std::vector<Array>{key0, key1, x0, x1});
+  return {outs[0], outs[1]};
+}
+
+Array threefry_2x32(const Array& key, const Array& count) {
+  check_key("threefry_2x32", key);
+  if (count.dtype() != DType::uint32)
+    throw DTypeError("threefry_2x32: count must be uint32, got " + count.aval().to_string());
+  const int64_t n = count.size();
+  Array flat = reshape(count, {n});
+  if (n % 2) flat = concatenate({flat, reshape(u32(0), {1})});
+  const int64_t half = (n + 1) / 2;
+  auto [k0, k1] = key_words(key);
+  auto [o0, o1] = threefry2x32(k0, k1, slice(flat, {0}, {half}), slice(flat, {half}, {2 * half}));
+  Array out = concatenate({o0, o1});
+  if (n % 2) out = slice(out, {0}, {n});
+  return reshape(out, count.shape());
+}
+
+Array split(const Array& key, int64_t num) {
+  if (num < 0) throw ValueError("split: num must be >= 0, got " + std::to_string(num));
+  auto [b0, b1] = hash_counters("split", key, {num});
+  return stack({b0, b1}, 1);
+}
+
+Array fold_in(const Array& key, const Array& data) {
+  check_key("fold_in", key);
+  if (data.ndim() != 0 || !(is_integer(data.dtype()) || is_bool(data.dtype())))
+    throw ValueError("fold_in: data must be a rank-0 integer, got " + data.aval().to_string());
+  // JAX hashes the seed-like pair [0, uint32(data)] with the key.
+  auto [k0, k1] = key_words(key);
+  auto [o0, o1] = threefry2x32(k0, k1, u32(0), astype(data, DType::uint32));
+  return stack({o0, o1});
+}
+
+Array bits(const Array& key, const Shape& shape, DType dtype) {
+  if (dtype != DType::uint8 && dtype != DType::uint16 && dtype != DType::uint32 && dtype != DType::uint64)
+    throw DTypeError(std::string("bits: dtype must be uint8, uint16, uint32 or uint64, got ") + dtype_name(dtype));
+  return random_bits("bits", key, shape, int(itemsize(dtype)) * 8);
+}
+
+Array uniform(const Array& key, const Shape& shape, DType dtype, const Array& minval, const Array& maxval) {
+  check_float("uniform", dtype);
+  if (ops::broadcast_shapes("uniform", {shape, minval.shape(), maxval.shape()}) != shape)
+    throw ShapeError("uniform: minval " + shape_to_string(minval.shape()) + " and maxval " +
+                     shape_to_string(maxval.shape()) + " must broadcast to the requested shape " +
+                     shape_to_string(shape));
+  Array lo = astype(minval, dtype), hi = astype(maxval, dtype);
+  Array f = unit_uniform("uniform", key, shape, dtype);
+  // The max guards against rounding below minval when (hi - lo) * f + lo is inexact.
+  return broadcast_to(maximum(lo, f * (hi - lo) + lo), shape);
+}
+
+Array normal(const Array& key, const Shape& shape, DType dtype) {
+  if (is_complex(dtype)) {
+    Array ks = split(key, 2);
+    const DType rt = real_dtype(dtype);
+    Array re = normal_real(reshape(slice(ks, {0, 0}, {1, 2}), {2}), shape, rt);
+    Array im = normal_real(reshape(slice(ks, {1, 0}, {2, 2}), {2}), shape, rt);
+    return complex(re, im) / Array(Scalar(std::sqrt(2.0), rt));
+  }
+  check_float("normal", dtype);
+  return normal_real(key, shape, dtype);
+}
+
+}  // namespace random
+}  // namespace tessel
