@@ -2,8 +2,13 @@
 // against eager on randomly generated programs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <random>
 
+#include "ir/primitive.h"
+#include "ir/trace.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
@@ -109,6 +114,35 @@ TEST(Jit, CommonSubexpressionsAreMerged) {
   auto p = ts::jit(f).lower(ts::ones({2})).program();
   EXPECT_EQ(p.primitive_names(), (std::vector<std::string>{"sin", "add"})) << p;
   EXPECT_EQ(ts::jit(f)(ts::zeros({2})).to_vector<float>(), (std::vector<float>{0, 0}));
+}
+
+namespace {
+// An identity with a side effect (counts its runs), to check that passes respect effects.
+std::atomic<int> g_effect_runs{0};
+void count_kernel(const ts::ir::KernelCall& c) {
+  ++g_effect_runs;
+  std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
+}
+std::vector<ts::Aval> same_aval(std::span<const ts::Aval> in, const ts::ir::Params&) { return {in[0]}; }
+const ts::ir::Primitive& effect_p = ts::ir::register_primitive(
+    {.name = "test_effect", .abstract_eval = same_aval, .cpu_kernel = count_kernel, .effects = ts::ir::kSideEffect});
+}  // namespace
+
+TEST(Jit, EffectfulEquationsAreNeitherDroppedNorMergedNorFolded) {
+  auto f = [](const ts::Array& x) {
+    ts::Array unused = ts::detail::bind1(effect_p, {x});
+    ts::Array a = ts::detail::bind1(effect_p, {x});
+    ts::Array b = ts::detail::bind1(effect_p, {x});
+    ts::Array lit = ts::detail::bind1(effect_p, {ts::Array(1.0f)});  // literal input: not folded
+    (void)unused;
+    return a + b + lit;
+  };
+  auto jf = ts::jit(f);
+  auto names = jf.lower(ts::ones({2})).program().primitive_names();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "test_effect"), 4) << jf.lower(ts::ones({2})).as_text();
+  g_effect_runs = 0;
+  EXPECT_EQ(jf(ts::ones({2})).to_vector<float>(), (std::vector<float>{3, 3}));
+  EXPECT_EQ(g_effect_runs.load(), 4);
 }
 
 TEST(Jit, ConstantsAreFolded) {
