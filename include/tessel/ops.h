@@ -38,7 +38,7 @@ TESSEL_API Array eye(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t
 /// Copies `x` to `device` (committing it there: operations with it run on that device).
 TESSEL_API Array device_put(const Array& x, const Device& device);
 
-// ---- element-wise (src/ops/elementwise.cpp) ----
+// ---- element-wise (src/ops/elementwise.cpp: primitives; numpy_elementwise.cpp: these functions) ----
 TESSEL_API Array add(const Array& a, const Array& b);
 TESSEL_API Array subtract(const Array& a, const Array& b);
 TESSEL_API Array multiply(const Array& a, const Array& b);
@@ -169,7 +169,7 @@ TESSEL_API Array roll(const Array& x, int64_t shift, int64_t axis);
 TESSEL_API Array tile(const Array& x, const Shape& reps);
 TESSEL_API Array repeat(const Array& x, int64_t repeats, int64_t axis);
 
-// ---- slicing and indexing (src/ops/indexing.cpp) ----
+// ---- slicing and indexing (src/ops/indexing.cpp; NumPy index expressions in numpy_indexing.cpp) ----
 /// lax.slice: static start (inclusive), limit (exclusive), optional strides.
 TESSEL_API Array slice(const Array& x, const Shape& start, const Shape& limit, const Shape& strides = {});
 /// Slices one axis.

@@ -1,11 +1,11 @@
-// Element-wise primitives (lax level) and the jax.numpy functions composed from them.
+// Element-wise primitives (lax level): the table of rows, their kernels and abstract evaluation.
 //
 // A primitive is one table row: its name, the dtype classes it accepts, the rule for its
 // output dtype and its scalar function, written once for every accepted C++ type (half
 // types compute in float). `define<Op>()` derives the abstract evaluation (dtype check,
 // shapes equal or rank 0), the CPU kernel and the fusion kind from the row. Primitives are
-// strict about dtypes; the public functions do jax.numpy's promotion (e.g. sin of an int
-// array converts it to float first).
+// strict about dtypes; the public functions (numpy_elementwise.cpp) do jax.numpy's
+// promotion (e.g. sin of an int array converts it to float first).
 //
 // Where C++ leaves behaviour undefined, tessel defines it as XLA does on CPU, so programs
 // never trap and eager agrees with compiled code:
@@ -22,17 +22,12 @@
 #include <cmath>
 #include <numbers>
 
-#include "ops/op_util.h"
+#include "ops/elementwise.h"
 
 namespace tessel::ops {
 namespace {
 
 // ---- dtype classes ----
-enum Class : uint8_t { kBool = 1, kSigned = 2, kUnsigned = 4, kFloat = 8, kComplex = 16 };
-constexpr uint8_t kInt = kSigned | kUnsigned, kReal = kInt | kFloat, kNum = kReal | kComplex,
-                  kInexact = kFloat | kComplex, kAll = kNum | kBool, kLogic = kBool | kInt,
-                  kOrderable = kBool | kReal;
-
 uint8_t class_of(DType d) {
   if (is_bool(d)) return kBool;
   if (is_signed_int(d)) return kSigned;
@@ -60,9 +55,13 @@ std::string describe(uint8_t mask) {
   return (s[0] == 'i' || s[0] == 'u' ? "an " : "a ") + s + " dtype";
 }
 
+}  // namespace
+
 void check_class(const std::string& op, DType d, uint8_t mask) {
   if (!(class_of(d) & mask)) check_dtype(op, d, false, describe(mask).c_str());
 }
+
+namespace {
 
 // ---- output dtype rules ----
 enum class Out { kSame, kBool, kReal, kComplex };
@@ -85,11 +84,6 @@ template <class T, Out R> auto out_tag() {
 template <class T, Out R> using out_t = decltype(out_tag<T, R>());
 
 // ---- the definition machinery ----
-struct Elementwise {
-  const ir::Primitive& prim;
-  uint8_t mask;
-};
-
 /// The printed name; identifiers that would be C++ keywords (and_, not_) drop their '_'.
 template <class Op> const std::string& name_of() {
   static const std::string n = [] {
@@ -127,20 +121,6 @@ template <class Op> Elementwise define() {
                                   .fusion = ir::FusionKind::kElementwise}),
           Op::mask};
 }
-
-// One row of the table: NAME_p, accepting the classes MASK, output dtype rule OUT; the body
-// computes on compute_t values `x` (unary) or `a`, `b` (binary) of type T.
-#define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, PARAMS, ...)   \
-  struct NAME##_op {                                            \
-    static constexpr const char* name = #NAME;                  \
-    static constexpr int arity = ARITY;                         \
-    static constexpr uint8_t mask = MASK;                       \
-    static constexpr Out out = Out::OUT;                        \
-    template <class T> static auto f PARAMS { __VA_ARGS__ }     \
-  };                                                            \
-  const Elementwise NAME##_p = define<NAME##_op>()
-#define UNARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 1, MASK, OUT, (T x), __VA_ARGS__)
-#define BINARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 2, MASK, OUT, (T a, T b), __VA_ARGS__)
 
 // ---- scalar helpers ----
 template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
@@ -190,6 +170,25 @@ template <class T> T round_half_even(T x) {
   if (std::abs(x - r) == T(0.5)) r = T(2) * std::round(x / T(2));
   return r;
 }
+
+}  // namespace
+
+// One row of the table: NAME_p, accepting the classes MASK, output dtype rule OUT; the body
+// computes on compute_t values `x` (unary) or `a`, `b` (binary) of type T. The op struct is
+// file-local; the handle NAME_p is declared in elementwise.h.
+#define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, PARAMS, ...)   \
+  namespace {                                                   \
+  struct NAME##_op {                                            \
+    static constexpr const char* name = #NAME;                  \
+    static constexpr int arity = ARITY;                         \
+    static constexpr uint8_t mask = MASK;                       \
+    static constexpr Out out = Out::OUT;                        \
+    template <class T> static auto f PARAMS { __VA_ARGS__ }     \
+  };                                                            \
+  }                                                             \
+  const Elementwise NAME##_p = define<NAME##_op>()
+#define UNARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 1, MASK, OUT, (T x), __VA_ARGS__)
+#define BINARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 2, MASK, OUT, (T a, T b), __VA_ARGS__)
 
 // ---- the table ----
 BINARY(add, kAll, kSame,
@@ -321,6 +320,8 @@ BINARY(complex, kFloat, kComplex, return std::complex<T>(a, b););
 
 // ---- primitives with parameters or mixed operand dtypes ----
 
+namespace {
+
 // integer_pow[y]: x^y for a static integer y (jnp.square, jnp.reciprocal).
 std::vector<Aval> integer_pow_eval(std::span<const Aval> ins, const Params&) {
   check_class("integer_pow", ins[0].dtype, kNum);
@@ -345,9 +346,14 @@ void integer_pow_kernel(const KernelCall& c) {
     }
   });
 }
+
+}  // namespace
+
 const ir::Primitive& integer_pow_p = ir::register_primitive({
     .name = "integer_pow", .abstract_eval = integer_pow_eval, .cpu_kernel = integer_pow_kernel,
     .fusion = ir::FusionKind::kElementwise});
+
+namespace {
 
 // select_n(pred, on_false, on_true), as lax.select_n with two cases.
 std::vector<Aval> select_n_eval(std::span<const Aval> ins, const Params&) {
@@ -369,207 +375,11 @@ void select_n_kernel(const KernelCall& c) {
     map_elementwise<T, bool, T, T>(c, [](bool p, T f, T t) { return p ? t : f; });
   });
 }
+
+}  // namespace
+
 const ir::Primitive& select_n_p = ir::register_primitive({
     .name = "select_n", .abstract_eval = select_n_eval, .cpu_kernel = select_n_kernel,
     .fusion = ir::FusionKind::kElementwise});
 
-// ---- jax.numpy-level helpers ----
-
-/// jnp's to_inexact_dtype: bool and integers up to 32 bits become the default float,
-/// 64-bit integers float64.
-DType to_inexact(DType d) {
-  if (is_inexact(d)) return d;
-  return d == DType::int64 || d == DType::uint64 ? DType::float64 : default_float;
-}
-Array inexact(const Array& x) { return convert(x, to_inexact(x.dtype()), x.weak_type()); }
-
-Array unary(const Elementwise& e, const std::string& op, const Array& x) {
-  check_class(op, x.dtype(), e.mask);
-  return bind1(e.prim, {x});
-}
-
-/// Promotes (to an inexact dtype when `to_float`), checks the dtype class, broadcasts, binds.
-Array binary(const Elementwise& e, const std::string& op, const Array& a, const Array& b, bool to_float = false) {
-  PromotedType t = result_type({a, b});
-  if (to_float) t.dtype = to_inexact(t.dtype);
-  check_class(op, t.dtype, e.mask);
-  auto xs = broadcast_all(op, {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
-  return bind1(e.prim, {xs[0], xs[1]});
-}
-
-Array filled_like(const Array& x, Scalar v) { return broadcast_to(Array(v), x.shape()); }
-
-}  // namespace
 }  // namespace tessel::ops
-
-namespace tessel {
-using namespace ops;  // NOLINT: the primitives of this file
-
-Array add(const Array& a, const Array& b) { return binary(add_p, "add", a, b); }
-Array subtract(const Array& a, const Array& b) { return binary(sub_p, "subtract", a, b); }
-Array multiply(const Array& a, const Array& b) { return binary(mul_p, "multiply", a, b); }
-Array divide(const Array& a, const Array& b) { return binary(div_p, "divide", a, b, true); }
-Array true_divide(const Array& a, const Array& b) { return binary(div_p, "true_divide", a, b, true); }
-Array rem(const Array& a, const Array& b) { return binary(rem_p, "rem", a, b); }
-Array pow(const Array& a, const Array& b) { return binary(pow_p, "pow", a, b); }
-Array maximum(const Array& a, const Array& b) { return binary(max_p, "maximum", a, b); }
-Array minimum(const Array& a, const Array& b) { return binary(min_p, "minimum", a, b); }
-Array atan2(const Array& a, const Array& b) { return binary(atan2_p, "atan2", a, b, true); }
-
-// Python floor division, composed as jnp does.
-Array floor_divide(const Array& a, const Array& b) {
-  PromotedType t = result_type({a, b});
-  check_class("floor_divide", t.dtype, kReal);
-  auto xs = broadcast_all("floor_divide", {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
-  const Array &x = xs[0], &y = xs[1];
-  if (is_unsigned_int(t.dtype)) return bind1(div_p.prim, {x, y});
-  if (is_signed_int(t.dtype)) {
-    Array q = bind1(div_p.prim, {x, y});
-    return where((sign(x) != sign(y)) & (rem(x, y) != 0), q - 1, q);
-  }
-  // Floats: CPython's float_divmod.
-  Array mod = rem(x, y);
-  Array q = (x - mod) / y;
-  return round(where((mod != 0) & (sign(y) != sign(mod)), q - 1, q));
-}
-
-// The remainder takes the divisor's sign (Python %), from the truncated one.
-Array remainder(const Array& a, const Array& b) {
-  PromotedType t = result_type({a, b});
-  check_class("remainder", t.dtype, kReal);
-  auto xs = broadcast_all("remainder", {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
-  Array r = rem(xs[0], xs[1]);
-  return where(((r < 0) != (xs[1] < 0)) & (r != 0), r + xs[1], r);
-}
-
-Array negative(const Array& x) { return unary(neg_p, "negative", x); }
-Array abs(const Array& x) {
-  if (is_bool(x.dtype()) || is_unsigned_int(x.dtype())) return x;
-  return unary(abs_p, "abs", x);
-}
-Array sign(const Array& x) { return unary(sign_p, "sign", x); }
-// floor, ceil and round leave integers as they are (as jnp does).
-Array floor(const Array& x) { return is_inexact(x.dtype()) ? unary(floor_p, "floor", x) : x; }
-Array ceil(const Array& x) { return is_inexact(x.dtype()) ? unary(ceil_p, "ceil", x) : x; }
-Array round(const Array& x) {
-  if (is_complex(x.dtype())) return complex(round(real(x)), round(imag(x)));
-  return is_floating(x.dtype()) ? unary(round_p, "round", x) : x;
-}
-
-// Transcendental functions convert integer and bool arguments to float (jnp semantics).
-#define TESSEL_FLOAT_FN(FN, PRIM) \
-  Array FN(const Array& x) { return unary(PRIM##_p, #FN, inexact(x)); }
-TESSEL_FLOAT_FN(exp, exp)
-TESSEL_FLOAT_FN(exp2, exp2)
-TESSEL_FLOAT_FN(expm1, expm1)
-TESSEL_FLOAT_FN(log, log)
-TESSEL_FLOAT_FN(log1p, log1p)
-TESSEL_FLOAT_FN(sqrt, sqrt)
-TESSEL_FLOAT_FN(rsqrt, rsqrt)
-TESSEL_FLOAT_FN(cbrt, cbrt)
-TESSEL_FLOAT_FN(sin, sin)
-TESSEL_FLOAT_FN(cos, cos)
-TESSEL_FLOAT_FN(tan, tan)
-TESSEL_FLOAT_FN(arcsin, asin)
-TESSEL_FLOAT_FN(arccos, acos)
-TESSEL_FLOAT_FN(arctan, atan)
-TESSEL_FLOAT_FN(sinh, sinh)
-TESSEL_FLOAT_FN(cosh, cosh)
-TESSEL_FLOAT_FN(tanh, tanh)
-TESSEL_FLOAT_FN(arcsinh, asinh)
-TESSEL_FLOAT_FN(arccosh, acosh)
-TESSEL_FLOAT_FN(arctanh, atanh)
-TESSEL_FLOAT_FN(erf, erf)
-TESSEL_FLOAT_FN(erfc, erfc)
-TESSEL_FLOAT_FN(logistic, logistic)
-#undef TESSEL_FLOAT_FN
-
-Array log2(const Array& x) { return log(x) / Array(std::numbers::ln2); }
-Array log10(const Array& x) { return log(x) / Array(std::numbers::ln10); }
-Array square(const Array& x) {
-  if (is_bool(x.dtype())) return multiply(x, x);
-  check_class("square", x.dtype(), kNum);
-  return bind1(integer_pow_p, {x}, Params{{"y", int64_t(2)}});
-}
-Array reciprocal(const Array& x) {
-  Array y = inexact(x);
-  return bind1(integer_pow_p, {y}, Params{{"y", int64_t(-1)}});
-}
-
-Array equal(const Array& a, const Array& b) { return binary(eq_p, "equal", a, b); }
-Array not_equal(const Array& a, const Array& b) { return binary(ne_p, "not_equal", a, b); }
-Array less(const Array& a, const Array& b) { return binary(lt_p, "less", a, b); }
-Array less_equal(const Array& a, const Array& b) { return binary(le_p, "less_equal", a, b); }
-Array greater(const Array& a, const Array& b) { return binary(gt_p, "greater", a, b); }
-Array greater_equal(const Array& a, const Array& b) { return binary(ge_p, "greater_equal", a, b); }
-
-// logical_* treat any nonzero value as true.
-Array logical_and(const Array& a, const Array& b) { return binary(and__p, "logical_and", astype(a, bool_), astype(b, bool_)); }
-Array logical_or(const Array& a, const Array& b) { return binary(or__p, "logical_or", astype(a, bool_), astype(b, bool_)); }
-Array logical_xor(const Array& a, const Array& b) { return binary(xor__p, "logical_xor", astype(a, bool_), astype(b, bool_)); }
-Array logical_not(const Array& x) { return unary(not__p, "logical_not", astype(x, bool_)); }
-Array bitwise_and(const Array& a, const Array& b) { return binary(and__p, "bitwise_and", a, b); }
-Array bitwise_or(const Array& a, const Array& b) { return binary(or__p, "bitwise_or", a, b); }
-Array bitwise_xor(const Array& a, const Array& b) { return binary(xor__p, "bitwise_xor", a, b); }
-Array bitwise_not(const Array& x) { return unary(not__p, "bitwise_not", x); }
-Array left_shift(const Array& a, const Array& b) { return binary(shift_left_p, "left_shift", a, b); }
-Array right_shift(const Array& a, const Array& b) { return binary(shift_right_p, "right_shift", a, b); }
-
-Array where(const Array& pred, const Array& a, const Array& b) {
-  if (!is_bool(pred.dtype()))
-    throw DTypeError(std::string("where: the condition must have dtype bool, got ") + dtype_name(pred.dtype()) +
-                     "; compare it first (x != 0) or convert with astype(bool)");
-  PromotedType t = result_type({a, b});
-  auto xs = broadcast_all("where", {pred, convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
-  return bind1(select_n_p, {xs[0], xs[2], xs[1]});
-}
-Array select(const Array& pred, const Array& a, const Array& b) { return where(pred, a, b); }
-Array clip(const Array& x, const Array& lo, const Array& hi) { return minimum(maximum(x, lo), hi); }
-Array clamp(const Array& lo, const Array& x, const Array& hi) { return minimum(maximum(x, lo), hi); }
-
-Array isnan(const Array& x) { return is_inexact(x.dtype()) ? x != x : filled_like(x, Scalar(false)); }
-Array isinf(const Array& x) {
-  if (is_complex(x.dtype())) return isinf(real(x)) | isinf(imag(x));
-  if (is_floating(x.dtype())) return abs(x) == Array(std::numeric_limits<double>::infinity());
-  return filled_like(x, Scalar(false));
-}
-Array isfinite(const Array& x) {
-  if (is_complex(x.dtype())) return isfinite(real(x)) & isfinite(imag(x));
-  if (is_floating(x.dtype())) return unary(is_finite_p, "isfinite", x);
-  return filled_like(x, Scalar(true));
-}
-
-Array real(const Array& x) { return is_complex(x.dtype()) ? unary(real_p, "real", x) : x; }
-Array imag(const Array& x) {
-  return is_complex(x.dtype()) ? unary(imag_p, "imag", x) : filled_like(x, Scalar(0, x.dtype()));
-}
-Array conj(const Array& x) { return is_complex(x.dtype()) ? unary(conj_p, "conj", x) : x; }
-Array complex(const Array& re, const Array& im) {
-  PromotedType t = result_type({re, im});
-  if (is_complex(t.dtype))
-    throw DTypeError(std::string("complex: the real and imaginary parts must be real, got ") +
-                     dtype_name(re.dtype()) + " and " + dtype_name(im.dtype()) + "; take real() and imag() first");
-  // complex64 holds float32 parts: half-precision and integer parts widen to float32.
-  DType d = to_inexact(t.dtype) == DType::float64 ? DType::float64 : DType::float32;
-  return binary(complex_p, "complex", convert(re, d, t.weak), convert(im, d, t.weak));
-}
-
-Array operator+(const Array& a, const Array& b) { return add(a, b); }
-Array operator-(const Array& a, const Array& b) { return subtract(a, b); }
-Array operator*(const Array& a, const Array& b) { return multiply(a, b); }
-Array operator/(const Array& a, const Array& b) { return true_divide(a, b); }
-Array operator%(const Array& a, const Array& b) { return remainder(a, b); }
-Array operator-(const Array& x) { return negative(x); }
-Array operator<(const Array& a, const Array& b) { return less(a, b); }
-Array operator<=(const Array& a, const Array& b) { return less_equal(a, b); }
-Array operator>(const Array& a, const Array& b) { return greater(a, b); }
-Array operator>=(const Array& a, const Array& b) { return greater_equal(a, b); }
-Array operator==(const Array& a, const Array& b) { return equal(a, b); }
-Array operator!=(const Array& a, const Array& b) { return not_equal(a, b); }
-Array operator&(const Array& a, const Array& b) { return bitwise_and(a, b); }
-Array operator|(const Array& a, const Array& b) { return bitwise_or(a, b); }
-Array operator^(const Array& a, const Array& b) { return bitwise_xor(a, b); }
-Array operator~(const Array& x) { return bitwise_not(x); }
-Array operator!(const Array& x) { return logical_not(x); }
-
-}  // namespace tessel
