@@ -32,9 +32,10 @@ inline std::map<std::string, double> run_python_baseline(const std::string& scri
   std::string cmd = "/usr/bin/python3 " + script_and_args + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return out;
-  char name[256], unit[64];
+  char line[512], name[256];
   double v;
-  while (std::fscanf(p, "%255s %lf %63s", name, &v, unit) == 3) out[name] = v;
+  while (std::fgets(line, sizeof line, p))  // `name value [unit]`
+    if (std::sscanf(line, "%255s %lf", name, &v) == 2) out[name] = v;
   pclose(p);
   return out;
 }
