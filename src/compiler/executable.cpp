@@ -145,9 +145,7 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
   };
   TESSEL_DEBUG_LOG("run '" + p.name + "' (" + std::to_string(steps_.size()) + " steps) on cpu:" +
                    std::to_string(dev->id()));
-  static const long inline_bytes = detail::env_int("TESSEL_EAGER_INLINE_BYTES", 1 << 16);
-  if (long(work_bytes_) <= inline_bytes) dev->stream().run_inline_or_enqueue(std::move(task));
-  else dev->stream().enqueue(std::move(task));
+  detail::run_on_stream(dev, work_bytes_, std::move(task));
   return outs;
 }
 

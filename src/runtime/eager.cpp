@@ -104,8 +104,13 @@ DeviceImpl* result_device(const std::string& op, std::span<const Array> ins) {
   return default_device();
 }
 
-void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch) {
+void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task) {
   static const long inline_bytes = env_int("TESSEL_EAGER_INLINE_BYTES", 1 << 16);
+  if (long(work_bytes) <= inline_bytes) dev->stream().run_inline_or_enqueue(std::move(task));
+  else dev->stream().enqueue(std::move(task));
+}
+
+void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch) {
   auto task = [l = std::make_shared<KernelLaunch>(std::move(launch)), dev] {
     try {
       std::vector<const void*> ins;
@@ -121,8 +126,7 @@ void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch) {
       for (auto& b : l->outs) b->set_error(std::current_exception());
     }
   };
-  if (long(out_bytes) <= inline_bytes) dev->stream().run_inline_or_enqueue(std::move(task));
-  else dev->stream().enqueue(std::move(task));
+  run_on_stream(dev, out_bytes, std::move(task));
 }
 
 }  // namespace tessel::detail
