@@ -1,5 +1,6 @@
 #include "compiler/executable.h"
 
+#include <cstring>
 #include <sstream>
 #include <unordered_map>
 
@@ -110,34 +111,15 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
   if (steps_.empty()) return outs;
   auto self = shared_from_this();
   auto task = [self, dev, in_bufs = std::move(in_bufs), slot_out = std::move(slot_out), fresh = std::move(fresh)]() {
-    const size_t n = self->slot_kind_.size();
-    std::vector<void*> ptr(n, nullptr);
-    std::vector<std::shared_ptr<Buffer>> held(n);
-    std::vector<const void*> ins;
-    std::vector<void*> outs;
     try {
+      std::vector<void*> ptr(self->slot_kind_.size(), nullptr), direct(self->slot_kind_.size(), nullptr);
       for (size_t i = 0; i < in_bufs.size(); ++i) {
         in_bufs[i]->wait();
         ptr[i] = in_bufs[i]->data();
       }
-      for (size_t s = 0; s < n; ++s)
-        if (self->const_buffer_[s]) {
-          self->const_buffer_[s]->wait();
-          ptr[s] = self->const_buffer_[s]->data();
-        }
-      for (const Step& st : self->steps_) {
-        ins.clear();
-        outs.clear();
-        for (int s : st.ins) ins.push_back(ptr[size_t(s)]);
-        for (int s : st.outs) {
-          if (!slot_out[size_t(s)]) held[size_t(s)] = Buffer::allocate(self->slot_aval_[size_t(s)].nbytes(), dev);
-          const auto& b = slot_out[size_t(s)] ? slot_out[size_t(s)] : held[size_t(s)];
-          ptr[size_t(s)] = b->data();
-          outs.push_back(b->data());
-        }
-        st.prim->cpu_kernel(ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev});
-        for (int s : st.release) held[size_t(s)].reset();
-      }
+      for (size_t s = 0; s < slot_out.size(); ++s)
+        if (slot_out[s]) direct[s] = slot_out[s]->data();
+      self->run_steps(ptr, direct, dev);
       for (auto& b : fresh) b->set_ready();
     } catch (...) {
       for (auto& b : fresh) b->set_error(std::current_exception());
@@ -147,6 +129,61 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
                    std::to_string(dev->id()));
   detail::run_on_stream(dev, work_bytes_, std::move(task));
   return outs;
+}
+
+void Executable::run_steps(std::vector<void*>& ptr, const std::vector<void*>& direct, detail::DeviceImpl* dev) const {
+  const size_t n = slot_kind_.size();
+  std::vector<std::shared_ptr<Buffer>> held(n);
+  std::vector<const void*> ins;
+  std::vector<void*> outs;
+  for (size_t s = 0; s < n; ++s)
+    if (const_buffer_[s]) {
+      const_buffer_[s]->wait();
+      ptr[s] = const_buffer_[s]->data();
+    }
+  for (const Step& st : steps_) {
+    ins.clear();
+    outs.clear();
+    for (int s : st.ins) ins.push_back(ptr[size_t(s)]);
+    for (int s : st.outs) {
+      if (!direct[size_t(s)]) {
+        held[size_t(s)] = Buffer::allocate(slot_aval_[size_t(s)].nbytes(), dev);
+        ptr[size_t(s)] = held[size_t(s)]->data();
+      } else {
+        ptr[size_t(s)] = direct[size_t(s)];
+      }
+      outs.push_back(ptr[size_t(s)]);
+    }
+    st.prim->cpu_kernel(ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev});
+    for (int s : st.release) held[size_t(s)].reset();
+  }
+}
+
+void Executable::run_sync(std::span<const void* const> ins, std::span<void* const> outs, detail::DeviceImpl* dev) const {
+  const size_t n = slot_kind_.size();
+  std::vector<void*> ptr(n, nullptr), direct(n, nullptr);
+  for (size_t i = 0; i < ins.size(); ++i) ptr[i] = const_cast<void*>(ins[i]);
+  // Intermediate outputs are computed in place; the rest (inputs, constants, literals,
+  // repeated outputs) are copied after the steps.
+  std::vector<bool> copied(outputs_.size(), true);
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    int s = outputs_[i].slot;
+    if (s >= 0 && slot_kind_[size_t(s)] == SlotKind::kIntermediate && !direct[size_t(s)]) {
+      direct[size_t(s)] = outs[i];
+      copied[i] = false;
+    }
+  }
+  run_steps(ptr, direct, dev);
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (!copied[i]) continue;
+    const Output& o = outputs_[i];
+    if (o.slot < 0) {
+      Array lit = detail::scalar_array(o.literal, o.weak);
+      std::memcpy(outs[i], detail::as_concrete(lit)->buffer->data(), lit.nbytes());
+    } else {
+      std::memcpy(outs[i], ptr[size_t(o.slot)], slot_aval_[size_t(o.slot)].nbytes());
+    }
+  }
 }
 
 std::string Executable::to_text() const {

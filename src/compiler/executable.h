@@ -18,6 +18,9 @@ class Executable : public std::enable_shared_from_this<Executable> {
   explicit Executable(std::shared_ptr<const ir::Program> program);
   /// Runs on concrete arrays (dispatch returns at once; outputs become ready later).
   std::vector<Array> run(std::span<const Array> args) const;
+  /// Runs synchronously on the calling thread, on dense input and output buffers (control
+  /// flow kernels run their bodies this way).
+  void run_sync(std::span<const void* const> ins, std::span<void* const> outs, detail::DeviceImpl* dev) const;
   /// The program with the buffer plan (slots and their release points).
   std::string to_text() const;
   const ir::Program& program() const { return *program_; }
@@ -36,6 +39,9 @@ class Executable : public std::enable_shared_from_this<Executable> {
     Scalar literal;
     bool weak = false;
   };
+  /// Runs the steps; ptr holds the inputs' data, direct[s] (when set) is where slot s is
+  /// written instead of a fresh buffer.
+  void run_steps(std::vector<void*>& ptr, const std::vector<void*>& direct, detail::DeviceImpl* dev) const;
   std::shared_ptr<const ir::Program> program_;
   std::vector<SlotKind> slot_kind_;
   std::vector<Aval> slot_aval_;

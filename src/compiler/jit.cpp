@@ -8,6 +8,11 @@
 #include "compiler/passes.h"
 #include "core/log.h"
 #include "ir/trace.h"
+#include "ops/rule_util.h"
+#include "transforms/batching.h"
+#include "transforms/jvp.h"
+#include "transforms/partial_eval.h"
+#include "transforms/transpose.h"
 #include "tessel/jit.h"
 
 namespace tessel {
@@ -26,38 +31,31 @@ struct JitEntry {
 
 namespace {
 
-// Captured tracers of enclosing transformations become leading inputs of the program, so
-// that calling it under that transformation passes them explicitly.
-ir::Program closure_convert(const ir::Program& p, std::vector<Array>& captured) {
-  ir::Program out = p;
-  out.invars.clear();
-  out.constvars.clear();
-  out.consts.clear();
-  for (size_t i = 0; i < p.constvars.size(); ++i) {
-    if (p.consts[i].is_tracer()) {
-      out.invars.push_back(p.constvars[i]);
-      captured.push_back(p.consts[i]);
-    } else {
-      out.constvars.push_back(p.constvars[i]);
-      out.consts.push_back(p.consts[i]);
-    }
-  }
-  out.invars.insert(out.invars.end(), p.invars.begin(), p.invars.end());
-  return out;
-}
-
-std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& program) {
-  // Programs reached through the `jit` primitive (eager calls of a recorded call).
+// Executables of programs reached through call primitives and control-flow bodies, keyed by
+// program identity; entries of programs that are gone are dropped.
+std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& program, bool fold) {
+  struct Entry {
+    std::weak_ptr<const ir::Program> program;
+    std::shared_ptr<compiler::Executable> exe;
+  };
   static std::mutex mu;
-  static std::map<const ir::Program*, std::pair<ir::ProgramRef, std::shared_ptr<compiler::Executable>>> cache;
+  static std::map<const ir::Program*, Entry> cache;
   std::lock_guard lock(mu);
   auto it = cache.find(program.get());
-  if (it != cache.end()) return it->second.second;
+  if (it != cache.end() && !it->second.program.expired()) return it->second.exe;
+  if (cache.size() > 256)
+    std::erase_if(cache, [](const auto& kv) { return kv.second.program.expired(); });
   auto exe = std::make_shared<compiler::Executable>(
-      std::make_shared<const ir::Program>(compiler::simplify(*program)));
-  cache.emplace(program.get(), std::make_pair(program, exe));
+      std::make_shared<const ir::Program>(compiler::simplify(*program, fold)));
+  cache.insert_or_assign(program.get(), Entry{program, exe});
   return exe;
 }
+
+void run_program_sync(const ir::ProgramRef& program, std::span<const void* const> ins, std::span<void* const> outs,
+                      DeviceImpl* device) {
+  executable_for(program, /*fold=*/false)->run_sync(ins, outs, device);
+}
+[[maybe_unused]] const bool runner_installed = (ir::set_program_runner(&run_program_sync), true);
 
 std::vector<Aval> jit_abstract_eval(std::span<const Aval> ins, const ir::Params& params) {
   const auto& p = *params.get<ir::ProgramRef>("program");
@@ -72,7 +70,72 @@ std::vector<Aval> jit_abstract_eval(std::span<const Aval> ins, const ir::Params&
 }
 
 std::vector<Array> jit_eager(std::span<const Array> ins, const ir::Params& params) {
-  return executable_for(params.get<ir::ProgramRef>("program"))->run(ins);
+  return executable_for(params.get<ir::ProgramRef>("program"), /*fold=*/true)->run(ins);
+}
+
+ir::Params call_params(const ir::Params& params, ir::ProgramRef program) {
+  ir::Params p = params;
+  p.set("program", std::move(program));
+  return p;
+}
+
+std::vector<Array> jit_jvp(const ir::Primitive& self, std::span<const Array> primals, std::span<const Array> tangents,
+                           const ir::Params& params) {
+  const auto& prog = *params.get<ir::ProgramRef>("program");
+  std::vector<bool> nonzero;
+  std::vector<Array> args(primals.begin(), primals.end());
+  for (const Array& t : tangents) {
+    nonzero.push_back(t.valid());
+    if (t.valid()) args.push_back(t);
+  }
+  JvpProgram jp = jvp_program(prog, nonzero);
+  std::vector<Array> outs = bind(self, args, call_params(params, jp.program));
+  const size_t n = prog.outvars.size();
+  std::vector<Array> result(outs.begin(), outs.begin() + long(n));
+  for (size_t i = 0, k = n; i < n; ++i) result.push_back(jp.out_nonzero[i] ? outs[k++] : Array());
+  return result;
+}
+
+std::vector<Array> jit_partial_eval(const ir::Primitive& self, Trace& trace, std::span<const Array> ins,
+                                    const ir::Params& params) {
+  auto& pe = static_cast<PartialEvalTrace&>(trace);
+  const auto& prog = *params.get<ir::ProgramRef>("program");
+  std::vector<bool> unknown;
+  std::vector<Array> known_ins, unknown_ins;
+  for (const Array& x : ins) {
+    unknown.push_back(pe.owns(x));
+    (unknown.back() ? unknown_ins : known_ins).push_back(x);
+  }
+  SplitProgram sp = partial_eval_program(prog, unknown);
+  std::vector<Array> kouts = bind(self, known_ins, call_params(params, sp.known));
+  const size_t n_known = kouts.size() - sp.num_residuals;
+  std::vector<Array> uargs(kouts.begin() + long(n_known), kouts.end());
+  uargs.insert(uargs.end(), unknown_ins.begin(), unknown_ins.end());
+  std::vector<Array> uouts = pe.record(self, uargs, call_params(params, sp.unknown)), result;
+  for (size_t i = 0, k = 0, u = 0; i < sp.out_unknown.size(); ++i) result.push_back(sp.out_unknown[i] ? uouts[u++] : kouts[k++]);
+  return result;
+}
+
+std::vector<Array> jit_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array> args,
+                                 std::span<const Aval>, const ir::Params& params) {
+  const auto& prog = *params.get<ir::ProgramRef>("program");
+  std::vector<bool> linear;
+  std::vector<Array> targs;
+  for (const Array& a : args) {
+    linear.push_back(!a.valid());
+    if (a.valid()) targs.push_back(a);
+  }
+  auto out_avals = prog.out_avals();
+  for (size_t i = 0; i < cts.size(); ++i) targs.push_back(ops::instantiate_zeros(cts[i], out_avals[i]));
+  std::vector<Array> outs = bind(self, targs, call_params(params, transpose_program(prog, linear))), result;
+  for (size_t i = 0, k = 0; i < args.size(); ++i) result.push_back(linear[i] ? outs[k++] : Array());
+  return result;
+}
+
+ir::Batched jit_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                      const ir::BatchAxis& axis, const ir::Params& params) {
+  BatchedProgram bp = batch_program(*params.get<ir::ProgramRef>("program"), {dims.begin(), dims.end()}, axis);
+  return {bind(self, ins, call_params(params, bp.program)), bp.out_dims};
 }
 
 bool needs_trace(std::span<const Array> args) {
@@ -88,7 +151,7 @@ std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in
   auto e = std::make_shared<JitEntry>();
   e->traced = std::make_shared<const ir::Program>(trace_to_program(fn, in_avals, name));
   ir::verify_program(*e->traced);
-  e->lowered = std::make_shared<const ir::Program>(compiler::simplify(closure_convert(*e->traced, e->captured_tracers)));
+  e->lowered = std::make_shared<const ir::Program>(compiler::simplify(ir::hoist_tracer_consts(*e->traced, e->captured_tracers)));
   e->exe = std::make_shared<compiler::Executable>(e->lowered);
   TESSEL_DEBUG_LOG("jit compile '" + name + "': traced " + std::to_string(e->traced->eqns.size()) +
                    " equations, " + std::to_string(e->lowered->eqns.size()) + " after simplification");
@@ -140,6 +203,11 @@ const ir::Primitive& jit_primitive() {
       .name = "jit",
       .abstract_eval = detail::jit_abstract_eval,
       .eager_impl = detail::jit_eager,
+      .jvp_with_primals = detail::jit_jvp,
+      .transpose = detail::jit_transpose,
+      .batch = detail::jit_batch,
+      .partial_eval = detail::jit_partial_eval,
+      .inlinable_call = true,
   });
   return p;
 }

@@ -3,7 +3,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/jit_primitive.h"
 #include "ir/trace.h"
 
 namespace tessel::compiler {
@@ -49,7 +48,7 @@ void append_equations(Program& out, const Program& src, Subst& s, bool fresh_var
   for (const Equation& e : src.eqns) {
     std::vector<Atom> ins;
     for (auto& a : e.inputs) ins.push_back(s(a));
-    if (e.prim == &jit_primitive()) {
+    if (e.prim->inlinable_call) {
       auto outs = inline_into(out, *e.params.get<ir::ProgramRef>("program"), ins);
       for (size_t k = 0; k < outs.size(); ++k) s.set(e.outputs[k], outs[k]);
       continue;
@@ -88,7 +87,7 @@ constexpr int64_t kFoldMaxElements = 64;
 
 Program inline_calls(const Program& p) {
   bool any = false;
-  for (auto& e : p.eqns) any |= e.prim == &jit_primitive();
+  for (auto& e : p.eqns) any |= e.prim->inlinable_call;
   if (!any) return p;
   Program out = with_header(p);
   Subst s;
@@ -202,8 +201,9 @@ Program eliminate_dead_code(const Program& p) {
   return out;
 }
 
-Program simplify(const Program& p) {
-  return eliminate_dead_code(eliminate_common_subexpressions(fold_constants(inline_calls(p))));
+Program simplify(const Program& p, bool fold) {
+  Program inlined = inline_calls(p);
+  return eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined));
 }
 
 }  // namespace tessel::compiler

@@ -4,7 +4,7 @@
 
 namespace tessel::compiler {
 
-/// Replaces calls of nested jitted programs (`jit` equations) by their equations.
+/// Replaces call equations (jit, checkpoint, custom_jvp/vjp: `inlinable_call`) by their equations.
 ir::Program inline_calls(const ir::Program& p);
 /// Evaluates effect-free equations whose inputs are all literals or small constants, when
 /// their outputs are small (rank 0 becomes a literal, up to 64 elements a constant).
@@ -14,7 +14,8 @@ ir::Program eliminate_common_subexpressions(const ir::Program& p);
 /// Drops equations whose outputs are unused, unless they have side effects; drops unused
 /// constants.
 ir::Program eliminate_dead_code(const ir::Program& p);
-/// All of the above, in that order.
-ir::Program simplify(const ir::Program& p);
+/// All of the above, in that order. Without `fold`, constant folding is skipped: bodies
+/// compiled inside a running kernel must not dispatch work to the (busy) device stream.
+ir::Program simplify(const ir::Program& p, bool fold = true);
 
 }  // namespace tessel::compiler

@@ -20,7 +20,17 @@ Registry& registry() {
   return r;
 }
 
+ProgramRunner g_runner = nullptr;
+
 }  // namespace
+
+void set_program_runner(ProgramRunner f) { g_runner = f; }
+
+void run_program(const std::shared_ptr<const Program>& program, std::span<const void* const> ins,
+                 std::span<void* const> outs, detail::DeviceImpl* device) {
+  if (!g_runner) throw Error("internal: no program runner installed");
+  g_runner(program, ins, outs, device);
+}
 
 const Primitive& register_primitive(Primitive p) {
   auto& r = registry();

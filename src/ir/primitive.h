@@ -1,6 +1,7 @@
 #pragma once
 // A primitive operation, declared once with all its rules side by side (ARCHITECTURE.md
 // principle 2). Transformation issues add their rule slots here, beside the kernel.
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 
 namespace tessel::detail {
 class DeviceImpl;
+class Trace;
 }
 
 namespace tessel::ir {
@@ -43,6 +45,45 @@ using KernelFn = void (*)(const KernelCall& call);
 /// concrete arrays.
 using EagerImplFn = std::vector<Array> (*)(std::span<const Array> ins, const Params& params);
 
+// ---- transformation rules (src/transforms/ drives them; docs/transformations.md) ----
+// Symbolic zeros: a tangent or cotangent that is an empty Array (`!valid()`) is zero; rules
+// never see all-zero tangents (the trace skips them) but may see some zero.
+
+struct Primitive;
+/// Forward mode: tangents of the outputs (empty = zero) given the primal inputs, their
+/// tangents and the primal outputs (already computed by binding the primitive).
+using JvpFn = std::vector<Array> (*)(const Primitive& self, std::span<const Array> primals, std::span<const Array> tangents,
+                                     std::span<const Array> outs, const Params& params);
+/// Forward mode for primitives that compute their primal outputs themselves (calls, control
+/// flow, custom rules): returns the primal outputs followed by the output tangents.
+using JvpWithPrimalsFn = std::vector<Array> (*)(const Primitive& self, std::span<const Array> primals, std::span<const Array> tangents,
+                                                const Params& params);
+/// Reverse mode of a linear primitive. `args[i]` is the value of a non-linear input (a
+/// residual), or empty for an input the primitive is linear in (its aval is `avals[i]`).
+/// `cts` are the output cotangents (some may be empty = zero). Returns one cotangent per
+/// input: empty for non-linear inputs and for zeros.
+using TransposeFn = std::vector<Array> (*)(const Primitive& self, std::span<const Array> cts, std::span<const Array> args,
+                                           std::span<const Aval> avals, const Params& params);
+/// An input or output dimension that is not batched.
+inline constexpr int64_t kNotBatched = -1;
+/// The batched axis of vmap: its size and (for collectives over it) its name.
+struct BatchAxis {
+  int64_t size;
+  std::string name;
+};
+/// Batching: outputs and their batch dimensions (kNotBatched allowed) given inputs whose
+/// batch dimension is `dims[i]` (kNotBatched for unbatched inputs; at least one is batched).
+struct Batched {
+  std::vector<Array> outs;
+  std::vector<int64_t> dims;
+};
+using BatchFn = Batched (*)(const Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims, const BatchAxis& axis,
+                            const Params& params);
+/// Partial evaluation (reverse mode splits programs into a known primal part and an
+/// unknown linear part): for primitives that must split themselves (calls, control flow,
+/// remat). `trace` is the partial-evaluation trace; inputs that are its tracers are unknown.
+using PartialEvalFn = std::vector<Array> (*)(const Primitive& self, detail::Trace& trace, std::span<const Array> ins, const Params& params);
+
 struct Primitive {
   std::string name;
   /// Output avals from input avals; throws a tessel::Error naming the op on bad input.
@@ -53,7 +94,24 @@ struct Primitive {
   EagerImplFn eager_impl = nullptr;
   uint32_t effects = kNoEffect;
   FusionKind fusion = FusionKind::kOpaque;
+  JvpFn jvp = nullptr;
+  JvpWithPrimalsFn jvp_with_primals = nullptr;
+  TransposeFn transpose = nullptr;
+  BatchFn batch = nullptr;
+  PartialEvalFn partial_eval = nullptr;
+  /// The equation calls params["program"] on its inputs (jit, checkpoint, custom_jvp/vjp):
+  /// once transformations are done, the compiler may inline it.
+  bool inlinable_call = false;
 };
+
+/// Runs a program synchronously on dense buffers (for the kernels of control flow, which
+/// run bodies inside a device task). Installed by the compiler layer.
+using ProgramRunner = void (*)(const std::shared_ptr<const struct Program>& program, std::span<const void* const> ins,
+                               std::span<void* const> outs, detail::DeviceImpl* device);
+void set_program_runner(ProgramRunner f);
+/// Runs `program` with the installed runner (see ProgramRunner).
+void run_program(const std::shared_ptr<const struct Program>& program, std::span<const void* const> ins,
+                 std::span<void* const> outs, detail::DeviceImpl* device);
 
 /// Registers a primitive; the returned reference is stable for the program's life.
 /// Throws if the name is taken.

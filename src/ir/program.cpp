@@ -158,6 +158,40 @@ void verify_program(const Program& p) {
       throw Error("verify_program: an output of program '" + p.name + "' is never defined");
 }
 
+uint32_t Equation::effects() const {
+  uint32_t e = prim->effects;
+  for (auto& [k, v] : params.items()) {
+    if (auto* r = std::get_if<ProgramRef>(&v)) e |= program_effects(**r);
+    else if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
+      for (auto& q : *rs) e |= program_effects(*q);
+  }
+  return e;
+}
+
+uint32_t program_effects(const Program& p) {
+  uint32_t e = 0;
+  for (auto& q : p.eqns) e |= q.effects();
+  return e;
+}
+
+Program hoist_tracer_consts(const Program& p, std::vector<Array>& captured) {
+  Program out = p;
+  out.invars.clear();
+  out.constvars.clear();
+  out.consts.clear();
+  for (size_t i = 0; i < p.constvars.size(); ++i) {
+    if (p.consts[i].is_tracer()) {
+      out.invars.push_back(p.constvars[i]);
+      captured.push_back(p.consts[i]);
+    } else {
+      out.constvars.push_back(p.constvars[i]);
+      out.consts.push_back(p.consts[i]);
+    }
+  }
+  out.invars.insert(out.invars.end(), p.invars.begin(), p.invars.end());
+  return out;
+}
+
 std::vector<Array> eval_program(const Program& p, std::span<const Array> args) {
   if (args.size() != p.invars.size())
     throw Error("eval_program: program '" + p.name + "' takes " + std::to_string(p.invars.size()) +

@@ -43,7 +43,8 @@ struct Equation {
   std::vector<Atom> inputs;
   std::vector<Var> outputs;
   Params params;
-  uint32_t effects() const { return prim->effects; }
+  /// The primitive's effects and those of the programs in its params (loop bodies, calls).
+  uint32_t effects() const;
 };
 
 /// A closed program: `consts` are the values of `constvars` (concrete arrays, or tracers of
@@ -59,6 +60,14 @@ struct Program {
   std::vector<Aval> in_avals() const;
   std::vector<Aval> out_avals() const;
 };
+
+/// Effects of any equation of the program (recursively).
+uint32_t program_effects(const Program& p);
+
+/// Closure conversion: constants of `p` that are tracers of an enclosing transformation
+/// become leading inputs (appended to `captured`, in order), so that calling the program
+/// under that transformation passes them explicitly.
+Program hoist_tracer_consts(const Program& p, std::vector<Array>& captured);
 
 /// Readable text, like jax.make_jaxpr:
 ///   { lambda ; a:f32[3]. let

@@ -93,8 +93,17 @@ ir::Atom ProgramTrace::to_atom(const Array& a) {
   return v;
 }
 
+bool ProgramTrace::owns(const Array& a) const {
+  const Tracer* t = as_tracer(a);
+  return t && t->trace_id == id();
+}
+
 std::vector<Array> ProgramTrace::process_primitive(const ir::Primitive& p, std::span<const Array> ins,
                                                    const ir::Params& params) {
+  return record(p, ins, params);
+}
+
+std::vector<Array> ProgramTrace::record(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
   ir::Equation e{&p, {}, {}, params};
   std::vector<Aval> in_avals;
   in_avals.reserve(ins.size());

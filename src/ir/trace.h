@@ -1,6 +1,7 @@
 #pragma once
 // Tracing: the stack of active transformations, `bind`, and the trace that records a
 // program (the only trace of the foundation; jvp and batching traces come later).
+#include <concepts>
 #include <functional>
 #include <span>
 #include <unordered_map>
@@ -46,6 +47,18 @@ class Trace {
 /// the innermost dynamic trace), else evaluates eagerly.
 std::vector<Array> bind(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params = {});
 Array bind1(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params = {});
+/// Forwarding overloads that argument-dependent lookup prefers over std::bind (which an
+/// unqualified `bind(p, std::vector<Array>{...}, params)` would otherwise find).
+template <class Ins, class P>
+  requires std::convertible_to<Ins, std::span<const Array>> && std::convertible_to<P, const ir::Params&>
+std::vector<Array> bind(const ir::Primitive& p, Ins&& ins, P&& params) {
+  return bind(p, std::span<const Array>(ins), static_cast<const ir::Params&>(params));
+}
+template <class Ins>
+  requires std::convertible_to<Ins, std::span<const Array>>
+std::vector<Array> bind(const ir::Primitive& p, Ins&& ins) {
+  return bind(p, std::span<const Array>(ins), ir::Params{});
+}
 inline Array bind1(const ir::Primitive& p, std::initializer_list<Array> ins, const ir::Params& params = {}) {
   return bind1(p, std::span<const Array>(ins.begin(), ins.size()), params);
 }
@@ -60,18 +73,26 @@ std::vector<Array> eval_eagerly(const ir::Primitive& p, std::span<const Array> i
 bool tracing_active();
 
 /// Records the primitives applied to its tracers as equations of a program.
-class ProgramTrace final : public Trace {
+class ProgramTrace : public Trace {
  public:
+  /// A dynamic trace (the default, for jit) also records operations without tracer inputs;
+  /// a non-dynamic one (partial evaluation) records only operations on its own tracers.
+  explicit ProgramTrace(bool dynamic = true) : dynamic_(dynamic) {}
   /// A fresh input of the program.
   Array new_arg(const Aval& aval);
   std::vector<Array> process_primitive(const ir::Primitive& p, std::span<const Array> ins,
                                        const ir::Params& params) override;
-  bool is_dynamic() const override { return true; }
+  /// Records one equation (no rules consulted) and returns its outputs as tracers.
+  std::vector<Array> record(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params);
+  bool is_dynamic() const override { return dynamic_; }
+  /// True when `a` is a tracer of this trace.
+  bool owns(const Array& a) const;
   /// Closes the program with `outs` as outputs.
   ir::Program finalize(std::span<const Array> outs, std::string name);
 
  private:
   ir::Atom to_atom(const Array& a);
+  bool dynamic_;
   std::vector<ir::Var> invars_, constvars_;
   std::vector<Array> consts_;
   std::unordered_map<const ArrayImpl*, ir::Var> const_vars_;

@@ -1,7 +1,8 @@
 // broadcast_in_dim: the one broadcasting primitive; NumPy broadcasting is built on it.
-#include "ops/op_util.h"
-
+#include <algorithm>
 #include <cstring>
+
+#include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
@@ -78,11 +79,42 @@ void broadcast_kernel(const KernelCall& c) {
   }
 }
 
+// ---- transformation rules: broadcast_in_dim is linear ----
+
+/// The cotangent of a broadcast operand: sum over the new dimensions and the size-1
+/// dimensions that were expanded, then restore the operand's size-1 dimensions.
+std::vector<Array> broadcast_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+                                       std::span<const Aval> avals, const Params& p) {
+  if (is_zero(cts[0])) return {Array()};
+  const Shape& shape = p.get_ints("shape");
+  const Axes& dims = p.get_ints("broadcast_dimensions");
+  const Shape& xs = avals[0].shape;
+  Axes summed;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    auto it = std::find(dims.begin(), dims.end(), d);
+    if (it == dims.end() || (xs[size_t(it - dims.begin())] == 1 && shape[size_t(d)] != 1)) summed.push_back(d);
+  }
+  Array ct = summed.empty() ? cts[0] : sum(cts[0], summed);
+  return {reshape(convert(ct, avals[0].dtype), xs)};
+}
+
+Batched broadcast_batch(const ir::Primitive&, std::span<const Array> ins, std::span<const int64_t> bdims,
+                        const BatchAxis& axis, const Params& p) {
+  Shape shape = p.get_ints("shape");
+  shape.insert(shape.begin(), axis.size);
+  Axes dims{0};
+  for (auto d : p.get_ints("broadcast_dimensions")) dims.push_back(d + 1);
+  return {{broadcast_in_dim(move_batch_dim(ins[0], bdims[0], 0, axis.size), shape, dims)}, {0}};
+}
+
 const ir::Primitive& broadcast_in_dim_p = ir::register_primitive({
     .name = "broadcast_in_dim",
     .abstract_eval = broadcast_aval,
     .cpu_kernel = broadcast_kernel,
     .fusion = ir::FusionKind::kBroadcast,
+    .jvp = jvp_linear,
+    .transpose = broadcast_transpose,
+    .batch = broadcast_batch,
 });
 
 }  // namespace

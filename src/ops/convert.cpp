@@ -1,5 +1,5 @@
 // convert_element_type: dtype conversion (jnp astype, lax.convert_element_type).
-#include "ops/op_util.h"
+#include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
@@ -21,11 +21,29 @@ void convert_kernel(const KernelCall& c) {
   });
 }
 
+// The tangent converts along when the target dtype has a tangent space (float, complex);
+// conversion to an integer or bool is piecewise constant.
+std::vector<Array> convert_jvp(const ir::Primitive& self, std::span<const Array>, std::span<const Array> ts,
+                               std::span<const Array>, const Params& p) {
+  if (!is_inexact(p.get<DType>("new_dtype"))) return {Array()};
+  return {bind1(self, {ts[0]}, p)};
+}
+
+// Linear: the cotangent converts back to the operand's dtype.
+std::vector<Array> convert_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
+                                     std::span<const Aval> avals, const Params&) {
+  if (is_zero(cts[0]) || !is_inexact(avals[0].dtype)) return {Array()};
+  return {bind1(self, {cts[0]}, Params{{"new_dtype", avals[0].dtype}, {"weak_type", avals[0].weak_type}})};
+}
+
 const ir::Primitive& convert_p = ir::register_primitive({
     .name = "convert_element_type",
     .abstract_eval = convert_aval,
     .cpu_kernel = convert_kernel,
     .fusion = ir::FusionKind::kElementwise,
+    .jvp = convert_jvp,
+    .transpose = convert_transpose,
+    .batch = batch_vectorized,
 });
 
 }  // namespace

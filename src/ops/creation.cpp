@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "ops/op_util.h"
+#include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
@@ -73,9 +73,22 @@ std::vector<Array> device_put_eager(std::span<const Array> ins, const Params& p)
   return {detail::make_concrete(src->aval, dev, std::move(buf), true)};
 }
 
+// Transformations see device_put as the identity: tangents are placed like the primal,
+// cotangents pass through (they follow their consumers' placement), batching keeps the dim.
+std::vector<Array> device_put_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+                                        std::span<const Aval>, const Params&) {
+  return {cts[0]};
+}
+
+Batched device_put_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                         const BatchAxis&, const Params& p) {
+  return {{bind1(self, {ins[0]}, p)}, {dims[0]}};
+}
+
 const ir::Primitive& device_put_p = ir::register_primitive({
     .name = "device_put", .abstract_eval = device_put_aval, .cpu_kernel = device_put_kernel,
-    .eager_impl = device_put_eager});
+    .eager_impl = device_put_eager, .jvp = jvp_linear, .transpose = device_put_transpose,
+    .batch = device_put_batch});
 
 Array filled(const char* op, const Shape& shape, const Scalar& v, bool weak) {
   for (auto d : shape)

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "ops/reduction_ops.h"
+#include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
@@ -69,8 +70,75 @@ template <class Op> std::vector<Aval> scan_aval(std::span<const Aval> ins, const
   return {ins[0]};
 }
 
+// ---- transformation rules ----
+
+// cumsum is linear; its transpose is the cumsum in the other direction.
+std::vector<Array> cumsum_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
+                                    std::span<const Aval>, const Params& p) {
+  if (is_zero(cts[0])) return {Array()};
+  Params q = p;
+  q.set("reverse", !p.get<bool>("reverse"));
+  return {bind1(self, {cts[0]}, q)};
+}
+
+/// `x` shifted by `s` along `axis` in the scan's direction (towards later positions), the
+/// vacated positions filled with `fill`.
+Array shift(const Array& x, int64_t s, int64_t axis, bool reverse, Scalar fill) {
+  std::vector<std::array<int64_t, 3>> cfg(size_t(x.ndim()), {0, 0, 0});
+  cfg[size_t(axis)] = reverse ? std::array<int64_t, 3>{-s, s, 0} : std::array<int64_t, 3>{s, -s, 0};
+  return lax_pad(x, fill, cfg);
+}
+
+// cumprod, cummax and cummin differentiate through the scan that JAX writes them as: a
+// prefix scan by doubling (log2 n steps, each combining every element with the partial
+// result `s` places earlier), with the jvp of the combining function at every step. This
+// stays exact where the operand has zeros (unlike cumsum(t / x) * y).
+template <class Op> std::vector<Array> scan_jvp(const ir::Primitive&, std::span<const Array> primals,
+                                                std::span<const Array> tangents, std::span<const Array>,
+                                                const Params& p) {
+  const int64_t axis = p.get_int("axis"), n = primals[0].dim(axis);
+  const bool reverse = p.get<bool>("reverse");
+  Array y = primals[0], t = tangents[0];
+  if constexpr (!std::is_same_v<Op, ProdOp>)
+    if (is_complex(y.dtype()))
+      throw NotImplementedError(std::string(scan_name<Op>()) +
+                                ": differentiation of complex operands is not implemented (their order is not "
+                                "differentiable); differentiate real and imaginary parts separately");
+  const Scalar identity = std::is_same_v<Op, ProdOp> ? Scalar(1.0)
+                          : std::is_same_v<Op, MaxOp> ? Scalar(-std::numeric_limits<double>::infinity())
+                                                      : Scalar(std::numeric_limits<double>::infinity());
+  for (int64_t s = 1; s < n; s *= 2) {
+    const Array ye = shift(y, s, axis, reverse, identity), te = shift(t, s, axis, reverse, 0.0);
+    if constexpr (std::is_same_v<Op, ProdOp>) {
+      t = add(multiply(te, y), multiply(ye, t));
+      y = multiply(ye, y);
+    } else {
+      // The earlier partial result wins only when strictly better: ties take the later
+      // element's tangent (a choice: the extremum is not differentiable there).
+      const Array earlier = std::is_same_v<Op, MaxOp> ? greater(ye, y) : less(ye, y);
+      t = where(earlier, te, t);
+      y = where(earlier, ye, y);
+    }
+  }
+  return {t};
+}
+
+// Scans along `axis`: the axis moves past the batch dimension; the output is batched where
+// the input is.
+Batched scan_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                   const BatchAxis&, const Params& p) {
+  const int64_t bd = dims[0], a = p.get_int("axis");
+  Params q = p;
+  q.set("axis", a < bd ? a : a + 1);
+  return {detail::bind(self, ins, q), {bd}};
+}
+
 template <class Op> ir::Primitive scan_primitive() {
-  return {.name = scan_name<Op>(), .abstract_eval = scan_aval<Op>, .cpu_kernel = scan_kernel<Op>};
+  ir::Primitive p{.name = scan_name<Op>(), .abstract_eval = scan_aval<Op>, .cpu_kernel = scan_kernel<Op>,
+                  .batch = scan_batch};
+  if constexpr (std::is_same_v<Op, SumOp>) p.jvp = jvp_linear, p.transpose = cumsum_transpose;
+  else p.jvp = scan_jvp<Op>;
+  return p;
 }
 
 const ir::Primitive& cumsum_p = ir::register_primitive(scan_primitive<SumOp>());

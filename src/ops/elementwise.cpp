@@ -1,11 +1,14 @@
-// Element-wise primitives (lax level): the table of rows, their kernels and abstract evaluation.
+// Element-wise primitives (lax level): the table of rows, their kernels, abstract evaluation
+// and transformation rules.
 //
 // A primitive is one table row: its name, the dtype classes it accepts, the rule for its
 // output dtype and its scalar function, written once for every accepted C++ type (half
-// types compute in float). `define<Op>()` derives the abstract evaluation (dtype check,
-// shapes equal or rank 0), the CPU kernel and the fusion kind from the row. Primitives are
-// strict about dtypes; the public functions (numpy_elementwise.cpp) do jax.numpy's
-// promotion (e.g. sin of an int array converts it to float first).
+// types compute in float), and its transformation rules: derivatives (or linear maps and
+// their transposes) written with Arrays. `define<Op>()` derives the abstract evaluation
+// (dtype check, shapes equal or rank 0), the CPU kernel, the fusion kind, jvp, transpose
+// and batching from the row. Primitives are strict about dtypes; the public functions
+// (numpy_elementwise.cpp) do jax.numpy's promotion (e.g. sin of an int array converts it
+// to float first).
 //
 // Where C++ leaves behaviour undefined, tessel defines it as XLA does on CPU, so programs
 // never trap and eager agrees with compiled code:
@@ -23,6 +26,7 @@
 #include <numbers>
 
 #include "ops/elementwise.h"
+#include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
@@ -114,11 +118,71 @@ template <class Op> void elementwise_kernel(const KernelCall& c) {
   });
 }
 
+// ---- transformation rules from the row ----
+[[noreturn]] void not_linear_in(const ir::Primitive& p, size_t operand) {
+  throw Error("internal: transpose of '" + p.name + "' asked for the cotangent of operand " +
+              std::to_string(operand) + ", in which it is not linear");
+}
+
+// A row states, per operand, either its derivative (jvp = tangent * derivative), its
+// tangent contribution and, when linear, its transpose; or that its tangents are zero.
+template <class Op, int I> constexpr bool has_jvp = I == 0 ? requires { &Op::j0; } : requires { &Op::j1; };
+template <class Op, int I> constexpr bool has_transpose = I == 0 ? requires { &Op::t0; } : requires { &Op::t1; };
+template <class Op> constexpr bool zero_tangent = requires { Op::zero_tangent; };
+
+/// The output tangent contributed by operand I's tangent `t`, fitted to the output.
+template <class Op, int I>
+Array jvp_term(const Array& t, std::span<const Array> xs, const Array& y) {
+  Array r;
+  if constexpr (Op::arity == 1) r = Op::j0(t, xs[0], y);
+  else if constexpr (I == 0) r = Op::j0(t, xs[0], xs[1], y);
+  else r = Op::j1(t, xs[0], xs[1], y);
+  return fit_tangent(r, y.aval());
+}
+
+template <class Op>
+std::vector<Array> elementwise_jvp(const ir::Primitive&, std::span<const Array> xs, std::span<const Array> ts,
+                                   std::span<const Array> outs, const Params&) {
+  Array out;
+  if constexpr (has_jvp<Op, 0>)
+    if (!is_zero(ts[0])) out = jvp_term<Op, 0>(ts[0], xs, outs[0]);
+  if constexpr (Op::arity == 2 && has_jvp<Op, 1>)
+    if (!is_zero(ts[1])) out = add_tangents(out, jvp_term<Op, 1>(ts[1], xs, outs[0]));
+  return {out};
+}
+
+/// The cotangent of operand I, in which the primitive must be linear.
+template <class Op, int I>
+Array transpose_term(const ir::Primitive& self, const Array& ct, std::span<const Array> args, const Aval& aval) {
+  if constexpr (!has_transpose<Op, I>) not_linear_in(self, I);
+  else if constexpr (Op::arity == 1) return fit_cotangent(Op::t0(ct, args[0]), aval);
+  else if constexpr (I == 0) return fit_cotangent(Op::t0(ct, args[0], args[1]), aval);
+  else return fit_cotangent(Op::t1(ct, args[0], args[1]), aval);
+}
+
+/// Cotangents of the operands the primitive is linear in (their `args` are empty).
+template <class Op>
+std::vector<Array> elementwise_transpose(const ir::Primitive& self, std::span<const Array> cts,
+                                         std::span<const Array> args, std::span<const Aval> avals, const Params&) {
+  std::vector<Array> res(args.size());
+  if (is_zero(cts[0])) return res;
+  if (is_zero(args[0])) res[0] = transpose_term<Op, 0>(self, cts[0], args, avals[0]);
+  if constexpr (Op::arity == 2)
+    if (is_zero(args[1])) res[1] = transpose_term<Op, 1>(self, cts[0], args, avals[1]);
+  return res;
+}
+
 template <class Op> Elementwise define() {
+  static_assert(zero_tangent<Op> != (has_jvp<Op, 0> || has_jvp<Op, 1>),
+                "an element-wise row states its derivatives or ZERO_TANGENT");
+  constexpr bool linear = has_transpose<Op, 0> || has_transpose<Op, 1>;
   return {ir::register_primitive({.name = name_of<Op>(),
                                   .abstract_eval = elementwise_eval<Op>,
                                   .cpu_kernel = elementwise_kernel<Op>,
-                                  .fusion = ir::FusionKind::kElementwise}),
+                                  .fusion = ir::FusionKind::kElementwise,
+                                  .jvp = elementwise_jvp<Op>,
+                                  .transpose = linear ? elementwise_transpose<Op> : nullptr,
+                                  .batch = Op::arity == 1 ? batch_vectorized : batch_elementwise}),
           Op::mask};
 }
 
@@ -171,112 +235,157 @@ template <class T> T round_half_even(T x) {
   return r;
 }
 
+// ---- derivatives used by the rows (JAX's rules, jax/_src/lax/lax.py) ----
+/// x where x != 0, else 1 (keeps log and division finite where the result is multiplied by 0).
+Array replace_zero(const Array& x) { return where(x == 0, Array(1), x); }
+
+/// d max(x, y) / dx at z = max(x, y): 1 where x wins, 0 where it loses, 1/2 on ties.
+Array balanced_eq(const Array& x, const Array& z, const Array& y) {
+  return astype(x == z, z.dtype()) / (astype(y == z, z.dtype()) + 1);
+}
+
+/// d|x|: the sign (1 at 0) for real x; Re(t conj(x) / |x|) for complex x.
+Array abs_jvp(const Array& t, const Array& x, const Array& y) {
+  if (!is_complex(x.dtype())) return where(x >= 0, t, -t);
+  return real(t * conj(x) / replace_zero(astype(y, x.dtype())));
+}
+
+/// x rounded toward zero.
+Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
+
 }  // namespace
 
-// One row of the table: NAME_p, accepting the classes MASK, output dtype rule OUT; the body
-// computes on compute_t values `x` (unary) or `a`, `b` (binary) of type T. The op struct is
-// file-local; the handle NAME_p is declared in elementwise.h.
-#define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, PARAMS, ...)   \
-  namespace {                                                   \
-  struct NAME##_op {                                            \
-    static constexpr const char* name = #NAME;                  \
-    static constexpr int arity = ARITY;                         \
-    static constexpr uint8_t mask = MASK;                       \
-    static constexpr Out out = Out::OUT;                        \
-    template <class T> static auto f PARAMS { __VA_ARGS__ }     \
-  };                                                            \
-  }                                                             \
+// One row of the table: NAME_p, accepting the classes MASK, output dtype rule OUT, with the
+// transformation RULES; the body computes on compute_t values `x` (unary) or `a`, `b`
+// (binary) of type T. The op struct is file-local; the handle NAME_p is declared in
+// elementwise.h.
+#define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, RULES, PARAMS, ...) \
+  namespace {                                                         \
+  struct NAME##_op {                                                  \
+    static constexpr const char* name = #NAME;                        \
+    static constexpr int arity = ARITY;                               \
+    static constexpr uint8_t mask = MASK;                             \
+    static constexpr Out out = Out::OUT;                              \
+    RULES                                                             \
+    template <class T> static auto f PARAMS { __VA_ARGS__ }           \
+  };                                                                  \
+  }                                                                   \
   const Elementwise NAME##_p = define<NAME##_op>()
-#define UNARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 1, MASK, OUT, (T x), __VA_ARGS__)
-#define BINARY(NAME, MASK, OUT, ...) TESSEL_ELEMENTWISE(NAME, 2, MASK, OUT, (T a, T b), __VA_ARGS__)
+#define UNARY(NAME, MASK, OUT, RULES, ...) TESSEL_ELEMENTWISE(NAME, 1, MASK, OUT, RULES, (T x), __VA_ARGS__)
+#define BINARY(NAME, MASK, OUT, RULES, ...) TESSEL_ELEMENTWISE(NAME, 2, MASK, OUT, RULES, (T a, T b), __VA_ARGS__)
+
+// The RULES of a row, written with Arrays: the operands `x` (unary) or `a`, `b` (binary),
+// the output `y`, a tangent `t` of the operand, a cotangent `ct` of the output.
+//  DX(d), DA(d), DB(d): the derivative d; the tangent is t * d.
+//  JVP(e), JVP_A(e), JVP_B(e): the tangent e, when it reads better than t * d.
+//  LIN(e, c), LIN_A(e, c), LIN_B(e, c): linear in the operand: tangent e, cotangent c.
+//  ZERO_TANGENT: piecewise constant or integer-valued; tangents are zero.
+// Tangents of rank-0 operands broadcast to the output and cotangents sum back (define<Op>).
+#define TESSEL_ARG [[maybe_unused]] const Array&
+#define JVP(E) \
+  static Array j0(TESSEL_ARG t, TESSEL_ARG x, TESSEL_ARG y) { return E; }
+#define JVP_A(E) \
+  static Array j0(TESSEL_ARG t, TESSEL_ARG a, TESSEL_ARG b, TESSEL_ARG y) { return E; }
+#define JVP_B(E) \
+  static Array j1(TESSEL_ARG t, TESSEL_ARG a, TESSEL_ARG b, TESSEL_ARG y) { return E; }
+#define DX(D) JVP(t * (D))
+#define DA(D) JVP_A(t * (D))
+#define DB(D) JVP_B(t * (D))
+#define LIN(E, C) \
+  JVP(E) static Array t0(TESSEL_ARG ct, TESSEL_ARG x) { return C; }
+#define LIN_A(E, C) \
+  JVP_A(E) static Array t0(TESSEL_ARG ct, TESSEL_ARG a, TESSEL_ARG b) { return C; }
+#define LIN_B(E, C) \
+  JVP_B(E) static Array t1(TESSEL_ARG ct, TESSEL_ARG a, TESSEL_ARG b) { return C; }
+#define ZERO_TANGENT static constexpr bool zero_tangent = true;
 
 // ---- the table ----
-BINARY(add, kAll, kSame,
+BINARY(add, kAll, kSame, LIN_A(t, ct) LIN_B(t, ct),
        if constexpr (std::is_same_v<T, bool>) return a || b;
        else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) + wrap_t<T>(b));
        else return a + b;);
-BINARY(sub, kNum, kSame,
+BINARY(sub, kNum, kSame, LIN_A(t, ct) LIN_B(-t, -ct),
        if constexpr (is_int_v<T>) return T(wrap_t<T>(a) - wrap_t<T>(b));
        else return a - b;);
-BINARY(mul, kAll, kSame,
+BINARY(mul, kAll, kSame, LIN_A(t * b, ct * b) LIN_B(a * t, a * ct),
        if constexpr (std::is_same_v<T, bool>) return a && b;
        else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(b));
        else return a * b;);
-BINARY(div, kNum, kSame,
+BINARY(div, kNum, kSame, LIN_A(t / b, ct / b) JVP_B(-(t * y) / b),
        if constexpr (is_int_v<T>) {
          if (b == 0) return T(-1);
          if constexpr (std::is_signed_v<T>)
            if (b == T(-1)) return wrap_neg(a);
          return T(a / b);
        } else return a / b;);
-BINARY(rem, kReal, kSame,
+BINARY(rem, kReal, kSame, JVP_A(t) DB(-trunc(a / b)),
        if constexpr (is_int_v<T>) {
          if (b == 0) return a;
          if constexpr (std::is_signed_v<T>)
            if (b == T(-1)) return T(0);
          return T(a % b);
        } else return std::fmod(a, b););
-BINARY(pow, kNum, kSame,
+BINARY(pow, kNum, kSame, DA(b * pow(a, b - 1)) DB(log(replace_zero(a)) * y),
        if constexpr (is_int_v<T>) return int_pow(a, b);
        else if constexpr (is_complex_v<T>) return b == T(0) ? T(1) : std::pow(a, b);  // libstdc++ gives 0^0 = 0
        else return std::pow(a, b););
-BINARY(max, kAll, kSame, return pick<true>(a, b););
-BINARY(min, kAll, kSame, return pick<false>(a, b););
-BINARY(atan2, kFloat, kSame, return std::atan2(a, b););
+BINARY(max, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)), return pick<true>(a, b););
+BINARY(min, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)), return pick<false>(a, b););
+BINARY(atan2, kFloat, kSame, DA(b / (a * a + b * b)) DB(-a / (a * a + b * b)), return std::atan2(a, b););
 
-UNARY(neg, kNum, kSame,
+UNARY(neg, kNum, kSame, LIN(-t, -ct),
       if constexpr (is_int_v<T>) return wrap_neg(x);
       else return -x;);
-UNARY(abs, kNum, kReal,
+UNARY(abs, kNum, kReal, JVP(abs_jvp(t, x, y)),
       if constexpr (std::is_unsigned_v<T>) return x;
       else if constexpr (is_int_v<T>) return x < 0 ? wrap_neg(x) : x;
       else return std::abs(x););
-UNARY(sign, kNum, kSame,
+UNARY(sign, kNum, kSame, ZERO_TANGENT,
       if constexpr (is_complex_v<T>) return x == T(0) ? x : x / std::abs(x);
       else if constexpr (std::is_floating_point_v<T>) return x > 0 ? T(1) : x < 0 ? T(-1) : x;  // keeps -0, NaN
       else if constexpr (std::is_unsigned_v<T>) return T(x != 0);
       else return T((x > 0) - (x < 0)););
-UNARY(floor, kFloat, kSame, return std::floor(x););
-UNARY(ceil, kFloat, kSame, return std::ceil(x););
-UNARY(round, kFloat, kSame, return round_half_even(x););
-UNARY(is_finite, kFloat, kBool, return std::isfinite(x););
+UNARY(floor, kFloat, kSame, ZERO_TANGENT, return std::floor(x););
+UNARY(ceil, kFloat, kSame, ZERO_TANGENT, return std::ceil(x););
+UNARY(round, kFloat, kSame, ZERO_TANGENT, return round_half_even(x););
+UNARY(is_finite, kFloat, kBool, ZERO_TANGENT, return std::isfinite(x););
 
-UNARY(exp, kInexact, kSame, return std::exp(x););
-UNARY(exp2, kInexact, kSame,
+UNARY(exp, kInexact, kSame, DX(y), return std::exp(x););
+UNARY(exp2, kInexact, kSame, DX(y * std::numbers::ln2),
       if constexpr (is_complex_v<T>) return std::exp(x * T(std::numbers::ln2));
       else return std::exp2(x););
-UNARY(expm1, kInexact, kSame,
+UNARY(expm1, kInexact, kSame, DX(y + 1),
       if constexpr (is_complex_v<T>) {
         // exp(a+ib) - 1 = (expm1(a) cos b - 2 sin^2(b/2)) + i exp(a) sin b, accurate near 0.
         auto re = x.real(), im = x.imag(), s = std::sin(im / 2);
         return T(std::expm1(re) * std::cos(im) - 2 * s * s, std::exp(re) * std::sin(im));
       } else return std::expm1(x););
-UNARY(log, kInexact, kSame, return std::log(x););
-UNARY(log1p, kInexact, kSame,
+UNARY(log, kInexact, kSame, JVP(t / x), return std::log(x););
+UNARY(log1p, kInexact, kSame, JVP(t / (x + 1)),
       if constexpr (is_complex_v<T>) {
         if (std::abs(x) >= 0.5) return std::log(T(1) + x);
         // log|1+z| = log1p(2a + a^2 + b^2) / 2, accurate for small z.
         auto re = x.real(), im = x.imag();
         return T(std::log1p(re * (2 + re) + im * im) / 2, std::atan2(im, 1 + re));
       } else return std::log1p(x););
-UNARY(sqrt, kInexact, kSame, return std::sqrt(x););
-UNARY(rsqrt, kInexact, kSame, return T(1) / std::sqrt(x););
-UNARY(cbrt, kFloat, kSame, return std::cbrt(x););
-UNARY(sin, kInexact, kSame, return std::sin(x););
-UNARY(cos, kInexact, kSame, return std::cos(x););
-UNARY(tan, kInexact, kSame, return std::tan(x););
-UNARY(asin, kInexact, kSame, return std::asin(x););
-UNARY(acos, kInexact, kSame, return std::acos(x););
-UNARY(atan, kInexact, kSame, return std::atan(x););
-UNARY(sinh, kInexact, kSame, return std::sinh(x););
-UNARY(cosh, kInexact, kSame, return std::cosh(x););
-UNARY(tanh, kInexact, kSame, return std::tanh(x););
-UNARY(asinh, kInexact, kSame, return std::asinh(x););
-UNARY(acosh, kInexact, kSame, return std::acosh(x););
-UNARY(atanh, kInexact, kSame, return std::atanh(x););
-UNARY(erf, kFloat, kSame, return std::erf(x););
-UNARY(erfc, kFloat, kSame, return std::erfc(x););
-UNARY(logistic, kInexact, kSame,
+UNARY(sqrt, kInexact, kSame, JVP(t / (y * 2)), return std::sqrt(x););
+UNARY(rsqrt, kInexact, kSame, DX(y / x * -0.5), return T(1) / std::sqrt(x););
+UNARY(cbrt, kFloat, kSame, DX(reciprocal(y * y) / 3), return std::cbrt(x););
+UNARY(sin, kInexact, kSame, DX(cos(x)), return std::sin(x););
+UNARY(cos, kInexact, kSame, DX(-sin(x)), return std::cos(x););
+UNARY(tan, kInexact, kSame, DX(y * y + 1), return std::tan(x););
+UNARY(asin, kInexact, kSame, DX(rsqrt(1 - x * x)), return std::asin(x););
+UNARY(acos, kInexact, kSame, DX(-rsqrt(1 - x * x)), return std::acos(x););
+UNARY(atan, kInexact, kSame, JVP(t / (x * x + 1)), return std::atan(x););
+UNARY(sinh, kInexact, kSame, DX(cosh(x)), return std::sinh(x););
+UNARY(cosh, kInexact, kSame, DX(sinh(x)), return std::cosh(x););
+UNARY(tanh, kInexact, kSame, DX(1 - y * y), return std::tanh(x););
+UNARY(asinh, kInexact, kSame, DX(rsqrt(x * x + 1)), return std::asinh(x););
+UNARY(acosh, kInexact, kSame, DX(rsqrt((x - 1) * (x + 1))), return std::acosh(x););
+UNARY(atanh, kInexact, kSame, JVP(t / ((1 - x) * (1 + x))), return std::atanh(x););
+UNARY(erf, kFloat, kSame, DX(exp(-(x * x)) * (2 * std::numbers::inv_sqrtpi)), return std::erf(x););
+UNARY(erfc, kFloat, kSame, DX(exp(-(x * x)) * (-2 * std::numbers::inv_sqrtpi)), return std::erfc(x););
+UNARY(logistic, kInexact, kSame, DX(y * (1 - y)),
       if constexpr (!is_complex_v<T>) {
         if (x < 0) {  // exp(-x) would overflow for very negative x
           T e = std::exp(x);
@@ -285,23 +394,23 @@ UNARY(logistic, kInexact, kSame,
       }
       return T(1) / (T(1) + std::exp(-x)););
 
-BINARY(eq, kAll, kBool, return a == b;);
-BINARY(ne, kAll, kBool, return a != b;);
-BINARY(lt, kOrderable, kBool, return a < b;);
-BINARY(le, kOrderable, kBool, return a <= b;);
-BINARY(gt, kOrderable, kBool, return a > b;);
-BINARY(ge, kOrderable, kBool, return a >= b;);
+BINARY(eq, kAll, kBool, ZERO_TANGENT, return a == b;);
+BINARY(ne, kAll, kBool, ZERO_TANGENT, return a != b;);
+BINARY(lt, kOrderable, kBool, ZERO_TANGENT, return a < b;);
+BINARY(le, kOrderable, kBool, ZERO_TANGENT, return a <= b;);
+BINARY(gt, kOrderable, kBool, ZERO_TANGENT, return a > b;);
+BINARY(ge, kOrderable, kBool, ZERO_TANGENT, return a >= b;);
 
 // Logical on bool, bitwise on integers (like lax).
-BINARY(and_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return a && b; else return T(a & b););
-BINARY(or_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return a || b; else return T(a | b););
-BINARY(xor_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return a != b; else return T(a ^ b););
-UNARY(not_, kLogic, kSame, if constexpr (std::is_same_v<T, bool>) return !x; else return T(~x););
-BINARY(shift_left, kInt, kSame,
+BINARY(and_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return a && b; else return T(a & b););
+BINARY(or_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return a || b; else return T(a | b););
+BINARY(xor_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return a != b; else return T(a ^ b););
+UNARY(not_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return !x; else return T(~x););
+BINARY(shift_left, kInt, kSame, ZERO_TANGENT,
        using U = std::make_unsigned_t<T>;
        if (U(b) >= sizeof(T) * 8) return T(0);  // negative amounts are huge as unsigned
        return T(wrap_t<T>(a) << U(b)););
-BINARY(shift_right, kInt, kSame,
+BINARY(shift_right, kInt, kSame, ZERO_TANGENT,
        using U = std::make_unsigned_t<T>;
        if (U(b) >= sizeof(T) * 8) {
          if constexpr (std::is_signed_v<T>) return T(a < 0 ? -1 : 0);
@@ -309,14 +418,25 @@ BINARY(shift_right, kInt, kSame,
        }
        return T(a >> U(b)););
 
-UNARY(real, kComplex, kReal, return x.real(););
-UNARY(imag, kComplex, kReal, return x.imag(););
-UNARY(conj, kComplex, kSame, return std::conj(x););
-BINARY(complex, kFloat, kComplex, return std::complex<T>(a, b););
+UNARY(real, kComplex, kReal, LIN(real(t), complex(ct, 0)), return x.real(););
+UNARY(imag, kComplex, kReal, LIN(imag(t), complex(0, -ct)), return x.imag(););
+UNARY(conj, kComplex, kSame, LIN(conj(t), conj(ct)), return std::conj(x););
+BINARY(complex, kFloat, kComplex, LIN_A(complex(t, 0), real(ct)) LIN_B(complex(0, t), -imag(ct)), return std::complex<T>(a, b););
 
 #undef UNARY
 #undef BINARY
 #undef TESSEL_ELEMENTWISE
+#undef TESSEL_ARG
+#undef JVP
+#undef JVP_A
+#undef JVP_B
+#undef DX
+#undef DA
+#undef DB
+#undef LIN
+#undef LIN_A
+#undef LIN_B
+#undef ZERO_TANGENT
 
 // ---- primitives with parameters or mixed operand dtypes ----
 
@@ -347,11 +467,21 @@ void integer_pow_kernel(const KernelCall& c) {
   });
 }
 
+// d x^y = y x^(y-1).
+std::vector<Array> integer_pow_jvp(const ir::Primitive& self, std::span<const Array> xs, std::span<const Array> ts,
+                                   std::span<const Array>, const Params& params) {
+  const int64_t y = params.get<int64_t>("y");
+  if (y == 0) return {Array()};
+  if (y == 1) return {ts[0]};
+  Array d = bind1(self, {xs[0]}, Params{{"y", y - 1}}) * Array(y);
+  return {scale_tangent(ts[0], d)};
+}
+
 }  // namespace
 
 const ir::Primitive& integer_pow_p = ir::register_primitive({
     .name = "integer_pow", .abstract_eval = integer_pow_eval, .cpu_kernel = integer_pow_kernel,
-    .fusion = ir::FusionKind::kElementwise});
+    .fusion = ir::FusionKind::kElementwise, .jvp = integer_pow_jvp, .batch = batch_vectorized});
 
 namespace {
 
@@ -376,10 +506,30 @@ void select_n_kernel(const KernelCall& c) {
   });
 }
 
+// The tangent selects the cases' tangents (a zero one instantiated when the other is not).
+std::vector<Array> select_n_jvp(const ir::Primitive& self, std::span<const Array> xs, std::span<const Array> ts,
+                                std::span<const Array>, const Params& params) {
+  return {bind1(self, {xs[0], instantiate_zeros(ts[1], xs[1].aval()), instantiate_zeros(ts[2], xs[2].aval())}, params)};
+}
+
+// Linear in the cases: each case's cotangent is the output's where it was selected, else 0.
+std::vector<Array> select_n_transpose(const ir::Primitive& self, std::span<const Array> cts,
+                                      std::span<const Array> args, std::span<const Aval> avals, const Params& params) {
+  std::vector<Array> res(3);
+  if (is_zero(cts[0])) return res;
+  if (is_zero(args[0])) throw Error("internal: transpose of 'select_n' with a linear predicate");
+  const Array zero = zeros({}, cts[0].dtype());
+  for (size_t i = 1; i < 3; ++i)
+    if (is_zero(args[i]))
+      res[i] = fit_cotangent(bind1(self, {args[0], i == 1 ? cts[0] : zero, i == 2 ? cts[0] : zero}, params), avals[i]);
+  return res;
+}
+
 }  // namespace
 
 const ir::Primitive& select_n_p = ir::register_primitive({
     .name = "select_n", .abstract_eval = select_n_eval, .cpu_kernel = select_n_kernel,
-    .fusion = ir::FusionKind::kElementwise});
+    .fusion = ir::FusionKind::kElementwise, .jvp = select_n_jvp, .transpose = select_n_transpose,
+    .batch = batch_elementwise});
 
 }  // namespace tessel::ops

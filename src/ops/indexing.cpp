@@ -9,11 +9,15 @@
 // gather reads that shape (index arrays wrap negative values, then clamp into range);
 // scatter combines an update of that shape into the operand (negative values wrap,
 // out-of-range ones are dropped, duplicates are applied in row-major order, so `set` keeps
-// the last and `add` accumulates).
+// the last and `add` accumulates). An optional `out_of_bounds` parameter swaps the
+// out-of-range behaviours, so that each has an exact transpose: gather["fill"] reads 0 at
+// out-of-range indices, scatter["clip"] clamps them (gather's default), so the transpose of
+// gather is scatter-add with the same handling of out-of-range indices, and vice versa.
 #include <algorithm>
 #include <cstring>
 
 #include "ops/indexing.h"
+#include "ops/rule_util.h"
 #include "ops/strided.h"
 
 namespace tessel::ops {
@@ -94,8 +98,38 @@ void slice_kernel(const KernelCall& c) {
                scaled_strides(c.in_avals[0].shape, strides));
 }
 
+/// The transpose of a slice pads the cotangent with zeros back to the operand's shape,
+/// with strides - 1 zeros between the elements.
+std::vector<Array> slice_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+                                   std::span<const Aval> avals, const Params& p) {
+  if (is_zero(cts[0])) return {Array()};
+  const Array& ct = cts[0];
+  const auto& start = p.get_ints("start_indices");
+  const auto& strides = p.get_ints("strides");
+  const Shape& xs = avals[0].shape;
+  std::vector<std::array<int64_t, 3>> cfg;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const int64_t n = ct.shape()[d];
+    const int64_t end = start[d] + (n == 0 ? 0 : 1 + (n - 1) * strides[d]);  // one past the last element read
+    cfg.push_back({start[d], xs[d] - end, strides[d] - 1});
+  }
+  return {lax_pad(ct, Scalar(0, ct.dtype()), cfg)};
+}
+
+Batched slice_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                    const BatchAxis& axis, const Params& p) {
+  const size_t b = size_t(dims[0]);
+  Shape start = p.get_ints("start_indices"), limit = p.get_ints("limit_indices"), strides = p.get_ints("strides");
+  start.insert(start.begin() + long(b), 0);
+  limit.insert(limit.begin() + long(b), axis.size);
+  strides.insert(strides.begin() + long(b), 1);
+  return {{bind1(self, {ins[0]}, Params{{"start_indices", start}, {"limit_indices", limit}, {"strides", strides}})},
+          {dims[0]}};
+}
+
 const ir::Primitive& slice_p = ir::register_primitive({
-    .name = "slice", .abstract_eval = slice_aval, .cpu_kernel = slice_kernel, .fusion = ir::FusionKind::kShape});
+    .name = "slice", .abstract_eval = slice_aval, .cpu_kernel = slice_kernel, .fusion = ir::FusionKind::kShape,
+    .jvp = jvp_linear, .transpose = slice_transpose, .batch = slice_batch});
 
 // ---- dynamic_slice[slice_sizes](operand, *start_indices) and
 //      dynamic_update_slice(operand, update, *start_indices); starts clamp so the window fits ----
@@ -167,11 +201,132 @@ void dynamic_update_slice_kernel(const KernelCall& c) {
                strides_of(us));
 }
 
+// ---- rules of dynamic_slice and dynamic_update_slice: linear in the operand (and the
+// update); the start indices are integers, held fixed ----
+
+std::vector<Array> dynamic_slice_jvp(const ir::Primitive& self, std::span<const Array> primals,
+                                     std::span<const Array> tangents, std::span<const Array>, const Params& p) {
+  return jvp_linear_in_first(1, self, primals, tangents, p);
+}
+
+std::vector<Array> dynamic_slice_transpose(const ir::Primitive&, std::span<const Array> cts,
+                                           std::span<const Array> args, std::span<const Aval> avals, const Params&) {
+  std::vector<Array> out(args.size());
+  if (is_zero(cts[0])) return out;
+  std::vector<Array> starts(args.begin() + 1, args.end());
+  out[0] = dynamic_update_slice(zeros(avals[0].shape, avals[0].dtype), cts[0], starts);
+  return out;
+}
+
+/// The index dtype for positions below `n`: int32 when it fits, else int64.
+DType index_dtype_for(int64_t n) { return n <= INT32_MAX ? int32 : int64; }
+
+bool any_batched(std::span<const int64_t> dims) {
+  return std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d != kNotBatched; });
+}
+
+/// Start indices with a zero start for a new batch dimension inserted at `b`.
+std::vector<Array> starts_with_batch(std::span<const Array> starts, size_t b) {
+  std::vector<Array> out(starts.begin(), starts.end());
+  const DType dt = starts.empty() ? int32 : starts[0].dtype();
+  out.insert(out.begin() + long(b), zeros({}, dt));
+  return out;
+}
+
+/// Index arrays addressing, for each example k of a batch of `size`, the window of `sizes`
+/// that starts at starts[d][k] clamped into [0, shape[d] - sizes[d]] (the dynamic_slice
+/// rule) in an operand of per-example `shape`: one array per dimension, all of shape
+/// (size, sizes...), preceded by an iota over the batch when the operand is batched (at 0).
+std::vector<Array> batched_window_indices(std::span<const Array> starts, std::span<const int64_t> dims,
+                                          const Shape& shape, const Shape& sizes, int64_t size, bool with_iota) {
+  int64_t largest = size;
+  for (auto n : shape) largest = std::max(largest, n);
+  const DType dt = index_dtype_for(largest);
+  Shape full{size};
+  full.insert(full.end(), sizes.begin(), sizes.end());
+  std::vector<Array> idx;
+  if (with_iota) idx.push_back(iota(dt, full, 0));
+  for (size_t d = 0; d < starts.size(); ++d) {
+    Array s = convert(move_batch_dim(starts[d], dims[d], 0, size), dt);
+    s = clip(s, zeros({}, dt), Array(Scalar(shape[d] - sizes[d], dt)));
+    idx.push_back(broadcast_in_dim(s, full, {0}) + iota(dt, full, int64_t(d) + 1));
+  }
+  return idx;
+}
+
+/// Params of a gather/scatter that indexes every dimension of an operand of `shape`.
+Params all_indexed_params(const Shape& shape) {
+  Axes axes;
+  for (size_t d = 0; d < shape.size(); ++d) axes.push_back(int64_t(d));
+  return indexed_params(axes, 0, Shape(shape.size(), 0), shape, Shape(shape.size(), 1));
+}
+
+/// With batched start indices the windows differ per example: a gather reads them (as JAX
+/// does), with one index array per dimension.
+Batched dynamic_slice_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                            const BatchAxis& axis, const Params& p) {
+  std::span<const Array> starts = ins.subspan(1);
+  const Shape& sizes = p.get_ints("slice_sizes");
+  if (!any_batched(dims.subspan(1))) {
+    const size_t b = size_t(dims[0]);
+    std::vector<Array> args{ins[0]};
+    for (auto& s : starts_with_batch(starts, b)) args.push_back(s);
+    Shape sz = sizes;
+    sz.insert(sz.begin() + long(b), axis.size);
+    return {{bind1(self, args, Params{{"slice_sizes", sz}})}, {dims[0]}};
+  }
+  const bool operand_batched = dims[0] != kNotBatched;
+  Array x = operand_batched ? move_batch_dim(ins[0], dims[0], 0, axis.size) : ins[0];
+  const Shape example(x.shape().begin() + operand_batched, x.shape().end());
+  std::vector<Array> args{x};
+  for (auto& i : batched_window_indices(starts, dims.subspan(1), example, sizes, axis.size, operand_batched))
+    args.push_back(i);
+  return {{bind1(gather_p, args, all_indexed_params(x.shape()))}, {0}};
+}
+
+std::vector<Array> dynamic_update_slice_jvp(const ir::Primitive& self, std::span<const Array> primals,
+                                            std::span<const Array> tangents, std::span<const Array>, const Params& p) {
+  return jvp_linear_in_first(2, self, primals, tangents, p);
+}
+
+std::vector<Array> dynamic_update_slice_transpose(const ir::Primitive&, std::span<const Array> cts,
+                                                  std::span<const Array> args, std::span<const Aval> avals,
+                                                  const Params&) {
+  std::vector<Array> out(args.size());
+  if (is_zero(cts[0])) return out;
+  std::vector<Array> starts(args.begin() + 2, args.end());
+  if (!args[0].valid()) out[0] = dynamic_update_slice(cts[0], zeros(avals[1].shape, avals[1].dtype), starts);
+  if (!args[1].valid()) out[1] = dynamic_slice(cts[0], starts, avals[1].shape);
+  return out;
+}
+
+/// With batched start indices, a scatter writes each example's window.
+Batched dynamic_update_slice_batch(const ir::Primitive& self, std::span<const Array> ins,
+                                   std::span<const int64_t> dims, const BatchAxis& axis, const Params&) {
+  Array x = move_batch_dim(ins[0], dims[0], 0, axis.size);
+  Array u = move_batch_dim(ins[1], dims[1], 0, axis.size);
+  std::span<const Array> starts = ins.subspan(2);
+  if (!any_batched(dims.subspan(2))) {
+    std::vector<Array> args{x, u};
+    for (auto& s : starts_with_batch(starts, 0)) args.push_back(s);
+    return {{bind1(self, args)}, {0}};
+  }
+  const Shape example(x.shape().begin() + 1, x.shape().end()), usizes(u.shape().begin() + 1, u.shape().end());
+  std::vector<Array> args{x, u};
+  for (auto& i : batched_window_indices(starts, dims.subspan(2), example, usizes, axis.size, true))
+    args.push_back(i);
+  Params p = all_indexed_params(x.shape());
+  p.set("mode", std::string("set"));
+  return {{bind1(scatter_p, args, p)}, {0}};
+}
+
 const ir::Primitive& dynamic_slice_p = ir::register_primitive({
-    .name = "dynamic_slice", .abstract_eval = dynamic_slice_aval, .cpu_kernel = dynamic_slice_kernel});
+    .name = "dynamic_slice", .abstract_eval = dynamic_slice_aval, .cpu_kernel = dynamic_slice_kernel,
+    .jvp = dynamic_slice_jvp, .transpose = dynamic_slice_transpose, .batch = dynamic_slice_batch});
 const ir::Primitive& dynamic_update_slice_p = ir::register_primitive({
     .name = "dynamic_update_slice", .abstract_eval = dynamic_update_slice_aval,
-    .cpu_kernel = dynamic_update_slice_kernel});
+    .cpu_kernel = dynamic_update_slice_kernel, .jvp = dynamic_update_slice_jvp,
+    .transpose = dynamic_update_slice_transpose, .batch = dynamic_update_slice_batch});
 
 }  // namespace
 
@@ -222,6 +377,11 @@ IndexedView indexed_view(const std::string& op, const Aval& x, std::span<const A
 
 namespace {
 
+/// Whether a gather reads 0 (rather than the clamped element) at out-of-range indices, and
+/// whether a scatter clamps out-of-range indices (rather than dropping their updates).
+bool gather_fills(const Params& p) { return p.has("out_of_bounds") && p.get<std::string>("out_of_bounds") == "fill"; }
+bool scatter_clips(const Params& p) { return p.has("out_of_bounds") && p.get<std::string>("out_of_bounds") == "clip"; }
+
 /// The index arrays of a gather/scatter call as int64, with negative values wrapped.
 std::vector<std::vector<int64_t>> load_indices(const KernelCall& c, size_t first) {
   const Axes& axes = c.params.get_ints("axes");
@@ -246,7 +406,7 @@ std::vector<std::vector<int64_t>> load_indices(const KernelCall& c, size_t first
 /// out-of-range index when `clamp` is false.
 template <class F> void for_each_indexed(const KernelCall& c, size_t first_index, bool clamp, F&& f) {
   const Aval& x = c.in_avals[0];
-  auto v = indexed_view(clamp ? "gather" : "scatter", x, c.in_avals.subspan(first_index), c.params);
+  auto v = indexed_view(first_index == 1 ? "gather" : "scatter", x, c.in_avals.subspan(first_index), c.params);
   const Axes& axes = c.params.get_ints("axes");
   auto idx = load_indices(c, first_index);
   auto xst = strides_of(x.shape);
@@ -270,6 +430,10 @@ template <class F> void for_each_indexed(const KernelCall& c, size_t first_index
 
 std::vector<Aval> gather_aval(std::span<const Aval> ins, const Params& p) {
   auto v = indexed_view("gather", ins[0], ins.subspan(1), p);
+  if (p.has("out_of_bounds") && p.get<std::string>("out_of_bounds") != "clip" &&
+      p.get<std::string>("out_of_bounds") != "fill")
+    throw ValueError("gather: out_of_bounds must be \"clip\" or \"fill\", got '" +
+                     p.get<std::string>("out_of_bounds") + "'");
   if (shape_size(v.shape) > 0)  // clamping needs an element to clamp to
     for (auto d : p.get_ints("axes"))
       if (ins[0].shape[size_t(d)] == 0)
@@ -283,19 +447,124 @@ void gather_kernel(const KernelCall& c) {
     using E = decltype(z);
     const E* in = c.in<E>(0);
     E* out = c.out<E>(0);
-    for_each_indexed(c, 1, true, [&](int64_t o, int64_t off) { out[o] = in[off]; });
+    for_each_indexed(c, 1, !gather_fills(c.params), [&](int64_t o, int64_t off) { out[o] = off >= 0 ? in[off] : E{}; });
   });
+}
+
+// ---- gather rules: linear in the operand ----
+
+/// The same indexed params with out_of_bounds set (left out when it is the default).
+Params with_out_of_bounds(Params p, const std::string& value, const char* dflt) {
+  if (value != dflt || p.has("out_of_bounds")) p.set("out_of_bounds", value);
+  return p;
+}
+
+/// The gather reading the elements a scatter with params `p` writes (zero where it drops).
+Params gather_params_of_scatter(const Params& p) {
+  Params g = indexed_params(p.get_ints("axes"), p.get_int("batch_pos"), p.get_ints("start_indices"),
+                            p.get_ints("limit_indices"), p.get_ints("strides"));
+  return with_out_of_bounds(g, scatter_clips(p) ? "clip" : "fill", "clip");
+}
+
+/// The scatter writing where a gather with params `p` reads, combining with `mode`.
+Params scatter_params_of_gather(const Params& p, const std::string& mode) {
+  Params s = indexed_params(p.get_ints("axes"), p.get_int("batch_pos"), p.get_ints("start_indices"),
+                            p.get_ints("limit_indices"), p.get_ints("strides"));
+  s.set("mode", mode);
+  return with_out_of_bounds(s, gather_fills(p) ? "drop" : "clip", "drop");
+}
+
+std::vector<Array> gather_jvp(const ir::Primitive& self, std::span<const Array> primals,
+                              std::span<const Array> tangents, std::span<const Array>, const Params& p) {
+  return jvp_linear_in_first(1, self, primals, tangents, p);
+}
+
+/// The transpose of a gather adds the cotangent into zeros where the gather read.
+std::vector<Array> gather_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array> args,
+                                    std::span<const Aval> avals, const Params& p) {
+  std::vector<Array> out(args.size());
+  if (is_zero(cts[0])) return out;
+  std::vector<Array> ins{zeros(avals[0].shape, avals[0].dtype), cts[0]};
+  ins.insert(ins.end(), args.begin() + 1, args.end());
+  out[0] = bind1(scatter_p, ins, scatter_params_of_gather(p, "add"));
+  return out;
+}
+
+/// Params of a gather/scatter whose operand gained dimension `b` (of `size`), read in full
+/// as a window dimension; also returns where that dimension lands in the indexed shape
+/// when the index arrays have rank `index_rank`.
+std::pair<Params, int64_t> with_window_dim(const Params& p, int64_t b, int64_t size, int64_t index_rank) {
+  Params q = p;
+  const Axes& axes = p.get_ints("axes");
+  Axes ax;
+  int64_t w = 0;  // window dimensions before b
+  for (auto a : axes) ax.push_back(a >= b ? a + 1 : a);
+  for (int64_t d = 0; d < b; ++d) w += std::find(axes.begin(), axes.end(), d) == axes.end();
+  Shape start = p.get_ints("start_indices"), limit = p.get_ints("limit_indices"), strides = p.get_ints("strides");
+  start.insert(start.begin() + b, 0);
+  limit.insert(limit.begin() + b, size);
+  strides.insert(strides.begin() + b, 1);
+  const int64_t bp = p.get_int("batch_pos");
+  q.set("axes", ax).set("start_indices", start).set("limit_indices", limit).set("strides", strides);
+  q.set("batch_pos", w <= bp ? bp + 1 : bp);
+  return {q, w <= bp ? w : w + index_rank};
+}
+
+/// Params of a gather/scatter whose operand gained a leading dimension (of `size`) indexed
+/// by a new first index array (an iota over the batch): the batch becomes the first
+/// dimension of the index shape, so it lands at batch_pos in the indexed shape.
+Params with_indexed_batch(const Params& p, int64_t size) {
+  Params q = p;
+  Axes ax{0};
+  for (auto a : p.get_ints("axes")) ax.push_back(a + 1);
+  Shape start = p.get_ints("start_indices"), limit = p.get_ints("limit_indices"), strides = p.get_ints("strides");
+  start.insert(start.begin(), 0);
+  limit.insert(limit.begin(), size);
+  strides.insert(strides.begin(), 1);
+  q.set("axes", ax).set("start_indices", start).set("limit_indices", limit).set("strides", strides);
+  return q;
+}
+
+/// Index arrays with their batch dimension moved to the front (unbatched ones broadcast),
+/// preceded by an iota over the batch when `with_iota`.
+std::vector<Array> batched_indices(std::span<const Array> idx, std::span<const int64_t> dims, int64_t size,
+                                   bool with_iota) {
+  std::vector<Array> out;
+  for (size_t j = 0; j < idx.size(); ++j) out.push_back(move_batch_dim(idx[j], dims[j], 0, size));
+  if (with_iota) out.insert(out.begin(), iota(index_dtype_for(size), out[0].shape(), 0));
+  return out;
+}
+
+int64_t index_rank(std::span<const Array> idx) { return idx.empty() ? 0 : idx[0].ndim(); }
+
+Batched gather_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                     const BatchAxis& axis, const Params& p) {
+  std::span<const Array> idx = ins.subspan(1);
+  if (!any_batched(dims.subspan(1))) {  // only the operand: one more window dimension
+    auto [q, pos] = with_window_dim(p, dims[0], axis.size, index_rank(idx));
+    std::vector<Array> args(ins.begin(), ins.end());
+    return {{bind1(self, args, q)}, {pos}};
+  }
+  const bool operand_batched = dims[0] != kNotBatched;
+  std::vector<Array> args{operand_batched ? move_batch_dim(ins[0], dims[0], 0, axis.size) : ins[0]};
+  for (auto& i : batched_indices(idx, dims.subspan(1), axis.size, operand_batched)) args.push_back(i);
+  return {{bind1(self, args, operand_batched ? with_indexed_batch(p, axis.size) : p)}, {p.get_int("batch_pos")}};
 }
 
 }  // namespace
 
 const ir::Primitive& gather_p = ir::register_primitive({
-    .name = "gather", .abstract_eval = gather_aval, .cpu_kernel = gather_kernel});
+    .name = "gather", .abstract_eval = gather_aval, .cpu_kernel = gather_kernel,
+    .jvp = gather_jvp, .transpose = gather_transpose, .batch = gather_batch});
 
 namespace {
 
 std::vector<Aval> scatter_aval(std::span<const Aval> ins, const Params& p) {
   const std::string& mode = p.get<std::string>("mode");
+  if (p.has("out_of_bounds") && p.get<std::string>("out_of_bounds") != "clip" &&
+      p.get<std::string>("out_of_bounds") != "drop")
+    throw ValueError("scatter: out_of_bounds must be \"drop\" or \"clip\", got '" +
+                     p.get<std::string>("out_of_bounds") + "'");
   if (mode != "set" && mode != "add" && mode != "mul" && mode != "min" && mode != "max")
     throw ValueError("scatter: unknown mode '" + mode + "'; use set, add, mul, min or max");
   const Aval &x = ins[0], &u = ins[1];
@@ -350,7 +619,7 @@ void scatter_kernel(const KernelCall& c) {
     const T* u = c.in<T>(1);
     T* out = c.out<T>(0);
     auto run = [&](auto combine) {
-      for_each_indexed(c, 2, false, [&](int64_t o, int64_t off) {
+      for_each_indexed(c, 2, scatter_clips(c.params), [&](int64_t o, int64_t off) {
         if (off >= 0) out[off] = combine(out[off], u[o]);
       });
     };
@@ -362,10 +631,135 @@ void scatter_kernel(const KernelCall& c) {
   });
 }
 
+// ---- scatter rules. set and add are linear in the operand and the update jointly (set
+// keeps the last of duplicate updates, deterministically); mul is linear in the operand;
+// min and max are not linear ----
+
+Array scatter_with(const std::string& mode, const Array& x, const Array& u, std::span<const Array> idx,
+                   const Params& p) {
+  std::vector<Array> ins{x, u};
+  ins.insert(ins.end(), idx.begin(), idx.end());
+  Params q = p;
+  q.set("mode", mode);
+  return bind1(scatter_p, ins, q);
+}
+
+/// What a scatter with params `p` would write at each update position: the values of `x`
+/// there, or zero for updates it drops.
+Array gather_at_scatter(const Array& x, std::span<const Array> idx, const Params& p) {
+  std::vector<Array> ins{x};
+  ins.insert(ins.end(), idx.begin(), idx.end());
+  return bind1(gather_p, ins, gather_params_of_scatter(p));
+}
+
+/// jvp of scatter-mul: out[p] = x[p] * prod_k u_k over the updates k landing at p. The
+/// operand part scatters t_x like the primal; the update part is x[p] * t_u_k where one
+/// update lands, and out[p] * sum_k t_u_k / u_k where several do (exact unless one of
+/// those is 0).
+Array scatter_mul_update_tangent(const Array& x, const Array& u, const Array& tu, const Array& out,
+                                 std::span<const Array> idx, const Params& p) {
+  Array zero = zeros(x.shape(), x.dtype());
+  Array count = scatter_with("add", zero, ones(u.shape(), u.dtype()), idx, p);
+  Array single = x * scatter_with("add", zero, tu, idx, p);
+  Array safe_u = where(u == zeros({}, u.dtype()), ones({}, u.dtype()), u);
+  Array several = out * scatter_with("add", zero, tu / safe_u, idx, p);
+  return where(real(count) > ones({}, real(count).dtype()), several, single);
+}
+
+/// jvp of scatter-min/max (as JAX): the tangent at an element is the mean of the tangents
+/// of the values that tie for the result there (the operand's and the updates').
+Array scatter_extremal_tangent(const Array& x, const Array& u, const Array& tx, const Array& tu, const Array& out,
+                               std::span<const Array> idx, const Params& p) {
+  const DType dt = x.dtype();
+  Array zero = zeros(x.shape(), dt);
+  // An update wins if it equals the result where it lands (dropped updates never do).
+  Array in_range = gather_at_scatter(ones(x.shape(), bool_), idx, p);
+  Array wins = convert(logical_and(in_range, u == gather_at_scatter(out, idx, p)), dt);
+  Array kept = convert(x == out, dt);
+  Array winners = scatter_with("add", zero, wins, idx, p) + kept;
+  Array share = ones({}, dt) / maximum(winners, ones({}, dt));
+  Array t;
+  if (!is_zero(tx)) t = tx * (kept * share);
+  if (!is_zero(tu)) t = add_tangents(t, scatter_with("add", zero, tu * (wins * gather_at_scatter(share, idx, p)), idx, p));
+  return t;
+}
+
+std::vector<Array> scatter_jvp(const ir::Primitive& self, std::span<const Array> primals,
+                               std::span<const Array> tangents, std::span<const Array> outs, const Params& p) {
+  const std::string& mode = p.get<std::string>("mode");
+  if (mode == "set" || mode == "add") return jvp_linear_in_first(2, self, primals, tangents, p);
+  const Array &x = primals[0], &u = primals[1], &tx = tangents[0], &tu = tangents[1];
+  std::span<const Array> idx = primals.subspan(2);
+  if (is_zero(tx) && is_zero(tu)) return {Array()};
+  if (mode == "mul") {
+    Array t;
+    if (!is_zero(tx)) t = scatter_with("mul", tx, u, idx, p);
+    if (!is_zero(tu)) t = add_tangents(t, scatter_mul_update_tangent(x, u, tu, outs[0], idx, p));
+    return {t};
+  }
+  return {scatter_extremal_tangent(x, u, tx, tu, outs[0], idx, p)};
+}
+
+std::vector<Array> scatter_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array> args,
+                                     std::span<const Aval> avals, const Params& p) {
+  const std::string& mode = p.get<std::string>("mode");
+  std::vector<Array> out(args.size());
+  const bool x_linear = !args[0].valid(), u_linear = !args[1].valid();
+  if (mode == "min" || mode == "max" || (mode == "mul" && u_linear))
+    throw NotImplementedError("transpose: scatter[mode=" + mode + "] is not linear in its " +
+                              (mode == "mul" ? "updates" : "operand and updates") +
+                              ", so it has no transpose (its jvp never needs one)");
+  if (is_zero(cts[0])) return out;
+  const Array& ct = cts[0];
+  std::span<const Array> idx = args.subspan(2);
+  if (mode == "mul") {  // out = x * (product of the updates landing there): diagonal in x
+    out[0] = scatter_with("mul", ct, args[1], idx, p);
+    return out;
+  }
+  if (mode == "add") {
+    if (x_linear) out[0] = ct;
+    if (u_linear) out[1] = gather_at_scatter(ct, idx, p);
+    return out;
+  }
+  // set: written elements take no cotangent back to the operand; of duplicate updates only
+  // the one that is kept (the last) takes the cotangent of its element.
+  if (x_linear) out[0] = scatter_with("set", ct, zeros(avals[1].shape, avals[1].dtype), idx, p);
+  if (u_linear) {
+    Array g = gather_at_scatter(ct, idx, p);
+    if (!idx.empty()) {
+      const Shape& us = avals[1].shape;
+      const DType dt = index_dtype_for(shape_size(us) + 1);
+      Array ids = reshape(iota(dt, {shape_size(us)}, 0) + Array(Scalar(1, dt)), us);  // 0 marks "none"
+      Array owner = gather_at_scatter(scatter_with("set", zeros(avals[0].shape, dt), ids, idx, p), idx, p);
+      g = where(owner == ids, g, zeros({}, g.dtype()));
+    }
+    out[1] = g;
+  }
+  return out;
+}
+
+Batched scatter_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                      const BatchAxis& axis, const Params& p) {
+  std::span<const Array> idx = ins.subspan(2);
+  if (!any_batched(dims.subspan(2))) {  // the batch is one more window dimension
+    const int64_t b = dims[0] == kNotBatched ? 0 : dims[0];
+    auto [q, pos] = with_window_dim(p, b, axis.size, index_rank(idx));
+    std::vector<Array> args{move_batch_dim(ins[0], dims[0], b, axis.size), move_batch_dim(ins[1], dims[1], pos, axis.size)};
+    args.insert(args.end(), idx.begin(), idx.end());
+    return {{bind1(self, args, q)}, {b}};
+  }
+  // Batched indices: index the operand's batch dimension with an iota.
+  std::vector<Array> args{move_batch_dim(ins[0], dims[0], 0, axis.size),
+                          move_batch_dim(ins[1], dims[1], p.get_int("batch_pos"), axis.size)};
+  for (auto& i : batched_indices(idx, dims.subspan(2), axis.size, true)) args.push_back(i);
+  return {{bind1(self, args, with_indexed_batch(p, axis.size))}, {0}};
+}
+
 }  // namespace
 
 const ir::Primitive& scatter_p = ir::register_primitive({
-    .name = "scatter", .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel});
+    .name = "scatter", .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel,
+    .jvp = scatter_jvp, .transpose = scatter_transpose, .batch = scatter_batch});
 
 Params indexed_params(const Axes& axes, int64_t batch_pos, const Shape& start, const Shape& limit,
                       const Shape& strides) {

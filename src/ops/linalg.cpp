@@ -7,6 +7,7 @@
 
 #include "backend/cpu/blas.h"
 #include "ops/reduction_ops.h"
+#include "ops/rule_util.h"
 #include "ops/strided.h"
 
 namespace tessel::ops {
@@ -242,8 +243,105 @@ void dot_general_kernel(const KernelCall& c) {
     });
 }
 
-const ir::Primitive& dot_general_p = ir::register_primitive({
-    .name = "dot_general", .abstract_eval = dot_general_aval, .cpu_kernel = dot_general_kernel});
+// ---- transformation rules ----
+
+Params dot_params(const DotSpec& d, const Params& like) {
+  Params p = like;
+  p.set("lhs_contracting", d.lc);
+  p.set("rhs_contracting", d.rc);
+  p.set("lhs_batch", d.lb);
+  p.set("rhs_batch", d.rb);
+  return p;
+}
+
+// Bilinear: d(a . b) = da . b + a . db.
+std::vector<Array> dot_general_jvp(const ir::Primitive& self, std::span<const Array> primals,
+                                   std::span<const Array> tangents, std::span<const Array>, const Params& p) {
+  Array r;
+  if (!is_zero(tangents[0])) r = bind1(self, {tangents[0], primals[1]}, p);
+  if (!is_zero(tangents[1])) r = add_tangents(r, bind1(self, {primals[0], tangents[1]}, p));
+  return {r};
+}
+
+Axes iota_axes(int64_t start, size_t n) {
+  Axes r(n);
+  std::iota(r.begin(), r.end(), start);
+  return r;
+}
+
+Axes argsort(const Axes& v) {
+  Axes idx = iota_axes(0, v.size());
+  std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return v[size_t(a)] < v[size_t(b)]; });
+  return idx;
+}
+
+// The cotangent of operand x of x . y (JAX's _dot_general_transpose_lhs): contract the
+// output cotangent g with y over y's free dimensions, which leaves (batch, x free, x
+// contracting in y's order); transposing puts them back in x's order. `swap` says x is the
+// rhs (its free dimensions come after y's in g).
+Array dot_transpose_operand(const Array& g, const Aval& x, const Array& y, const Axes& x_contract,
+                            const Axes& y_contract, const Axes& x_batch, const Axes& y_batch, bool swap) {
+  const Axes x_kept = free_dims(x.ndim(), x_batch, x_contract), y_kept = free_dims(y.ndim(), y_batch, y_contract);
+  const int64_t nb = int64_t(x_batch.size());
+  const Axes g_batch = iota_axes(0, x_batch.size());
+  const Axes g_y = iota_axes(swap ? nb : nb + int64_t(x_kept.size()), y_kept.size());
+  // g's dtype may be a preferred result dtype wider than the operands': compute in it and
+  // convert back.
+  const Array yc = convert(y, g.dtype(), y.weak_type());
+  const Array r = dot_general(g, yc, {g_y, y_kept, g_batch, y_batch});
+  Axes order = x_batch;
+  order.insert(order.end(), x_kept.begin(), x_kept.end());
+  for (auto i : argsort(y_contract)) order.push_back(x_contract[size_t(i)]);
+  return convert(transpose(r, argsort(order)), x.dtype, x.weak_type);
+}
+
+std::vector<Array> dot_general_transpose(const ir::Primitive&, std::span<const Array> cts,
+                                         std::span<const Array> args, std::span<const Aval> avals, const Params& p) {
+  if (is_zero(cts[0])) return {Array(), Array()};
+  const DotSpec d = DotSpec::from(p);
+  if (is_zero(args[0]))
+    return {dot_transpose_operand(cts[0], avals[0], args[1], d.lc, d.rc, d.lb, d.rb, false), Array()};
+  return {Array(), dot_transpose_operand(cts[0], avals[1], args[0], d.rc, d.lc, d.rb, d.lb, true)};
+}
+
+/// Dimensions renumbered for an operand batched at `bd` (kNotBatched: unchanged).
+Axes shift_dims(const Axes& dims, int64_t bd) {
+  Axes r;
+  for (auto i : dims) r.push_back(bd != kNotBatched && i >= bd ? i + 1 : i);
+  return r;
+}
+
+// Both operands batched: the batch dimensions become a leading batch dimension of the
+// product. One batched: its batch dimension is one more free dimension, which appears in the
+// output after the batch dimensions (and the lhs free dimensions, for the rhs) in order.
+Batched dot_general_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                          const BatchAxis&, const Params& p) {
+  const DotSpec d = DotSpec::from(p);
+  const int64_t lbd = dims[0], rbd = dims[1];
+  if (lbd != kNotBatched && rbd != kNotBatched) {
+    const Array l = moveaxis(ins[0], lbd, 0), r = moveaxis(ins[1], rbd, 0);
+    DotSpec e{shift_dims(d.lc, 0), shift_dims(d.rc, 0), shift_dims(d.lb, 0), shift_dims(d.rb, 0)};
+    e.lb.insert(e.lb.begin(), 0);
+    e.rb.insert(e.rb.begin(), 0);
+    return {detail::bind(self, std::vector<Array>{l, r}, dot_params(e, p)), {0}};
+  }
+  const DotSpec e{shift_dims(d.lc, lbd), shift_dims(d.rc, rbd), shift_dims(d.lb, lbd), shift_dims(d.rb, rbd)};
+  int64_t out = int64_t(d.lb.size());
+  if (lbd != kNotBatched) {
+    for (auto i : free_dims(ins[0].ndim(), e.lb, e.lc)) out += i < lbd;
+  } else {
+    out += int64_t(free_dims(ins[0].ndim(), e.lb, e.lc).size());
+    for (auto i : free_dims(ins[1].ndim(), e.rb, e.rc)) out += i < rbd;
+  }
+  return {detail::bind(self, ins, dot_params(e, p)), {out}};
+}
+
+const ir::Primitive& dot_general_p = ir::register_primitive({.name = "dot_general",
+                                                             .abstract_eval = dot_general_aval,
+                                                             .cpu_kernel = dot_general_kernel,
+                                                             .jvp = dot_general_jvp,
+                                                             .transpose = dot_general_transpose,
+                                                             .batch = dot_general_batch});
 
 // ---- jax.numpy level ----
 

@@ -5,8 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 
-#include "ops/op_util.h"
+#include "ops/rule_util.h"
 #include "tessel/random.h"
 
 namespace tessel::ops {
@@ -61,8 +62,10 @@ void threefry_kernel(const KernelCall& c) {
   }
 }
 
+// Not differentiable (uint32 operands only); batches element-wise.
 const ir::Primitive& threefry_p = ir::register_primitive({
-    .name = "threefry2x32", .abstract_eval = threefry_aval, .cpu_kernel = threefry_kernel});
+    .name = "threefry2x32", .abstract_eval = threefry_aval, .cpu_kernel = threefry_kernel,
+    .batch = batch_elementwise});
 
 // ---- bitcast_convert_type ----
 
@@ -87,9 +90,15 @@ void bitcast_kernel(const KernelCall& c) {
   if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
 }
 
+// Reinterpreting bits has no useful derivative: zero tangents, as in JAX.
+std::vector<Array> bitcast_jvp(const ir::Primitive&, std::span<const Array>, std::span<const Array>,
+                               std::span<const Array>, const Params&) {
+  return {Array()};
+}
+
 const ir::Primitive& bitcast_p = ir::register_primitive({
     .name = "bitcast_convert_type", .abstract_eval = bitcast_aval, .cpu_kernel = bitcast_kernel,
-    .fusion = ir::FusionKind::kElementwise});
+    .fusion = ir::FusionKind::kElementwise, .jvp = bitcast_jvp, .batch = batch_vectorized});
 
 // ---- erf_inv ----
 
@@ -165,9 +174,15 @@ void erf_inv_kernel(const KernelCall& c) {
   });
 }
 
+// d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2).
+std::vector<Array> erf_inv_jvp(const ir::Primitive&, std::span<const Array>, std::span<const Array> ts,
+                               std::span<const Array> outs, const Params&) {
+  return {scale_tangent(ts[0], exp(outs[0] * outs[0]) * (std::sqrt(std::numbers::pi) / 2))};
+}
+
 const ir::Primitive& erf_inv_p = ir::register_primitive({
     .name = "erf_inv", .abstract_eval = erf_inv_aval, .cpu_kernel = erf_inv_kernel,
-    .fusion = ir::FusionKind::kElementwise});
+    .fusion = ir::FusionKind::kElementwise, .jvp = erf_inv_jvp, .batch = batch_vectorized});
 
 }  // namespace
 }  // namespace tessel::ops

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ops/reduction_ops.h"
+#include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
@@ -191,9 +192,95 @@ template <class Op> std::vector<Aval> reduce_aval(std::span<const Aval> ins, con
   return {Aval(remove_axes(x.shape, axes), x.dtype, x.weak_type)};
 }
 
+// ---- transformation rules ----
+
+/// The kept (not reduced) dimensions of a rank-`ndim` operand.
+Axes kept_dims(int64_t ndim, const Axes& axes) {
+  Axes r;
+  for (int64_t i = 0; i < ndim; ++i)
+    if (!std::binary_search(axes.begin(), axes.end(), i)) r.push_back(i);
+  return r;
+}
+
+/// reduce_sum over `axes` (none: x itself), for float tangents.
+Array sum_axes(const Array& x, const Axes& axes) { return axes.empty() ? x : sum(x, axes); }
+
+// reduce_sum is linear: the cotangent is the output cotangent broadcast back along the
+// reduced axes.
+std::vector<Array> reduce_sum_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+                                        std::span<const Aval> avals, const Params& p) {
+  if (is_zero(cts[0])) return {Array()};
+  const Aval& x = avals[0];
+  return {broadcast_in_dim(cts[0], x.shape, kept_dims(x.ndim(), p.get_ints("axes")))};
+}
+
+// reduce_prod (JAX's _reduce_jvp): the reduced axes are flattened into one leading axis and
+// halved pairwise, applying the product rule at each level. Exact for zeros, unlike
+// sum(t / x) * prod(x).
+std::vector<Array> reduce_prod_jvp(const ir::Primitive&, std::span<const Array> primals,
+                                   std::span<const Array> tangents, std::span<const Array> outs, const Params& p) {
+  const Array& x = primals[0];
+  const Axes& axes = p.get_ints("axes");
+  const Axes kept = kept_dims(x.ndim(), axes);
+  int64_t n = 1, m = 1;
+  for (auto a : axes) n *= x.dim(a);
+  for (auto a : kept) m *= x.dim(a);
+  if (n == 0) return {Array()};  // the empty product is the constant 1
+  Axes perm = axes;
+  perm.insert(perm.end(), kept.begin(), kept.end());
+  Array xs = reshape(transpose(x, perm), {n, m}), ts = reshape(transpose(tangents[0], perm), {n, m});
+  while (n > 1) {
+    if (n % 2 == 1) {  // pad with the identity (tangent zero) to an even count
+      xs = lax_pad(xs, 1, {{0, 1, 0}, {0, 0, 0}});
+      ts = lax_pad(ts, 0, {{0, 1, 0}, {0, 0, 0}});
+      ++n;
+    }
+    const int64_t h = n / 2;
+    const Array a = slice_in_dim(xs, 0, h), b = slice_in_dim(xs, h, n);
+    ts = add(multiply(slice_in_dim(ts, 0, h), b), multiply(a, slice_in_dim(ts, h, n)));
+    xs = multiply(a, b);
+    n = h;
+  }
+  return {reshape(ts, outs[0].shape())};
+}
+
+// reduce_max / reduce_min (JAX's chooser rule): the tangent at the position of the extremum,
+// averaged over ties.
+std::vector<Array> reduce_chooser_jvp(const ir::Primitive&, std::span<const Array> primals,
+                                      std::span<const Array> tangents, std::span<const Array> outs, const Params& p) {
+  const Array& x = primals[0];
+  const Axes& axes = p.get_ints("axes");
+  const Array at = astype(equal(x, broadcast_in_dim(outs[0], x.shape(), kept_dims(x.ndim(), axes))),
+                          tangents[0].dtype());
+  return {divide(sum_axes(multiply(at, tangents[0]), axes), sum_axes(at, axes))};
+}
+
+/// An axis of the unbatched operand, renumbered for the operand batched at `bd`.
+int64_t batched_axis(int64_t a, int64_t bd) { return a < bd ? a : a + 1; }
+
+// Reductions over `axes`: the axes move past the batch dimension, which loses one position
+// for every reduced axis before it.
+Batched reduce_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                     const BatchAxis&, const Params& p) {
+  const int64_t bd = dims[0];
+  Axes axes;
+  int64_t out = bd;
+  for (auto a : p.get_ints("axes")) {
+    axes.push_back(batched_axis(a, bd));
+    if (axes.back() < bd) --out;
+  }
+  Params q = p;
+  q.set("axes", axes);
+  return {detail::bind(self, ins, q), {out}};
+}
+
 template <class Op> ir::Primitive reduce_primitive() {
-  return {.name = reduce_name<Op>(), .abstract_eval = reduce_aval<Op>, .cpu_kernel = reduce_kernel<Op>,
-          .fusion = ir::FusionKind::kReduction};
+  ir::Primitive p{.name = reduce_name<Op>(), .abstract_eval = reduce_aval<Op>, .cpu_kernel = reduce_kernel<Op>,
+                  .fusion = ir::FusionKind::kReduction, .batch = reduce_batch};
+  if constexpr (std::is_same_v<Op, SumOp>) p.jvp = jvp_linear, p.transpose = reduce_sum_transpose;
+  if constexpr (std::is_same_v<Op, ProdOp>) p.jvp = reduce_prod_jvp;
+  if constexpr (std::is_same_v<Op, MaxOp> || std::is_same_v<Op, MinOp>) p.jvp = reduce_chooser_jvp;
+  return p;
 }
 
 const ir::Primitive& reduce_sum_p = ir::register_primitive(reduce_primitive<SumOp>());
@@ -202,7 +289,6 @@ const ir::Primitive& reduce_max_p = ir::register_primitive(reduce_primitive<MaxO
 const ir::Primitive& reduce_min_p = ir::register_primitive(reduce_primitive<MinOp>());
 const ir::Primitive& reduce_and_p = ir::register_primitive(reduce_primitive<AndOp>());
 const ir::Primitive& reduce_or_p = ir::register_primitive(reduce_primitive<OrOp>());
-
 // ---- argmax / argmin ----
 
 // True when v should replace the current best: NaN wins (and the first NaN stays), ties
@@ -266,12 +352,21 @@ template <bool IsMax> std::vector<Aval> arg_aval(std::span<const Aval> ins, cons
   return {Aval(remove_axes(x.shape, {axis}), idx)};
 }
 
+// argmax / argmin have integer outputs (zero tangents); batching renumbers the axis.
+Batched arg_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                  const BatchAxis&, const Params& p) {
+  const int64_t bd = dims[0], axis = batched_axis(p.get_int("axis"), bd);
+  Params q = p;
+  q.set("axis", axis);
+  return {detail::bind(self, ins, q), {axis < bd ? bd - 1 : bd}};
+}
+
 const ir::Primitive& argmax_p = ir::register_primitive(
     {.name = "argmax", .abstract_eval = arg_aval<true>, .cpu_kernel = arg_kernel<true>,
-     .fusion = ir::FusionKind::kReduction});
+     .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch});
 const ir::Primitive& argmin_p = ir::register_primitive(
     {.name = "argmin", .abstract_eval = arg_aval<false>, .cpu_kernel = arg_kernel<false>,
-     .fusion = ir::FusionKind::kReduction});
+     .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch});
 
 // ---- jax.numpy level ----
 

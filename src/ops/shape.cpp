@@ -4,7 +4,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "ops/op_util.h"
+#include "ops/rule_util.h"
 #include "ops/strided.h"
 
 namespace tessel::ops {
@@ -23,9 +23,22 @@ void copy_kernel(const KernelCall& c) {
   if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
 }
 
+std::vector<Array> reshape_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+                                     std::span<const Aval> avals, const Params&) {
+  if (is_zero(cts[0])) return {Array()};
+  return {reshape(cts[0], avals[0].shape)};
+}
+
+Batched reshape_batch(const ir::Primitive&, std::span<const Array> ins, std::span<const int64_t> dims,
+                      const BatchAxis& axis, const Params& p) {
+  Shape s = p.get_ints("new_sizes");
+  s.insert(s.begin(), axis.size);
+  return {{reshape(move_batch_dim(ins[0], dims[0], 0, axis.size), s)}, {0}};
+}
+
 const ir::Primitive& reshape_p = ir::register_primitive({
     .name = "reshape", .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
-    .fusion = ir::FusionKind::kShape});
+    .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = reshape_transpose, .batch = reshape_batch});
 
 // ---- transpose[permutation]: output dim i is input dim permutation[i] ----
 
@@ -57,9 +70,29 @@ void transpose_kernel(const KernelCall& c) {
   strided_copy(itemsize(c.in_avals[0].dtype), os, c.outs[0], 0, strides_of(os), c.ins[0], 0, src);
 }
 
+std::vector<Array> transpose_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+                                       std::span<const Aval>, const Params& p) {
+  if (is_zero(cts[0])) return {Array()};
+  const Axes& perm = p.get_ints("permutation");
+  Axes inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[size_t(perm[i])] = int64_t(i);
+  return {transpose(cts[0], inverse)};
+}
+
+/// The batch dimension stays where it is; the permutation moves the others around it.
+Batched transpose_batch(const ir::Primitive&, std::span<const Array> ins, std::span<const int64_t> dims,
+                        const BatchAxis&, const Params& p) {
+  const int64_t b = dims[0];
+  Axes perm;
+  for (auto a : p.get_ints("permutation")) perm.push_back(a < b ? a : a + 1);
+  perm.insert(perm.begin() + b, b);
+  return {{transpose(ins[0], perm)}, {b}};
+}
+
 const ir::Primitive& transpose_p = ir::register_primitive({
     .name = "transpose", .abstract_eval = transpose_aval, .cpu_kernel = transpose_kernel,
-    .fusion = ir::FusionKind::kShape});
+    .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = transpose_transpose,
+    .batch = transpose_batch});
 
 // ---- rev[dimensions]: reverses the order of elements along the dimensions ----
 
@@ -83,8 +116,22 @@ void rev_kernel(const KernelCall& c) {
   strided_copy(itemsize(c.in_avals[0].dtype), s, c.outs[0], 0, st, c.ins[0], base, src);
 }
 
+std::vector<Array> rev_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
+                                 std::span<const Aval>, const Params& p) {
+  if (is_zero(cts[0])) return {Array()};
+  return {bind1(self, {cts[0]}, p)};
+}
+
+Batched rev_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                  const BatchAxis&, const Params& p) {
+  Axes rd;
+  for (auto d : p.get_ints("dimensions")) rd.push_back(d < dims[0] ? d : d + 1);
+  return {{bind1(self, {ins[0]}, Params{{"dimensions", rd}})}, {dims[0]}};
+}
+
 const ir::Primitive& rev_p = ir::register_primitive({
-    .name = "rev", .abstract_eval = rev_aval, .cpu_kernel = rev_kernel, .fusion = ir::FusionKind::kShape});
+    .name = "rev", .abstract_eval = rev_aval, .cpu_kernel = rev_kernel, .fusion = ir::FusionKind::kShape,
+    .jvp = jvp_linear, .transpose = rev_transpose, .batch = rev_batch});
 
 // ---- concatenate[dimension] ----
 
@@ -127,8 +174,31 @@ void concatenate_kernel(const KernelCall& c) {
   }
 }
 
+/// Each linear operand's cotangent is its slice of the output cotangent.
+std::vector<Array> concatenate_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array> args,
+                                         std::span<const Aval> avals, const Params& p) {
+  const int64_t dim = p.get_int("dimension");
+  std::vector<Array> out(avals.size());
+  if (is_zero(cts[0])) return out;
+  int64_t at = 0;
+  for (size_t i = 0; i < avals.size(); ++i) {
+    const int64_t n = avals[i].shape[size_t(dim)];
+    if (!args[i].valid()) out[i] = slice_in_dim(cts[0], at, at + n, 1, dim);
+    at += n;
+  }
+  return out;
+}
+
+Batched concatenate_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                          const BatchAxis& axis, const Params& p) {
+  std::vector<Array> xs;
+  for (size_t i = 0; i < ins.size(); ++i) xs.push_back(move_batch_dim(ins[i], dims[i], 0, axis.size));
+  return {{bind1(self, xs, Params{{"dimension", p.get_int("dimension") + 1}})}, {0}};
+}
+
 const ir::Primitive& concatenate_p = ir::register_primitive({
-    .name = "concatenate", .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel});
+    .name = "concatenate", .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel,
+    .jvp = jvp_linear, .transpose = concatenate_transpose, .batch = concatenate_batch});
 
 // ---- pad[padding_config](operand, padding_value): padding_config holds (low, high,
 // interior) for each dimension, flattened; negative low/high crop ----
@@ -191,8 +261,49 @@ void pad_kernel(const KernelCall& c) {
   strided_copy(isz, box, c.outs[0], a0, sa, c.ins[0], b0, sb);
 }
 
+// pad is linear in the operand and the padding value jointly.
+std::vector<Array> pad_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array> args,
+                                 std::span<const Aval> avals, const Params& p) {
+  if (is_zero(cts[0])) return {Array(), Array()};
+  const Array& ct = cts[0];
+  const auto& cfg = p.get_ints("padding_config");
+  // Undo low/high padding (padding what was cropped with zeros), then take every
+  // (interior + 1)-th element.
+  std::vector<int64_t> unpad;
+  Shape start, stride;
+  for (size_t d = 0; d < cfg.size() / 3; ++d) {
+    unpad.insert(unpad.end(), {-cfg[3 * d], -cfg[3 * d + 1], 0});
+    start.push_back(0);
+    stride.push_back(cfg[3 * d + 2] + 1);
+  }
+  Array zero = zeros({}, ct.dtype());
+  Array unpadded = std::all_of(unpad.begin(), unpad.end(), [](int64_t v) { return v == 0; })
+                       ? ct
+                       : bind1(self, {ct, zero}, Params{{"padding_config", unpad}});
+  Array t_operand = slice(unpadded, start, unpadded.shape(), stride);
+  Array t_value;
+  if (!args[1].valid()) t_value = convert(sum(ct) - sum(t_operand), avals[1].dtype);
+  return {args[0].valid() ? Array() : t_operand, t_value};
+}
+
+/// A batched padding value pads with zeros and then selects the value outside the operand.
+Batched pad_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                  const BatchAxis& axis, const Params& p) {
+  std::vector<int64_t> cfg{0, 0, 0};
+  const auto& c = p.get_ints("padding_config");
+  cfg.insert(cfg.end(), c.begin(), c.end());
+  Array x = move_batch_dim(ins[0], dims[0], 0, axis.size);
+  if (dims[1] == kNotBatched) return {{bind1(self, {x, ins[1]}, Params{{"padding_config", cfg}})}, {0}};
+  Array padded = bind1(self, {x, zeros({}, x.dtype())}, Params{{"padding_config", cfg}});
+  Shape example(x.shape().begin() + 1, x.shape().end());
+  Array inside = bind1(self, {ones(example, bool_), Array(false)}, Params{{"padding_config", c}});
+  Array value = broadcast_in_dim(ins[1], padded.shape(), {0});
+  return {{where(broadcast_to(inside, padded.shape()), padded, value)}, {0}};
+}
+
 const ir::Primitive& pad_p = ir::register_primitive({
-    .name = "pad", .abstract_eval = pad_aval, .cpu_kernel = pad_kernel});
+    .name = "pad", .abstract_eval = pad_aval, .cpu_kernel = pad_kernel,
+    .jvp = jvp_linear, .transpose = pad_transpose, .batch = pad_batch});
 
 }  // namespace
 }  // namespace tessel::ops

@@ -1,0 +1,38 @@
+#pragma once
+// Shared pieces of the call-like primitives (checkpoint, custom_jvp, custom_vjp): a kernel
+// and eager evaluation that run params["program"], and callables carried in params.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ir/program.h"
+
+namespace tessel::detail {
+
+/// Runs params["program"] on the kernel's buffers.
+void call_kernel(const ir::KernelCall& c);
+/// Evaluates params["program"] on the inputs.
+std::vector<Array> call_eager(std::span<const Array> ins, const ir::Params& params);
+/// params["program"]'s output avals (inputs checked against its inputs, errors name `op`).
+std::vector<Aval> call_avals(const std::string& op, std::span<const Aval> ins, const ir::Params& params);
+
+/// A C++ callable as an equation parameter (compared by identity).
+template <class Fn> class FnParam final : public ir::ParamObject {
+ public:
+  explicit FnParam(Fn f, std::string what) : f(std::move(f)), what_(std::move(what)) {}
+  size_t hash() const override { return std::hash<const void*>()(this); }
+  bool equals(const ParamObject& o) const override { return this == &o; }
+  std::string to_string() const override { return "<" + what_ + ">"; }
+  Fn f;
+
+ private:
+  std::string what_;
+};
+template <class Fn> std::shared_ptr<const ir::ParamObject> fn_param(Fn f, std::string what) {
+  return std::make_shared<FnParam<Fn>>(std::move(f), std::move(what));
+}
+template <class Fn> const Fn& get_fn(const ir::Params& p, std::string_view key) {
+  return static_cast<const FnParam<Fn>&>(*p.get<std::shared_ptr<const ir::ParamObject>>(key)).f;
+}
+
+}  // namespace tessel::detail
