@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessel/jit.h"
+#include "tessel/ops.h"
 #include "tessel/tree.h"
 
 namespace tessel {
@@ -96,6 +97,51 @@ template <int... A> std::vector<bool> argnum_mask(size_t n) {
   }
   return m;
 }
+
+/// `f` applied to `args`, seen as a function of the Array leaves of the selected arguments
+/// (all by default): `fn()` re-runs f on new leaves and keeps a sample of the result, from
+/// which `rebuild` makes trees of outputs.
+template <class F, class... Args> class FlatCall {
+ public:
+  using R = std::invoke_result_t<const F&, const Args&...>;
+  using Tuple = std::tuple<Args...>;
+  FlatCall(const F& f, std::vector<bool> selected, const Args&... args)
+      : f_(f), values_(args...), sel_(std::move(selected)), sample_(std::make_shared<R>()) {
+    if (sel_.empty()) sel_.assign(sizeof...(Args), true);
+  }
+  /// The leaves of the selected arguments.
+  std::vector<Array> leaves() const { return selected_leaves(values_, sel_, seq()); }
+  FlatFn fn() const {
+    return [this](std::span<const Array> xs) {
+      *sample_ = std::apply(f_, args_with(xs));
+      return tree_leaves(*sample_);
+    };
+  }
+  /// An output tree with leaves from `leaves[pos...]` (after fn() ran).
+  R rebuild(const std::vector<Array>& leaves, size_t pos = 0) const { return tree_replace_leaves(*sample_, leaves, pos); }
+  /// The arguments with the selected leaves replaced.
+  Tuple args_with(std::span<const Array> leaves) const { return replace_selected(values_, sel_, leaves, seq()); }
+  /// A copyable function doing args_with (for closures that outlive this object).
+  auto args_rebuilder() const {
+    return [values = values_, sel = sel_](std::span<const Array> leaves) {
+      return replace_selected(values, sel, leaves, seq());
+    };
+  }
+  const std::shared_ptr<R>& sample() const { return sample_; }
+
+ private:
+  static constexpr auto seq() { return std::index_sequence_for<Args...>{}; }
+  const F& f_;
+  Tuple values_;
+  std::vector<bool> sel_;
+  std::shared_ptr<R> sample_;
+};
+
+/// The cotangent of the arguments as returned to users: the argument for one, else a tuple.
+template <class Tuple> auto unwrap_single(Tuple&& t) {
+  if constexpr (std::tuple_size_v<std::decay_t<Tuple>> == 1) return std::get<0>(std::forward<Tuple>(t));
+  else return std::forward<Tuple>(t);
+}
 }  // namespace detail
 
 // ---- forward mode ----
@@ -106,17 +152,11 @@ template <class F, class... Args>
 auto jvp(const F& f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
   using R = std::invoke_result_t<const F&, const Args&...>;
   static_assert(detail::is_tree_v<R>, "jvp: the function must return an Array or a tree of Arrays");
-  auto seq = std::index_sequence_for<Args...>{};
+  auto call = std::apply([&](const Args&... a) { return detail::FlatCall<F, Args...>(f, {}, a...); }, primals);
   std::vector<bool> all(sizeof...(Args), true);
-  std::vector<Array> p = detail::selected_leaves(primals, all, seq), t = detail::selected_leaves(tangents, all, seq);
-  auto sample = std::make_shared<R>();
-  detail::FlatFn flat = [&](std::span<const Array> xs) {
-    *sample = std::apply(f, detail::replace_selected(primals, all, xs, seq));
-    return tree_leaves(*sample);
-  };
-  auto [outs, touts] = detail::jvp_flat(flat, p, t);
-  size_t a = 0, b = 0;
-  return std::pair<R, R>(tree_replace_leaves(*sample, outs, a), tree_replace_leaves(*sample, touts, b));
+  std::vector<Array> t = detail::selected_leaves(tangents, all, std::index_sequence_for<Args...>{});
+  auto [outs, touts] = detail::jvp_flat(call.fn(), call.leaves(), t);
+  return std::pair<R, R>(call.rebuild(outs), call.rebuild(touts));
 }
 /// jvp of a function of one argument.
 template <class F, class A> auto jvp(const F& f, const A& primal, const A& tangent) {
@@ -127,26 +167,15 @@ template <class F, class A> auto jvp(const F& f, const A& primal, const A& tange
 /// primal computation runs once, f_jvp replays only the linear part.
 template <class F, class... Args> auto linearize(const F& f, const Args&... primals) {
   using R = std::invoke_result_t<const F&, const Args&...>;
-  using Tuple = std::tuple<Args...>;
-  auto seq = std::index_sequence_for<Args...>{};
-  std::vector<bool> all(sizeof...(Args), true);
-  Tuple values{primals...};
-  auto sample = std::make_shared<R>();
-  detail::FlatFn flat = [&](std::span<const Array> xs) {
-    *sample = std::apply(f, detail::replace_selected(values, all, xs, seq));
-    return tree_leaves(*sample);
-  };
-  auto [outs, state] = detail::linearize_flat(flat, detail::selected_leaves(values, all, seq));
-  size_t pos = 0;
-  R y = tree_replace_leaves(*sample, outs, pos);
-  std::function<R(const Args&...)> f_jvp = [state, sample, all](const Args&... ts) {
-    Tuple tv{ts...};
-    std::vector<Array> touts =
-        detail::linear_apply(*state, detail::selected_leaves(tv, all, std::index_sequence_for<Args...>{}));
+  detail::FlatCall<F, Args...> call(f, {}, primals...);
+  auto [outs, state] = detail::linearize_flat(call.fn(), call.leaves());
+  std::function<R(const Args&...)> f_jvp = [state, sample = call.sample()](const Args&... ts) {
+    std::vector<bool> all(sizeof...(Args), true);
+    std::vector<Array> leaves = detail::selected_leaves(std::tuple<Args...>{ts...}, all, std::index_sequence_for<Args...>{});
     size_t p = 0;
-    return tree_replace_leaves(*sample, touts, p);
+    return tree_replace_leaves(*sample, detail::linear_apply(*state, leaves), p);
   };
-  return std::make_pair(std::move(y), std::move(f_jvp));
+  return std::make_pair(call.rebuild(outs), std::move(f_jvp));
 }
 
 // ---- reverse mode ----
@@ -156,23 +185,11 @@ template <class F, class... Args> auto linearize(const F& f, const Args&... prim
 template <class F, class... Args> auto vjp(const F& f, const Args&... primals) {
   using R = std::invoke_result_t<const F&, const Args&...>;
   static_assert(detail::is_tree_v<R>, "vjp: the function must return an Array or a tree of Arrays");
-  using Tuple = std::tuple<Args...>;
-  auto seq = std::index_sequence_for<Args...>{};
-  std::vector<bool> all(sizeof...(Args), true);
-  Tuple values{primals...};
-  auto sample = std::make_shared<R>();
-  detail::FlatFn flat = [&](std::span<const Array> xs) {
-    *sample = std::apply(f, detail::replace_selected(values, all, xs, seq));
-    return tree_leaves(*sample);
-  };
-  auto [outs, state] = detail::linearize_flat(flat, detail::selected_leaves(values, all, seq));
-  size_t pos = 0;
-  R y = tree_replace_leaves(*sample, outs, pos);
-  auto f_vjp = [state, values, all](const R& ct) {
-    std::vector<Array> cts = detail::linear_transpose_apply(*state, tree_leaves(ct), "vjp");
-    Tuple g = detail::replace_selected(values, all, cts, std::index_sequence_for<Args...>{});
-    if constexpr (sizeof...(Args) == 1) return std::get<0>(g);
-    else return g;
+  detail::FlatCall<F, Args...> call(f, {}, primals...);
+  auto [outs, state] = detail::linearize_flat(call.fn(), call.leaves());
+  R y = call.rebuild(outs);
+  auto f_vjp = [state, rebuild_args = call.args_rebuilder()](const R& ct) {
+    return detail::unwrap_single(rebuild_args(detail::linear_transpose_apply(*state, tree_leaves(ct), "vjp")));
   };
   return std::make_pair(std::move(y), std::function<decltype(f_vjp(y))(const R&)>(f_vjp));
 }
@@ -195,25 +212,15 @@ auto value_and_grad_impl(const char* op, const F& f, const GradOptions& opts, co
                              "data, pass {.has_aux = true}");
     transform_error(std::string(op) + ": has_aux is set, so the function must return std::pair<Array, Aux>");
   }
-  using Tuple = std::tuple<Args...>;
-  auto seq = std::index_sequence_for<Args...>{};
-  std::vector<bool> sel = argnum_mask<Argnums...>(sizeof...(Args));
-  Tuple values{args...};
-  std::vector<Array> primals = selected_leaves(values, sel, seq);
+  FlatCall<F, Args...> call(f, argnum_mask<Argnums...>(sizeof...(Args)), args...);
+  std::vector<Array> primals = call.leaves();
   for (size_t i = 0; i < primals.size(); ++i) check_differentiable(op, primals[i], int(i));
-  auto sample = std::make_shared<R>();
-  FlatFn flat = [&](std::span<const Array> xs) {
-    *sample = std::apply(f, replace_selected(values, sel, xs, seq));
-    return tree_leaves(*sample);
-  };
-  auto [outs, state] = linearize_flat(flat, primals);
+  auto [outs, state] = linearize_flat(call.fn(), primals);
   check_grad_output(op, outs.at(0), aux ? 1 : outs.size());
   std::vector<Array> cts(outs.size());
   cts[0] = ones(outs[0].shape(), outs[0].dtype());
-  std::vector<Array> g = linear_transpose_apply(*state, cts, op);
-  Tuple gt = replace_selected(values, sel, g, seq);
-  size_t pos = 0;
-  R value = tree_replace_leaves(*sample, outs, pos);
+  auto gt = call.args_with(linear_transpose_apply(*state, cts, op));
+  R value = call.rebuild(outs);
   auto grads = [&] {
     if constexpr (sizeof...(Argnums) <= 1) return std::get<(sizeof...(Argnums) == 0 ? 0 : (Argnums + ... + 0))>(gt);
     else return std::make_tuple(std::get<Argnums>(gt)...);
@@ -253,21 +260,13 @@ template <class F> auto hessian(F f) { return jacfwd(jacrev(std::move(f))); }
 /// argument type for one argument, else a tuple). `primals` give the argument shapes.
 template <class F, class... Args> auto linear_transpose(const F& f, const Args&... primals) {
   using R = std::invoke_result_t<const F&, const Args&...>;
-  using Tuple = std::tuple<Args...>;
-  auto seq = std::index_sequence_for<Args...>{};
-  std::vector<bool> all(sizeof...(Args), true);
-  Tuple values{primals...};
+  detail::FlatCall<F, Args...> call(f, {}, primals...);
   std::vector<Aval> avals;
-  for (const Array& x : detail::selected_leaves(values, all, seq)) avals.push_back(x.aval());
-  detail::FlatFn flat = [&](std::span<const Array> xs) {
-    return tree_leaves(std::apply(f, detail::replace_selected(values, all, xs, seq)));
-  };
-  auto state = detail::trace_linear_flat(flat, avals);
-  return [state, values, all](const R& ct) {
-    std::vector<Array> cts = detail::linear_transpose_apply(*state, tree_leaves(ct), "linear_transpose");
-    Tuple g = detail::replace_selected(values, all, cts, std::index_sequence_for<Args...>{});
-    if constexpr (sizeof...(Args) == 1) return std::get<0>(g);
-    else return g;
+  for (const Array& x : call.leaves()) avals.push_back(x.aval());
+  auto state = detail::trace_linear_flat(call.fn(), avals);
+  return [state, rebuild_args = call.args_rebuilder()](const R& ct) {
+    return detail::unwrap_single(
+        rebuild_args(detail::linear_transpose_apply(*state, tree_leaves(ct), "linear_transpose")));
   };
 }
 
@@ -286,36 +285,20 @@ auto vmap(F f, std::vector<AxisSpec> in_axes = {}, std::vector<AxisSpec> out_axe
   return [f = std::move(f), in_axes, out_axes, axis_size](const auto&... args) {
     using R = std::invoke_result_t<const F&, const std::decay_t<decltype(args)>&...>;
     static_assert(detail::is_tree_v<R>, "vmap: the function must return an Array or a tree of Arrays");
-    using Tuple = std::tuple<std::decay_t<decltype(args)>...>;
     constexpr size_t n = sizeof...(args);
-    auto seq = std::make_index_sequence<n>{};
     if (!in_axes.empty() && in_axes.size() != n)
       detail::transform_error("vmap: in_axes has " + std::to_string(in_axes.size()) +
                               " entries but the function is called with " + std::to_string(n) +
                               " arguments; give one axis (or ts::none) per argument");
-    Tuple values{args...};
-    std::vector<bool> all(n, true);
-    std::vector<Array> leaves;
+    detail::FlatCall<F, std::decay_t<decltype(args)>...> call(f, {}, args...);
     std::vector<AxisSpec> leaf_axes;
     size_t i = 0;
     auto one = [&](const auto& a) {
-      using A = std::decay_t<decltype(a)>;
-      if constexpr (detail::is_tree_v<A>)
-        TreeTraits<A>::for_each(a, [&](const Array& x) {
-          leaves.push_back(x);
-          leaf_axes.push_back(in_axes.empty() ? AxisSpec(0) : in_axes[i]);
-        });
+      for (size_t k = tree_leaves(a).size(); k > 0; --k) leaf_axes.push_back(in_axes.empty() ? AxisSpec(0) : in_axes[i]);
       ++i;
     };
-    std::apply([&](const auto&... a) { (one(a), ...); }, values);
-    auto sample = std::make_shared<R>();
-    detail::FlatFn flat = [&](std::span<const Array> xs) {
-      *sample = std::apply(f, detail::replace_selected(values, all, xs, seq));
-      return tree_leaves(*sample);
-    };
-    std::vector<Array> outs = detail::vmap_flat(flat, leaves, leaf_axes, out_axes, axis_size);
-    size_t pos = 0;
-    return tree_replace_leaves(*sample, outs, pos);
+    (one(args), ...);
+    return call.rebuild(detail::vmap_flat(call.fn(), call.leaves(), leaf_axes, out_axes, axis_size));
   };
 }
 
@@ -329,25 +312,15 @@ template <class F, class J> class CustomJvp {
   template <class... Args> auto operator()(const Args&... args) const {
     using R = std::invoke_result_t<const F&, const Args&...>;
     static_assert(detail::is_tree_v<R>, "custom_jvp: the function must return an Array or a tree of Arrays");
-    using Tuple = std::tuple<Args...>;
-    auto seq = std::index_sequence_for<Args...>{};
-    std::vector<bool> all(sizeof...(Args), true);
-    Tuple values{args...};
-    auto sample = std::make_shared<R>();
-    detail::FlatFn flat = [&](std::span<const Array> xs) {
-      *sample = std::apply(f_, detail::replace_selected(values, all, xs, seq));
-      return tree_leaves(*sample);
-    };
-    detail::CustomJvpRule rule = [rule = rule_, values, all, seq](std::span<const Array> ps, std::span<const Array> ts) {
-      Tuple pt = detail::replace_selected(values, all, ps, seq), tt = detail::replace_selected(values, all, ts, seq);
-      std::pair<R, R> r = rule(pt, tt);
+    detail::FlatCall<F, Args...> call(f_, {}, args...);
+    detail::CustomJvpRule rule = [rule = rule_, args_with = call.args_rebuilder()](std::span<const Array> ps,
+                                                                                   std::span<const Array> ts) {
+      std::pair<R, R> r = rule(args_with(ps), args_with(ts));
       std::vector<Array> out = tree_leaves(r.first), t = tree_leaves(r.second);
       out.insert(out.end(), t.begin(), t.end());
       return out;
     };
-    std::vector<Array> outs = detail::custom_jvp_flat(flat, rule, detail::selected_leaves(values, all, seq));
-    size_t pos = 0;
-    return tree_replace_leaves(*sample, outs, pos);
+    return call.rebuild(detail::custom_jvp_flat(call.fn(), rule, call.leaves()));
   }
 
  private:
@@ -365,35 +338,24 @@ template <class F, class Fwd, class Bwd> class CustomVjp {
  public:
   CustomVjp(F f, Fwd fwd, Bwd bwd) : f_(std::move(f)), fwd_(std::move(fwd)), bwd_(std::move(bwd)) {}
   template <class... Args> auto operator()(const Args&... args) const {
-    using R = std::invoke_result_t<const F&, const Args&...>;
     using FwdOut = std::invoke_result_t<const Fwd&, const Args&...>;
     using Res = typename FwdOut::second_type;
-    using Tuple = std::tuple<Args...>;
-    auto seq = std::index_sequence_for<Args...>{};
-    std::vector<bool> all(sizeof...(Args), true);
-    Tuple values{args...};
-    auto sample = std::make_shared<R>();
-    detail::FlatFn flat = [&](std::span<const Array> xs) {
-      *sample = std::apply(f_, detail::replace_selected(values, all, xs, seq));
-      return tree_leaves(*sample);
-    };
+    detail::FlatCall<F, Args...> call(f_, {}, args...);
     auto res_sample = std::make_shared<Res>();
-    detail::CustomFwdRule fwd = [fwd = fwd_, values, all, seq, res_sample](std::span<const Array> ps) {
-      FwdOut r = std::apply(fwd, detail::replace_selected(values, all, ps, seq));
+    detail::CustomFwdRule fwd = [fwd = fwd_, args_with = call.args_rebuilder(), res_sample](std::span<const Array> ps) {
+      FwdOut r = std::apply(fwd, args_with(ps));
       *res_sample = r.second;
       std::vector<Array> out = tree_leaves(r.first), res = tree_leaves(r.second);
       out.insert(out.end(), res.begin(), res.end());
       return out;
     };
-    detail::CustomBwdRule bwd = [bwd = bwd_, sample, res_sample](std::span<const Array> res, std::span<const Array> cts) {
+    detail::CustomBwdRule bwd = [bwd = bwd_, sample = call.sample(), res_sample](std::span<const Array> res,
+                                                                                 std::span<const Array> cts) {
       std::vector<Array> rv(res.begin(), res.end()), cv(cts.begin(), cts.end());
       size_t a = 0, b = 0;
-      auto g = bwd(tree_replace_leaves(*res_sample, rv, a), tree_replace_leaves(*sample, cv, b));
-      return tree_leaves(g);
+      return tree_leaves(bwd(tree_replace_leaves(*res_sample, rv, a), tree_replace_leaves(*sample, cv, b)));
     };
-    std::vector<Array> outs = detail::custom_vjp_flat(flat, fwd, bwd, detail::selected_leaves(values, all, seq));
-    size_t pos = 0;
-    return tree_replace_leaves(*sample, outs, pos);
+    return call.rebuild(detail::custom_vjp_flat(call.fn(), fwd, bwd, call.leaves()));
   }
 
  private:
@@ -423,19 +385,8 @@ TESSEL_API std::vector<Array> checkpoint_flat(const FlatFn& f, std::span<const A
 /// recomputes the rest of f during the backward pass (trading compute for memory).
 template <class F> auto checkpoint(F f, CheckpointOptions opts = {}) {
   return [f = std::move(f), opts](const auto&... args) {
-    using R = std::invoke_result_t<const F&, const std::decay_t<decltype(args)>&...>;
-    using Tuple = std::tuple<std::decay_t<decltype(args)>...>;
-    auto seq = std::make_index_sequence<sizeof...(args)>{};
-    std::vector<bool> all(sizeof...(args), true);
-    Tuple values{args...};
-    auto sample = std::make_shared<R>();
-    detail::FlatFn flat = [&](std::span<const Array> xs) {
-      *sample = std::apply(f, detail::replace_selected(values, all, xs, seq));
-      return tree_leaves(*sample);
-    };
-    std::vector<Array> outs = detail::checkpoint_flat(flat, detail::selected_leaves(values, all, seq), opts.policy);
-    size_t pos = 0;
-    return tree_replace_leaves(*sample, outs, pos);
+    detail::FlatCall<F, std::decay_t<decltype(args)>...> call(f, {}, args...);
+    return call.rebuild(detail::checkpoint_flat(call.fn(), call.leaves(), opts.policy));
   };
 }
 /// Alias of checkpoint.

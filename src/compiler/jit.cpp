@@ -8,11 +8,8 @@
 #include "compiler/passes.h"
 #include "core/log.h"
 #include "ir/trace.h"
-#include "ops/rule_util.h"
-#include "transforms/batching.h"
-#include "transforms/jvp.h"
+#include "transforms/call_util.h"
 #include "transforms/partial_eval.h"
-#include "transforms/transpose.h"
 #include "tessel/jit.h"
 
 namespace tessel {
@@ -73,29 +70,6 @@ std::vector<Array> jit_eager(std::span<const Array> ins, const ir::Params& param
   return executable_for(params.get<ir::ProgramRef>("program"), /*fold=*/true)->run(ins);
 }
 
-ir::Params call_params(const ir::Params& params, ir::ProgramRef program) {
-  ir::Params p = params;
-  p.set("program", std::move(program));
-  return p;
-}
-
-std::vector<Array> jit_jvp(const ir::Primitive& self, std::span<const Array> primals, std::span<const Array> tangents,
-                           const ir::Params& params) {
-  const auto& prog = *params.get<ir::ProgramRef>("program");
-  std::vector<bool> nonzero;
-  std::vector<Array> args(primals.begin(), primals.end());
-  for (const Array& t : tangents) {
-    nonzero.push_back(t.valid());
-    if (t.valid()) args.push_back(t);
-  }
-  JvpProgram jp = jvp_program(prog, nonzero);
-  std::vector<Array> outs = bind(self, args, call_params(params, jp.program));
-  const size_t n = prog.outvars.size();
-  std::vector<Array> result(outs.begin(), outs.begin() + long(n));
-  for (size_t i = 0, k = n; i < n; ++i) result.push_back(jp.out_nonzero[i] ? outs[k++] : Array());
-  return result;
-}
-
 std::vector<Array> jit_partial_eval(const ir::Primitive& self, Trace& trace, std::span<const Array> ins,
                                     const ir::Params& params) {
   auto& pe = static_cast<PartialEvalTrace&>(trace);
@@ -107,35 +81,13 @@ std::vector<Array> jit_partial_eval(const ir::Primitive& self, Trace& trace, std
     (unknown.back() ? unknown_ins : known_ins).push_back(x);
   }
   SplitProgram sp = partial_eval_program(prog, unknown);
-  std::vector<Array> kouts = bind(self, known_ins, call_params(params, sp.known));
+  std::vector<Array> kouts = bind(self, known_ins, with_program(params, sp.known));
   const size_t n_known = kouts.size() - sp.num_residuals;
   std::vector<Array> uargs(kouts.begin() + long(n_known), kouts.end());
   uargs.insert(uargs.end(), unknown_ins.begin(), unknown_ins.end());
-  std::vector<Array> uouts = pe.record(self, uargs, call_params(params, sp.unknown)), result;
+  std::vector<Array> uouts = pe.record(self, uargs, with_program(params, sp.unknown)), result;
   for (size_t i = 0, k = 0, u = 0; i < sp.out_unknown.size(); ++i) result.push_back(sp.out_unknown[i] ? uouts[u++] : kouts[k++]);
   return result;
-}
-
-std::vector<Array> jit_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array> args,
-                                 std::span<const Aval>, const ir::Params& params) {
-  const auto& prog = *params.get<ir::ProgramRef>("program");
-  std::vector<bool> linear;
-  std::vector<Array> targs;
-  for (const Array& a : args) {
-    linear.push_back(!a.valid());
-    if (a.valid()) targs.push_back(a);
-  }
-  auto out_avals = prog.out_avals();
-  for (size_t i = 0; i < cts.size(); ++i) targs.push_back(ops::instantiate_zeros(cts[i], out_avals[i]));
-  std::vector<Array> outs = bind(self, targs, call_params(params, transpose_program(prog, linear))), result;
-  for (size_t i = 0, k = 0; i < args.size(); ++i) result.push_back(linear[i] ? outs[k++] : Array());
-  return result;
-}
-
-ir::Batched jit_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                      const ir::BatchAxis& axis, const ir::Params& params) {
-  BatchedProgram bp = batch_program(*params.get<ir::ProgramRef>("program"), {dims.begin(), dims.end()}, axis);
-  return {bind(self, ins, call_params(params, bp.program)), bp.out_dims};
 }
 
 bool needs_trace(std::span<const Array> args) {
@@ -203,9 +155,9 @@ const ir::Primitive& jit_primitive() {
       .name = "jit",
       .abstract_eval = detail::jit_abstract_eval,
       .eager_impl = detail::jit_eager,
-      .jvp_with_primals = detail::jit_jvp,
-      .transpose = detail::jit_transpose,
-      .batch = detail::jit_batch,
+      .jvp_with_primals = detail::call_jvp,
+      .transpose = detail::call_transpose,
+      .batch = detail::call_batch,
       .partial_eval = detail::jit_partial_eval,
       .inlinable_call = true,
   });

@@ -16,6 +16,20 @@ std::vector<Array> call_eager(std::span<const Array> ins, const ir::Params& para
 /// params["program"]'s output avals (inputs checked against its inputs, errors name `op`).
 std::vector<Aval> call_avals(const std::string& op, std::span<const Aval> ins, const ir::Params& params);
 
+/// `params` with params["program"] replaced.
+ir::Params with_program(const ir::Params& params, ir::ProgramRef program);
+
+// Rules shared by call primitives whose program is transformed as a whole (jit, checkpoint):
+/// jvp: calls the jvp of the program (inputs: primals, nonzero tangents).
+std::vector<Array> call_jvp(const ir::Primitive& self, std::span<const Array> primals, std::span<const Array> tangents,
+                            const ir::Params& params);
+/// transpose: calls the transposed program (inputs: non-linear arguments, output cotangents).
+std::vector<Array> call_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array> args,
+                                  std::span<const Aval> avals, const ir::Params& params);
+/// batching: calls the batched program.
+ir::Batched call_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                       const ir::BatchAxis& axis, const ir::Params& params);
+
 /// A C++ callable as an equation parameter (compared by identity).
 template <class Fn> class FnParam final : public ir::ParamObject {
  public:

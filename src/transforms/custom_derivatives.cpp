@@ -37,20 +37,27 @@ void check_rule_outputs(const char* op, const char* what, std::span<const Array>
   }
 }
 
-std::vector<Array> move_all_to_front(std::span<const Array> ins, std::span<const int64_t> dims, int64_t size) {
-  std::vector<Array> r;
-  for (size_t i = 0; i < ins.size(); ++i) r.push_back(ops::move_batch_dim(ins[i], dims[i], 0, size));
-  return r;
+/// Binds `self` with every input batched at 0; outputs are batched at 0. `p` holds the
+/// vectorized rules; with `batch_program_param` its program is batched too.
+ir::Batched bind_batched_at_front(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                                  const ir::BatchAxis& axis, Params p, bool batch_program_param) {
+  if (batch_program_param) {
+    std::vector<int64_t> front(ins.size(), 0);
+    p.set("program", batch_program(*p.get<ir::ProgramRef>("program"), front, axis, {}, true).program);
+  }
+  std::vector<Array> args;
+  for (size_t i = 0; i < ins.size(); ++i) args.push_back(ops::move_batch_dim(ins[i], dims[i], 0, axis.size));
+  std::vector<Array> outs = bind(self, args, p);
+  return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
 
 /// `f` vectorized with every input and output batched at 0.
-template <class Rule> Rule vmapped_rule(Rule f, size_t nargs, const ir::BatchAxis& axis) {
-  return [f, nargs, axis](auto... spans) {
+template <class Rule> Rule vmapped_rule(Rule f, const ir::BatchAxis& axis) {
+  return [f, axis](auto... spans) {
     std::vector<Array> all;
     (all.insert(all.end(), spans.begin(), spans.end()), ...);
     std::vector<int64_t> dims(all.size(), 0);
     std::vector<size_t> sizes{spans.size()...};
-    (void)nargs;
     return vmap_eval(
         [&](std::span<const Array> xs) {
           if constexpr (sizeof...(spans) == 1) return f(xs);
@@ -82,12 +89,9 @@ std::vector<Array> custom_jvp_jvp(const ir::Primitive&, std::span<const Array> p
 
 ir::Batched custom_jvp_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                              const ir::BatchAxis& axis, const Params& params) {
-  std::vector<int64_t> front(ins.size(), 0);
   Params p = params;
-  p.set("program", batch_program(*params.get<ir::ProgramRef>("program"), front, axis, {}, true).program);
-  p.set("jvp", fn_param(vmapped_rule(get_fn<JvpRule>(params, "jvp"), ins.size(), axis), "custom jvp rule"));
-  std::vector<Array> outs = bind(self, move_all_to_front(ins, dims, axis.size), p);
-  return {outs, std::vector<int64_t>(outs.size(), 0)};
+  p.set("jvp", fn_param(vmapped_rule(get_fn<JvpRule>(params, "jvp"), axis), "custom jvp rule"));
+  return bind_batched_at_front(self, ins, dims, axis, p, true);
 }
 
 const ir::Primitive& custom_jvp_p = ir::register_primitive({
@@ -134,12 +138,11 @@ std::vector<Array> lin_transpose(const ir::Primitive&, std::span<const Array> ct
 ir::Batched lin_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                       const ir::BatchAxis& axis, const Params& params) {
   LinInfo info = get_fn<LinInfo>(params, "lin");
-  info.bwd = vmapped_rule(info.bwd, ins.size(), axis);
+  info.bwd = vmapped_rule(info.bwd, axis);
   for (auto& a : info.out_avals) a.shape.insert(a.shape.begin(), axis.size);
   Params p = params;
   p.set("lin", fn_param(info, "custom vjp bwd"));
-  std::vector<Array> outs = bind(self, move_all_to_front(ins, dims, axis.size), p);
-  return {outs, std::vector<int64_t>(outs.size(), 0)};
+  return bind_batched_at_front(self, ins, dims, axis, p, false);
 }
 
 const ir::Primitive& custom_vjp_lin_p = ir::register_primitive({
@@ -169,13 +172,10 @@ std::vector<Array> custom_vjp_jvp(const ir::Primitive&, std::span<const Array> p
 
 ir::Batched custom_vjp_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                              const ir::BatchAxis& axis, const Params& params) {
-  std::vector<int64_t> front(ins.size(), 0);
   Params p = params;
-  p.set("program", batch_program(*params.get<ir::ProgramRef>("program"), front, axis, {}, true).program);
-  p.set("fwd", fn_param(vmapped_rule(get_fn<FwdRule>(params, "fwd"), ins.size(), axis), "custom vjp fwd"));
-  p.set("bwd", fn_param(vmapped_rule(get_fn<BwdRule>(params, "bwd"), ins.size(), axis), "custom vjp bwd"));
-  std::vector<Array> outs = bind(self, move_all_to_front(ins, dims, axis.size), p);
-  return {outs, std::vector<int64_t>(outs.size(), 0)};
+  p.set("fwd", fn_param(vmapped_rule(get_fn<FwdRule>(params, "fwd"), axis), "custom vjp fwd"));
+  p.set("bwd", fn_param(vmapped_rule(get_fn<BwdRule>(params, "bwd"), axis), "custom vjp bwd"));
+  return bind_batched_at_front(self, ins, dims, axis, p, true);
 }
 
 const ir::Primitive& custom_vjp_p = ir::register_primitive({

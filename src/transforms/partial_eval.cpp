@@ -103,22 +103,11 @@ SplitProgram partial_eval_program(const ir::Program& p, const std::vector<bool>&
       (u ? unknown : known).push_back(outs[i]);
     }
     ir::Program up = pe.finalize(unknown, p.name + "_unknown");
-    // Residuals that are values of the known computation become leading inputs.
-    ir::Program u = up;
-    u.invars.clear();
-    u.constvars.clear();
-    u.consts.clear();
-    for (size_t i = 0; i < up.constvars.size(); ++i) {
-      if (up.consts[i].is_tracer()) {
-        u.invars.push_back(up.constvars[i]);
-        known.push_back(up.consts[i]);
-        ++r.num_residuals;
-      } else {
-        u.constvars.push_back(up.constvars[i]);
-        u.consts.push_back(up.consts[i]);
-      }
-    }
-    u.invars.insert(u.invars.end(), up.invars.begin(), up.invars.end());
+    // Residuals (known values the unknown part reads) become its leading inputs.
+    std::vector<Array> residuals;
+    ir::Program u = ir::hoist_tracer_consts(up, residuals);
+    r.num_residuals = residuals.size();
+    known.insert(known.end(), residuals.begin(), residuals.end());
     r.unknown = std::make_shared<const ir::Program>(std::move(u));
     return known;
   };

@@ -1,12 +1,8 @@
 // checkpoint (remat): a call whose reverse-mode split saves only what its policy allows and
 // recomputes the rest in the backward pass.
-#include "ops/rule_util.h"
 #include "tessel/transforms.h"
-#include "transforms/batching.h"
 #include "transforms/call_util.h"
-#include "transforms/jvp.h"
 #include "transforms/partial_eval.h"
-#include "transforms/transpose.h"
 
 namespace tessel::detail {
 namespace {
@@ -23,30 +19,7 @@ auto policy_fn(const std::string& name) {
   return &save_nothing;
 }
 
-Params with_program(const Params& params, ir::ProgramRef p) {
-  Params r = params;
-  r.set("program", std::move(p));
-  return r;
-}
-
 std::vector<Aval> remat_aval(std::span<const Aval> ins, const Params& p) { return call_avals("checkpoint", ins, p); }
-
-std::vector<Array> remat_jvp(const ir::Primitive& self, std::span<const Array> primals, std::span<const Array> tangents,
-                             const Params& params) {
-  const auto& prog = *params.get<ir::ProgramRef>("program");
-  std::vector<bool> nz;
-  std::vector<Array> args(primals.begin(), primals.end());
-  for (auto& t : tangents) {
-    nz.push_back(t.valid());
-    if (t.valid()) args.push_back(t);
-  }
-  JvpProgram jp = jvp_program(prog, nz);
-  std::vector<Array> outs = bind(self, args, with_program(params, jp.program));
-  const size_t n = prog.outvars.size();
-  std::vector<Array> r(outs.begin(), outs.begin() + long(n));
-  for (size_t i = 0, k = n; i < n; ++i) r.push_back(jp.out_nonzero[i] ? outs[k++] : Array());
-  return r;
-}
 
 std::vector<Array> remat_partial_eval(const ir::Primitive& self, Trace& trace, std::span<const Array> ins,
                                       const Params& params) {
@@ -68,36 +41,14 @@ std::vector<Array> remat_partial_eval(const ir::Primitive& self, Trace& trace, s
   return r;
 }
 
-std::vector<Array> remat_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array> args,
-                                   std::span<const Aval>, const Params& params) {
-  const auto& prog = *params.get<ir::ProgramRef>("program");
-  std::vector<bool> linear;
-  std::vector<Array> targs;
-  for (auto& a : args) {
-    linear.push_back(!a.valid());
-    if (a.valid()) targs.push_back(a);
-  }
-  auto out_avals = prog.out_avals();
-  for (size_t i = 0; i < cts.size(); ++i) targs.push_back(ops::instantiate_zeros(cts[i], out_avals[i]));
-  std::vector<Array> outs = bind(self, targs, with_program(params, transpose_program(prog, linear))), r;
-  for (size_t i = 0, k = 0; i < args.size(); ++i) r.push_back(linear[i] ? outs[k++] : Array());
-  return r;
-}
-
-ir::Batched remat_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                        const ir::BatchAxis& axis, const Params& params) {
-  BatchedProgram bp = batch_program(*params.get<ir::ProgramRef>("program"), {dims.begin(), dims.end()}, axis);
-  return {bind(self, ins, with_program(params, bp.program)), bp.out_dims};
-}
-
 const ir::Primitive& remat_p = ir::register_primitive({
     .name = "checkpoint",
     .abstract_eval = remat_aval,
     .cpu_kernel = call_kernel,
     .eager_impl = call_eager,
-    .jvp_with_primals = remat_jvp,
-    .transpose = remat_transpose,
-    .batch = remat_batch,
+    .jvp_with_primals = call_jvp,
+    .transpose = call_transpose,
+    .batch = call_batch,
     .partial_eval = remat_partial_eval,
     .inlinable_call = true,
 });
