@@ -9,7 +9,6 @@
 #include "core/log.h"
 #include "ir/trace.h"
 #include "transforms/call_util.h"
-#include "transforms/partial_eval.h"
 #include "tessel/jit.h"
 
 namespace tessel {
@@ -72,22 +71,9 @@ std::vector<Array> jit_eager(std::span<const Array> ins, const ir::Params& param
 
 std::vector<Array> jit_partial_eval(const ir::Primitive& self, Trace& trace, std::span<const Array> ins,
                                     const ir::Params& params) {
-  auto& pe = static_cast<PartialEvalTrace&>(trace);
-  const auto& prog = *params.get<ir::ProgramRef>("program");
-  std::vector<bool> unknown;
-  std::vector<Array> known_ins, unknown_ins;
-  for (const Array& x : ins) {
-    unknown.push_back(pe.owns(x));
-    (unknown.back() ? unknown_ins : known_ins).push_back(x);
-  }
-  SplitProgram sp = partial_eval_program(prog, unknown);
-  std::vector<Array> kouts = bind(self, known_ins, with_program(params, sp.known));
-  const size_t n_known = kouts.size() - sp.num_residuals;
-  std::vector<Array> uargs(kouts.begin() + long(n_known), kouts.end());
-  uargs.insert(uargs.end(), unknown_ins.begin(), unknown_ins.end());
-  std::vector<Array> uouts = pe.record(self, uargs, with_program(params, sp.unknown)), result;
-  for (size_t i = 0, k = 0, u = 0; i < sp.out_unknown.size(); ++i) result.push_back(sp.out_unknown[i] ? uouts[u++] : kouts[k++]);
-  return result;
+  return call_partial_eval(self, trace, ins, params, nullptr, [&](const ir::ProgramRef& known, std::span<const Array> xs) {
+    return bind(self, xs, with_program(params, known));
+  });
 }
 
 bool needs_trace(std::span<const Array> args) {

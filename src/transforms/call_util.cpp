@@ -4,6 +4,7 @@
 #include "tessel/error.h"
 #include "transforms/batching.h"
 #include "transforms/jvp.h"
+#include "transforms/partial_eval.h"
 #include "transforms/transpose.h"
 
 namespace tessel::detail {
@@ -72,6 +73,28 @@ ir::Batched call_batch(const ir::Primitive& self, std::span<const Array> ins, st
                        const ir::BatchAxis& axis, const ir::Params& params) {
   BatchedProgram bp = batch_program(*params.get<ir::ProgramRef>("program"), {dims.begin(), dims.end()}, axis);
   return {bind(self, ins, with_program(params, bp.program)), bp.out_dims};
+}
+
+std::vector<Array> call_partial_eval(
+    const ir::Primitive& self, Trace& trace, std::span<const Array> ins, const ir::Params& params,
+    bool (*save)(const ir::Equation&),
+    const std::function<std::vector<Array>(const ir::ProgramRef&, std::span<const Array>)>& run_known) {
+  auto& pe = static_cast<PartialEvalTrace&>(trace);
+  std::vector<bool> unknown;
+  std::vector<Array> known_ins, unknown_ins;
+  for (const Array& x : ins) {
+    unknown.push_back(pe.owns(x));
+    (unknown.back() ? unknown_ins : known_ins).push_back(x);
+  }
+  SplitProgram sp = partial_eval_program(*params.get<ir::ProgramRef>("program"), unknown, save);
+  std::vector<Array> kouts = run_known(sp.known, known_ins);
+  const size_t n_known = kouts.size() - sp.num_residuals;
+  std::vector<Array> uargs(kouts.begin() + long(n_known), kouts.end());
+  uargs.insert(uargs.end(), unknown_ins.begin(), unknown_ins.end());
+  std::vector<Array> uouts = pe.record(self, uargs, with_program(params, sp.unknown)), result;
+  for (size_t i = 0, k = 0, u = 0; i < sp.out_unknown.size(); ++i)
+    result.push_back(sp.out_unknown[i] ? uouts[u++] : kouts[k++]);
+  return result;
 }
 
 }  // namespace tessel::detail

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ir/program.h"
+#include "ir/trace.h"
 
 namespace tessel::detail {
 
@@ -29,6 +30,13 @@ std::vector<Array> call_transpose(const ir::Primitive& self, std::span<const Arr
 /// batching: calls the batched program.
 ir::Batched call_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                        const ir::BatchAxis& axis, const ir::Params& params);
+
+/// partial evaluation of a call: splits the program (saving what `save` allows, all if
+/// null), runs the known part with `run_known` and records a call of the unknown part.
+std::vector<Array> call_partial_eval(
+    const ir::Primitive& self, Trace& trace, std::span<const Array> ins, const ir::Params& params,
+    bool (*save)(const ir::Equation&),
+    const std::function<std::vector<Array>(const ir::ProgramRef&, std::span<const Array>)>& run_known);
 
 /// A C++ callable as an equation parameter (compared by identity).
 template <class Fn> class FnParam final : public ir::ParamObject {

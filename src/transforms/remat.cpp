@@ -2,7 +2,6 @@
 // recomputes the rest in the backward pass.
 #include "tessel/transforms.h"
 #include "transforms/call_util.h"
-#include "transforms/partial_eval.h"
 
 namespace tessel::detail {
 namespace {
@@ -23,22 +22,8 @@ std::vector<Aval> remat_aval(std::span<const Aval> ins, const Params& p) { retur
 
 std::vector<Array> remat_partial_eval(const ir::Primitive& self, Trace& trace, std::span<const Array> ins,
                                       const Params& params) {
-  auto& pe = static_cast<PartialEvalTrace&>(trace);
-  std::vector<bool> unknown;
-  std::vector<Array> known, unk;
-  for (auto& x : ins) {
-    unknown.push_back(pe.owns(x));
-    (unknown.back() ? unk : known).push_back(x);
-  }
-  SplitProgram sp = partial_eval_program(*params.get<ir::ProgramRef>("program"), unknown,
-                                         policy_fn(params.get<std::string>("policy")));
-  std::vector<Array> kouts = ir::eval_program(*sp.known, known);
-  const size_t nk = kouts.size() - sp.num_residuals;
-  std::vector<Array> uargs(kouts.begin() + long(nk), kouts.end());
-  uargs.insert(uargs.end(), unk.begin(), unk.end());
-  std::vector<Array> uouts = pe.record(self, uargs, with_program(params, sp.unknown)), r;
-  for (size_t i = 0, k = 0, u = 0; i < sp.out_unknown.size(); ++i) r.push_back(sp.out_unknown[i] ? uouts[u++] : kouts[k++]);
-  return r;
+  return call_partial_eval(self, trace, ins, params, policy_fn(params.get<std::string>("policy")),
+                           [](const ir::ProgramRef& known, std::span<const Array> xs) { return ir::eval_program(*known, xs); });
 }
 
 const ir::Primitive& remat_p = ir::register_primitive({
