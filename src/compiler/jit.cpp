@@ -20,9 +20,12 @@ struct ProgramHolder {
 
 struct JitEntry {
   std::shared_ptr<const ir::Program> traced;   // as traced
+  // Closure-converted but not simplified: what transformations of a call see, since
+  // simplification inlines custom_jvp/custom_vjp/checkpoint calls and would drop their rules.
+  std::shared_ptr<const ir::Program> closed;
   std::shared_ptr<const ir::Program> lowered;  // closure-converted and simplified
   std::shared_ptr<compiler::Executable> exe;
-  std::vector<Array> captured_tracers;         // leading arguments of `lowered`
+  std::vector<Array> captured_tracers;         // leading arguments of `closed` and `lowered`
 };
 
 namespace {
@@ -89,7 +92,8 @@ std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in
   auto e = std::make_shared<JitEntry>();
   e->traced = std::make_shared<const ir::Program>(trace_to_program(fn, in_avals, name));
   ir::verify_program(*e->traced);
-  e->lowered = std::make_shared<const ir::Program>(compiler::simplify(ir::hoist_tracer_consts(*e->traced, e->captured_tracers)));
+  e->closed = std::make_shared<const ir::Program>(ir::hoist_tracer_consts(*e->traced, e->captured_tracers));
+  e->lowered = std::make_shared<const ir::Program>(compiler::simplify(*e->closed));
   e->exe = std::make_shared<compiler::Executable>(e->lowered);
   TESSEL_DEBUG_LOG("jit compile '" + name + "': traced " + std::to_string(e->traced->eqns.size()) +
                    " equations, " + std::to_string(e->lowered->eqns.size()) + " after simplification");
@@ -107,7 +111,7 @@ std::vector<Array> jit_call(const JitEntry& e, std::span<const Array> args) {
   std::vector<Array> all = e.captured_tracers;
   all.insert(all.end(), args.begin(), args.end());
   return detail::bind(compiler::jit_primitive(), all,
-              ir::Params{{"name", e.lowered->name}, {"program", ir::ProgramRef(e.lowered)}});
+              ir::Params{{"name", e.lowered->name}, {"program", ir::ProgramRef(e.closed)}});
 }
 
 Program jit_traced_program(const JitEntry& e) {

@@ -76,10 +76,13 @@ void check_types(const std::string& op, const std::string& what, std::span<const
   if (got.size() != want.size())
     throw ValueError(op + ": " + what + " has " + std::to_string(got.size()) + " arrays, expected " +
                      std::to_string(want.size()));
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i].shape != want[i].shape || got[i].dtype != want[i].dtype)
-      throw ShapeError(op + ": " + what + " " + std::to_string(i) + " has type " + got[i].to_string() + ", expected " +
-                       want[i].to_string() + "; make the types agree (e.g. with astype or broadcast_to)");
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].shape == want[i].shape && got[i].dtype == want[i].dtype) continue;
+    std::string msg = op + ": " + what + " " + std::to_string(i) + " has type " + got[i].to_string() + ", expected " +
+                      want[i].to_string() + "; make the types agree (e.g. with astype or broadcast_to)";
+    if (got[i].shape == want[i].shape) throw DTypeError(msg);
+    throw ShapeError(msg);
+  }
 }
 
 std::vector<Aval> avals_of(std::span<const Array> xs) {

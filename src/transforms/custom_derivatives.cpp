@@ -117,11 +117,14 @@ std::vector<Aval> custom_vjp_aval(std::span<const Aval> ins, const Params& p) { 
 
 std::vector<Aval> lin_aval(std::span<const Aval>, const Params& p) { return get_fn<LinInfo>(p, "lin").out_avals; }
 
-std::vector<Array> lin_eager(std::span<const Array>, const Params&) {
+[[noreturn]] void forward_mode_error() {
   throw NotImplementedError("custom_vjp: forward-mode differentiation (jvp, jacfwd, linearize's forward use) of a "
                             "custom_vjp function is not supported, since only its reverse-mode rule is given; use "
                             "reverse mode (grad, vjp, jacrev) or define it with custom_jvp");
 }
+std::vector<Array> lin_eager(std::span<const Array>, const Params&) { forward_mode_error(); }
+// Under jit the error surfaces when the result is read (only reverse mode transposes it away).
+void lin_kernel(const ir::KernelCall&) { forward_mode_error(); }
 
 std::vector<Array> lin_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array> args,
                                  std::span<const Aval> avals, const Params& params) {
@@ -148,6 +151,7 @@ ir::Batched lin_batch(const ir::Primitive& self, std::span<const Array> ins, std
 const ir::Primitive& custom_vjp_lin_p = ir::register_primitive({
     .name = "custom_vjp_lin",
     .abstract_eval = lin_aval,
+    .cpu_kernel = lin_kernel,
     .eager_impl = lin_eager,
     .transpose = lin_transpose,
     .batch = lin_batch,
