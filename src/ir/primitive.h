@@ -66,10 +66,13 @@ using TransposeFn = std::vector<Array> (*)(const Primitive& self, std::span<cons
                                            std::span<const Aval> avals, const Params& params);
 /// An input or output dimension that is not batched.
 inline constexpr int64_t kNotBatched = -1;
-/// The batched axis of vmap: its size and (for collectives over it) its name.
+/// The batched axis of vmap: its size, (for collectives over it) its name, and the trace
+/// that maps it (rules that run user code, like custom_jvp's, re-enter it).
 struct BatchAxis {
   int64_t size;
   std::string name;
+  detail::Trace* trace = nullptr;
+  uint64_t trace_id = 0;
 };
 /// Batching: outputs and their batch dimensions (kNotBatched allowed) given inputs whose
 /// batch dimension is `dims[i]` (kNotBatched for unbatched inputs; at least one is batched).

@@ -43,6 +43,11 @@ Trace::Scope::~Scope() { t_stack.pop_back(); }
 
 void set_eager_evaluator(EagerEvaluator f) { g_eager = f; }
 bool tracing_active() { return !t_stack.empty(); }
+bool trace_is_live(uint64_t id) {
+  for (Trace* s : t_stack)
+    if (s->id() == id) return true;
+  return false;
+}
 
 std::vector<Array> eval_eagerly(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
   return g_eager(p, ins, params);

@@ -71,6 +71,8 @@ void set_eager_evaluator(EagerEvaluator f);
 std::vector<Array> eval_eagerly(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params);
 /// True when some trace is active on this thread.
 bool tracing_active();
+/// True when the trace with this id is on this thread's trace stack.
+bool trace_is_live(uint64_t id);
 
 /// Records the primitives applied to its tracers as equations of a program.
 class ProgramTrace : public Trace {

@@ -88,6 +88,21 @@ std::vector<Array> vmap_eval(const std::function<std::vector<Array>(std::span<co
   return result;
 }
 
+std::vector<Array> batch_at_front(const std::function<std::vector<Array>(std::span<const Array>)>& fn,
+                                  std::span<const Array> args, const ir::BatchAxis& axis) {
+  std::vector<int64_t> front(args.size(), 0);
+  if (!axis.trace || !trace_is_live(axis.trace_id))
+    return vmap_eval(fn, args, front, std::vector<std::optional<int64_t>>{0}, axis, "custom rule under vmap");
+  auto* trace = static_cast<BatchTrace*>(axis.trace);
+  std::vector<Array> ins, result;
+  for (const Array& a : args) ins.push_back(trace->pack(a, 0));
+  for (const Array& o : fn(ins)) {
+    auto [v, d] = trace->unpack(o);
+    result.push_back(ops::move_batch_dim(v, d, 0, axis.size));
+  }
+  return result;
+}
+
 BatchedProgram batch_program(const ir::Program& p, const std::vector<int64_t>& in_dims, const ir::BatchAxis& axis,
                              const std::vector<bool>& force, bool force_all) {
   std::vector<Aval> avals;

@@ -9,7 +9,10 @@ namespace tessel::detail {
 
 class BatchTrace final : public Trace {
  public:
-  explicit BatchTrace(ir::BatchAxis axis) : axis_(std::move(axis)) {}
+  explicit BatchTrace(ir::BatchAxis axis) : axis_(std::move(axis)) {
+    axis_.trace = this;
+    axis_.trace_id = id();
+  }
   std::vector<Array> process_primitive(const ir::Primitive& p, std::span<const Array> ins,
                                        const ir::Params& params) override;
   /// A value of this trace (dim == kNotBatched gives `value` itself).
@@ -37,6 +40,11 @@ std::vector<Array> vmap_eval(const std::function<std::vector<Array>(std::span<co
                              std::span<const Array> args, std::span<const int64_t> in_dims,
                              std::span<const std::optional<int64_t>> out_dims, const ir::BatchAxis& axis,
                              const std::string& op = "vmap");
+
+/// Runs `fn` with every input and output batched at 0: on the trace of `axis` while it is
+/// live (so values `fn` closed over from that vmap batch correctly), else on a fresh one.
+std::vector<Array> batch_at_front(const std::function<std::vector<Array>(std::span<const Array>)>& fn,
+                                  std::span<const Array> args, const ir::BatchAxis& axis);
 
 /// The batched program and its output batch dims: batched outputs are moved to dimension 0;
 /// unbatched ones stay unbatched (kNotBatched) unless `force[i]` (or `force_all`) broadcasts

@@ -56,14 +56,13 @@ template <class Rule> Rule vmapped_rule(Rule f, const ir::BatchAxis& axis) {
   return [f, axis](auto... spans) {
     std::vector<Array> all;
     (all.insert(all.end(), spans.begin(), spans.end()), ...);
-    std::vector<int64_t> dims(all.size(), 0);
     std::vector<size_t> sizes{spans.size()...};
-    return vmap_eval(
+    return batch_at_front(
         [&](std::span<const Array> xs) {
           if constexpr (sizeof...(spans) == 1) return f(xs);
           else return f(xs.subspan(0, sizes[0]), xs.subspan(sizes[0]));
         },
-        all, dims, std::vector<std::optional<int64_t>>{0}, axis, "custom rule under vmap");
+        all, axis);
   };
 }
 
