@@ -13,6 +13,7 @@
 #include "ir/trace.h"
 #include "tessel/control_flow.h"
 #include "transforms/check_transforms.h"
+#include "transforms/counting_identity.h"
 
 namespace {
 using namespace transform_testing;
@@ -270,25 +271,10 @@ TEST(CustomVjp, ClosingOverAConstantIsFine) {
 // ====================================== checkpoint ======================================
 
 // An identity that counts how often its kernel runs (primal evaluations).
-std::atomic<int> g_runs{0};
-void counting_kernel(const ts::ir::KernelCall& c) {
-  ++g_runs;
-  std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
-}
-std::vector<ts::Aval> same_aval(std::span<const ts::Aval> in, const ts::ir::Params&) { return {in[0]}; }
-std::vector<ts::Array> pass_tangent(const ts::ir::Primitive&, std::span<const ts::Array>, std::span<const ts::Array> t,
-                                    std::span<const ts::Array>, const ts::ir::Params&) {
-  return {t[0]};
-}
-ts::ir::Batched keep_dim(const ts::ir::Primitive& self, std::span<const ts::Array> ins, std::span<const int64_t> dims,
-                         const ts::ir::BatchAxis&, const ts::ir::Params& params) {
-  return {ts::detail::bind(self, ins, params), {dims[0]}};
-}
-const ts::ir::Primitive& counted_p = ts::ir::register_primitive({.name = "cftest_counted",
-                                                                 .abstract_eval = same_aval,
-                                                                 .cpu_kernel = counting_kernel,
-                                                                 .jvp = pass_tangent,
-                                                                 .batch = keep_dim});
+struct CountedTag {};
+using Counted = transform_testing::CountingIdentity<CountedTag>;
+std::atomic<int>& g_runs = Counted::runs;
+const ts::ir::Primitive& counted_p = Counted::define("cftest_counted");
 ts::Array counted(const ts::Array& x) { return ts::detail::bind1(counted_p, {x}); }
 
 int runs_of(const std::function<void()>& f) {

@@ -14,6 +14,7 @@
 #include "ir/trace.h"
 #include "tessel/control_flow.h"
 #include "transforms/check_transforms.h"
+#include "transforms/counting_identity.h"
 
 namespace {
 using namespace transform_testing;
@@ -366,26 +367,10 @@ TEST(ProgramText, ScanAndCondPrintTheirBodies) {
 // ======================================== effects ========================================
 
 // An identity with a side effect that counts its runs.
-std::atomic<int> g_effects{0};
-void effect_kernel(const ts::ir::KernelCall& c) {
-  ++g_effects;
-  std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
-}
-std::vector<ts::Aval> same_aval(std::span<const ts::Aval> in, const ts::ir::Params&) { return {in[0]}; }
-std::vector<ts::Array> pass_tangent(const ts::ir::Primitive&, std::span<const ts::Array>, std::span<const ts::Array> t,
-                                    std::span<const ts::Array>, const ts::ir::Params&) {
-  return {t[0]};
-}
-ts::ir::Batched keep_dim(const ts::ir::Primitive& self, std::span<const ts::Array> ins, std::span<const int64_t> dims,
-                         const ts::ir::BatchAxis&, const ts::ir::Params& params) {
-  return {ts::detail::bind(self, ins, params), {dims[0]}};
-}
-const ts::ir::Primitive& effect_p = ts::ir::register_primitive({.name = "cftest_effect",
-                                                                .abstract_eval = same_aval,
-                                                                .cpu_kernel = effect_kernel,
-                                                                .effects = ts::ir::kSideEffect,
-                                                                .jvp = pass_tangent,
-                                                                .batch = keep_dim});
+struct EffectTag {};
+using Effect = transform_testing::CountingIdentity<EffectTag>;
+std::atomic<int>& g_effects = Effect::runs;
+const ts::ir::Primitive& effect_p = Effect::define("cftest_effect", ts::ir::kSideEffect);
 void effect(const ts::Array& x) { (void)ts::detail::bind1(effect_p, {x}); }
 
 int effects_of(const std::function<void()>& f) {
