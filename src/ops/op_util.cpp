@@ -70,6 +70,22 @@ std::vector<Array> promote_broadcast(const std::string& op, std::vector<Array> x
   return broadcast_all(op, std::move(xs));
 }
 
+void check_same_type(const std::string& op, const std::string& what, const Aval& got, const Aval& want,
+                     const std::string& fix) {
+  if (got.shape == want.shape && got.dtype == want.dtype) return;
+  std::string msg = op + ": " + what + " has type " + got.to_string() + ", expected " + want.to_string() + "; " + fix;
+  if (got.shape == want.shape) throw DTypeError(msg);
+  throw ShapeError(msg);
+}
+
+void check_same_types(const std::string& op, const std::string& what, std::span<const Aval> got,
+                      std::span<const Aval> want, const std::string& fix) {
+  if (got.size() != want.size())
+    throw ValueError(op + ": " + what + " has " + std::to_string(got.size()) + " arrays, expected " +
+                     std::to_string(want.size()));
+  for (size_t i = 0; i < got.size(); ++i) check_same_type(op, what + " " + std::to_string(i), got[i], want[i], fix);
+}
+
 void check_dtype(const std::string& op, DType d, bool ok, const char* what) {
   if (!ok)
     throw DTypeError(op + ": dtype " + dtype_name(d) + " is not supported; expected " + what +

@@ -34,6 +34,13 @@ std::vector<Array> promote_broadcast(const std::string& op, std::vector<Array> x
 std::vector<Array> broadcast_all(const std::string& op, std::vector<Array> xs);
 /// Throws DTypeError "op: dtype X is not supported; expected <what>" unless ok.
 void check_dtype(const std::string& op, DType d, bool ok, const char* what);
+/// Throws "op: what has type X, expected Y; fix" unless `got` has `want`'s shape and dtype
+/// (DTypeError when only the dtype differs, else ShapeError).
+void check_same_type(const std::string& op, const std::string& what, const Aval& got, const Aval& want,
+                     const std::string& fix);
+/// The same for lists (entry i is named "what i"); a ValueError when the lengths differ.
+void check_same_types(const std::string& op, const std::string& what, std::span<const Aval> got,
+                      std::span<const Aval> want, const std::string& fix);
 /// Element-wise abstract evaluation: all inputs have one shape (or rank 0) and one dtype.
 /// Output dtype = input dtype unless `out` is given.
 Aval elementwise_aval(const std::string& op, std::span<const Aval> ins);

@@ -19,6 +19,7 @@ struct LinearState {
 
 namespace {
 
+// Always a ShapeError: a tangent or cotangent is described by its whole type.
 void check_same(const char* op, const char* what, size_t i, const Aval& got, const Aval& want) {
   if (got.shape != want.shape || got.dtype != want.dtype)
     throw ShapeError(std::string(op) + ": " + what + " " + std::to_string(i) + " has type " + got.to_string() +

@@ -19,14 +19,7 @@ std::vector<Array> call_eager(std::span<const Array> ins, const ir::Params& para
 
 std::vector<Aval> call_avals(const std::string& op, std::span<const Aval> ins, const ir::Params& params) {
   const auto& p = *params.get<ir::ProgramRef>("program");
-  auto want = p.in_avals();
-  if (want.size() != ins.size())
-    throw ValueError(op + ": the function takes " + std::to_string(want.size()) + " arrays, got " +
-                     std::to_string(ins.size()));
-  for (size_t i = 0; i < ins.size(); ++i)
-    if (ins[i].shape != want[i].shape || ins[i].dtype != want[i].dtype)
-      throw ShapeError(op + ": argument " + std::to_string(i) + " has type " + ins[i].to_string() + ", expected " +
-                       want[i].to_string());
+  ops::check_same_types(op, "argument", ins, p.in_avals(), "call the function with the types it was traced for");
   return p.out_avals();
 }
 

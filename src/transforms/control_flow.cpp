@@ -73,16 +73,7 @@ std::vector<Array> span_vec(std::span<const Array> xs, size_t from, size_t n) {
 }
 
 void check_types(const std::string& op, const std::string& what, std::span<const Aval> got, std::span<const Aval> want) {
-  if (got.size() != want.size())
-    throw ValueError(op + ": " + what + " has " + std::to_string(got.size()) + " arrays, expected " +
-                     std::to_string(want.size()));
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].shape == want[i].shape && got[i].dtype == want[i].dtype) continue;
-    std::string msg = op + ": " + what + " " + std::to_string(i) + " has type " + got[i].to_string() + ", expected " +
-                      want[i].to_string() + "; make the types agree (e.g. with astype or broadcast_to)";
-    if (got[i].shape == want[i].shape) throw DTypeError(msg);
-    throw ShapeError(msg);
-  }
+  ops::check_same_types(op, what, got, want, "make the types agree (e.g. with astype or broadcast_to)");
 }
 
 std::vector<Aval> avals_of(std::span<const Array> xs) {
@@ -154,14 +145,19 @@ std::vector<Array> cond_partial_eval(const ir::Primitive& self, Trace& trace, st
   std::vector<bool> unknown;
   for (auto& x : ops) unknown.push_back(pe.owns(x));
   std::vector<bool> out_u(branches[0]->outvars.size(), false);
-  for (auto& b : branches) out_u = out_u | partial_eval_program(*b, unknown).out_unknown;
   std::vector<SplitProgram> splits;
+  for (auto& b : branches) {
+    splits.push_back(partial_eval_program(*b, unknown));
+    out_u = out_u | splits.back().out_unknown;
+  }
+  // One split for all branches: a branch that could compute an output others cannot is
+  // split again with that output forced unknown.
   std::vector<std::vector<Aval>> res_avals;
   std::vector<Aval> all_res;
-  for (auto& b : branches) {
-    splits.push_back(partial_eval_program(*b, unknown, nullptr, out_u));
-    auto ko = splits.back().known->out_avals();
-    res_avals.emplace_back(ko.end() - long(splits.back().num_residuals), ko.end());
+  for (size_t i = 0; i < branches.size(); ++i) {
+    if (splits[i].out_unknown != out_u) splits[i] = partial_eval_program(*branches[i], unknown, nullptr, out_u);
+    auto ko = splits[i].known->out_avals();
+    res_avals.emplace_back(ko.end() - long(splits[i].num_residuals), ko.end());
     all_res = cat(all_res, res_avals.back());
   }
   std::vector<Array> known_ops = pick(ops, unknown, false), unknown_ops = pick(ops, unknown, true);

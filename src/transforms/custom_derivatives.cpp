@@ -23,18 +23,11 @@ void reject_closure_tangents(const char* op, std::span<const Array> tangents, si
 }
 
 void check_rule_outputs(const char* op, const char* what, std::span<const Array> got, std::span<const Aval> want) {
-  if (got.size() != want.size())
-    throw ValueError(std::string(op) + ": the " + what + " returned " + std::to_string(got.size()) +
-                     " arrays, expected " + std::to_string(want.size()));
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!got[i].valid()) continue;
-    if (got[i].shape() == want[i].shape && got[i].dtype() == want[i].dtype) continue;
-    std::string msg = std::string(op) + ": the " + what + " returned " + got[i].aval().to_string() + " for output " +
-                      std::to_string(i) + ", but the primal is " + want[i].to_string() +
-                      "; tangents and cotangents must have the primal's shape and dtype";
-    if (got[i].dtype() != want[i].dtype) throw DTypeError(msg);
-    throw ShapeError(msg);
-  }
+  std::vector<Aval> avals;
+  for (size_t i = 0; i < got.size(); ++i)  // zeros (empty) always fit
+    avals.push_back(got[i].valid() ? got[i].aval() : i < want.size() ? want[i] : Aval({}, DType::float32));
+  ops::check_same_types(op, std::string("the ") + what, avals, want,
+                        "tangents and cotangents must have the primal's shape and dtype");
 }
 
 /// Binds `self` with every input batched at 0; outputs are batched at 0. `p` holds the
