@@ -271,3 +271,28 @@ INSTANTIATE_TEST_SUITE_P(Reductions, IndexReductionRules, testing::ValuesIn(kInd
 INSTANTIATE_TEST_SUITE_P(Reductions, ExactReductionRules, testing::ValuesIn(kExactReductions), index_case_name);
 
 }  // namespace
+
+namespace {
+// Complex numbers have no order, so cummax/cummin of complex operands cannot be
+// differentiated: a clear error naming the op (cumprod of complex is fine).
+TEST(ReductionRules, CumulativeMaxOfComplexRefusesDifferentiation) {
+  transform_testing::ts::Array z = transform_testing::ts::complex(transform_testing::uniform({4}, 1),
+                                                                  transform_testing::uniform({4}, 2));
+  for (auto op : {&transform_testing::ts::cummax, &transform_testing::ts::cummin}) {
+    try {
+      transform_testing::ts::jvp([&](const transform_testing::ts::Array& x) { return op(x, 0, false); }, z, z);
+      ADD_FAILURE() << "expected NotImplementedError";
+    } catch (const transform_testing::ts::NotImplementedError& e) {
+      EXPECT_NE(std::string(e.what()).find("complex"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cum"), std::string::npos) << e.what();
+    }
+  }
+  auto [y, t] = transform_testing::ts::jvp(
+      [](const transform_testing::ts::Array& x) { return transform_testing::ts::cumprod(x, 0); }, z, z);
+  // With tangent x itself, d cumprod = sum_j y_k t_j / x_j = (k + 1) y_k.
+  namespace ts = transform_testing::ts;
+  ts::Array want = y * (ts::arange(4).astype(ts::f64) + 1.0);
+  transform_testing::expect_close(ts::real(t), ts::real(want), 1e-12, "cumprod jvp (real)");
+  transform_testing::expect_close(ts::imag(t), ts::imag(want), 1e-12, "cumprod jvp (imag)");
+}
+}  // namespace
