@@ -1,0 +1,54 @@
+#include "backend/cpu/parallel.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tessel/error.h"
+
+namespace tessel::cpu {
+namespace {
+
+int threads_from_env() {
+  const char* s = std::getenv("TESSEL_NUM_THREADS");
+  const int cores = oneapi::tbb::info::default_concurrency();
+  if (!s || !*s) return cores;
+  char* end = nullptr;
+  long n = std::strtol(s, &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096)
+    throw ValueError("TESSEL_NUM_THREADS must be a positive integer, got '" + std::string(s) +
+                     "'; unset it to use all " + std::to_string(cores) + " cores");
+  return int(n);
+}
+
+oneapi::tbb::task_arena& arena() {
+  static oneapi::tbb::task_arena a(num_threads());
+  return a;
+}
+
+}  // namespace
+
+int num_threads() {
+  static const int n = threads_from_env();
+  return n;
+}
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  if (n <= grain || num_threads() == 1) {
+    fn(0, n);
+    return;
+  }
+  // Device streams are plain threads; each joins the one arena, whose workers steal chunks.
+  arena().execute([&] {
+    oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, size_t(grain)),
+                              [&](const oneapi::tbb::blocked_range<int64_t>& r) { fn(r.begin(), r.end()); });
+  });
+}
+
+}  // namespace tessel::cpu
