@@ -45,17 +45,22 @@ struct JitOptions {
   /// == and a copy). Arguments whose C++ type holds no Array are static automatically;
   /// listing them is allowed. Listing an Array argument is an error.
   std::vector<int> static_argnums = {};
-  /// Arguments whose buffers the computation may reuse for its outputs. Accepted (and
-  /// validated) now; buffer reuse arrives with the compiler issue.
+  /// Arguments whose buffers the computation may reuse for intermediates and outputs
+  /// (`state = step(state)` without a second copy of the state). A donated argument's
+  /// arrays are invalidated by the call: any later use throws a ValueError. Donation is
+  /// ignored under transformations (grad, vmap, an enclosing jit) and for an array passed
+  /// more than once in the same call. Listing a static argument, or one that holds no
+  /// arrays, is a `ValueError`; an index outside the call's arguments an `IndexError`.
   std::vector<int> donate_argnums = {};
   /// Name shown in printed programs; default "fn".
   std::string name = {};
 };
 
 namespace detail {
-/// Traces `fn` on tracers of `in_avals` and compiles the simplified program.
+/// Traces `fn` on tracers of `in_avals` and compiles the simplified program. `donated[k]`
+/// is the argument number of leaf k when that argument is donated, else -1 (empty: none).
 TESSEL_API std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in_avals,
-                                                 const std::string& name);
+                                                 const std::string& name, std::vector<int> donated = {});
 /// True when the entry closed over tracers of an enclosing transformation (not cacheable).
 TESSEL_API bool jit_entry_captures_tracers(const JitEntry& e);
 /// Calls the compiled program: runs it, or records it into an active trace.
@@ -66,6 +71,8 @@ TESSEL_API Program jit_lowered_program(const JitEntry& e);
 TESSEL_API std::string jit_compiled_text(const JitEntry& e);
 TESSEL_API Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name);
 [[noreturn]] TESSEL_API void jit_bad_static_argnum(const std::string& name, int argnum, int nargs, bool is_array);
+/// Why argument `argnum` cannot be donated: out of range, static, or holding no arrays.
+[[noreturn]] TESSEL_API void jit_bad_donate_argnum(const std::string& name, int argnum, int nargs, bool is_static);
 
 template <class T> constexpr bool is_tree_v = TreeTraits<std::decay_t<T>>::is_tree;
 
@@ -94,17 +101,21 @@ inline bool same_static_key(const StaticKey& a, const StaticKey& b) {
   return true;
 }
 
-/// Flattens jit arguments: leaves of tree arguments go to `leaves`; copies of static
-/// arguments go to `statics` (when given).
+/// Flattens jit arguments: leaves of tree arguments go to `leaves` (and the number of the
+/// argument each comes from to `leaf_args`, when given); copies of static arguments go to
+/// `statics` (when given).
 template <class Tuple, size_t... I>
 void flatten_args(const Tuple& args, const std::vector<int>& static_argnums, std::vector<Array>& leaves,
-                  StaticKey* statics, std::index_sequence<I...>) {
+                  StaticKey* statics, std::index_sequence<I...>, std::vector<int>* leaf_args = nullptr) {
   auto one = [&](const auto& a, int i) {
     using A = std::decay_t<decltype(a)>;
     bool listed = std::find(static_argnums.begin(), static_argnums.end(), i) != static_argnums.end();
     if constexpr (is_tree_v<A>) {
       if (listed) jit_bad_static_argnum("jit", i, int(sizeof...(I)), true);
-      TreeTraits<A>::for_each(a, [&](const Array& x) { leaves.push_back(x); });
+      TreeTraits<A>::for_each(a, [&](const Array& x) {
+        leaves.push_back(x);
+        if (leaf_args) leaf_args->push_back(i);
+      });
     } else if (statics) {
       statics->push_back(std::make_shared<StaticValueOf<A>>(a));
     }
@@ -205,9 +216,19 @@ template <class F> class Jitted {
     using R = std::invoke_result_t<const F&, const Args&...>;
     detail::StaticKey statics;
     auto tup = std::forward_as_tuple(args...);
-    for (int i : state_->opts.static_argnums)
-      if (i < 0 || i >= int(sizeof...(Args))) detail::jit_bad_static_argnum(state_->opts.name, i, int(sizeof...(Args)), false);
-    detail::flatten_args(tup, state_->opts.static_argnums, leaves, &statics, std::index_sequence_for<Args...>{});
+    const JitOptions& opts = state_->opts;
+    constexpr int nargs = int(sizeof...(Args));
+    for (int i : opts.static_argnums)
+      if (i < 0 || i >= nargs) detail::jit_bad_static_argnum(opts.name, i, nargs, false);
+    constexpr bool holds_arrays[] = {is_tree_v<std::decay_t<Args>>..., false};
+    for (int i : opts.donate_argnums) {
+      if (i < 0 || i >= nargs) detail::jit_bad_donate_argnum(opts.name, i, nargs, false);
+      bool is_static = std::find(opts.static_argnums.begin(), opts.static_argnums.end(), i) != opts.static_argnums.end();
+      if (is_static || !holds_arrays[i]) detail::jit_bad_donate_argnum(opts.name, i, nargs, is_static);
+    }
+    std::vector<int> leaf_args;
+    detail::flatten_args(tup, opts.static_argnums, leaves, &statics, std::index_sequence_for<Args...>{},
+                         opts.donate_argnums.empty() ? nullptr : &leaf_args);
     const std::type_info* types = &typeid(std::tuple<std::decay_t<Args>...>);
     {
       std::lock_guard lock(state_->mu);
@@ -230,7 +251,10 @@ template <class F> class Jitted {
       *sample = std::apply(state_->f, traced);
       return tree_leaves(*sample);
     };
-    auto jit = detail::jit_compile(flat, avals, state_->opts.name);
+    std::vector<int> donated;
+    for (int a : leaf_args)
+      donated.push_back(std::find(opts.donate_argnums.begin(), opts.donate_argnums.end(), a) != opts.donate_argnums.end() ? a : -1);
+    auto jit = detail::jit_compile(flat, avals, opts.name, std::move(donated));
     if (!detail::jit_entry_captures_tracers(*jit)) {
       std::lock_guard lock(state_->mu);
       state_->entries.push_back(Entry{types, std::move(statics), std::move(avals), jit, sample});

@@ -5,6 +5,7 @@
 #include "tessel/device.h"
 #include "tessel/dtype.h"
 #include "tessel/error.h"
+#include "tessel/fft.h"
 #include "tessel/jit.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"

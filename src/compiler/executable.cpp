@@ -1,6 +1,22 @@
+// Executables and their buffer plan.
+//
+// The plan is made once, when the executable is built. A buffer belongs to a run when it
+// is an intermediate or a donated argument's; when such a buffer dies (its last reader ran)
+// and it is not a program output, its memory is free for the run to reuse:
+//  - in place: a step whose primitive declares it (Primitive::inplace) writes its output
+//    into an input that dies at that very step (scatter onto a dead operand skips the copy);
+//  - by size: a later output of the same allocator size class takes the memory.
+// Memory nobody takes goes back to the allocator where it died. Constants, literals,
+// arguments that are not donated and program outputs are never written or reused.
+// Donation is decided per call: an argument's array passed once is invalidated, and its
+// memory is the run's if the run holds the only reference to the buffer when it starts;
+// otherwise the steps planned onto it get fresh memory.
 #include "compiler/executable.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -11,9 +27,20 @@
 namespace tessel::compiler {
 
 using detail::Buffer;
+using detail::Memory;
 
-Executable::Executable(std::shared_ptr<const ir::Program> program) : program_(std::move(program)) {
+struct Executable::RunState {
+  explicit RunState(size_t n) : ptr(n, nullptr), owned(n), direct(n, nullptr), attach(n, nullptr) {}
+  std::vector<void*> ptr;             // by slot: where its data is
+  std::vector<Memory> owned;          // by slot: memory the run owns (intermediates, donated inputs)
+  std::vector<void*> direct;          // by slot: caller memory an output is written to (run_sync)
+  std::vector<Buffer*> attach;        // by slot: the output buffer that receives its memory (run)
+};
+
+Executable::Executable(std::shared_ptr<const ir::Program> program, std::vector<int> donated)
+    : program_(std::move(program)), donated_(std::move(donated)) {
   const ir::Program& p = *program_;
+  donated_.resize(p.invars.size(), -1);
   std::unordered_map<const ir::VarNode*, int> slot_of;
   auto add_slot = [&](SlotKind k, const Aval& av) {
     slot_kind_.push_back(k);
@@ -38,12 +65,11 @@ Executable::Executable(std::shared_ptr<const ir::Program> program) : program_(st
     const_arrays_[size_t(s)] = lit;
     return s;
   };
-  std::vector<int> last_use;
   for (const ir::Equation& e : p.eqns) {
     if (!e.prim->cpu_kernel)
       throw NotImplementedError("jit: primitive '" + e.prim->name +
                                 "' has no CPU kernel, so it cannot run inside a compiled program");
-    Step st{e.prim, {}, {}, {}, {}, &e.params, {}};
+    Step st{e.prim, {}, {}, {}, {}, &e.params};
     for (auto& a : e.inputs) {
       st.ins.push_back(slot_for(a));
       st.in_avals.push_back(a.aval());
@@ -57,15 +83,80 @@ Executable::Executable(std::shared_ptr<const ir::Program> program) : program_(st
     }
     steps_.push_back(std::move(st));
   }
-  last_use.assign(slot_kind_.size(), -1);
+  const size_t n = slot_kind_.size();
+  last_use_.assign(n, -1);
   for (size_t i = 0; i < steps_.size(); ++i)
-    for (int s : steps_[i].ins) last_use[size_t(s)] = int(i);
-  for (size_t s = 0; s < slot_kind_.size(); ++s)
-    if (slot_kind_[s] == SlotKind::kIntermediate && last_use[s] >= 0) steps_[size_t(last_use[s])].release.push_back(int(s));
+    for (int s : steps_[i].ins) last_use_[size_t(s)] = int(i);
+  is_output_.assign(n, 0);
   for (auto& a : p.outvars) {
-    if (a.is_literal()) outputs_.push_back(Output{-1, a.literal(), a.aval().weak_type});
-    else outputs_.push_back(Output{slot_of.at(a.var().get()), Scalar(), false});
+    if (a.is_literal()) {
+      outputs_.push_back(Output{-1, a.literal(), a.aval().weak_type});
+    } else {
+      int s = slot_of.at(a.var().get());
+      outputs_.push_back(Output{s, Scalar(), false});
+      is_output_[size_t(s)] = 1;
+    }
   }
+  plan_run_ = make_plan(true);
+  plan_sync_ = make_plan(false);
+}
+
+bool Executable::reusable(size_t s) const {
+  if (is_output_[s]) return false;
+  return slot_kind_[s] == SlotKind::kIntermediate || (slot_kind_[s] == SlotKind::kInput && donated_[s] >= 0);
+}
+
+std::vector<Executable::StepPlan> Executable::make_plan(bool outputs_own_memory) const {
+  const size_t n = slot_kind_.size();
+  auto size_class = [&](int s) { return detail::allocator_size_class(slot_aval_[size_t(s)].nbytes()); };
+  std::map<size_t, std::vector<int>> pool;  // dead slots by size class, last died at the back
+  std::vector<char> taken(n, 0);
+  std::vector<int> died_at(n, -2);  // the step after which a slot's memory is free (-1: from the start)
+  auto dies = [&](int s, int t) {
+    pool[size_class(s)].push_back(s);
+    died_at[size_t(s)] = t;
+  };
+  for (size_t s = 0; s < n; ++s)
+    if (slot_kind_[s] == SlotKind::kInput && reusable(s) && last_use_[s] < 0) dies(int(s), -1);
+  std::vector<StepPlan> plan(steps_.size());
+  for (size_t t = 0; t < steps_.size(); ++t) {
+    const Step& st = steps_[t];
+    StepPlan& sp = plan[t];
+    sp.take.assign(st.outs.size(), -1);
+    sp.in_place.assign(st.outs.size(), 0);
+    for (size_t k = 0; k < st.outs.size(); ++k) {
+      const int s = st.outs[k];
+      if (!outputs_own_memory && is_output_[size_t(s)]) continue;  // written into the caller's memory
+      if (st.prim->inplace) {
+        for (size_t j : st.prim->inplace(k, st.in_avals, st.out_avals, *st.params)) {
+          const int r = st.ins[j];
+          if (!reusable(size_t(r)) || last_use_[size_t(r)] != int(t) || taken[size_t(r)] ||
+              std::count(st.ins.begin(), st.ins.end(), r) != 1 ||
+              slot_aval_[size_t(r)].nbytes() != slot_aval_[size_t(s)].nbytes())
+            continue;
+          sp.take[k] = r;
+          sp.in_place[k] = 1;
+          taken[size_t(r)] = 1;
+          break;
+        }
+      }
+      if (sp.take[k] >= 0) continue;
+      auto it = pool.find(size_class(s));
+      if (it == pool.end() || it->second.empty()) continue;
+      sp.take[k] = it->second.back();
+      it->second.pop_back();
+      taken[size_t(sp.take[k])] = 1;
+    }
+    for (int r : st.ins)
+      if (reusable(size_t(r)) && last_use_[size_t(r)] == int(t) && !taken[size_t(r)] && died_at[size_t(r)] == -2)
+        dies(r, int(t));
+    for (int s : st.outs)
+      if (reusable(size_t(s)) && last_use_[size_t(s)] < 0) dies(s, int(t));
+  }
+  // Memory nobody takes goes back where it died.
+  for (size_t s = 0; s < n; ++s)
+    if (died_at[s] != -2 && !taken[s] && !plan.empty()) plan[size_t(std::max(died_at[s], 0))].release.push_back(int(s));
+  return plan;
 }
 
 std::vector<Array> Executable::run(std::span<const Array> args) const {
@@ -77,18 +168,42 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
     if (!args[i].aval_ref().same_type(p.invars[i]->aval))
       throw ShapeError(p.name + ": argument " + std::to_string(i) + " has type " + args[i].aval().to_string() +
                        " but the program was compiled for " + p.invars[i]->aval.to_string());
+  std::vector<detail::ConcreteArray*> cs;
+  for (const Array& a : args) cs.push_back(detail::require_concrete(a, "jit"));
   detail::DeviceImpl* dev = detail::result_device(p.name, args);
   bool committed = false;
-  std::vector<std::shared_ptr<Buffer>> in_bufs;
-  for (const Array& a : args) {
-    auto* c = detail::require_concrete(a, "jit");
-    committed |= c->committed;
-    in_bufs.push_back(c->buffer);
+  for (auto* c : cs) committed |= c->committed;
+
+  // Donation: the array gives its buffer to this run and is left holding a marker that
+  // makes every later use throw. The run reuses the memory only if, when it starts, it
+  // holds the buffer alone: not if another array shares it, a program keeps it as a
+  // constant, or an operation still reading it has not finished.
+  std::vector<std::shared_ptr<Buffer>> in_bufs(args.size());
+  std::vector<char> donated(args.size(), 0);
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto* c = cs[i];
+    // An array passed twice is not donated (one of its uses is not donated).
+    bool twice = false;
+    for (size_t j = 0; j < args.size() && donated_[i] >= 0; ++j) twice |= j != i && args[j].impl() == args[i].impl();
+    if (donated_[i] < 0 || twice) {
+      in_bufs[i] = c->buffer;
+      continue;
+    }
+    in_bufs[i] = std::move(c->buffer);
+    donated[i] = 1;
+    c->buffer = Buffer::donated(
+        in_bufs[i]->nbytes(), in_bufs[i]->device(),
+        "this array (" + c->aval.to_string() + ") was donated to jit '" + p.name + "' (argument " +
+            std::to_string(donated_[i]) + " is in donate_argnums), so its buffer may hold other values now and it "
+            "cannot be used any more. To keep using it, leave the argument out of donate_argnums, or donate a copy "
+            "and keep the original");
   }
-  // Output buffers exist before the computation runs, so handles return at once.
+  // Output buffers exist before the computation runs, so handles return at once; their
+  // memory is attached by the step that computes them.
   std::vector<Array> outs(outputs_.size());
   std::vector<std::shared_ptr<Buffer>> slot_out(slot_kind_.size());
   std::vector<std::shared_ptr<Buffer>> fresh;
+  std::vector<Array> donated_out(args.size());
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const Output& o = outputs_[i];
     if (o.slot < 0) {
@@ -97,11 +212,19 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
     }
     size_t s = size_t(o.slot);
     switch (slot_kind_[s]) {
-      case SlotKind::kInput: outs[i] = args[s]; break;
+      case SlotKind::kInput:
+        if (!donated[s]) {
+          outs[i] = args[s];
+        } else {  // a donated argument returned as it is: a new array takes over its buffer
+          if (!donated_out[s].valid())
+            donated_out[s] = detail::make_concrete(cs[s]->aval, in_bufs[s]->device(), in_bufs[s], cs[s]->committed);
+          outs[i] = donated_out[s];
+        }
+        break;
       case SlotKind::kConst: outs[i] = const_arrays_[s]; break;
       case SlotKind::kIntermediate:
         if (!slot_out[s]) {
-          slot_out[s] = Buffer::allocate(slot_aval_[s].nbytes(), dev);
+          slot_out[s] = Buffer::deferred(slot_aval_[s].nbytes(), dev);
           fresh.push_back(slot_out[s]);
         }
         outs[i] = detail::make_concrete(slot_aval_[s], dev, slot_out[s], committed);
@@ -110,16 +233,23 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
   }
   if (steps_.empty()) return outs;
   auto self = shared_from_this();
-  auto task = [self, dev, in_bufs = std::move(in_bufs), slot_out = std::move(slot_out), fresh = std::move(fresh)]() {
+  auto task = [self, dev, in_bufs = std::move(in_bufs), donated = std::move(donated), slot_out = std::move(slot_out),
+               fresh = std::move(fresh)]() {
     try {
-      std::vector<void*> ptr(self->slot_kind_.size(), nullptr), direct(self->slot_kind_.size(), nullptr);
+      RunState rs(self->slot_kind_.size());
       for (size_t i = 0; i < in_bufs.size(); ++i) {
         in_bufs[i]->wait();
-        ptr[i] = in_bufs[i]->data();
+        rs.ptr[i] = in_bufs[i]->data();
+        // Nobody can take a new reference to a donated buffer (its array let go of it), so
+        // a count of one stays one: this run owns the memory.
+        if (donated[i] && self->reusable(i) && in_bufs[i].use_count() == 1 && in_bufs[i]->device() == dev) {
+          std::atomic_thread_fence(std::memory_order_acquire);  // after the last reader let go
+          rs.owned[i] = in_bufs[i]->take_memory();
+        }
       }
       for (size_t s = 0; s < slot_out.size(); ++s)
-        if (slot_out[s]) direct[s] = slot_out[s]->data();
-      self->run_steps(ptr, direct, dev);
+        if (slot_out[s]) rs.attach[s] = slot_out[s].get();
+      self->run_steps(rs, self->plan_run_, dev);
       for (auto& b : fresh) b->set_ready();
     } catch (...) {
       for (auto& b : fresh) b->set_error(std::current_exception());
@@ -131,49 +261,60 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
   return outs;
 }
 
-void Executable::run_steps(std::vector<void*>& ptr, const std::vector<void*>& direct, detail::DeviceImpl* dev) const {
-  const size_t n = slot_kind_.size();
-  std::vector<std::shared_ptr<Buffer>> held(n);
+void Executable::run_steps(RunState& rs, const std::vector<StepPlan>& plan, detail::DeviceImpl* dev) const {
   std::vector<const void*> ins;
   std::vector<void*> outs;
-  for (size_t s = 0; s < n; ++s)
+  for (size_t s = 0; s < slot_kind_.size(); ++s)
     if (const_buffer_[s]) {
       const_buffer_[s]->wait();
-      ptr[s] = const_buffer_[s]->data();
+      rs.ptr[s] = const_buffer_[s]->data();
     }
-  for (const Step& st : steps_) {
-    ins.clear();
+  for (size_t t = 0; t < steps_.size(); ++t) {
+    const Step& st = steps_[t];
+    const StepPlan& sp = plan[t];
     outs.clear();
-    for (int s : st.ins) ins.push_back(ptr[size_t(s)]);
-    for (int s : st.outs) {
-      if (!direct[size_t(s)]) {
-        held[size_t(s)] = Buffer::allocate(slot_aval_[size_t(s)].nbytes(), dev);
-        ptr[size_t(s)] = held[size_t(s)]->data();
+    for (size_t k = 0; k < st.outs.size(); ++k) {
+      const size_t s = size_t(st.outs[k]);
+      if (rs.direct[s]) {
+        rs.ptr[s] = rs.direct[s];
       } else {
-        ptr[size_t(s)] = direct[size_t(s)];
+        const size_t nbytes = slot_aval_[s].nbytes();
+        const int r = sp.take[k];
+        // The planned memory may be missing: a donated argument that was not donatable.
+        Memory m = r >= 0 && rs.owned[size_t(r)] && rs.owned[size_t(r)].capacity() >= nbytes
+                       ? std::move(rs.owned[size_t(r)])
+                       : Memory(nbytes);
+        if (rs.attach[s]) {
+          rs.attach[s]->attach(std::move(m));
+          rs.ptr[s] = rs.attach[s]->data();
+        } else {
+          rs.owned[s] = std::move(m);
+          rs.ptr[s] = rs.owned[s].data();
+        }
       }
-      outs.push_back(ptr[size_t(s)]);
+      outs.push_back(rs.ptr[s]);
     }
+    ins.clear();
+    for (int s : st.ins) ins.push_back(rs.ptr[size_t(s)]);
     st.prim->cpu_kernel(ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev});
-    for (int s : st.release) held[size_t(s)].reset();
+    for (int s : sp.release) rs.owned[size_t(s)].reset();
   }
 }
 
 void Executable::run_sync(std::span<const void* const> ins, std::span<void* const> outs, detail::DeviceImpl* dev) const {
-  const size_t n = slot_kind_.size();
-  std::vector<void*> ptr(n, nullptr), direct(n, nullptr);
-  for (size_t i = 0; i < ins.size(); ++i) ptr[i] = const_cast<void*>(ins[i]);
+  RunState rs(slot_kind_.size());
+  for (size_t i = 0; i < ins.size(); ++i) rs.ptr[i] = const_cast<void*>(ins[i]);
   // Intermediate outputs are computed in place; the rest (inputs, constants, literals,
   // repeated outputs) are copied after the steps.
   std::vector<bool> copied(outputs_.size(), true);
   for (size_t i = 0; i < outputs_.size(); ++i) {
     int s = outputs_[i].slot;
-    if (s >= 0 && slot_kind_[size_t(s)] == SlotKind::kIntermediate && !direct[size_t(s)]) {
-      direct[size_t(s)] = outs[i];
+    if (s >= 0 && slot_kind_[size_t(s)] == SlotKind::kIntermediate && !rs.direct[size_t(s)]) {
+      rs.direct[size_t(s)] = outs[i];
       copied[i] = false;
     }
   }
-  run_steps(ptr, direct, dev);
+  run_steps(rs, plan_sync_, dev);
   for (size_t i = 0; i < outputs_.size(); ++i) {
     if (!copied[i]) continue;
     const Output& o = outputs_[i];
@@ -181,28 +322,61 @@ void Executable::run_sync(std::span<const void* const> ins, std::span<void* cons
       Array lit = detail::scalar_array(o.literal, o.weak);
       std::memcpy(outs[i], detail::as_concrete(lit)->buffer->data(), lit.nbytes());
     } else {
-      std::memcpy(outs[i], ptr[size_t(o.slot)], slot_aval_[size_t(o.slot)].nbytes());
+      std::memcpy(outs[i], rs.ptr[size_t(o.slot)], slot_aval_[size_t(o.slot)].nbytes());
     }
   }
 }
 
 std::string Executable::to_text() const {
-  size_t n_in = 0, n_const = 0, n_mid = 0, live = 0, peak = 0;
+  const size_t n = slot_kind_.size();
+  size_t n_in = 0, n_const = 0, n_mid = 0, live = 0, peak = 0, n_in_place = 0, n_reused = 0;
   for (auto k : slot_kind_) {
     n_in += k == SlotKind::kInput;
     n_const += k == SlotKind::kConst;
     n_mid += k == SlotKind::kIntermediate;
   }
-  for (const Step& st : steps_) {
-    for (size_t i = 0; i < st.outs.size(); ++i) live += st.out_avals[i].nbytes();
+  // What each slot is, for the plan's lines; bytes of run-owned memory each slot holds.
+  std::vector<std::string> what(n);
+  for (size_t s = 0; s < n && slot_kind_[s] == SlotKind::kInput; ++s)
+    what[s] = "program input " + std::to_string(s) +
+              (donated_[s] >= 0 ? " (donated argument " + std::to_string(donated_[s]) + ")" : "");
+  std::vector<size_t> held(n, 0);
+  std::ostringstream lines;
+  for (size_t t = 0; t < steps_.size(); ++t) {
+    const Step& st = steps_[t];
+    const StepPlan& sp = plan_run_[t];
+    for (size_t k = 0; k < st.outs.size(); ++k) {
+      const size_t s = size_t(st.outs[k]);
+      what[s] = "step " + std::to_string(t) + " output " + std::to_string(k);
+      const int r = sp.take[k];
+      if (r < 0) {
+        held[s] = st.out_avals[k].nbytes();
+        live += held[s];
+        continue;
+      }
+      std::swap(held[s], held[size_t(r)]);
+      if (sp.in_place[k]) {
+        ++n_in_place;
+        const auto j = std::find(st.ins.begin(), st.ins.end(), r) - st.ins.begin();
+        lines << "#   step " << t << " (" << st.prim->name << "): output " << k << " written in place into input " << j
+              << " (" << what[size_t(r)] << ")\n";
+      } else {
+        ++n_reused;
+        lines << "#   step " << t << " (" << st.prim->name << "): output " << k << " reuses the memory of "
+              << what[size_t(r)] << "\n";
+      }
+    }
     peak = std::max(peak, live);
-    for (int s : st.release) live -= slot_aval_[size_t(s)].nbytes();
+    for (int s : sp.release) {
+      live -= held[size_t(s)];
+      held[size_t(s)] = 0;
+    }
   }
   std::ostringstream os;
   os << "# executable '" << program_->name << "' on cpu: " << steps_.size() << " kernel steps, " << n_in
      << " inputs, " << n_const << " constants, " << n_mid << " intermediate buffers, peak " << peak
-     << " bytes live\n"
-     << ir::print_program(*program_);
+     << " bytes live, " << n_in_place << " steps in place, " << n_reused << " buffers reused\n"
+     << lines.str() << ir::print_program(*program_);
   return os.str();
 }
 

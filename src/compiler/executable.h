@@ -1,7 +1,8 @@
 #pragma once
 // An executable: a simplified program turned into a flat list of kernel steps over numbered
-// buffer slots, with intermediate buffers freed after their last use. It runs as one task
-// on the device stream.
+// buffer slots, with a buffer plan: which step writes in place into an input that dies
+// there, which output takes the memory of a buffer that died before, and when the rest is
+// freed. It runs as one task on the device stream.
 #include <memory>
 #include <span>
 #include <string>
@@ -14,14 +15,16 @@ namespace tessel::compiler {
 
 class Executable : public std::enable_shared_from_this<Executable> {
  public:
+  /// `donated[i]` >= 0 marks input i as donated: it is argument `donated[i]` of the jitted
+  /// function (named in errors), and `run` may reuse its buffer, invalidating the array.
   /// Throws NotImplementedError if an equation has no CPU kernel.
-  explicit Executable(std::shared_ptr<const ir::Program> program);
+  explicit Executable(std::shared_ptr<const ir::Program> program, std::vector<int> donated = {});
   /// Runs on concrete arrays (dispatch returns at once; outputs become ready later).
   std::vector<Array> run(std::span<const Array> args) const;
   /// Runs synchronously on the calling thread, on dense input and output buffers (control
-  /// flow kernels run their bodies this way).
+  /// flow kernels run their bodies this way). Inputs are never written.
   void run_sync(std::span<const void* const> ins, std::span<void* const> outs, detail::DeviceImpl* dev) const;
-  /// The program with the buffer plan (slots and their release points).
+  /// The program with the buffer plan (steps in place, reused buffers, peak bytes).
   std::string to_text() const;
   const ir::Program& program() const { return *program_; }
 
@@ -32,22 +35,36 @@ class Executable : public std::enable_shared_from_this<Executable> {
     std::vector<int> ins, outs;
     std::vector<Aval> in_avals, out_avals;
     const ir::Params* params;
-    std::vector<int> release;  // intermediate slots dead after this step
+  };
+  /// Where each step's outputs get their memory and which slots' memory it frees.
+  struct StepPlan {
+    std::vector<int> take;       // per output: the slot whose memory it takes, or -1 (allocate)
+    std::vector<char> in_place;  // per output: `take` is an input of this step
+    std::vector<int> release;    // slots whose memory goes back to the allocator after the step
   };
   struct Output {
     int slot;  // -1 for a literal output
     Scalar literal;
     bool weak = false;
   };
-  /// Runs the steps; ptr holds the inputs' data, direct[s] (when set) is where slot s is
-  /// written instead of a fresh buffer.
-  void run_steps(std::vector<void*>& ptr, const std::vector<void*>& direct, detail::DeviceImpl* dev) const;
+  /// Memory of one run: the slots' data pointers and the memory the run owns.
+  struct RunState;
+  /// Plans the buffers; `outputs_own_memory` is false when program outputs are written
+  /// into the caller's memory (run_sync).
+  std::vector<StepPlan> make_plan(bool outputs_own_memory) const;
+  void run_steps(RunState& rs, const std::vector<StepPlan>& plan, detail::DeviceImpl* dev) const;
+  bool reusable(size_t slot) const;
+
   std::shared_ptr<const ir::Program> program_;
   std::vector<SlotKind> slot_kind_;
   std::vector<Aval> slot_aval_;
+  std::vector<int> last_use_;     // by slot: the last step reading it, or -1
+  std::vector<char> is_output_;   // by slot: a program output
+  std::vector<int> donated_;      // by input: the donated argument's number, or -1
   std::vector<std::shared_ptr<detail::Buffer>> const_buffer_;  // by slot (consts and literals)
   std::vector<Array> const_arrays_;                            // keeps consts alive
   std::vector<Step> steps_;
+  std::vector<StepPlan> plan_run_, plan_sync_;
   std::vector<Output> outputs_;
   size_t work_bytes_ = 0;  // bytes written by all steps (decides inline execution)
 };

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "compiler/executable.h"
+#include "compiler/fusion.h"
 #include "compiler/jit_primitive.h"
 #include "compiler/passes.h"
 #include "core/log.h"
@@ -45,7 +46,7 @@ std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& progr
   if (cache.size() > 256)
     std::erase_if(cache, [](const auto& kv) { return kv.second.program.expired(); });
   auto exe = std::make_shared<compiler::Executable>(
-      std::make_shared<const ir::Program>(compiler::simplify(*program, fold)));
+      std::make_shared<const ir::Program>(compiler::fuse(compiler::simplify(*program, fold))));
   cache.insert_or_assign(program.get(), Entry{program, exe});
   return exe;
 }
@@ -88,13 +89,18 @@ bool needs_trace(std::span<const Array> args) {
 
 }  // namespace
 
-std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name) {
+std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name,
+                                      std::vector<int> donated) {
   auto e = std::make_shared<JitEntry>();
   e->traced = std::make_shared<const ir::Program>(trace_to_program(fn, in_avals, name));
   ir::verify_program(*e->traced);
   e->closed = std::make_shared<const ir::Program>(ir::hoist_tracer_consts(*e->traced, e->captured_tracers));
   e->lowered = std::make_shared<const ir::Program>(compiler::simplify(*e->closed));
-  e->exe = std::make_shared<compiler::Executable>(e->lowered);
+  // Captured tracers lead the inputs; they are never donated (and a program that has them
+  // only runs under its transformation, where donation is ignored).
+  if (!donated.empty()) donated.insert(donated.begin(), e->captured_tracers.size(), -1);
+  e->exe = std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*e->lowered)),
+                                                  std::move(donated));
   TESSEL_DEBUG_LOG("jit compile '" + name + "': traced " + std::to_string(e->traced->eqns.size()) +
                    " equations, " + std::to_string(e->lowered->eqns.size()) + " after simplification");
   return e;
@@ -135,6 +141,15 @@ void jit_bad_static_argnum(const std::string& name, int argnum, int nargs, bool 
                      "string, ...) for a compile-time constant, or drop it from static_argnums");
   throw IndexError(name + ": static_argnums lists argument " + std::to_string(argnum) + " but the function is called with " +
                    std::to_string(nargs) + " arguments");
+}
+
+void jit_bad_donate_argnum(const std::string& name, int argnum, int nargs, bool is_static) {
+  if (argnum < 0 || argnum >= nargs)
+    throw IndexError(name + ": donate_argnums lists argument " + std::to_string(argnum) +
+                     " but the function is called with " + std::to_string(nargs) + " arguments");
+  throw ValueError(name + ": donate_argnums lists argument " + std::to_string(argnum) + ", which " +
+                   (is_static ? "is static (in static_argnums)" : "holds no Arrays") +
+                   "; only arguments holding arrays can be donated. Drop it from donate_argnums");
 }
 
 }  // namespace detail

@@ -10,7 +10,10 @@ namespace detail {
 
 ConcreteArray* require_concrete(const Array& a, const char* what) {
   if (!a.valid()) throw ValueError(std::string(what) + ": the Array is empty (default-constructed)");
-  if (auto* c = as_concrete(a)) return c;
+  if (auto* c = as_concrete(a)) {
+    c->buffer->check_not_donated();
+    return c;
+  }
   throw ConcretizationError(std::string(what) + ": the array " + a.aval().to_string() +
                             " is abstract here (it is traced by jit or another transformation), so its value is "
                             "not known yet. Compute with it as an Array, or move the use outside the traced "

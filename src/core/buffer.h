@@ -1,29 +1,90 @@
 #pragma once
-// Device memory with a readiness event: the unit the runtime computes into.
+// Device memory with a readiness event: the unit the runtime computes into. Memory comes
+// from a caching allocator, so the large buffers of a program that runs step after step
+// are recycled instead of being mapped (and page-faulted) afresh each time.
 #include <atomic>
 #include <cstddef>
 #include <exception>
 #include <memory>
+#include <string>
 
 namespace tessel::detail {
 
 class DeviceImpl;
 
+/// A block of (CPU) memory from the caching allocator: 64-byte aligned, holding at least
+/// the bytes asked for (rounded up to a size class). Move-only; goes back to the cache (or
+/// the system, when the cache is full) when destroyed.
+class Memory {
+ public:
+  Memory() = default;
+  /// Allocates at least `nbytes` (a cached block of the same size class when there is one).
+  /// Throws tessel::Error when the system is out of memory.
+  explicit Memory(size_t nbytes);
+  ~Memory() { reset(); }
+  Memory(Memory&& o) noexcept : ptr_(o.ptr_), capacity_(o.capacity_) { o.ptr_ = nullptr, o.capacity_ = 0; }
+  Memory& operator=(Memory&& o) noexcept;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+
+  void* data() const { return ptr_; }
+  size_t capacity() const { return capacity_; }
+  explicit operator bool() const { return ptr_ != nullptr; }
+  /// Gives the block back now.
+  void reset();
+
+ private:
+  void* ptr_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+/// The capacity of the blocks that serve a request of `nbytes`: 64-byte multiples up to
+/// 4 KiB, then eight classes per power of two (at most 12.5% slack).
+size_t allocator_size_class(size_t nbytes);
+
+/// Counters of the caching allocator (tests, benchmarks, TESSEL_LOG=debug).
+struct AllocatorStats {
+  size_t cached_bytes = 0;  ///< bytes held in the cache, ready for reuse
+  size_t limit = 0;         ///< TESSEL_ALLOCATOR_CACHE_BYTES
+  size_t hits = 0;          ///< allocations served from the cache
+  size_t misses = 0;        ///< cacheable allocations that went to the system
+};
+AllocatorStats allocator_stats();
+/// Returns every cached block to the system.
+void allocator_trim();
+
 /// A block of (CPU) device memory plus the event that says when its contents are
 /// computed. Written once by the stream that computes it; read by anyone after `wait()`.
 class Buffer {
  public:
+  /// Allocates `nbytes` now.
   Buffer(size_t nbytes, DeviceImpl* device);
-  ~Buffer();
+  /// Without memory yet (see `deferred`).
+  struct Deferred {};
+  Buffer(size_t nbytes, DeviceImpl* device, Deferred) : nbytes_(nbytes), device_(device) {}
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   static std::shared_ptr<Buffer> allocate(size_t nbytes, DeviceImpl* device) {
     return std::make_shared<Buffer>(nbytes, device);
   }
-  void* data() const { return data_; }
+  /// A buffer whose memory the computation producing it attaches (`attach`) before it
+  /// calls `set_ready`: an executable may write it into memory that died during the run.
+  /// Its `data()` is null until then; readers only look after `wait()`.
+  static std::shared_ptr<Buffer> deferred(size_t nbytes, DeviceImpl* device) {
+    return std::make_shared<Buffer>(nbytes, device, Deferred{});
+  }
+  /// The buffer left behind in an array whose memory was donated to a computation: every
+  /// read rethrows a tessel::ValueError with `message`.
+  static std::shared_ptr<Buffer> donated(size_t nbytes, DeviceImpl* device, const std::string& message);
+
+  void* data() const { return memory_.data(); }
   size_t nbytes() const { return nbytes_; }
   DeviceImpl* device() const { return device_; }
+  /// Gives a deferred buffer its memory (at least nbytes()).
+  void attach(Memory m) { memory_ = std::move(m); }
+  /// Takes the memory away, for a computation that owns this buffer alone (donation).
+  Memory take_memory() { return std::move(memory_); }
 
   void set_ready() {
     state_.store(kReady, std::memory_order_release);
@@ -38,6 +99,13 @@ class Buffer {
   bool ready() const { return state_.load(std::memory_order_acquire) != kPending; }
   bool failed() const { return state_.load(std::memory_order_acquire) == kError; }
   std::exception_ptr error() const { return failed() ? error_ : nullptr; }
+  /// True for the buffer of an array whose memory was donated (see `donated`).
+  bool is_donated() const { return donated_; }
+  /// Throws the donation error if this buffer's array was donated (for operations that
+  /// would otherwise only fail later, when the result is read).
+  void check_not_donated() const {
+    if (donated_) std::rethrow_exception(error_);
+  }
   /// Blocks until computed; rethrows the producer's error.
   void wait() const {
     int s = state_.load(std::memory_order_acquire);
@@ -50,9 +118,10 @@ class Buffer {
 
  private:
   enum : int { kPending = 0, kReady = 1, kError = 2 };
-  void* data_ = nullptr;
+  Memory memory_;
   size_t nbytes_ = 0;
   DeviceImpl* device_ = nullptr;
+  bool donated_ = false;
   std::atomic<int> state_{kPending};
   std::exception_ptr error_;
 };

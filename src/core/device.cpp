@@ -42,17 +42,6 @@ std::vector<DeviceImpl*>& local_device_impls() {
 
 DeviceImpl* default_device() { return local_device_impls()[0]; }
 
-Buffer::Buffer(size_t nbytes, DeviceImpl* device) : nbytes_(nbytes), device_(device) {
-  size_t alloc = (nbytes + 63) / 64 * 64;
-  if (alloc == 0) alloc = 64;
-  data_ = std::aligned_alloc(64, alloc);
-  if (!data_)
-    throw Error("allocate: out of memory allocating " + std::to_string(nbytes) + " bytes on cpu:" +
-                std::to_string(device ? device->id() : 0));
-}
-
-Buffer::~Buffer() { std::free(data_); }
-
 }  // namespace detail
 
 int Device::id() const { return impl_->id(); }

@@ -14,4 +14,7 @@ void log_line(const std::string& line);
     if (::tessel::detail::debug_logging()) ::tessel::detail::log_line(expr); \
   } while (0)
 
+/// Always written: conditions the user should know about (a fallback to slower code).
+#define TESSEL_WARN_LOG(expr) ::tessel::detail::log_line(std::string("warning: ") + (expr))
+
 }  // namespace tessel::detail

@@ -32,6 +32,20 @@ void run_program(const std::shared_ptr<const Program>& program, std::span<const 
   g_runner(program, ins, outs, device);
 }
 
+std::vector<size_t> inplace_elementwise(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                        const Params&) {
+  std::vector<size_t> r;
+  for (size_t j = 0; j < in_avals.size(); ++j)
+    if (in_avals[j].same_type(out_avals[out])) r.push_back(j);
+  return r;
+}
+
+std::vector<size_t> inplace_operand(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                    const Params&) {
+  if (out == 0 && !in_avals.empty() && in_avals[0].same_type(out_avals[0])) return {0};
+  return {};
+}
+
 const Primitive& register_primitive(Primitive p) {
   auto& r = registry();
   std::lock_guard lock(r.mu);

@@ -87,16 +87,41 @@ using BatchFn = Batched (*)(const Primitive& self, std::span<const Array> ins, s
 /// remat). `trace` is the partial-evaluation trace; inputs that are its tracers are unknown.
 using PartialEvalFn = std::vector<Array> (*)(const Primitive& self, detail::Trace& trace, std::span<const Array> ins, const Params& params);
 
+/// Code generation of an element-wise primitive (src/compiler/codegen.cpp): the C++
+/// expression of one output element, of the output's C++ type, given the operands' element
+/// expressions. Returns "" where a dtype or parameter has no generated form (the equation
+/// then stays an unfused kernel).
+using CodegenFn = std::string (*)(std::span<const std::string> operands, std::span<const Aval> in_avals,
+                                  const Aval& out, const Params& params);
+
+/// In-place execution: the inputs whose buffer the kernel may write output `out` into (the
+/// kernel is correct when outs[out] == ins[j] and no other input aliases ins[j]). An
+/// executable writes in place when input j dies at this equation and its buffer belongs
+/// to the run: an intermediate, or a donated argument (src/compiler/executable.cpp).
+using InplaceFn = std::vector<size_t> (*)(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                          const Params& params);
+/// InplaceFn of element-wise kernels (output element i computed from input elements i
+/// only): every input with the output's shape and dtype.
+std::vector<size_t> inplace_elementwise(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                        const Params& params);
+/// InplaceFn of update kernels (scatter, dynamic_update_slice) that copy operand 0 into the
+/// output and then write a region: they skip the copy when the output is the operand.
+std::vector<size_t> inplace_operand(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                    const Params& params);
+
 struct Primitive {
   std::string name;
   /// Output avals from input avals; throws a tessel::Error naming the op on bad input.
   AbstractEvalFn abstract_eval = nullptr;
   /// The CPU kernel.
   KernelFn cpu_kernel = nullptr;
+  /// Outputs the kernel may write into a dead input's buffer (see InplaceFn); null: never.
+  InplaceFn inplace = nullptr;
   /// Overrides kernel dispatch for eager evaluation, when set.
   EagerImplFn eager_impl = nullptr;
   uint32_t effects = kNoEffect;
   FusionKind fusion = FusionKind::kOpaque;
+  CodegenFn codegen = nullptr;
   JvpFn jvp = nullptr;
   JvpWithPrimalsFn jvp_with_primals = nullptr;
   TransposeFn transpose = nullptr;

@@ -21,6 +21,20 @@ void convert_kernel(const KernelCall& c) {
   });
 }
 
+// Conversions C++ defines as convert_value does: to bool (!= 0), between floating types, and
+// from integers or bool. Float-to-integer conversion saturates in convert_value and stays
+// an unfused kernel.
+std::string convert_codegen(std::span<const std::string> xs, std::span<const Aval> in_avals, const Aval& out,
+                            const Params&) {
+  const char* from = codegen_type(in_avals[0].dtype);
+  const char* to = codegen_type(out.dtype);
+  if (!from || !to) return "";
+  if (in_avals[0].dtype == out.dtype) return xs[0];
+  if (out.dtype == DType::bool_) return "(" + xs[0] + " != " + from + "(0))";
+  if (is_floating(in_avals[0].dtype) && !is_floating(out.dtype)) return "";
+  return std::string(to) + "(" + xs[0] + ")";
+}
+
 // The tangent converts along when the target dtype has a tangent space (float, complex);
 // conversion to an integer or bool is piecewise constant.
 std::vector<Array> convert_jvp(const ir::Primitive& self, std::span<const Array>, std::span<const Array> ts,
@@ -41,6 +55,7 @@ const ir::Primitive& convert_p = ir::register_primitive({
     .abstract_eval = convert_aval,
     .cpu_kernel = convert_kernel,
     .fusion = ir::FusionKind::kElementwise,
+    .codegen = convert_codegen,
     .jvp = convert_jvp,
     .transpose = convert_transpose,
     .batch = batch_vectorized,

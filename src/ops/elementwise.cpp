@@ -27,6 +27,7 @@
 
 #include "ops/elementwise.h"
 #include "ops/rule_util.h"
+#include "ops/scalar.h"
 
 namespace tessel::ops {
 namespace {
@@ -172,6 +173,12 @@ std::vector<Array> elementwise_transpose(const ir::Primitive& self, std::span<co
   return res;
 }
 
+template <class Op>
+std::string elementwise_codegen(std::span<const std::string> xs, std::span<const Aval> in_avals, const Aval& out,
+                                const Params&) {
+  return codegen_call(Op::name, xs, in_avals, out);
+}
+
 template <class Op> Elementwise define() {
   static_assert(zero_tangent<Op> != (has_jvp<Op, 0> || has_jvp<Op, 1>),
                 "an element-wise row states its derivatives or ZERO_TANGENT");
@@ -179,60 +186,13 @@ template <class Op> Elementwise define() {
   return {ir::register_primitive({.name = name_of<Op>(),
                                   .abstract_eval = elementwise_eval<Op>,
                                   .cpu_kernel = elementwise_kernel<Op>,
+                                  .inplace = ir::inplace_elementwise,
                                   .fusion = ir::FusionKind::kElementwise,
+                                  .codegen = elementwise_codegen<Op>,
                                   .jvp = elementwise_jvp<Op>,
                                   .transpose = linear ? elementwise_transpose<Op> : nullptr,
                                   .batch = Op::arity == 1 ? batch_vectorized : batch_elementwise}),
           Op::mask};
-}
-
-// ---- scalar helpers ----
-template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-/// Integer arithmetic happens in an unsigned type at least as wide as int: it wraps
-/// instead of overflowing (undefined for signed types, and for unsigned short * unsigned short).
-template <class T> using wrap_t = std::make_unsigned_t<decltype(T() + T())>;
-
-template <class T> T wrap_neg(T x) { return T(wrap_t<T>(0) - wrap_t<T>(x)); }
-
-/// base^exp by squaring, wrapping; negative exponents truncate 1/base^|exp| toward zero.
-template <class T, class E> T int_pow(T base, E exp) {
-  if constexpr (std::is_signed_v<E>) {
-    if (exp < 0) {
-      if (base == T(1)) return T(1);
-      if constexpr (std::is_signed_v<T>)
-        if (base == T(-1)) return T(exp % 2 == 0 ? 1 : -1);
-      return T(0);
-    }
-  }
-  wrap_t<T> acc = 1, b = wrap_t<T>(base);
-  for (auto e = std::make_unsigned_t<E>(exp); e; e >>= 1) {
-    if (e & 1) acc *= b;
-    b *= b;
-  }
-  return T(acc);
-}
-
-template <bool Max, class T> T pick(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return Max ? (a || b) : (a && b);
-  } else if constexpr (is_complex_v<T>) {
-    if (a != a) return a;  // any NaN component
-    if (b != b) return b;
-    bool greater = a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-    return greater == Max ? a : b;
-  } else {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (a != a) return a;
-      if (b != b) return b;
-    }
-    return (a > b) == Max ? a : b;
-  }
-}
-
-template <class T> T round_half_even(T x) {
-  T r = std::round(x);  // half away from zero
-  if (std::abs(x - r) == T(0.5)) r = T(2) * std::round(x / T(2));
-  return r;
 }
 
 // ---- derivatives used by the rows (JAX's rules, jax/_src/lax/lax.py) ----
@@ -256,23 +216,23 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 }  // namespace
 
 // One row of the table: NAME_p, accepting the classes MASK, output dtype rule OUT, with the
-// transformation RULES; the body computes on compute_t values `x` (unary) or `a`, `b`
-// (binary) of type T. The op struct is file-local; the handle NAME_p is declared in
+// transformation RULES; its scalar function is scalar::NAME (ops/scalar.h, shared with
+// generated code). The op struct is file-local; the handle NAME_p is declared in
 // elementwise.h.
-#define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, RULES, PARAMS, ...) \
-  namespace {                                                         \
-  struct NAME##_op {                                                  \
-    static constexpr const char* name = #NAME;                        \
-    static constexpr int arity = ARITY;                               \
-    static constexpr uint8_t mask = MASK;                             \
-    static constexpr Out out = Out::OUT;                              \
-    RULES                                                             \
-    template <class T> static auto f PARAMS { __VA_ARGS__ }           \
-  };                                                                  \
-  }                                                                   \
+#define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, RULES)                                \
+  namespace {                                                                          \
+  struct NAME##_op {                                                                   \
+    static constexpr const char* name = #NAME;                                         \
+    static constexpr int arity = ARITY;                                                \
+    static constexpr uint8_t mask = MASK;                                              \
+    static constexpr Out out = Out::OUT;                                               \
+    RULES                                                                              \
+    template <class... T> static auto f(T... v) { return scalar::NAME(v...); }         \
+  };                                                                                   \
+  }                                                                                    \
   const Elementwise NAME##_p = define<NAME##_op>()
-#define UNARY(NAME, MASK, OUT, RULES, ...) TESSEL_ELEMENTWISE(NAME, 1, MASK, OUT, RULES, (T x), __VA_ARGS__)
-#define BINARY(NAME, MASK, OUT, RULES, ...) TESSEL_ELEMENTWISE(NAME, 2, MASK, OUT, RULES, (T a, T b), __VA_ARGS__)
+#define UNARY(NAME, MASK, OUT, RULES) TESSEL_ELEMENTWISE(NAME, 1, MASK, OUT, RULES)
+#define BINARY(NAME, MASK, OUT, RULES) TESSEL_ELEMENTWISE(NAME, 2, MASK, OUT, RULES)
 
 // The RULES of a row, written with Arrays: the operands `x` (unary) or `a`, `b` (binary),
 // the output `y`, a tangent `t` of the operand, a cotangent `ct` of the output.
@@ -300,128 +260,67 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 #define ZERO_TANGENT static constexpr bool zero_tangent = true;
 
 // ---- the table ----
-BINARY(add, kAll, kSame, LIN_A(t, ct) LIN_B(t, ct),
-       if constexpr (std::is_same_v<T, bool>) return a || b;
-       else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) + wrap_t<T>(b));
-       else return a + b;);
-BINARY(sub, kNum, kSame, LIN_A(t, ct) LIN_B(-t, -ct),
-       if constexpr (is_int_v<T>) return T(wrap_t<T>(a) - wrap_t<T>(b));
-       else return a - b;);
-BINARY(mul, kAll, kSame, LIN_A(t * b, ct * b) LIN_B(a * t, a * ct),
-       if constexpr (std::is_same_v<T, bool>) return a && b;
-       else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(b));
-       else return a * b;);
-BINARY(div, kNum, kSame, LIN_A(t / b, ct / b) JVP_B(-(t * y) / b),
-       if constexpr (is_int_v<T>) {
-         if (b == 0) return T(-1);
-         if constexpr (std::is_signed_v<T>)
-           if (b == T(-1)) return wrap_neg(a);
-         return T(a / b);
-       } else return a / b;);
-BINARY(rem, kReal, kSame, JVP_A(t) DB(-trunc(a / b)),
-       if constexpr (is_int_v<T>) {
-         if (b == 0) return a;
-         if constexpr (std::is_signed_v<T>)
-           if (b == T(-1)) return T(0);
-         return T(a % b);
-       } else return std::fmod(a, b););
-BINARY(pow, kNum, kSame, DA(b * pow(a, b - 1)) DB(log(replace_zero(a)) * y),
-       if constexpr (is_int_v<T>) return int_pow(a, b);
-       else if constexpr (is_complex_v<T>) return b == T(0) ? T(1) : std::pow(a, b);  // libstdc++ gives 0^0 = 0
-       else return std::pow(a, b););
-BINARY(max, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)), return pick<true>(a, b););
-BINARY(min, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)), return pick<false>(a, b););
-BINARY(atan2, kFloat, kSame, DA(b / (a * a + b * b)) DB(-a / (a * a + b * b)), return std::atan2(a, b););
+BINARY(add, kAll, kSame, LIN_A(t, ct) LIN_B(t, ct));
+BINARY(sub, kNum, kSame, LIN_A(t, ct) LIN_B(-t, -ct));
+BINARY(mul, kAll, kSame, LIN_A(t * b, ct * b) LIN_B(a * t, a * ct));
+BINARY(div, kNum, kSame, LIN_A(t / b, ct / b) JVP_B(-(t * y) / b));
+BINARY(rem, kReal, kSame, JVP_A(t) DB(-trunc(a / b)));
+BINARY(pow, kNum, kSame, DA(b * pow(a, b - 1)) DB(log(replace_zero(a)) * y));
+BINARY(max, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)));
+BINARY(min, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)));
+BINARY(atan2, kFloat, kSame, DA(b / (a * a + b * b)) DB(-a / (a * a + b * b)));
 
-UNARY(neg, kNum, kSame, LIN(-t, -ct),
-      if constexpr (is_int_v<T>) return wrap_neg(x);
-      else return -x;);
-UNARY(abs, kNum, kReal, JVP(abs_jvp(t, x, y)),
-      if constexpr (std::is_unsigned_v<T>) return x;
-      else if constexpr (is_int_v<T>) return x < 0 ? wrap_neg(x) : x;
-      else return std::abs(x););
-UNARY(sign, kNum, kSame, ZERO_TANGENT,
-      if constexpr (is_complex_v<T>) return x == T(0) ? x : x / std::abs(x);
-      else if constexpr (std::is_floating_point_v<T>) return x > 0 ? T(1) : x < 0 ? T(-1) : x;  // keeps -0, NaN
-      else if constexpr (std::is_unsigned_v<T>) return T(x != 0);
-      else return T((x > 0) - (x < 0)););
-UNARY(floor, kFloat, kSame, ZERO_TANGENT, return std::floor(x););
-UNARY(ceil, kFloat, kSame, ZERO_TANGENT, return std::ceil(x););
-UNARY(round, kFloat, kSame, ZERO_TANGENT, return round_half_even(x););
-UNARY(is_finite, kFloat, kBool, ZERO_TANGENT, return std::isfinite(x););
+UNARY(neg, kNum, kSame, LIN(-t, -ct));
+UNARY(abs, kNum, kReal, JVP(abs_jvp(t, x, y)));
+UNARY(sign, kNum, kSame, ZERO_TANGENT);
+UNARY(floor, kFloat, kSame, ZERO_TANGENT);
+UNARY(ceil, kFloat, kSame, ZERO_TANGENT);
+UNARY(round, kFloat, kSame, ZERO_TANGENT);
+UNARY(is_finite, kFloat, kBool, ZERO_TANGENT);
 
-UNARY(exp, kInexact, kSame, DX(y), return std::exp(x););
-UNARY(exp2, kInexact, kSame, DX(y * std::numbers::ln2),
-      if constexpr (is_complex_v<T>) return std::exp(x * T(std::numbers::ln2));
-      else return std::exp2(x););
-UNARY(expm1, kInexact, kSame, DX(y + 1),
-      if constexpr (is_complex_v<T>) {
-        // exp(a+ib) - 1 = (expm1(a) cos b - 2 sin^2(b/2)) + i exp(a) sin b, accurate near 0.
-        auto re = x.real(), im = x.imag(), s = std::sin(im / 2);
-        return T(std::expm1(re) * std::cos(im) - 2 * s * s, std::exp(re) * std::sin(im));
-      } else return std::expm1(x););
-UNARY(log, kInexact, kSame, JVP(t / x), return std::log(x););
-UNARY(log1p, kInexact, kSame, JVP(t / (x + 1)),
-      if constexpr (is_complex_v<T>) {
-        if (std::abs(x) >= 0.5) return std::log(T(1) + x);
-        // log|1+z| = log1p(2a + a^2 + b^2) / 2, accurate for small z.
-        auto re = x.real(), im = x.imag();
-        return T(std::log1p(re * (2 + re) + im * im) / 2, std::atan2(im, 1 + re));
-      } else return std::log1p(x););
-UNARY(sqrt, kInexact, kSame, JVP(t / (y * 2)), return std::sqrt(x););
-UNARY(rsqrt, kInexact, kSame, DX(y / x * -0.5), return T(1) / std::sqrt(x););
-UNARY(cbrt, kFloat, kSame, DX(reciprocal(y * y) / 3), return std::cbrt(x););
-UNARY(sin, kInexact, kSame, DX(cos(x)), return std::sin(x););
-UNARY(cos, kInexact, kSame, DX(-sin(x)), return std::cos(x););
-UNARY(tan, kInexact, kSame, DX(y * y + 1), return std::tan(x););
-UNARY(asin, kInexact, kSame, DX(rsqrt(1 - x * x)), return std::asin(x););
-UNARY(acos, kInexact, kSame, DX(-rsqrt(1 - x * x)), return std::acos(x););
-UNARY(atan, kInexact, kSame, JVP(t / (x * x + 1)), return std::atan(x););
-UNARY(sinh, kInexact, kSame, DX(cosh(x)), return std::sinh(x););
-UNARY(cosh, kInexact, kSame, DX(sinh(x)), return std::cosh(x););
-UNARY(tanh, kInexact, kSame, DX(1 - y * y), return std::tanh(x););
-UNARY(asinh, kInexact, kSame, DX(rsqrt(x * x + 1)), return std::asinh(x););
-UNARY(acosh, kInexact, kSame, DX(rsqrt((x - 1) * (x + 1))), return std::acosh(x););
-UNARY(atanh, kInexact, kSame, JVP(t / ((1 - x) * (1 + x))), return std::atanh(x););
-UNARY(erf, kFloat, kSame, DX(exp(-(x * x)) * (2 * std::numbers::inv_sqrtpi)), return std::erf(x););
-UNARY(erfc, kFloat, kSame, DX(exp(-(x * x)) * (-2 * std::numbers::inv_sqrtpi)), return std::erfc(x););
-UNARY(logistic, kInexact, kSame, DX(y * (1 - y)),
-      if constexpr (!is_complex_v<T>) {
-        if (x < 0) {  // exp(-x) would overflow for very negative x
-          T e = std::exp(x);
-          return e / (T(1) + e);
-        }
-      }
-      return T(1) / (T(1) + std::exp(-x)););
+UNARY(exp, kInexact, kSame, DX(y));
+UNARY(exp2, kInexact, kSame, DX(y * std::numbers::ln2));
+UNARY(expm1, kInexact, kSame, DX(y + 1));
+UNARY(log, kInexact, kSame, JVP(t / x));
+UNARY(log1p, kInexact, kSame, JVP(t / (x + 1)));
+UNARY(sqrt, kInexact, kSame, JVP(t / (y * 2)));
+UNARY(rsqrt, kInexact, kSame, DX(y / x * -0.5));
+UNARY(cbrt, kFloat, kSame, DX(reciprocal(y * y) / 3));
+UNARY(sin, kInexact, kSame, DX(cos(x)));
+UNARY(cos, kInexact, kSame, DX(-sin(x)));
+UNARY(tan, kInexact, kSame, DX(y * y + 1));
+UNARY(asin, kInexact, kSame, DX(rsqrt(1 - x * x)));
+UNARY(acos, kInexact, kSame, DX(-rsqrt(1 - x * x)));
+UNARY(atan, kInexact, kSame, JVP(t / (x * x + 1)));
+UNARY(sinh, kInexact, kSame, DX(cosh(x)));
+UNARY(cosh, kInexact, kSame, DX(sinh(x)));
+UNARY(tanh, kInexact, kSame, DX(1 - y * y));
+UNARY(asinh, kInexact, kSame, DX(rsqrt(x * x + 1)));
+UNARY(acosh, kInexact, kSame, DX(rsqrt((x - 1) * (x + 1))));
+UNARY(atanh, kInexact, kSame, JVP(t / ((1 - x) * (1 + x))));
+UNARY(erf, kFloat, kSame, DX(exp(-(x * x)) * (2 * std::numbers::inv_sqrtpi)));
+UNARY(erfc, kFloat, kSame, DX(exp(-(x * x)) * (-2 * std::numbers::inv_sqrtpi)));
+UNARY(logistic, kInexact, kSame, DX(y * (1 - y)));
 
-BINARY(eq, kAll, kBool, ZERO_TANGENT, return a == b;);
-BINARY(ne, kAll, kBool, ZERO_TANGENT, return a != b;);
-BINARY(lt, kOrderable, kBool, ZERO_TANGENT, return a < b;);
-BINARY(le, kOrderable, kBool, ZERO_TANGENT, return a <= b;);
-BINARY(gt, kOrderable, kBool, ZERO_TANGENT, return a > b;);
-BINARY(ge, kOrderable, kBool, ZERO_TANGENT, return a >= b;);
+BINARY(eq, kAll, kBool, ZERO_TANGENT);
+BINARY(ne, kAll, kBool, ZERO_TANGENT);
+BINARY(lt, kOrderable, kBool, ZERO_TANGENT);
+BINARY(le, kOrderable, kBool, ZERO_TANGENT);
+BINARY(gt, kOrderable, kBool, ZERO_TANGENT);
+BINARY(ge, kOrderable, kBool, ZERO_TANGENT);
 
 // Logical on bool, bitwise on integers (like lax).
-BINARY(and_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return a && b; else return T(a & b););
-BINARY(or_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return a || b; else return T(a | b););
-BINARY(xor_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return a != b; else return T(a ^ b););
-UNARY(not_, kLogic, kSame, ZERO_TANGENT, if constexpr (std::is_same_v<T, bool>) return !x; else return T(~x););
-BINARY(shift_left, kInt, kSame, ZERO_TANGENT,
-       using U = std::make_unsigned_t<T>;
-       if (U(b) >= sizeof(T) * 8) return T(0);  // negative amounts are huge as unsigned
-       return T(wrap_t<T>(a) << U(b)););
-BINARY(shift_right, kInt, kSame, ZERO_TANGENT,
-       using U = std::make_unsigned_t<T>;
-       if (U(b) >= sizeof(T) * 8) {
-         if constexpr (std::is_signed_v<T>) return T(a < 0 ? -1 : 0);
-         else return T(0);
-       }
-       return T(a >> U(b)););
+BINARY(and_, kLogic, kSame, ZERO_TANGENT);
+BINARY(or_, kLogic, kSame, ZERO_TANGENT);
+BINARY(xor_, kLogic, kSame, ZERO_TANGENT);
+UNARY(not_, kLogic, kSame, ZERO_TANGENT);
+BINARY(shift_left, kInt, kSame, ZERO_TANGENT);
+BINARY(shift_right, kInt, kSame, ZERO_TANGENT);
 
-UNARY(real, kComplex, kReal, LIN(real(t), complex(ct, 0)), return x.real(););
-UNARY(imag, kComplex, kReal, LIN(imag(t), complex(0, -ct)), return x.imag(););
-UNARY(conj, kComplex, kSame, LIN(conj(t), conj(ct)), return std::conj(x););
-BINARY(complex, kFloat, kComplex, LIN_A(complex(t, 0), real(ct)) LIN_B(complex(0, t), -imag(ct)), return std::complex<T>(a, b););
+UNARY(real, kComplex, kReal, LIN(real(t), complex(ct, 0)));
+UNARY(imag, kComplex, kReal, LIN(imag(t), complex(0, -ct)));
+UNARY(conj, kComplex, kSame, LIN(conj(t), conj(ct)));
+BINARY(complex, kFloat, kComplex, LIN_A(complex(t, 0), real(ct)) LIN_B(complex(0, t), -imag(ct)));
 
 #undef UNARY
 #undef BINARY
@@ -451,20 +350,15 @@ void integer_pow_kernel(const KernelCall& c) {
   const int64_t y = c.params.get<int64_t>("y");
   visit_dtype(c.in_avals[0].dtype, [&](auto z) {
     using T = decltype(z);
-    if constexpr (is_int_v<T>) {
-      map_elementwise<T, T>(c, [y](T x) { return int_pow(x, y); });
-    } else if constexpr (!std::is_same_v<T, bool>) {
-      using C = compute_t<T>;
-      map_elementwise<T, T>(c, [y](T x) {
-        C acc(1), b(x);
-        for (uint64_t e = y < 0 ? uint64_t(0) - uint64_t(y) : uint64_t(y); e; e >>= 1) {
-          if (e & 1) acc *= b;
-          b *= b;
-        }
-        return convert_value<T>(y < 0 ? C(1) / acc : acc);
-      });
-    }
+    if constexpr (!std::is_same_v<T, bool>)
+      map_elementwise<T, T>(c, [y](T x) { return convert_value<T>(scalar::integer_pow(compute_t<T>(x), y)); });
   });
+}
+
+std::string integer_pow_codegen(std::span<const std::string> xs, std::span<const Aval> in_avals, const Aval& out,
+                               const Params& p) {
+  if (out.dtype == DType::bool_) return "";
+  return codegen_call("integer_pow_static<" + std::to_string(p.get<int64_t>("y")) + "LL>", xs, in_avals, out);
 }
 
 // d x^y = y x^(y-1).
@@ -481,7 +375,9 @@ std::vector<Array> integer_pow_jvp(const ir::Primitive& self, std::span<const Ar
 
 const ir::Primitive& integer_pow_p = ir::register_primitive({
     .name = "integer_pow", .abstract_eval = integer_pow_eval, .cpu_kernel = integer_pow_kernel,
-    .fusion = ir::FusionKind::kElementwise, .jvp = integer_pow_jvp, .batch = batch_vectorized});
+    .inplace = ir::inplace_elementwise,
+    .fusion = ir::FusionKind::kElementwise, .codegen = integer_pow_codegen, .jvp = integer_pow_jvp,
+    .batch = batch_vectorized});
 
 namespace {
 
@@ -502,8 +398,13 @@ std::vector<Aval> select_n_eval(std::span<const Aval> ins, const Params&) {
 void select_n_kernel(const KernelCall& c) {
   visit_dtype(c.out_avals[0].dtype, [&](auto z) {
     using T = decltype(z);
-    map_elementwise<T, bool, T, T>(c, [](bool p, T f, T t) { return p ? t : f; });
+    map_elementwise<T, bool, T, T>(c, [](bool p, T f, T t) { return scalar::select_n(p, f, t); });
   });
+}
+
+std::string select_n_codegen(std::span<const std::string> xs, std::span<const Aval> in_avals, const Aval& out,
+                            const Params&) {
+  return codegen_call("select_n", xs, in_avals, out);
 }
 
 // The tangent selects the cases' tangents (a zero one instantiated when the other is not).
@@ -529,7 +430,9 @@ std::vector<Array> select_n_transpose(const ir::Primitive& self, std::span<const
 
 const ir::Primitive& select_n_p = ir::register_primitive({
     .name = "select_n", .abstract_eval = select_n_eval, .cpu_kernel = select_n_kernel,
-    .fusion = ir::FusionKind::kElementwise, .jvp = select_n_jvp, .transpose = select_n_transpose,
+    .inplace = ir::inplace_elementwise,
+    .fusion = ir::FusionKind::kElementwise, .codegen = select_n_codegen, .jvp = select_n_jvp,
+    .transpose = select_n_transpose,
     .batch = batch_elementwise});
 
 }  // namespace tessel::ops

@@ -325,7 +325,7 @@ const ir::Primitive& dynamic_slice_p = ir::register_primitive({
     .jvp = dynamic_slice_jvp, .transpose = dynamic_slice_transpose, .batch = dynamic_slice_batch});
 const ir::Primitive& dynamic_update_slice_p = ir::register_primitive({
     .name = "dynamic_update_slice", .abstract_eval = dynamic_update_slice_aval,
-    .cpu_kernel = dynamic_update_slice_kernel, .jvp = dynamic_update_slice_jvp,
+    .cpu_kernel = dynamic_update_slice_kernel, .inplace = ir::inplace_operand, .jvp = dynamic_update_slice_jvp,
     .transpose = dynamic_update_slice_transpose, .batch = dynamic_update_slice_batch});
 
 }  // namespace
@@ -758,7 +758,7 @@ Batched scatter_batch(const ir::Primitive& self, std::span<const Array> ins, std
 }  // namespace
 
 const ir::Primitive& scatter_p = ir::register_primitive({
-    .name = "scatter", .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel,
+    .name = "scatter", .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel, .inplace = ir::inplace_operand,
     .jvp = scatter_jvp, .transpose = scatter_transpose, .batch = scatter_batch});
 
 Params indexed_params(const Axes& axes, int64_t batch_pos, const Shape& start, const Shape& limit,

@@ -4,6 +4,34 @@
 
 namespace tessel::ops {
 
+const char* codegen_type(DType d) {
+  switch (d) {
+    case DType::bool_: return "bool";
+    case DType::int8: return "int8_t";
+    case DType::int16: return "int16_t";
+    case DType::int32: return "int32_t";
+    case DType::int64: return "int64_t";
+    case DType::uint8: return "uint8_t";
+    case DType::uint16: return "uint16_t";
+    case DType::uint32: return "uint32_t";
+    case DType::uint64: return "uint64_t";
+    case DType::float32: return "float";
+    case DType::float64: return "double";
+    default: return nullptr;
+  }
+}
+
+std::string codegen_call(const std::string& fn, std::span<const std::string> operands, std::span<const Aval> in_avals,
+                         const Aval& out) {
+  for (const Aval& a : in_avals)
+    if (!codegen_type(a.dtype)) return "";
+  const char* type = codegen_type(out.dtype);
+  if (!type) return "";
+  std::string s = std::string(type) + "(tessel::scalar::" + fn + "(";
+  for (size_t i = 0; i < operands.size(); ++i) s += (i ? ", " : "") + operands[i];
+  return s + "))";
+}
+
 int64_t canonicalize_axis(const std::string& op, int64_t axis, int64_t ndim) {
   if (axis < -ndim || axis >= ndim)
     throw IndexError(op + ": axis " + std::to_string(axis) + " is out of bounds for an array of rank " +

@@ -78,4 +78,12 @@ template <class T> inline constexpr bool is_complex_v =
 template <class T> inline constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
 template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
+/// The C++ type generated code uses for `d` ("float", "int32_t", "bool"), or nullptr for
+/// the dtypes code generation leaves to the unfused kernels (half and complex types).
+const char* codegen_type(DType d);
+/// `fn(operands...)` converted to the output's C++ type, or "" when a dtype has no
+/// generated form (a CodegenFn for primitives whose scalar function is scalar::<fn>).
+std::string codegen_call(const std::string& fn, std::span<const std::string> operands, std::span<const Aval> in_avals,
+                         const Aval& out);
+
 }  // namespace tessel::ops

@@ -61,6 +61,7 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   in_bufs.reserve(ins.size());
   for (const Array& a : ins) {
     auto* c = static_cast<ConcreteArray*>(a.impl().get());
+    c->buffer->check_not_donated();
     committed |= c->committed;
     in_bufs.push_back(c->buffer);
   }

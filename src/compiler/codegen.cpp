@@ -1,0 +1,531 @@
+#include "compiler/codegen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <unordered_map>
+
+#include "ops/op_util.h"
+
+namespace tessel::compiler {
+
+extern const char* const kScalarSource;  // generated from src/ops/scalar.h
+
+namespace {
+
+// ---- affine index maps ----
+
+/// coef * i<var> + off, or the constant off when var < 0.
+struct Affine {
+  int var = -1;
+  int64_t coef = 0;
+  int64_t off = 0;
+  bool constant() const { return var < 0 || coef == 0; }
+};
+using IndexMap = std::vector<Affine>;  // one per dimension of the value read
+
+Affine scaled(Affine a, int64_t s, int64_t shift) { return {a.var, a.coef * s, a.off * s + shift}; }
+
+std::string affine_text(const Affine& a) {
+  if (a.constant()) return std::to_string(a.off);
+  std::string s = "i" + std::to_string(a.var);
+  if (a.coef != 1) s = "(" + std::to_string(a.coef) + " * " + s + ")";
+  if (a.off > 0) s = "(" + s + " + " + std::to_string(a.off) + ")";
+  if (a.off < 0) s = "(" + s + " - " + std::to_string(-a.off) + ")";
+  return s;
+}
+
+std::string map_key(const IndexMap& m) {
+  std::string k;
+  for (const Affine& a : m)
+    k += a.constant() ? "c" + std::to_string(a.off) + ","
+                      : std::to_string(a.var) + "*" + std::to_string(a.coef) + "+" + std::to_string(a.off) + ",";
+  return k;
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+const std::string& prim_name(const ir::Equation& e) { return e.prim->name; }
+
+std::vector<int64_t> ints_or(const ir::Params& p, const char* key, size_t n, int64_t fill) {
+  if (p.has(key) && !p.get_ints(key).empty()) return p.get_ints(key);
+  return std::vector<int64_t>(n, fill);
+}
+
+/// reshape that only inserts or removes size-1 dimensions.
+bool is_unit_reshape(const Shape& in, const Shape& out) {
+  Shape a, b;
+  for (auto d : in)
+    if (d != 1) a.push_back(d);
+  for (auto d : out)
+    if (d != 1) b.push_back(d);
+  return a == b;
+}
+
+bool scatter_is_static(const ir::Equation& e) {
+  if (e.inputs.size() != 2 || !e.params.get_ints("axes").empty()) return false;
+  const std::string& mode = e.params.get<std::string>("mode");
+  return mode == "set" || mode == "add" || mode == "mul";
+}
+
+std::string literal_text(const Scalar& s, DType d) {
+  const std::string type = ops::codegen_type(d);
+  if (d == DType::bool_) return s.to<bool>() ? "true" : "false";
+  if (is_floating(d)) {
+    const double v = s.to<double>();
+    if (std::isnan(v)) return type + "(__builtin_nan(\"\"))";
+    if (std::isinf(v)) return type + (v > 0 ? "(__builtin_inf())" : "(-__builtin_inf())");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", v);
+    return type + "(" + buf + ")";
+  }
+  return type + "(" + std::to_string(s.to<uint64_t>()) + "ULL)";  // modular, exact for every integer type
+}
+
+// ---- the body emitter ----
+
+enum class Truth { kFalse, kTrue, kRuntime };
+
+/// A test with a fixed answer on the emitter's box, or C++ text evaluated per point.
+struct Test {
+  Truth truth = Truth::kTrue;
+  std::string text;
+};
+
+Test always() { return Test{Truth::kTrue, std::string()}; }
+
+Test all_of(const std::vector<Test>& tests) {
+  Test r;
+  for (const Test& t : tests) {
+    if (t.truth == Truth::kFalse) return {Truth::kFalse, ""};
+    if (t.truth == Truth::kRuntime) {
+      r.truth = Truth::kRuntime;
+      r.text += (r.text.empty() ? "" : " && ") + t.text;
+    }
+  }
+  return r;
+}
+
+/// Emits the statements computing a group's outputs at one point of the domain, knowing
+/// that the loop variables lie in `box` (per variable [lo, hi)): tests decided on the box
+/// are resolved at generation time. Records where undecided tests change answer (`cuts`).
+class BodyEmitter {
+ public:
+  BodyEmitter(const ir::Program& g, std::vector<int64_t> lo, std::vector<int64_t> hi,
+              std::vector<std::vector<int64_t>>* cuts, GroupCost* cost = nullptr)
+      : g_(g), lo_(std::move(lo)), hi_(std::move(hi)), cuts_(cuts), cost_(cost) {
+    for (size_t i = 0; i < g.invars.size(); ++i) input_[g.invars[i].get()] = i;
+    for (const ir::Equation& e : g.eqns)
+      for (const ir::Var& v : e.outputs) producer_[v.get()] = &e;
+    scopes_.emplace_back();
+  }
+
+  /// Statements storing every output at the point (i0, ..., i<r-1>), indented by `indent`.
+  std::string emit(int indent) {
+    indent_ = indent;
+    const Shape& domain = g_.outvars[0].aval().shape;
+    IndexMap identity;
+    for (size_t d = 0; d < domain.size(); ++d) identity.push_back({int(d), 1, 0});
+    for (size_t k = 0; k < g_.outvars.size(); ++k) {
+      std::string v = value(g_.outvars[k], identity);
+      line("out" + std::to_string(k) + "[" + flat_index(domain, identity) + "] = " + v + ";");
+    }
+    return std::move(code_);
+  }
+
+ private:
+  void line(const std::string& s) { code_ += std::string(size_t(indent_), ' ') + s + "\n"; }
+
+  std::string fresh() { return "v" + std::to_string(next_++); }
+
+  std::string flat_index(const Shape& shape, const IndexMap& m) {
+    std::string s;
+    int64_t stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (shape[d] != 1) {
+        std::string term = affine_text(m[d]);
+        if (stride != 1) term += " * " + std::to_string(stride);
+        s = s.empty() ? term : term + " + " + s;
+      }
+      stride *= shape[d];
+    }
+    return s.empty() ? "0" : s;
+  }
+
+  /// lo <= e < hi on the box.
+  Test in_range(const Affine& e, int64_t lo, int64_t hi) {
+    if (e.constant()) return {e.off >= lo && e.off < hi ? Truth::kTrue : Truth::kFalse, ""};
+    const size_t v = size_t(e.var);
+    if (lo_[v] >= hi_[v]) return {Truth::kTrue, ""};  // no points: any answer
+    int64_t a = e.coef * lo_[v] + e.off, b = e.coef * (hi_[v] - 1) + e.off;
+    if (a > b) std::swap(a, b);
+    if (a >= lo && b < hi) return {Truth::kTrue, ""};
+    if (b < lo || a >= hi) return {Truth::kFalse, ""};
+    if (cuts_) {
+      auto& c = (*cuts_)[v];
+      if (e.coef > 0) {
+        c.push_back(ceil_div(lo - e.off, e.coef));
+        c.push_back(ceil_div(hi - e.off, e.coef));
+      } else {
+        c.push_back(floor_div(e.off - lo, -e.coef) + 1);
+        c.push_back(floor_div(e.off - hi, -e.coef) + 1);
+      }
+    }
+    const std::string x = affine_text(e);
+    std::string t;
+    if (a < lo) t = "(" + x + " >= " + std::to_string(lo) + ")";
+    if (b >= hi) t += (t.empty() ? "" : " && ") + std::string("(") + x + " < " + std::to_string(hi) + ")";
+    return {Truth::kRuntime, t};
+  }
+
+  struct Case {
+    Test test;
+    std::function<std::string()> value;  // emitted only where the test holds
+  };
+
+  /// The value of the first case whose test holds (the last case is the default).
+  std::string select(const std::string& type, std::vector<Case> cases) {
+    std::vector<Case> live;
+    for (auto& c : cases) {
+      if (c.test.truth == Truth::kFalse) continue;
+      live.push_back(std::move(c));
+      if (live.back().test.truth == Truth::kTrue) break;
+    }
+    if (live.size() == 1) return live[0].value();
+    const std::string name = fresh();
+    line(type + " " + name + ";");
+    emit_chain(name, live, 0);
+    return name;
+  }
+
+  void emit_chain(const std::string& name, std::vector<Case>& cases, size_t i) {
+    auto branch = [&](size_t k) {
+      indent_ += 2;
+      scopes_.emplace_back();
+      std::string v = cases[k].value();
+      line(name + " = " + v + ";");
+      scopes_.pop_back();
+      indent_ -= 2;
+    };
+    if (i + 1 == cases.size()) {
+      branch(i);
+      return;
+    }
+    line("if (" + cases[i].test.text + ") {");
+    branch(i);
+    line("} else {");
+    indent_ += 2;
+    emit_chain(name, cases, i + 1);
+    indent_ -= 2;
+    line("}");
+  }
+
+  std::string memo(const std::string& key, std::string name) {
+    scopes_.back()[key] = name;
+    return name;
+  }
+
+  /// The element of `a` at index map `m`, as an expression (usually a local's name).
+  std::string value(const ir::Atom& a, const IndexMap& m) {
+    if (a.is_literal()) return literal_text(a.literal(), a.aval().dtype);
+    const ir::VarNode* var = a.var().get();
+    const std::string key = std::to_string(var->id) + ":" + map_key(m);
+    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+      if (auto it = s->find(key); it != s->end()) return it->second;
+    const std::string type = ops::codegen_type(var->aval.dtype);
+    if (auto it = input_.find(var); it != input_.end()) {
+      std::string name = fresh();
+      line("const " + type + " " + name + " = in" + std::to_string(it->second) + "[" +
+           flat_index(var->aval.shape, m) + "];");
+      return memo(key, name);
+    }
+    const ir::Equation& e = *producer_.at(var);
+    if (!cost_) return memo(key, compute(e, m, type));
+    const int64_t before = cost_->total;
+    std::string v = compute(e, m, type);
+    cost_->total += point_cost(e);
+    GroupCost::Var& c = cost_->vars[var];
+    c.maps++;
+    c.inclusive += cost_->total - before;
+    return memo(key, v);
+  }
+
+  /// The operand map of an operand broadcast against the output (rank 0 reads index ()).
+  static IndexMap operand_map(const ir::Atom& x, const IndexMap& m) {
+    return x.aval().shape.empty() ? IndexMap{} : m;
+  }
+
+  std::string compute(const ir::Equation& e, const IndexMap& m, const std::string& type) {
+    const std::string& op = prim_name(e);
+    const Aval& out = e.outputs[0]->aval;
+    const ir::Params& p = e.params;
+    if (e.prim->codegen) {
+      std::vector<std::string> xs;
+      std::vector<Aval> in_avals;
+      for (const ir::Atom& x : e.inputs) {
+        xs.push_back(value(x, operand_map(x, m)));
+        in_avals.push_back(x.aval());
+      }
+      std::string expr = e.prim->codegen(xs, in_avals, out, p);
+      std::string name = fresh();
+      line("const " + type + " " + name + " = " + expr + ";");
+      return name;
+    }
+    const Shape& in_shape = e.inputs[0].aval().shape;
+    if (op == "broadcast_in_dim") {
+      const auto& dims = p.get_ints("broadcast_dimensions");
+      IndexMap im;
+      for (size_t k = 0; k < dims.size(); ++k)
+        im.push_back(in_shape[k] == 1 ? Affine{} : m[size_t(dims[k])]);
+      return value(e.inputs[0], im);
+    }
+    if (op == "slice") {
+      const auto& start = p.get_ints("start_indices");
+      auto strides = ints_or(p, "strides", in_shape.size(), 1);
+      IndexMap im;
+      for (size_t d = 0; d < in_shape.size(); ++d) im.push_back(scaled(m[d], strides[d], start[d]));
+      return value(e.inputs[0], im);
+    }
+    if (op == "reshape") {  // unit dimensions only: match the others in order
+      IndexMap im;
+      size_t k = 0;
+      for (int64_t n : in_shape) {
+        if (n == 1) {
+          im.push_back(Affine{});
+          continue;
+        }
+        while (out.shape[k] == 1) ++k;
+        im.push_back(m[k++]);
+      }
+      return value(e.inputs[0], im);
+    }
+    if (op == "transpose") {
+      const auto& perm = p.get_ints("permutation");
+      IndexMap im(in_shape.size());
+      for (size_t k = 0; k < perm.size(); ++k) im[size_t(perm[k])] = m[k];
+      return value(e.inputs[0], im);
+    }
+    if (op == "rev") {
+      IndexMap im = m;
+      for (int64_t d : p.get_ints("dimensions")) im[size_t(d)] = scaled(m[size_t(d)], -1, in_shape[size_t(d)] - 1);
+      return value(e.inputs[0], im);
+    }
+    if (op == "iota") {
+      const Affine& a = m[size_t(p.get_int("dimension"))];
+      return type + "(" + affine_text(a) + ")";
+    }
+    if (op == "concatenate") {
+      const size_t dim = size_t(p.get_int("dimension"));
+      std::vector<Case> cases;
+      int64_t offset = 0;
+      for (const ir::Atom& x : e.inputs) {
+        const int64_t n = x.aval().shape[dim];
+        IndexMap im = m;
+        im[dim] = scaled(m[dim], 1, -offset);
+        cases.push_back({in_range(m[dim], offset, offset + n), [this, x, im] { return value(x, im); }});
+        offset += n;
+      }
+      return select(type, std::move(cases));
+    }
+    if (op == "pad") {
+      const auto& cfg = p.get_ints("padding_config");
+      std::vector<Test> tests;
+      IndexMap im;
+      for (size_t d = 0; d < in_shape.size(); ++d) {
+        tests.push_back(in_range(m[d], cfg[3 * d], cfg[3 * d] + in_shape[d]));
+        im.push_back(scaled(m[d], 1, -cfg[3 * d]));
+      }
+      const ir::Atom x = e.inputs[0], fill = e.inputs[1];
+      return select(type, {{all_of(tests), [this, x, im] { return value(x, im); }},
+                           {always(), [this, fill] { return value(fill, {}); }}});
+    }
+    if (op == "scatter") {  // a static region with unit strides (can_generate)
+      const auto& start = p.get_ints("start_indices");
+      const Shape& region = e.inputs[1].aval().shape;
+      std::vector<Test> tests;
+      IndexMap um;
+      for (size_t d = 0; d < in_shape.size(); ++d) {
+        tests.push_back(in_range(m[d], start[d], start[d] + region[d]));
+        um.push_back(scaled(m[d], 1, -start[d]));
+      }
+      const std::string& mode = p.get<std::string>("mode");
+      const ir::Atom x = e.inputs[0], u = e.inputs[1];
+      auto update = [this, x, u, m, um, mode, type]() -> std::string {
+        std::string uv = value(u, um);
+        if (mode == "set") return uv;
+        return type + "(tessel::scalar::" + mode + "(" + value(x, m) + ", " + uv + "))";
+      };
+      return select(type, {{all_of(tests), update}, {always(), [this, x, m] { return value(x, m); }}});
+    }
+    throw Error("internal: code generation has no rule for '" + op + "'");
+  }
+
+  const ir::Program& g_;
+  std::vector<int64_t> lo_, hi_;
+  std::vector<std::vector<int64_t>>* cuts_;
+  GroupCost* cost_;
+  std::unordered_map<const ir::VarNode*, size_t> input_;
+  std::unordered_map<const ir::VarNode*, const ir::Equation*> producer_;
+  std::vector<std::unordered_map<std::string, std::string>> scopes_;
+  std::string code_;
+  int indent_ = 0;
+  int next_ = 0;
+};
+
+/// The largest interval between consecutive cut points of each loop variable.
+void interior_box(const Shape& domain, std::vector<std::vector<int64_t>>& cuts, std::vector<int64_t>& lo,
+                  std::vector<int64_t>& hi) {
+  for (size_t v = 0; v < domain.size(); ++v) {
+    auto& c = cuts[v];
+    c.push_back(0);
+    c.push_back(domain[v]);
+    for (auto& x : c) x = std::clamp<int64_t>(x, 0, domain[v]);
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    int64_t best = 0;
+    lo[v] = hi[v] = 0;
+    for (size_t k = 0; k + 1 < c.size(); ++k)
+      if (c[k + 1] - c[k] > best) {
+        best = c[k + 1] - c[k];
+        lo[v] = c[k];
+        hi[v] = c[k + 1];
+      }
+  }
+}
+
+}  // namespace
+
+bool can_generate(const ir::Equation& e) {
+  if (e.effects() != ir::kNoEffect || e.outputs.size() != 1) return false;
+  for (const ir::Atom& a : e.inputs)
+    if (!ops::codegen_type(a.aval().dtype)) return false;
+  const Aval& out = e.outputs[0]->aval;
+  if (!ops::codegen_type(out.dtype)) return false;
+  if (e.prim->codegen) {
+    std::vector<std::string> xs(e.inputs.size(), "x");
+    std::vector<Aval> avals;
+    for (const ir::Atom& a : e.inputs) avals.push_back(a.aval());
+    return !e.prim->codegen(xs, avals, out, e.params).empty();
+  }
+  const std::string& op = prim_name(e);
+  if (op == "broadcast_in_dim" || op == "slice" || op == "transpose" || op == "rev" || op == "concatenate" ||
+      op == "iota")
+    return true;
+  if (op == "reshape") return is_unit_reshape(e.inputs[0].aval().shape, out.shape);
+  if (op == "pad") {
+    const auto& cfg = e.params.get_ints("padding_config");
+    for (size_t d = 0; d < cfg.size() / 3; ++d)
+      if (cfg[3 * d + 2] != 0) return false;
+    return true;
+  }
+  if (op == "scatter") {
+    if (!scatter_is_static(e)) return false;
+    for (int64_t s : ints_or(e.params, "strides", out.shape.size(), 1))
+      if (s != 1) return false;
+    return true;
+  }
+  return false;
+}
+
+int point_cost(const ir::Equation& e) {
+  if (!e.prim->codegen) return e.prim->name == "concatenate" || e.prim->name == "pad" || e.prim->name == "scatter";
+  static const char* expensive[] = {"exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "asin",
+                                    "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                                    "erf", "erfc", "logistic", "pow", "atan2", "cbrt", "rem"};
+  for (const char* n : expensive)
+    if (e.prim->name == n) return 16;
+  return e.prim->name == "div" || e.prim->name == "sqrt" || e.prim->name == "rsqrt" ? 4 : 1;
+}
+
+std::string kernel_prelude() { return std::string(kScalarSource) + "\n#include <algorithm>\n#include <cstdint>\n"; }
+
+namespace {
+
+/// The generic body (over the whole domain), and the interior box its tests leave.
+std::string generic_body(const ir::Program& g, int indent, std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
+  const Shape domain = g.outvars[0].aval().shape;
+  std::vector<std::vector<int64_t>> cuts(domain.size());
+  lo.assign(domain.size(), 0);
+  hi.assign(domain.begin(), domain.end());
+  std::string body = BodyEmitter(g, lo, hi, &cuts).emit(indent);
+  interior_box(domain, cuts, lo, hi);
+  return body;
+}
+
+}  // namespace
+
+GroupCost group_cost(const ir::Program& g) {
+  std::vector<int64_t> lo, hi;
+  generic_body(g, 0, lo, hi);
+  GroupCost cost;
+  BodyEmitter(g, lo, hi, nullptr, &cost).emit(0);
+  return cost;
+}
+
+std::string generate_kernel(const ir::Program& g, const std::string& name) {
+  const Shape domain = g.outvars[0].aval().shape;
+  const size_t rank = domain.size();
+  std::vector<int64_t> lo, hi;
+  std::string generic = generic_body(g, rank >= 2 ? 4 : 2, lo, hi);
+  const int inner_indent = 2 + 2 * int(rank);
+  std::string special = rank == 0 ? "" : BodyEmitter(g, lo, hi, nullptr).emit(inner_indent + (rank >= 2 ? 4 : 2));
+
+  std::string s = "extern \"C\" void " + name + "(void* const* bufs, int64_t r0, int64_t r1) {\n";
+  for (size_t k = 0; k < g.invars.size(); ++k) {
+    const std::string t = ops::codegen_type(g.invars[k]->aval.dtype);
+    s += "  const " + t + "* __restrict in" + std::to_string(k) + " = static_cast<const " + t + "*>(bufs[" +
+         std::to_string(k) + "]);\n";
+  }
+  for (size_t k = 0; k < g.outvars.size(); ++k) {
+    const std::string t = ops::codegen_type(g.outvars[k].aval().dtype);
+    s += "  " + t + "* __restrict out" + std::to_string(k) + " = static_cast<" + t + "*>(bufs[" +
+         std::to_string(g.invars.size() + k) + "]);\n";
+  }
+  if (rank == 0) return s + "  (void)r0;\n  (void)r1;\n" + generic + "}\n";
+  std::string params;
+  for (size_t d = 0; d < rank; ++d) params += (d ? ", " : "") + std::string("int64_t i") + std::to_string(d);
+  s += "  auto generic = [&](" + params + ") {\n" + generic + "  };\n";
+  std::string args;
+  for (size_t d = 0; d < rank; ++d) args += (d ? ", " : "") + std::string("i") + std::to_string(d);
+  const size_t last = rank - 1;
+  const std::string il = "i" + std::to_string(last), L = std::to_string(lo[last]), H = std::to_string(hi[last]),
+                    N = std::to_string(domain[last]);
+  auto ind = [](int n) { return std::string(size_t(n), ' '); };
+  if (rank == 1) {
+    s += "  for (int64_t i0 = r0; i0 < std::min<int64_t>(r1, " + L + "); ++i0) generic(i0);\n";
+    s += "#pragma GCC ivdep\n  for (int64_t i0 = std::max<int64_t>(r0, " + L + "); i0 < std::min<int64_t>(r1, " + H +
+         "); ++i0) {\n" + special + "  }\n";
+    s += "  for (int64_t i0 = std::max<int64_t>(r0, " + H + "); i0 < r1; ++i0) generic(i0);\n";
+    return s + "}\n";
+  }
+  // Outer loops over dimensions 0 .. rank-2 (the first restricted to [r0, r1)), then the
+  // last dimension split into edge / interior / edge when the outer indices are interior.
+  int indent = 2;
+  std::string inside;
+  for (size_t d = 0; d < last; ++d) {
+    const std::string i = "i" + std::to_string(d);
+    s += ind(indent) + "for (int64_t " + i + " = " + (d == 0 ? "r0" : "0") + "; " + i + " < " +
+         (d == 0 ? "r1" : std::to_string(domain[d])) + "; ++" + i + ") {\n";
+    inside += (inside.empty() ? "" : " && ") + std::string("(") + i + " >= " + std::to_string(lo[d]) + " && " + i +
+              " < " + std::to_string(hi[d]) + ")";
+    indent += 2;
+  }
+  s += ind(indent) + "if (" + inside + ") {\n";
+  s += ind(indent + 2) + "for (int64_t " + il + " = 0; " + il + " < " + L + "; ++" + il + ") generic(" + args + ");\n";
+  s += "#pragma GCC ivdep\n" + ind(indent + 2) + "for (int64_t " + il + " = " + L + "; " + il + " < " + H + "; ++" + il +
+       ") {\n" + special + ind(indent + 2) + "}\n";
+  s += ind(indent + 2) + "for (int64_t " + il + " = " + H + "; " + il + " < " + N + "; ++" + il + ") generic(" + args +
+       ");\n";
+  s += ind(indent) + "} else {\n";
+  s += ind(indent + 2) + "for (int64_t " + il + " = 0; " + il + " < " + N + "; ++" + il + ") generic(" + args + ");\n";
+  s += ind(indent) + "}\n";
+  for (size_t d = 0; d < last; ++d) {
+    indent -= 2;
+    s += ind(indent) + "}\n";
+  }
+  return s + "}\n";
+}
+
+}  // namespace tessel::compiler

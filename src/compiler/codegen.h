@@ -1,0 +1,53 @@
+#pragma once
+// C++ code generation for fused loop nests (docs/performance.md).
+//
+// A fusion group is a small program whose equations are element-wise or index-mapping
+// primitives (slice, pad, concatenate, broadcast, static scatter, ...) and whose outputs
+// (roots) share one shape, the iteration domain. Its kernel visits every point of the
+// domain once and computes each root there by evaluating the equations backwards from the
+// root: an element-wise equation at index i needs its operands at i; a slice at i needs its
+// operand at start + stride * i; a concatenate or pad picks an operand by a range test. Each
+// input is read where needed and each root is written once: no intermediate is stored.
+//
+// Index maps stay affine per dimension (coef * i_d + off), so range tests are interval
+// tests on loop variables. The kernel runs a specialised body on the largest box where every
+// test has a fixed answer (the stencil interior: branch-free, vectorisable) and a generic
+// body with run-time tests elsewhere (halos and edges).
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace tessel::compiler {
+
+/// Whether code generation handles this equation inside a fusion group (element-wise with a
+/// codegen rule, or an index-mapping primitive with affine index maps; supported dtypes).
+bool can_generate(const ir::Equation& e);
+
+/// Relative cost of evaluating the equation at one point (0 for pure index mapping).
+int point_cost(const ir::Equation& e);
+
+/// Work per point of a group's interior body, for the fusion pass's recompute budget.
+struct GroupCost {
+  int64_t total = 0;  ///< point_cost summed over every (value, index map) evaluated
+  struct Var {
+    int maps = 0;            ///< distinct index maps the value is evaluated at
+    int64_t inclusive = 0;   ///< cost of those evaluations, with what they pulled in
+  };
+  std::unordered_map<const ir::VarNode*, Var> vars;  ///< values computed inside the group
+};
+GroupCost group_cost(const ir::Program& group);
+
+/// The C++ source of `extern "C" void <name>(void* const* bufs, int64_t r0, int64_t r1)`
+/// computing the group's outputs at the points whose first domain index lies in [r0, r1)
+/// (all of them for a rank-0 domain: [0, 1)). `bufs` holds the group's inputs, then its
+/// outputs, as dense row-major arrays. Every output of `group` must have the domain's shape.
+std::string generate_kernel(const ir::Program& group, const std::string& name);
+
+/// The header every generated translation unit starts with (standard headers and the
+/// element-wise scalar functions of src/ops/scalar.h).
+std::string kernel_prelude();
+
+}  // namespace tessel::compiler

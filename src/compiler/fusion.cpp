@@ -1,0 +1,279 @@
+#include "compiler/fusion.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "backend/cpu/parallel.h"
+#include "compiler/codegen.h"
+#include "compiler/kernel_cache.h"
+#include "core/log.h"
+#include "tessel/error.h"
+
+namespace tessel::compiler {
+namespace {
+
+using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
+
+/// The compiled kernel of a `fused` equation (its library stays loaded while it lives).
+class FusedKernel final : public ir::ParamObject {
+ public:
+  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name)
+      : lib_(std::move(lib)), fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))), name_(std::move(name)) {}
+  size_t hash() const override { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
+  bool equals(const ir::ParamObject& o) const override {
+    auto* k = dynamic_cast<const FusedKernel*>(&o);
+    return k && k->fn_ == fn_;
+  }
+  std::string to_string() const override { return name_; }
+  KernelFnPtr fn() const { return fn_; }
+
+ private:
+  std::shared_ptr<KernelLibrary> lib_;
+  KernelFnPtr fn_;
+  std::string name_;
+};
+
+std::vector<Aval> fused_eval(std::span<const Aval>, const ir::Params& p) {
+  return p.get<ir::ProgramRef>("program")->out_avals();
+}
+
+// Rows of the domain's first dimension are split over the shared arena, in chunks of at
+// least ~16K points so each chunk outweighs its scheduling.
+void fused_kernel(const ir::KernelCall& c) {
+  const auto& k = static_cast<const FusedKernel&>(*c.params.get<std::shared_ptr<const ir::ParamObject>>("kernel"));
+  std::vector<void*> bufs;
+  bufs.reserve(c.ins.size() + c.outs.size());
+  for (const void* p : c.ins) bufs.push_back(const_cast<void*>(p));
+  for (void* p : c.outs) bufs.push_back(p);
+  const Shape& domain = c.out_avals[0].shape;
+  const int64_t rows = domain.empty() ? 1 : domain[0];
+  int64_t row_points = 1;
+  for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points));
+  KernelFnPtr fn = k.fn();
+  cpu::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { fn(bufs.data(), r0, r1); });
+}
+
+const ir::Primitive& fused_p = ir::register_primitive({
+    .name = "fused", .abstract_eval = fused_eval, .cpu_kernel = fused_kernel});
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* s = std::getenv(name);
+  if (!s || !*s) return fallback;
+  char* end = nullptr;
+  long long v = std::strtoll(s, &end, 10);
+  if (*end != '\0' || v < 0)
+    throw ValueError(std::string(name) + " must be a non-negative integer, got '" + s + "'");
+  return v;
+}
+
+using VarSet = std::unordered_set<const ir::VarNode*>;
+
+/// Which equations fuse and which values are stored (materialized) rather than recomputed.
+struct Plan {
+  const ir::Program& p;
+  std::vector<bool> fusible;                                     // per equation
+  std::unordered_map<const ir::VarNode*, size_t> producer;       // value -> equation index
+  std::unordered_map<const ir::VarNode*, ir::Var> var_of;        // every value of p
+  VarSet stored;
+
+  explicit Plan(const ir::Program& prog) : p(prog), fusible(prog.eqns.size()) {
+    for (const auto& v : p.invars) var_of[v.get()] = v;
+    for (const auto& v : p.constvars) var_of[v.get()] = v;
+    for (size_t i = 0; i < p.eqns.size(); ++i)
+      for (const auto& v : p.eqns[i].outputs) {
+        producer[v.get()] = i;
+        var_of[v.get()] = v;
+      }
+  }
+  bool is_inline(const ir::VarNode* v) const {
+    auto it = producer.find(v);
+    return it != producer.end() && fusible[it->second] && !stored.count(v);
+  }
+  bool is_root(size_t i) const { return fusible[i] && stored.count(p.eqns[i].outputs[0].get()); }
+  void store_inputs_of(size_t i) {
+    for (const ir::Atom& a : p.eqns[i].inputs)
+      if (!a.is_literal()) stored.insert(a.var().get());
+  }
+
+  /// The equations computing `roots` inline (program order) and the values they read.
+  void closure(const std::vector<const ir::VarNode*>& roots, std::vector<size_t>& eqns,
+               std::vector<ir::Var>& inputs) const {
+    std::unordered_set<size_t> seen;
+    VarSet seen_inputs;
+    std::vector<size_t> stack;
+    for (auto* r : roots) stack.push_back(producer.at(r));
+    while (!stack.empty()) {
+      size_t i = stack.back();
+      stack.pop_back();
+      if (!seen.insert(i).second) continue;
+      for (const ir::Atom& a : p.eqns[i].inputs) {
+        if (a.is_literal()) continue;
+        const ir::VarNode* v = a.var().get();
+        if (is_inline(v)) stack.push_back(producer.at(v));
+        else if (seen_inputs.insert(v).second) inputs.push_back(a.var());
+      }
+    }
+    eqns.assign(seen.begin(), seen.end());
+    std::sort(eqns.begin(), eqns.end());
+  }
+
+  ir::Program group(const std::vector<const ir::VarNode*>& roots) const {
+    std::vector<size_t> eqns;
+    ir::Program g;
+    closure(roots, eqns, g.invars);
+    for (size_t i : eqns) g.eqns.push_back(p.eqns[i]);
+    for (auto* r : roots) g.outvars.push_back(ir::Atom(var_of.at(r)));
+    g.name = p.name + "_fused";
+    return g;
+  }
+};
+
+/// Decides what fuses: stores every value a non-fused consumer or the program's output
+/// needs; demotes roots too small to be worth a kernel; and, where a group would recompute
+/// more than `max_point_cost` per point, stores the value whose recomputation costs most.
+void plan_materialization(Plan& plan, const FusionOptions& opt) {
+  const ir::Program& p = plan.p;
+  for (size_t i = 0; i < p.eqns.size(); ++i) plan.fusible[i] = can_generate(p.eqns[i]);
+  for (const ir::Atom& a : p.outvars)
+    if (!a.is_literal()) plan.stored.insert(a.var().get());
+  for (size_t i = 0; i < p.eqns.size(); ++i)
+    if (!plan.fusible[i]) plan.store_inputs_of(i);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < p.eqns.size(); ++i)
+      if (plan.is_root(i) && p.eqns[i].outputs[0]->aval.size() < std::max<int64_t>(opt.min_elements, 1)) {
+        plan.fusible[i] = false;
+        plan.store_inputs_of(i);
+        changed = true;
+      }
+    if (changed) continue;
+    for (size_t i = 0; i < p.eqns.size(); ++i) {
+      if (!plan.is_root(i)) continue;
+      const ir::VarNode* root = p.eqns[i].outputs[0].get();
+      for (;;) {
+        GroupCost cost = group_cost(plan.group({root}));
+        if (cost.total <= opt.max_point_cost) break;
+        const ir::VarNode* best = nullptr;
+        double best_saving = 0;
+        for (const auto& [v, c] : cost.vars) {
+          if (v == root || c.maps < 2) continue;
+          const double saving = double(c.maps - 1) * double(c.inclusive) / c.maps;
+          if (saving > best_saving) {
+            best_saving = saving;
+            best = v;
+          }
+        }
+        if (!best) break;
+        plan.stored.insert(best);
+        changed = true;
+      }
+    }
+  }
+}
+
+/// A step of the fused program: one original equation, or a loop nest of several roots.
+struct Step {
+  size_t eqn = 0;                              // when roots is empty
+  std::vector<const ir::VarNode*> roots;       // a loop nest
+  Shape domain;
+};
+
+/// Orders the program into steps: unfused equations in place; each root joins the latest
+/// loop nest of its shape that runs after everything it reads (else starts its own).
+std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
+  const ir::Program& p = plan.p;
+  std::vector<Step> steps;
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    if (!plan.fusible[i]) {
+      steps.push_back(Step{i, {}, {}});
+      continue;
+    }
+    if (!plan.is_root(i)) continue;
+    const ir::VarNode* root = p.eqns[i].outputs[0].get();
+    std::vector<size_t> eqns;
+    std::vector<ir::Var> inputs;
+    plan.closure({root}, eqns, inputs);
+    VarSet reads;
+    for (const auto& v : inputs) reads.insert(v.get());
+    const Shape& domain = root->aval.shape;
+    Step* target = nullptr;
+    for (size_t s = steps.size(); s-- > 0;) {
+      Step& st = steps[s];
+      bool produces = false;
+      if (st.roots.empty()) {
+        for (const auto& o : p.eqns[st.eqn].outputs) produces |= reads.count(o.get()) > 0;
+      } else {
+        for (auto* r : st.roots) produces |= reads.count(r) > 0;
+      }
+      if (produces) break;
+      if (!st.roots.empty() && st.domain == domain && int64_t(st.roots.size()) < opt.max_outputs) {
+        target = &st;
+        break;
+      }
+    }
+    if (target) target->roots.push_back(root);
+    else steps.push_back(Step{0, {root}, domain});
+  }
+  return steps;
+}
+
+}  // namespace
+
+FusionOptions fusion_options() {
+  FusionOptions o;
+  o.min_elements = env_int("TESSEL_FUSION_MIN_ELEMENTS", o.min_elements);
+  o.max_point_cost = env_int("TESSEL_FUSION_MAX_POINT_COST", o.max_point_cost);
+  o.max_outputs = std::max<int64_t>(1, env_int("TESSEL_FUSION_MAX_OUTPUTS", o.max_outputs));
+  return o;
+}
+
+ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
+  if (!codegen_enabled()) return p;
+  Plan plan(p);
+  plan_materialization(plan, opt);
+  std::vector<Step> steps = schedule(plan, opt);
+  std::vector<ir::Program> groups;
+  std::string source = kernel_prelude();
+  for (const Step& st : steps) {
+    if (st.roots.empty()) continue;
+    groups.push_back(plan.group(st.roots));
+    source += "\n" + generate_kernel(groups.back(), "tessel_fused_" + std::to_string(groups.size() - 1));
+  }
+  if (groups.empty()) return p;
+  std::shared_ptr<KernelLibrary> lib;
+  try {
+    lib = load_or_compile(source);
+  } catch (const Error& e) {
+    TESSEL_WARN_LOG(std::string("codegen: ") + e.what() + "\n'" + p.name + "' runs unfused.");
+    return p;
+  }
+  ir::Program out;
+  out.invars = p.invars;
+  out.constvars = p.constvars;
+  out.consts = p.consts;
+  out.outvars = p.outvars;
+  out.name = p.name;
+  size_t k = 0;
+  for (const Step& st : steps) {
+    if (st.roots.empty()) {
+      out.eqns.push_back(p.eqns[st.eqn]);
+      continue;
+    }
+    auto g = std::make_shared<const ir::Program>(std::move(groups[k]));
+    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k));
+    ++k;
+    ir::Equation e{&fused_p, {}, {}, ir::Params{{"program", ir::ProgramRef(g)},
+                                               {"kernel", std::shared_ptr<const ir::ParamObject>(kernel)}}};
+    for (const auto& v : g->invars) e.inputs.push_back(ir::Atom(v));
+    for (const auto& a : g->outvars) e.outputs.push_back(a.var());
+    out.eqns.push_back(std::move(e));
+  }
+  TESSEL_DEBUG_LOG("fusion '" + p.name + "': " + std::to_string(p.eqns.size()) + " equations -> " +
+                   std::to_string(out.eqns.size()) + " steps, " + std::to_string(k) + " generated kernels");
+  return out;
+}
+
+}  // namespace tessel::compiler

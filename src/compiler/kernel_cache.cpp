@@ -1,0 +1,223 @@
+#include "compiler/kernel_cache.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "core/log.h"
+#include "tessel/error.h"
+
+extern char** environ;
+
+namespace tessel::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+// -ffp-contract=off: no fused multiply-add, so generated code rounds like the unfused kernels.
+const std::vector<std::string> kFlags = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c++20", "-ffp-contract=off",
+                                         "-w"};
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+std::string compiler_path() { return env_or("TESSEL_CXX", "c++"); }
+
+/// Runs argv with stdout and stderr sent to `log`; returns the exit status (-1 if it did
+/// not start).
+int run_process(const std::vector<std::string>& argv, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read_file(const std::string& path, size_t limit) {
+  std::ifstream f(path);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (s.size() > limit) s = s.substr(0, limit) + "\n...";
+  return s;
+}
+
+std::string unique_suffix() {
+  static std::atomic<uint64_t> counter{0};
+  return std::to_string(getpid()) + "." + std::to_string(counter++) + "." +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+/// The compiler's first --version line, or "" when it does not run.
+const std::string& compiler_version() {
+  static const std::string v = [] {
+    std::error_code ec;
+    fs::path dir = fs::temp_directory_path(ec);
+    const std::string log = (dir / ("tessel-cxx-version." + unique_suffix())).string();
+    std::string line;
+    if (run_process({compiler_path(), "--version"}, log) == 0) {
+      std::ifstream f(log);
+      std::getline(f, line);
+    }
+    fs::remove(log, ec);
+    return line;
+  }();
+  return v;
+}
+
+/// 128-bit FNV-1a-style key (two 64-bit lanes), as 32 hex digits.
+std::string hash_key(const std::string& text) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (unsigned char c : text) {
+    a = (a ^ c) * 0x100000001b3ull;
+    b = (b ^ c) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+  }
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+  return buf;
+}
+
+struct State {
+  std::mutex mu;
+  std::unordered_map<std::string, std::weak_ptr<KernelLibrary>> loaded;
+  CodegenStats stats;
+};
+State& state() {
+  static State* s = new State;  // outlives static destructors of users
+  return *s;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+KernelLibrary::~KernelLibrary() {
+  if (handle_) dlclose(handle_);
+}
+
+void* KernelLibrary::symbol(const std::string& name) const {
+  void* p = dlsym(handle_, name.c_str());
+  if (!p) throw Error("internal: generated kernel '" + name + "' is missing from its shared object");
+  return p;
+}
+
+bool codegen_enabled() {
+  static const bool enabled = [] {
+    if (env_or("TESSEL_DISABLE_CODEGEN", "0") != "0") return false;
+    if (compiler_version().empty()) {
+      TESSEL_WARN_LOG("codegen: the C++ compiler '" + compiler_path() +
+                      "' does not run; jit uses the unfused kernels (set TESSEL_CXX to a compiler to fuse)");
+      return false;
+    }
+    return true;
+  }();
+  return enabled;
+}
+
+std::string kernel_cache_dir() {
+  if (const char* d = std::getenv("TESSEL_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tessel/kernels";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tessel/kernels";
+  std::error_code ec;
+  return (fs::temp_directory_path(ec) / ("tessel-kernels-" + std::to_string(getuid()))).string();
+}
+
+std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
+  std::string flags;
+  for (const auto& f : kFlags) flags += f + " ";
+  const std::string key = hash_key(source + '\0' + compiler_version() + '\0' + flags);
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (auto lib = st.loaded[key].lock()) return lib;
+
+  const fs::path dir = kernel_cache_dir();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw Error("codegen: cannot create the kernel cache directory '" + dir.string() + "': " + ec.message() +
+                "; set TESSEL_CACHE_DIR to a writable directory, or TESSEL_DISABLE_CODEGEN=1");
+  const fs::path so = dir / (key + ".so");
+  auto t0 = std::chrono::steady_clock::now();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (fs::exists(so)) {
+      if (void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        auto lib = std::make_shared<KernelLibrary>(h);
+        st.loaded[key] = lib;
+        if (attempt == 0) {
+          st.stats.disk_loads++;
+          st.stats.load_ms += ms_since(t0);
+        }
+        TESSEL_DEBUG_LOG("codegen: loaded " + so.string());
+        return lib;
+      }
+      // A damaged file (say, from a full disk): compile it again.
+      TESSEL_WARN_LOG(std::string("codegen: cannot load ") + so.string() + " (" + dlerror() + "); recompiling");
+      fs::remove(so, ec);
+    }
+    const std::string tmp = (dir / (key + ".tmp." + unique_suffix())).string();
+    {
+      std::ofstream f(tmp + ".cpp");
+      f << source;
+      if (!f)
+        throw Error("codegen: cannot write '" + tmp + ".cpp' in the kernel cache; set TESSEL_CACHE_DIR to a writable "
+                    "directory, or TESSEL_DISABLE_CODEGEN=1");
+    }
+    std::vector<std::string> argv{compiler_path()};
+    argv.insert(argv.end(), kFlags.begin(), kFlags.end());
+    argv.insert(argv.end(), {"-o", tmp + ".so", tmp + ".cpp"});
+    auto c0 = std::chrono::steady_clock::now();
+    const int rc = run_process(argv, tmp + ".log");
+    st.stats.compiles++;
+    st.stats.compile_ms += ms_since(c0);
+    if (rc != 0) {
+      std::string log = read_file(tmp + ".log", 4000);
+      fs::remove(tmp + ".so", ec);
+      throw Error("codegen: compiling generated kernels with '" + compiler_path() + "' failed (exit " +
+                  std::to_string(rc) + "); source kept at " + tmp + ".cpp. Compiler output:\n" + log +
+                  "\nSet TESSEL_DISABLE_CODEGEN=1 to run the unfused kernels.");
+    }
+    fs::remove(tmp + ".log", ec);
+    fs::rename(tmp + ".cpp", dir / (key + ".cpp"), ec);  // kept for reading; not needed to load
+    fs::rename(tmp + ".so", so, ec);                       // atomic: readers see all or nothing
+    if (ec) throw Error("codegen: cannot move the compiled kernels into " + so.string() + ": " + ec.message());
+    TESSEL_DEBUG_LOG("codegen: compiled " + so.string());
+  }
+  throw Error("codegen: cannot load the compiled kernels " + so.string() + ": " + dlerror());
+}
+
+CodegenStats codegen_stats() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().stats;
+}
+
+void forget_loaded_libraries() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().loaded.clear();
+}
+
+}  // namespace tessel::compiler

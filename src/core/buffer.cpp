@@ -1,0 +1,166 @@
+// Buffers and the caching allocator behind them.
+//
+// A program run step after step (a jitted time step, a training step) asks for the same
+// large buffers every time. glibc serves large blocks with mmap and unmaps them on free,
+// so each step would page-fault all of its memory in again. The cache keeps freed blocks,
+// by size class, up to TESSEL_ALLOCATOR_CACHE_BYTES, and hands them out again. It is one
+// cache for all devices (a buffer is often freed on another thread than the one that
+// allocated it), behind one mutex held for a few instructions. Blocks below 16 KiB go to
+// malloc directly: glibc's per-thread caches serve them faster than a shared lock.
+#include "core/buffer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/device_impl.h"
+#include "tessel/error.h"
+
+namespace tessel::detail {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kMinCached = 16 << 10;
+
+size_t default_cache_limit() {
+  size_t limit = size_t(1) << 30;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) limit = std::min(limit, size_t(pages) * size_t(page) / 4);
+  return limit;
+}
+
+class BlockCache {
+ public:
+  BlockCache() {
+    const long unset = std::numeric_limits<long>::min();
+    const long v = env_int("TESSEL_ALLOCATOR_CACHE_BYTES", unset);
+    if (v != unset && v < 0)
+      throw ValueError("TESSEL_ALLOCATOR_CACHE_BYTES=" + std::to_string(v) +
+                       " is negative; give a number of bytes (0 turns the cache off)");
+    limit_ = v == unset ? default_cache_limit() : size_t(v);
+  }
+
+  void* take(size_t capacity) {
+    std::lock_guard lock(mu_);
+    auto it = free_.find(capacity);
+    if (it == free_.end() || it->second.empty()) {
+      ++misses_;
+      return nullptr;
+    }
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= capacity;
+    ++hits_;
+    return p;
+  }
+
+  /// Keeps the block if it fits under the limit (evicting larger classes first); returns
+  /// false when the caller must free it.
+  bool give(void* p, size_t capacity) {
+    if (capacity > limit_) return false;
+    std::vector<std::pair<void*, size_t>> evicted;
+    {
+      std::lock_guard lock(mu_);
+      while (cached_ + capacity > limit_) {
+        auto it = std::find_if(free_.rbegin(), free_.rend(), [](const auto& kv) { return !kv.second.empty(); });
+        if (it == free_.rend()) break;
+        evicted.emplace_back(it->second.back(), it->first);
+        it->second.pop_back();
+        cached_ -= it->first;
+      }
+      free_[capacity].push_back(p);
+      cached_ += capacity;
+    }
+    for (auto& e : evicted) std::free(e.first);
+    return true;
+  }
+
+  void trim() {
+    std::map<size_t, std::vector<void*>> all;
+    {
+      std::lock_guard lock(mu_);
+      all.swap(free_);
+      cached_ = 0;
+    }
+    for (auto& kv : all)
+      for (void* p : kv.second) std::free(p);
+  }
+
+  AllocatorStats stats() {
+    std::lock_guard lock(mu_);
+    return AllocatorStats{cached_, limit_, hits_, misses_};
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;  // by capacity
+  size_t cached_ = 0, limit_ = 0, hits_ = 0, misses_ = 0;
+};
+
+BlockCache& cache() {
+  // Never destroyed: buffers held by static objects are freed after static destructors run.
+  static BlockCache* c = new BlockCache();
+  return *c;
+}
+
+}  // namespace
+
+size_t allocator_size_class(size_t nbytes) {
+  if (nbytes <= kAlignment) return kAlignment;
+  if (nbytes <= 4096) return (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  const int b = std::bit_width(nbytes - 1);  // nbytes <= 2^b
+  const size_t step = size_t(1) << (b - 4);  // eight classes between 2^(b-1) and 2^b
+  return (nbytes + step - 1) / step * step;
+}
+
+Memory::Memory(size_t nbytes) : capacity_(allocator_size_class(nbytes)) {
+  if (capacity_ >= kMinCached) ptr_ = cache().take(capacity_);
+  if (!ptr_) ptr_ = std::aligned_alloc(kAlignment, capacity_);
+  if (!ptr_) {
+    allocator_trim();
+    ptr_ = std::aligned_alloc(kAlignment, capacity_);
+  }
+  if (!ptr_) {
+    capacity_ = 0;
+    throw Error("allocate: out of memory allocating " + std::to_string(nbytes) +
+                " bytes; free arrays you no longer need, or lower TESSEL_ALLOCATOR_CACHE_BYTES");
+  }
+}
+
+Memory& Memory::operator=(Memory&& o) noexcept {
+  if (this != &o) {
+    reset();
+    ptr_ = o.ptr_;
+    capacity_ = o.capacity_;
+    o.ptr_ = nullptr;
+    o.capacity_ = 0;
+  }
+  return *this;
+}
+
+void Memory::reset() {
+  if (!ptr_) return;
+  if (capacity_ < kMinCached || !cache().give(ptr_, capacity_)) std::free(ptr_);
+  ptr_ = nullptr;
+  capacity_ = 0;
+}
+
+AllocatorStats allocator_stats() { return cache().stats(); }
+void allocator_trim() { cache().trim(); }
+
+Buffer::Buffer(size_t nbytes, DeviceImpl* device) : memory_(nbytes), nbytes_(nbytes), device_(device) {}
+
+std::shared_ptr<Buffer> Buffer::donated(size_t nbytes, DeviceImpl* device, const std::string& message) {
+  auto b = deferred(nbytes, device);
+  b->donated_ = true;
+  b->set_error(std::make_exception_ptr(ValueError(message)));
+  return b;
+}
+
+}  // namespace tessel::detail

@@ -1,0 +1,218 @@
+#pragma once
+// The scalar functions of the element-wise primitives, defined once: the CPU kernels of
+// src/ops/elementwise.cpp call them per element, and the code generator (src/compiler/
+// codegen.cpp) embeds this file verbatim at the top of every generated kernel, so fused and
+// unfused code compute the same values. It must therefore include only standard headers.
+//
+// Functions take and return compute types: float, double, std::complex, the integer types
+// and bool (the half types compute in float, converted by the caller). Where C++ leaves
+// behaviour undefined, they define it as XLA does on CPU (see elementwise.cpp).
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <numbers>
+#include <type_traits>
+
+namespace tessel::scalar {
+
+template <class T> struct is_complex : std::false_type {};
+template <class T> struct is_complex<std::complex<T>> : std::true_type {};
+template <class T> inline constexpr bool is_complex_v = is_complex<T>::value;
+template <class T> inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+/// Integer arithmetic happens in an unsigned type at least as wide as int: it wraps
+/// instead of overflowing (undefined for signed types, and for unsigned short * unsigned short).
+template <class T> using wrap_t = std::make_unsigned_t<decltype(T() + T())>;
+
+template <class T> inline T wrap_neg(T x) { return T(wrap_t<T>(0) - wrap_t<T>(x)); }
+
+/// base^exp by squaring, wrapping; negative exponents truncate 1/base^|exp| toward zero.
+template <class T, class E> inline T int_pow(T base, E exp) {
+  if constexpr (std::is_signed_v<E>) {
+    if (exp < 0) {
+      if (base == T(1)) return T(1);
+      if constexpr (std::is_signed_v<T>)
+        if (base == T(-1)) return T(exp % 2 == 0 ? 1 : -1);
+      return T(0);
+    }
+  }
+  wrap_t<T> acc = 1, b = wrap_t<T>(base);
+  for (auto e = std::make_unsigned_t<E>(exp); e; e >>= 1) {
+    if (e & 1) acc *= b;
+    b *= b;
+  }
+  return T(acc);
+}
+
+/// max (Max) or min, propagating NaN; complex numbers compare lexicographically.
+template <bool Max, class T> inline T pick(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return Max ? (a || b) : (a && b);
+  } else if constexpr (is_complex_v<T>) {
+    if (a != a) return a;  // any NaN component
+    if (b != b) return b;
+    bool greater = a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
+    return greater == Max ? a : b;
+  } else {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return (a > b) == Max ? a : b;
+  }
+}
+
+template <class T> inline T round_half_even(T x) {
+  T r = std::round(x);  // half away from zero
+  if (std::abs(x - r) == T(0.5)) r = T(2) * std::round(x / T(2));
+  return r;
+}
+
+/// integer_pow[y]: x^y by squaring (wrapping for integers; 1/x^|y| for negative y on floats).
+template <class T> inline T integer_pow(T x, int64_t y) {
+  if constexpr (is_int_v<T>) {
+    return int_pow(x, y);
+  } else {
+    T acc(1), b(x);
+    for (uint64_t e = y < 0 ? uint64_t(0) - uint64_t(y) : uint64_t(y); e; e >>= 1) {
+      if (e & 1) acc *= b;
+      b *= b;
+    }
+    return y < 0 ? T(1) / acc : acc;
+  }
+}
+
+/// integer_pow with the exponent known at compile time (generated code): the same products
+/// in the same order as integer_pow, unrolled so loops around it vectorise.
+template <uint64_t E, class T> inline void pow_by_squaring(T& acc, T b) {
+  if constexpr (E != 0) {
+    if constexpr ((E & 1) != 0) acc *= b;
+    if constexpr ((E >> 1) != 0) pow_by_squaring<(E >> 1)>(acc, T(b * b));
+  }
+}
+template <int64_t Y, class T> inline T integer_pow_static(T x) {
+  if constexpr (is_int_v<T>) {
+    return int_pow(x, Y);
+  } else {
+    T acc(1);
+    pow_by_squaring<(Y < 0 ? uint64_t(0) - uint64_t(Y) : uint64_t(Y))>(acc, x);
+    if constexpr (Y < 0) return T(1) / acc;
+    else return acc;
+  }
+}
+
+/// select_n with two cases.
+template <class T> inline T select_n(bool pred, T on_false, T on_true) { return pred ? on_true : on_false; }
+
+// The rows of the element-wise table (same names; `and_`, `or_`, `xor_`, `not_` keep their
+// underscore): bodies compute on `x` (unary) or `a`, `b` (binary) of type T.
+#define TESSEL_SCALAR_UNARY(NAME, ...) \
+  template <class T> inline auto NAME(T x) { __VA_ARGS__ }
+#define TESSEL_SCALAR_BINARY(NAME, ...) \
+  template <class T> inline auto NAME(T a, T b) { __VA_ARGS__ }
+
+TESSEL_SCALAR_BINARY(add, if constexpr (std::is_same_v<T, bool>) return a || b;
+       else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) + wrap_t<T>(b));
+       else return a + b;)
+TESSEL_SCALAR_BINARY(sub, if constexpr (is_int_v<T>) return T(wrap_t<T>(a) - wrap_t<T>(b));
+       else return a - b;)
+TESSEL_SCALAR_BINARY(mul, if constexpr (std::is_same_v<T, bool>) return a && b;
+       else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(b));
+       else return a * b;)
+TESSEL_SCALAR_BINARY(div, if constexpr (is_int_v<T>) {
+         if (b == 0) return T(-1);
+         if constexpr (std::is_signed_v<T>)
+           if (b == T(-1)) return wrap_neg(a);
+         return T(a / b);
+       } else return a / b;)
+TESSEL_SCALAR_BINARY(rem, if constexpr (is_int_v<T>) {
+         if (b == 0) return a;
+         if constexpr (std::is_signed_v<T>)
+           if (b == T(-1)) return T(0);
+         return T(a % b);
+       } else return std::fmod(a, b);)
+TESSEL_SCALAR_BINARY(pow, if constexpr (is_int_v<T>) return int_pow(a, b);
+       else if constexpr (is_complex_v<T>) return b == T(0) ? T(1) : std::pow(a, b);  // libstdc++ gives 0^0 = 0
+       else return std::pow(a, b);)
+TESSEL_SCALAR_BINARY(max, return pick<true>(a, b);)
+TESSEL_SCALAR_BINARY(min, return pick<false>(a, b);)
+TESSEL_SCALAR_BINARY(atan2, return std::atan2(a, b);)
+TESSEL_SCALAR_UNARY(neg, if constexpr (is_int_v<T>) return wrap_neg(x);
+      else return -x;)
+TESSEL_SCALAR_UNARY(abs, if constexpr (std::is_unsigned_v<T>) return x;
+      else if constexpr (is_int_v<T>) return x < 0 ? wrap_neg(x) : x;
+      else return std::abs(x);)
+TESSEL_SCALAR_UNARY(sign, if constexpr (is_complex_v<T>) return x == T(0) ? x : x / std::abs(x);
+      else if constexpr (std::is_floating_point_v<T>) return x > 0 ? T(1) : x < 0 ? T(-1) : x;  // keeps -0, NaN
+      else if constexpr (std::is_unsigned_v<T>) return T(x != 0);
+      else return T((x > 0) - (x < 0));)
+TESSEL_SCALAR_UNARY(floor, return std::floor(x);)
+TESSEL_SCALAR_UNARY(ceil, return std::ceil(x);)
+TESSEL_SCALAR_UNARY(round, return round_half_even(x);)
+TESSEL_SCALAR_UNARY(is_finite, return std::isfinite(x);)
+TESSEL_SCALAR_UNARY(exp, return std::exp(x);)
+TESSEL_SCALAR_UNARY(exp2, if constexpr (is_complex_v<T>) return std::exp(x * T(std::numbers::ln2));
+      else return std::exp2(x);)
+TESSEL_SCALAR_UNARY(expm1, if constexpr (is_complex_v<T>) {
+        // exp(a+ib) - 1 = (expm1(a) cos b - 2 sin^2(b/2)) + i exp(a) sin b, accurate near 0.
+        auto re = x.real(), im = x.imag(), s = std::sin(im / 2);
+        return T(std::expm1(re) * std::cos(im) - 2 * s * s, std::exp(re) * std::sin(im));
+      } else return std::expm1(x);)
+TESSEL_SCALAR_UNARY(log, return std::log(x);)
+TESSEL_SCALAR_UNARY(log1p, if constexpr (is_complex_v<T>) {
+        if (std::abs(x) >= 0.5) return std::log(T(1) + x);
+        // log|1+z| = log1p(2a + a^2 + b^2) / 2, accurate for small z.
+        auto re = x.real(), im = x.imag();
+        return T(std::log1p(re * (2 + re) + im * im) / 2, std::atan2(im, 1 + re));
+      } else return std::log1p(x);)
+TESSEL_SCALAR_UNARY(sqrt, return std::sqrt(x);)
+TESSEL_SCALAR_UNARY(rsqrt, return T(1) / std::sqrt(x);)
+TESSEL_SCALAR_UNARY(cbrt, return std::cbrt(x);)
+TESSEL_SCALAR_UNARY(sin, return std::sin(x);)
+TESSEL_SCALAR_UNARY(cos, return std::cos(x);)
+TESSEL_SCALAR_UNARY(tan, return std::tan(x);)
+TESSEL_SCALAR_UNARY(asin, return std::asin(x);)
+TESSEL_SCALAR_UNARY(acos, return std::acos(x);)
+TESSEL_SCALAR_UNARY(atan, return std::atan(x);)
+TESSEL_SCALAR_UNARY(sinh, return std::sinh(x);)
+TESSEL_SCALAR_UNARY(cosh, return std::cosh(x);)
+TESSEL_SCALAR_UNARY(tanh, return std::tanh(x);)
+TESSEL_SCALAR_UNARY(asinh, return std::asinh(x);)
+TESSEL_SCALAR_UNARY(acosh, return std::acosh(x);)
+TESSEL_SCALAR_UNARY(atanh, return std::atanh(x);)
+TESSEL_SCALAR_UNARY(erf, return std::erf(x);)
+TESSEL_SCALAR_UNARY(erfc, return std::erfc(x);)
+TESSEL_SCALAR_UNARY(logistic, if constexpr (!is_complex_v<T>) {
+        if (x < 0) {  // exp(-x) would overflow for very negative x
+          T e = std::exp(x);
+          return e / (T(1) + e);
+        }
+      }
+      return T(1) / (T(1) + std::exp(-x));)
+TESSEL_SCALAR_BINARY(eq, return a == b;)
+TESSEL_SCALAR_BINARY(ne, return a != b;)
+TESSEL_SCALAR_BINARY(lt, return a < b;)
+TESSEL_SCALAR_BINARY(le, return a <= b;)
+TESSEL_SCALAR_BINARY(gt, return a > b;)
+TESSEL_SCALAR_BINARY(ge, return a >= b;)
+TESSEL_SCALAR_BINARY(and_, if constexpr (std::is_same_v<T, bool>) return a && b; else return T(a & b);)
+TESSEL_SCALAR_BINARY(or_, if constexpr (std::is_same_v<T, bool>) return a || b; else return T(a | b);)
+TESSEL_SCALAR_BINARY(xor_, if constexpr (std::is_same_v<T, bool>) return a != b; else return T(a ^ b);)
+TESSEL_SCALAR_UNARY(not_, if constexpr (std::is_same_v<T, bool>) return !x; else return T(~x);)
+TESSEL_SCALAR_BINARY(shift_left, using U = std::make_unsigned_t<T>;
+       if (U(b) >= sizeof(T) * 8) return T(0);  // negative amounts are huge as unsigned
+       return T(wrap_t<T>(a) << U(b));)
+TESSEL_SCALAR_BINARY(shift_right, using U = std::make_unsigned_t<T>;
+       if (U(b) >= sizeof(T) * 8) {
+         if constexpr (std::is_signed_v<T>) return T(a < 0 ? -1 : 0);
+         else return T(0);
+       }
+       return T(a >> U(b));)
+TESSEL_SCALAR_UNARY(real, return x.real();)
+TESSEL_SCALAR_UNARY(imag, return x.imag();)
+TESSEL_SCALAR_UNARY(conj, return std::conj(x);)
+TESSEL_SCALAR_BINARY(complex, return std::complex<T>(a, b);)
+
+#undef TESSEL_SCALAR_UNARY
+#undef TESSEL_SCALAR_BINARY
+
+}  // namespace tessel::scalar

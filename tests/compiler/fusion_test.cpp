@@ -1,0 +1,221 @@
+// The fusion pass and the C++ code generator: fused programs agree with the unfused kernels
+// (bitwise for integers, to rounding for floats) on random element-wise / slice / pad /
+// concatenate / scatter / broadcast programs, stencils read each input once, and groups
+// that would recompute too much store intermediate values instead.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <random>
+
+#include "compiler/codegen.h"
+#include "compiler/executable.h"
+#include "compiler/fusion.h"
+#include "compiler/kernel_cache.h"
+#include "compiler/passes.h"
+#include "ir/trace.h"
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+namespace {
+
+using Fn = std::function<std::vector<ts::Array>(std::span<const ts::Array>)>;
+
+ts::ir::Program lower(const Fn& f, const std::vector<ts::Array>& args) {
+  std::vector<ts::Aval> avals;
+  for (const auto& a : args) avals.push_back(a.aval());
+  return ts::compiler::simplify(ts::detail::trace_to_program(f, avals, "random_program"));
+}
+
+/// Options that fuse every group, however small.
+ts::compiler::FusionOptions fuse_everything(int64_t max_point_cost = 96) {
+  ts::compiler::FusionOptions o;
+  o.min_elements = 0;
+  o.max_point_cost = max_point_cost;
+  return o;
+}
+
+size_t count_prim(const ts::ir::Program& p, const std::string& name) {
+  size_t n = 0;
+  for (const auto& e : p.eqns) n += e.prim->name == name;
+  return n;
+}
+
+std::vector<ts::Array> run(const ts::ir::Program& p, const std::vector<ts::Array>& args) {
+  auto exe = std::make_shared<ts::compiler::Executable>(std::make_shared<const ts::ir::Program>(p));
+  return exe->run(args);
+}
+
+void expect_same(const std::vector<ts::Array>& fused, const std::vector<ts::Array>& plain, const std::string& what) {
+  ASSERT_EQ(fused.size(), plain.size());
+  for (size_t k = 0; k < fused.size(); ++k) {
+    ASSERT_EQ(fused[k].shape(), plain[k].shape()) << what;
+    ASSERT_EQ(fused[k].dtype(), plain[k].dtype()) << what;
+    if (ts::is_floating(plain[k].dtype())) {
+      auto a = ts::astype(fused[k], ts::f64).to_vector<double>(), b = ts::astype(plain[k], ts::f64).to_vector<double>();
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i] == b[i]) continue;  // includes infinities
+        if (std::isnan(b[i])) {
+          EXPECT_TRUE(std::isnan(a[i])) << what << " output " << k << " element " << i;
+        } else {
+          EXPECT_NEAR(a[i], b[i], 1e-6 * (1 + std::abs(b[i]))) << what << " output " << k << " element " << i;
+        }
+      }
+    } else {
+      auto a = ts::astype(fused[k], ts::i64).to_vector<int64_t>(), b = ts::astype(plain[k], ts::i64).to_vector<int64_t>();
+      EXPECT_EQ(a, b) << what << " output " << k;
+    }
+  }
+}
+
+/// A random program over arrays of one 2-D shape: element-wise operations, shifted reads
+/// (slices of padded arrays), concatenations, static scatters, broadcasts of reductions,
+/// flips, transposes, iota and dtype conversions. Returns its last values.
+struct RandomProgram {
+  ts::DType dtype;
+  uint32_t seed;
+  int ops;
+
+  std::vector<ts::Array> operator()(std::span<const ts::Array> in) const {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
+    std::vector<ts::Array> pool(in.begin(), in.end());
+    const int64_t R = in[0].shape()[0], C = in[0].shape()[1];
+    const bool flt = ts::is_floating(dtype);
+    auto any = [&]() -> const ts::Array& { return pool[size_t(pick(int(pool.size())))]; };
+    for (int k = 0; k < ops; ++k) {
+      const ts::Array a = any(), b = any();
+      ts::Array r;
+      switch (pick(12)) {
+        case 0: r = a + b; break;
+        case 1: r = a - b * b; break;
+        case 2: r = flt ? a / (ts::abs(b) + 1) : ts::floor_divide(a, b); break;  // integer division by 0 included
+        case 3: r = flt ? ts::tanh(a) : ts::remainder(a, b); break;
+        case 4: r = ts::where(a > b, a, -b); break;
+        case 5: r = ts::maximum(a, b) + ts::minimum(a, b); break;
+        case 6: {  // a shifted read: pad, then slice at an offset
+          const int64_t di = pick(3), dj = pick(3);
+          ts::Array padded = ts::pad(a, {{1, 1}, {1, 1}}, pick(2) ? "edge" : "constant");
+          r = ts::slice(padded, {di, dj}, {di + R, dj + C});
+          break;
+        }
+        case 7: {  // rows from two arrays
+          const int64_t cut = 1 + pick(int(R - 1));
+          r = ts::concatenate({ts::slice(a, {0, 0}, {cut, C}), ts::slice(b, {cut, 0}, {R, C})}, 0);
+          break;
+        }
+        case 8: {  // a static scatter of a window of b into a
+          const int64_t i0 = pick(int(R / 2)), j0 = pick(int(C / 2)), i1 = i0 + 1 + pick(int(R - i0 - 1)),
+                        j1 = j0 + 1 + pick(int(C - j0 - 1));
+          ts::Array w = ts::slice(b, {0, 0}, {i1 - i0, j1 - j0});
+          auto at = a.at({ts::Slice(i0, i1), ts::Slice(j0, j1)});
+          r = pick(2) ? at.set(w) : at.add(w);
+          break;
+        }
+        case 9: {  // a reduction (not fused) broadcast back
+          ts::Array s = ts::sum(a, {1}, /*keepdims=*/true);
+          r = b + ts::broadcast_to(s, {R, C});
+          break;
+        }
+        case 10: r = ts::flip(a, ts::Axes{int64_t(pick(2))}) * 2; break;
+        default: {
+          ts::Array col = ts::astype(ts::arange(C, ts::i32), dtype);
+          r = a + ts::broadcast_to(col, {R, C});
+          if (!flt) r = ts::astype(ts::astype(r, ts::f32) * 0.5f, dtype == ts::i32 ? ts::i32 : dtype);
+          break;
+        }
+      }
+      pool.push_back(r.astype(dtype));
+    }
+    return {pool[pool.size() - 1], pool[pool.size() - 2], pool[pool.size() - 3]};
+  }
+};
+
+std::vector<ts::Array> random_inputs(ts::DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<ts::Array> xs;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> v(size_t(rows * cols));
+    for (auto& x : v) x = double(int(rng() % 11) - 5) + (ts::is_floating(dtype) ? 0.25 * double(rng() % 4) : 0.0);
+    xs.push_back(ts::Array(v, {rows, cols}).astype(dtype));
+  }
+  return xs;
+}
+
+class FusionRandomPrograms : public ::testing::TestWithParam<std::tuple<ts::DType, uint32_t>> {};
+
+TEST_P(FusionRandomPrograms, FusedAgreeWithUnfusedKernels) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off (TESSEL_DISABLE_CODEGEN or no compiler)";
+  const auto [dtype, seed] = GetParam();
+  auto args = random_inputs(dtype, 9, 14, seed);
+  ts::ir::Program p = lower(RandomProgram{dtype, seed, 24}, args);
+  // A small recompute budget on odd seeds forces intermediate values to be stored.
+  ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything(seed % 2 ? 4 : 96));
+  ASSERT_GT(count_prim(fused, "fused"), 0u) << ts::ir::print_program(p);
+  expect_same(run(fused, args), run(p, args), "seed " + std::to_string(seed));
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, FusionRandomPrograms,
+                         ::testing::Combine(::testing::Values(ts::f32, ts::i32, ts::f64),
+                                            ::testing::Values(1u, 2u, 3u, 4u)));
+
+TEST(Fusion, StencilReadsEachInputOnceAndWritesOnce) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const ts::Slice I(1, -1), P(2, ts::none);
+  auto f = [&](std::span<const ts::Array> x) {
+    const ts::Array &h = x[0], &u = x[1];
+    return std::vector<ts::Array>{0.5f * (h[{I, I}] + h[{I, P}]) * u[{I, I}]};
+  };
+  auto args = random_inputs(ts::f32, 40, 50, 7);
+  args.pop_back();
+  ts::ir::Program p = lower(f, args);
+  ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything());
+  ASSERT_EQ(fused.eqns.size(), 1u) << ts::ir::print_program(fused);
+  EXPECT_EQ(fused.eqns[0].prim->name, "fused");
+  EXPECT_EQ(fused.eqns[0].inputs.size(), 2u);  // h and u, each read once
+  expect_same(run(fused, args), run(p, args), "stencil");
+}
+
+TEST(Fusion, RecomputeBudgetStoresValuesReadAtManyOffsets) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  // Three nested 5-point smoothings: inlined, the innermost would run 125 times per point.
+  auto smooth = [](const ts::Array& a) {
+    ts::Array p = ts::pad(a, {{1, 1}, {1, 1}}, "edge");
+    auto at = [&](int64_t i, int64_t j) { return ts::slice(p, {i, j}, {i + a.shape()[0], j + a.shape()[1]}); };
+    return 0.2f * (at(1, 1) + at(0, 1) + at(2, 1) + at(1, 0) + at(1, 2));
+  };
+  auto f = [&](std::span<const ts::Array> x) { return std::vector<ts::Array>{smooth(smooth(smooth(x[0])))}; };
+  auto args = random_inputs(ts::f32, 30, 31, 3);
+  args.resize(1);
+  ts::ir::Program p = lower(f, args);
+  ts::ir::Program cheap = ts::compiler::fuse(p, fuse_everything(16));
+  ts::ir::Program greedy = ts::compiler::fuse(p, fuse_everything(1000));
+  EXPECT_GT(count_prim(cheap, "fused"), count_prim(greedy, "fused"));
+  EXPECT_EQ(count_prim(greedy, "fused"), 1u);
+  expect_same(run(cheap, args), run(p, args), "budget 16");
+  expect_same(run(greedy, args), run(p, args), "budget 1000");
+}
+
+TEST(Fusion, SmallGroupsAndUnsupportedDtypesStayUnfused) {
+  auto f = [](std::span<const ts::Array> x) { return std::vector<ts::Array>{ts::sin(x[0]) * 2.0f + x[0]}; };
+  std::vector<ts::Array> small{ts::ones({4, 4}, ts::f32)};
+  ts::ir::Program p = lower(f, small);
+  EXPECT_EQ(count_prim(ts::compiler::fuse(p), "fused"), 0u);  // below the default size threshold
+  std::vector<ts::Array> halves{ts::ones({256, 256}, ts::f16)};
+  ts::ir::Program h = lower(f, halves);
+  EXPECT_EQ(count_prim(ts::compiler::fuse(h, fuse_everything()), "fused"), 0u);
+}
+
+TEST(Fusion, JitOfALargeElementwiseExpressionUsesOneKernel) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  auto f = ts::jit([](const ts::Array& a, const ts::Array& b) { return ts::exp(-(a * a)) * b + a / (b * b + 1.0f); });
+  ts::Array a = ts::arange(0.0, 1.0, 1.0 / 65536, ts::f32), b = a + 0.5f;
+  std::string text = f.lower(a, b).compile().as_text();
+  EXPECT_NE(text.find("fused"), std::string::npos) << text;
+  auto got = f(a, b).to_vector<float>();
+  auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+  for (size_t i = 0; i < got.size(); i += 997)
+    EXPECT_NEAR(got[i], std::exp(-(av[i] * av[i])) * bv[i] + av[i] / (bv[i] * bv[i] + 1.0f), 1e-6f);
+}
+
+}  // namespace
