@@ -3,10 +3,14 @@
 // every one using all cores it can, from the same initial state for the same number of
 // steps. Also checks that the three final height fields agree.
 //
+// Also measures what compiling the step costs (codegen.*): both of its programs (first step
+// and Adams-Bashforth) compiled into an empty kernel cache, then loaded from that cache by a
+// new jit object, as a second process would.
+//
 // Usage: bench_shallow_water [--nx 1800] [--ny 900] [--steps 200]
 //        (or positionally: bench_shallow_water [nx ny steps]); the defaults are the issue's.
-// Exits 1 when a final height field differs from tessel's by more than the tolerance, or
-// when the hand-written baseline cannot run.
+// Exits 1 when a final height field differs from tessel's by more than the tolerance, when
+// the hand-written baseline cannot run, or when the warm jit object invoked the compiler.
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +28,7 @@
 
 #include "backend/cpu/parallel.h"
 #include "bench_util.h"
+#include "compiler/kernel_cache.h"
 #include "shallow_water.h"
 
 namespace tb = tessel::bench;
@@ -103,6 +108,36 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+/// Number of `fused` equations (generated loop nests) in a `Compiled::as_text()`: program
+/// lines `<outputs> = fused[...] <inputs>` at the top level of the printed program.
+int count_fused(const std::string& text) {
+  int n = 0;
+  size_t pos = 0;
+  while ((pos = text.find(" = fused[", pos)) != std::string::npos) {
+    ++n;
+    pos += 1;
+  }
+  return n;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void block(const sw::State& s) {
+  for (const tessel::Array& a : tessel::tree_leaves(s)) a.block_until_ready();
+}
+
+/// Milliseconds from the first call of each signature (first step, then Adams-Bashforth)
+/// until its outputs are ready: tracing, fusion, compiling or loading kernels, one step.
+template <class Step> double first_calls_ms(const Step& step, const sw::State& s0) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const sw::State s1 = step(s0, true);
+  block(s1);
+  block(step(s1, false));
+  return ms_since(t0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,11 +151,71 @@ int main(int argc, char** argv) {
               static_cast<long long>(args.nx), static_cast<long long>(args.ny), args.steps,
               tessel::cpu::num_threads());
 
-  // tessel: compile both signatures (first step and Adams-Bashforth) on a throwaway run,
-  // then time `steps` steps from the initial state, as the baselines do.
   sw::ShallowWater model({.nx = args.nx, .ny = args.ny, .dtype = tessel::f32});
-  auto step = tessel::jit([&model](const sw::State& s, bool first) { return model.step(s, first); },
-                          {.static_argnums = {1}, .name = "shallow_water_step"});
+  auto make_step = [&model] {
+    return tessel::jit([&model](const sw::State& s, bool first) { return model.step(s, first); },
+                       {.static_argnums = {1}, .name = "shallow_water_step"});
+  };
+  bool ok = true;
+
+  // Compilation cost. Cold: a new jit object compiles both programs into an empty kernel
+  // cache (TESSEL_CACHE_DIR, read at each compilation). Warm: once the cold object and the
+  // process's record of loaded libraries are gone, another new jit object traces and fuses
+  // again and must find every shared object on disk, compiling nothing. The warm object
+  // then runs the timed steps.
+  std::optional<decltype(make_step())> warm;
+  namespace tc = tessel::compiler;
+  if (tc::codegen_enabled()) {
+    const char* old_dir = std::getenv("TESSEL_CACHE_DIR");
+    const std::optional<std::string> saved_dir = old_dir ? std::optional<std::string>(old_dir) : std::nullopt;
+    const fs::path cache = tmp / "kernel_cache";
+    setenv("TESSEL_CACHE_DIR", cache.c_str(), 1);
+    const sw::State s0 = model.initial_state();
+    block(s0);
+
+    const tc::CodegenStats before = tc::codegen_stats();
+    int kernels = 0, kernels_first = 0;
+    double cold_ms = 0;
+    {
+      auto cold = make_step();
+      cold_ms = first_calls_ms(cold, s0);
+      kernels_first = count_fused(cold.lower(s0, true).compile().as_text());
+      kernels = count_fused(cold.lower(s0, false).compile().as_text());
+    }  // the cold object's kernels are unloaded with it
+    const tc::CodegenStats cold_stats = tc::codegen_stats();
+    tc::forget_loaded_libraries();
+    warm.emplace(make_step());
+    const double warm_ms = first_calls_ms(*warm, s0);
+    const tc::CodegenStats warm_stats = tc::codegen_stats();
+
+    tb::report("codegen.kernels", kernels, "");
+    tb::report("codegen.kernels_first_step", kernels_first, "");
+    tb::report("codegen.cold_compiles", double(cold_stats.compiles - before.compiles), "");
+    tb::report("codegen.cold_compile_ms", cold_stats.compile_ms - before.compile_ms, "ms");
+    tb::report("codegen.cold_first_call_ms", cold_ms, "ms");
+    tb::report("codegen.warm_compiles", double(warm_stats.compiles - cold_stats.compiles), "");
+    tb::report("codegen.warm_disk_loads", double(warm_stats.disk_loads - cold_stats.disk_loads), "");
+    tb::report("codegen.warm_load_ms", warm_stats.load_ms - cold_stats.load_ms, "ms");
+    tb::report("codegen.warm_first_call_ms", warm_ms, "ms");
+    if (warm_stats.compiles != cold_stats.compiles) {
+      std::fprintf(stderr, "bench_shallow_water: the warm jit object invoked the compiler %lld times; every kernel "
+                           "should have come from the disk cache\n",
+                   static_cast<long long>(warm_stats.compiles - cold_stats.compiles));
+      ok = false;
+    }
+    if (saved_dir) setenv("TESSEL_CACHE_DIR", saved_dir->c_str(), 1);
+    else unsetenv("TESSEL_CACHE_DIR");
+    std::error_code ec;
+    fs::remove_all(cache, ec);  // loaded shared objects stay mapped
+  } else {
+    std::printf("# codegen: off (TESSEL_DISABLE_CODEGEN=1 or no C++ compiler); codegen.* not measured\n");
+    warm.emplace(make_step());
+  }
+
+  // tessel: compile both signatures (first step and Adams-Bashforth) on a throwaway run
+  // (already done when codegen.* was measured), then time `steps` steps from the initial
+  // state, as the baselines do.
+  const auto& step = *warm;
   step(step(model.initial_state(), true), false).h.block_until_ready();
   sw::State state = model.initial_state();
   for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();
@@ -136,7 +231,6 @@ int main(int argc, char** argv) {
   tb::report("shallow_water.tessel_ms_per_step", tessel_ms, "ms");
 
   const double tolerance = tolerance_m(args.steps);
-  bool ok = true;
   auto compare = [&](const char* name, const fs::path& file) {
     const auto h = read_npy_f32(file, cells);
     if (!h) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 
 #include "ops/op_util.h"
@@ -70,6 +71,37 @@ bool scatter_is_static(const ir::Equation& e) {
   return mode == "set" || mode == "add" || mode == "mul";
 }
 
+/// A fused reduction: the accumulator's C++ type, its identity and how it combines a value.
+struct Reduction {
+  std::string acc_type, identity, combine;  // combine: a format with {a} (accumulator) and {v}
+};
+
+/// reduce_sum/max/min of a float dtype over trailing axes (the epilogues code generation
+/// handles); empty otherwise. Sums accumulate in double, so they are at least as accurate
+/// as the unfused kernel's pairwise float sums.
+std::optional<Reduction> reduction_of(const ir::Equation& e) {
+  const std::string& op = e.prim->name;
+  if (op != "reduce_sum" && op != "reduce_max" && op != "reduce_min") return std::nullopt;
+  const Aval& x = e.inputs[0].aval();
+  if (!is_floating(x.dtype) || !ops::codegen_type(x.dtype) || x.shape.empty()) return std::nullopt;
+  const auto& axes = e.params.get_ints("axes");
+  if (axes.empty()) return std::nullopt;
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (axes[k] != x.ndim() - int64_t(axes.size()) + int64_t(k)) return std::nullopt;
+  const std::string t = ops::codegen_type(x.dtype);
+  if (op == "reduce_sum") return Reduction{"double", "0.0", "{a} += double({v})"};
+  const std::string inf = op == "reduce_max" ? "-__builtin_inf()" : "__builtin_inf()";
+  return Reduction{t, t + "(" + inf + ")",
+                   "{a} = tessel::scalar::" + std::string(op == "reduce_max" ? "max" : "min") + "({a}, {v})"};
+}
+
+std::string format_combine(const std::string& f, const std::string& a, const std::string& v) {
+  std::string r = f;
+  for (auto [key, val] : {std::pair<std::string, std::string>{"{a}", a}, {"{v}", v}})
+    for (size_t at; (at = r.find(key)) != std::string::npos;) r.replace(at, key.size(), val);
+  return r;
+}
+
 std::string literal_text(const Scalar& s, DType d) {
   const std::string type = ops::codegen_type(d);
   if (d == DType::bool_) return s.to<bool>() ? "true" : "false";
@@ -82,6 +114,13 @@ std::string literal_text(const Scalar& s, DType d) {
     return type + "(" + buf + ")";
   }
   return type + "(" + std::to_string(s.to<uint64_t>()) + "ULL)";  // modular, exact for every integer type
+}
+
+const ir::Equation* producer_in(const ir::Program& g, const ir::VarNode* v) {
+  for (const ir::Equation& e : g.eqns)
+    for (const ir::Var& o : e.outputs)
+      if (o.get() == v) return &e;
+  return nullptr;
 }
 
 // ---- the body emitter ----
@@ -125,10 +164,16 @@ class BodyEmitter {
   /// Statements storing every output at the point (i0, ..., i<r-1>), indented by `indent`.
   std::string emit(int indent) {
     indent_ = indent;
-    const Shape& domain = g_.outvars[0].aval().shape;
+    const Shape domain = group_shape(g_).domain;
     IndexMap identity;
     for (size_t d = 0; d < domain.size(); ++d) identity.push_back({int(d), 1, 0});
     for (size_t k = 0; k < g_.outvars.size(); ++k) {
+      const ir::Equation* root = producer_.at(g_.outvars[k].var().get());
+      if (auto r = reduction_of(*root)) {  // accumulate the reduced operand
+        std::string v = value(root->inputs[0], identity);
+        line(format_combine(r->combine, "acc" + std::to_string(k), v) + ";");
+        continue;
+      }
       std::string v = value(g_.outvars[k], identity);
       line("out" + std::to_string(k) + "[" + flat_index(domain, identity) + "] = " + v + ";");
     }
@@ -445,7 +490,7 @@ namespace {
 
 /// The generic body (over the whole domain), and the interior box its tests leave.
 std::string generic_body(const ir::Program& g, int indent, std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
-  const Shape domain = g.outvars[0].aval().shape;
+  const Shape domain = group_shape(g).domain;
   std::vector<std::vector<int64_t>> cuts(domain.size());
   lo.assign(domain.size(), 0);
   hi.assign(domain.begin(), domain.end());
@@ -464,67 +509,102 @@ GroupCost group_cost(const ir::Program& g) {
   return cost;
 }
 
+GroupShape group_shape(const ir::Program& g) {
+  const ir::Equation* root = g.outvars[0].is_literal() ? nullptr : producer_in(g, g.outvars[0].var().get());
+  if (root && reduction_of(*root)) {
+    const Shape& in = root->inputs[0].aval().shape;
+    return {in, in.size() - root->params.get_ints("axes").size()};
+  }
+  const Shape& out = g.outvars[0].aval().shape;
+  return {out, out.size()};
+}
+
+bool is_fusible_reduction(const ir::Equation& e) { return reduction_of(e).has_value(); }
+
 std::string generate_kernel(const ir::Program& g, const std::string& name) {
-  const Shape domain = g.outvars[0].aval().shape;
+  const auto [domain, kept] = group_shape(g);
   const size_t rank = domain.size();
+  const size_t outer = rank == 0 ? 0 : rank - 1;  // loops before the split last dimension
   std::vector<int64_t> lo, hi;
-  std::string generic = generic_body(g, rank >= 2 ? 4 : 2, lo, hi);
-  const int inner_indent = 2 + 2 * int(rank);
-  std::string special = rank == 0 ? "" : BodyEmitter(g, lo, hi, nullptr).emit(inner_indent + (rank >= 2 ? 4 : 2));
+  std::string generic = generic_body(g, 4, lo, hi);
+  std::string special = rank == 0 ? "" : BodyEmitter(g, lo, hi, nullptr).emit(2 * int(rank) + 6);
+  auto ind = [](int n) { return std::string(size_t(n), ' '); };
+  auto str = [](int64_t v) { return std::to_string(v); };
 
   std::string s = "extern \"C\" void " + name + "(void* const* bufs, int64_t r0, int64_t r1) {\n";
   for (size_t k = 0; k < g.invars.size(); ++k) {
     const std::string t = ops::codegen_type(g.invars[k]->aval.dtype);
-    s += "  const " + t + "* __restrict in" + std::to_string(k) + " = static_cast<const " + t + "*>(bufs[" +
-         std::to_string(k) + "]);\n";
+    s += "  const " + t + "* __restrict in" + str(int64_t(k)) + " = static_cast<const " + t + "*>(bufs[" +
+         str(int64_t(k)) + "]);\n";
   }
+  // Reductions (over the trailing dimensions from `kept` on) accumulate in locals, reset
+  // when the kept indices change and stored after the reduced loops.
+  std::string acc_init, acc_store;
+  Shape kept_shape(domain.begin(), domain.begin() + long(kept));
+  IndexMap kept_map;
+  for (size_t d = 0; d < kept; ++d) kept_map.push_back({int(d), 1, 0});
   for (size_t k = 0; k < g.outvars.size(); ++k) {
-    const std::string t = ops::codegen_type(g.outvars[k].aval().dtype);
-    s += "  " + t + "* __restrict out" + std::to_string(k) + " = static_cast<" + t + "*>(bufs[" +
-         std::to_string(g.invars.size() + k) + "]);\n";
+    const std::string t = ops::codegen_type(g.outvars[k].aval().dtype), K = str(int64_t(k));
+    s += "  " + t + "* __restrict out" + K + " = static_cast<" + t + "*>(bufs[" + str(int64_t(g.invars.size() + k)) +
+         "]);\n";
+    if (kept == rank) continue;
+    auto r = reduction_of(*producer_in(g, g.outvars[k].var().get()));
+    s += "  " + r->acc_type + " acc" + K + " = " + r->identity + ";\n";
+    acc_init += "acc" + K + " = " + r->identity + "; ";
+    std::string flat;
+    int64_t stride = 1;
+    for (size_t d = kept; d-- > 0;) {
+      flat = "i" + str(int64_t(d)) + (stride != 1 ? " * " + str(stride) : "") + (flat.empty() ? "" : " + " + flat);
+      stride *= domain[d];
+    }
+    acc_store += "out" + K + "[" + (flat.empty() ? "0" : flat) + "] = " + t + "(acc" + K + "); ";
   }
-  if (rank == 0) return s + "  (void)r0;\n  (void)r1;\n" + generic + "}\n";
-  std::string params;
-  for (size_t d = 0; d < rank; ++d) params += (d ? ", " : "") + std::string("int64_t i") + std::to_string(d);
+  if (rank == 0) return s + "  (void)r0;\n  (void)r1;\n  {\n" + generic + "  }\n}\n";
+  std::string params, args;
+  for (size_t d = 0; d < rank; ++d) {
+    params += (d ? ", " : "") + std::string("int64_t i") + str(int64_t(d));
+    args += (d ? ", " : "") + std::string("i") + str(int64_t(d));
+  }
   s += "  auto generic = [&](" + params + ") {\n" + generic + "  };\n";
-  std::string args;
-  for (size_t d = 0; d < rank; ++d) args += (d ? ", " : "") + std::string("i") + std::to_string(d);
-  const size_t last = rank - 1;
-  const std::string il = "i" + std::to_string(last), L = std::to_string(lo[last]), H = std::to_string(hi[last]),
-                    N = std::to_string(domain[last]);
-  auto ind = [](int n) { return std::string(size_t(n), ' '); };
-  if (rank == 1) {
-    s += "  for (int64_t i0 = r0; i0 < std::min<int64_t>(r1, " + L + "); ++i0) generic(i0);\n";
-    s += "#pragma GCC ivdep\n  for (int64_t i0 = std::max<int64_t>(r0, " + L + "); i0 < std::min<int64_t>(r1, " + H +
-         "); ++i0) {\n" + special + "  }\n";
-    s += "  for (int64_t i0 = std::max<int64_t>(r0, " + H + "); i0 < r1; ++i0) generic(i0);\n";
-    return s + "}\n";
-  }
-  // Outer loops over dimensions 0 .. rank-2 (the first restricted to [r0, r1)), then the
-  // last dimension split into edge / interior / edge when the outer indices are interior.
+  // Outer loops over dimensions 0 .. rank-2 (the first restricted to [r0, r1)); the last
+  // dimension is split into edge / interior / edge segments when the outer indices are in
+  // the interior box, where the specialised body runs.
   int indent = 2;
+  if (kept == 0) s += ind(indent) + acc_init + "\n";
   std::string inside;
-  for (size_t d = 0; d < last; ++d) {
-    const std::string i = "i" + std::to_string(d);
+  for (size_t d = 0; d < outer; ++d) {
+    const std::string i = "i" + str(int64_t(d));
     s += ind(indent) + "for (int64_t " + i + " = " + (d == 0 ? "r0" : "0") + "; " + i + " < " +
-         (d == 0 ? "r1" : std::to_string(domain[d])) + "; ++" + i + ") {\n";
-    inside += (inside.empty() ? "" : " && ") + std::string("(") + i + " >= " + std::to_string(lo[d]) + " && " + i +
-              " < " + std::to_string(hi[d]) + ")";
+         (d == 0 ? "r1" : str(domain[d])) + "; ++" + i + ") {\n";
     indent += 2;
+    if (d + 1 == kept) s += ind(indent) + acc_init + "\n";
+    inside += (inside.empty() ? "" : " && ") + std::string("(") + i + " >= " + str(lo[d]) + " && " + i + " < " +
+              str(hi[d]) + ")";
   }
-  s += ind(indent) + "if (" + inside + ") {\n";
-  s += ind(indent + 2) + "for (int64_t " + il + " = 0; " + il + " < " + L + "; ++" + il + ") generic(" + args + ");\n";
-  s += "#pragma GCC ivdep\n" + ind(indent + 2) + "for (int64_t " + il + " = " + L + "; " + il + " < " + H + "; ++" + il +
-       ") {\n" + special + ind(indent + 2) + "}\n";
-  s += ind(indent + 2) + "for (int64_t " + il + " = " + H + "; " + il + " < " + N + "; ++" + il + ") generic(" + args +
-       ");\n";
-  s += ind(indent) + "} else {\n";
-  s += ind(indent + 2) + "for (int64_t " + il + " = 0; " + il + " < " + N + "; ++" + il + ") generic(" + args + ");\n";
-  s += ind(indent) + "}\n";
-  for (size_t d = 0; d < last; ++d) {
+  const size_t last = rank - 1;
+  const std::string il = "i" + str(int64_t(last));
+  const std::string a = outer == 0 ? "r0" : "0", b = outer == 0 ? "r1" : str(domain[last]);
+  auto loop = [&](const std::string& from, const std::string& to, const std::string& body, bool vector) {
+    return (vector ? "#pragma GCC ivdep\n" : "") + ind(indent + 2) + "for (int64_t " + il + " = " + from + "; " + il +
+           " < " + to + "; ++" + il + ") " + body;
+  };
+  const std::string L = str(lo[last]), H = str(hi[last]), call = "generic(" + args + ");\n";
+  std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", call, false) +
+                         loop("std::max<int64_t>(" + a + ", " + L + ")", "std::min<int64_t>(" + b + ", " + H + ")",
+                              "{\n" + special + ind(indent + 2) + "}\n", true) +
+                         loop("std::max<int64_t>(" + a + ", " + H + ")", b, call, false);
+  if (inside.empty()) {
+    s += segments;
+  } else {
+    s += ind(indent) + "if (" + inside + ") {\n" + segments + ind(indent) + "} else {\n" + loop(a, b, call, false) +
+         ind(indent) + "}\n";
+  }
+  for (size_t d = outer; d-- > 0;) {
+    if (d + 1 == kept) s += ind(indent) + acc_store + "\n";
     indent -= 2;
     s += ind(indent) + "}\n";
   }
+  if (kept == 0) s += ind(indent) + acc_store + "\n";
   return s + "}\n";
 }
 

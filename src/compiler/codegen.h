@@ -26,6 +26,18 @@ namespace tessel::compiler {
 /// codegen rule, or an index-mapping primitive with affine index maps; supported dtypes).
 bool can_generate(const ir::Equation& e);
 
+/// reduce_sum/max/min over trailing axes of a float operand: fused as a group's epilogue
+/// (the group's outputs are then all such reductions of one operand shape and axes).
+bool is_fusible_reduction(const ir::Equation& e);
+
+/// The iteration domain of a group (a reduction group iterates over its operand's shape)
+/// and how many leading dimensions its outputs keep (all of them without reductions).
+struct GroupShape {
+  Shape domain;
+  size_t kept;
+};
+GroupShape group_shape(const ir::Program& group);
+
 /// Relative cost of evaluating the equation at one point (0 for pure index mapping).
 int point_cost(const ir::Equation& e);
 

@@ -19,8 +19,11 @@ using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
 /// The compiled kernel of a `fused` equation (its library stays loaded while it lives).
 class FusedKernel final : public ir::ParamObject {
  public:
-  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name)
-      : lib_(std::move(lib)), fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))), name_(std::move(name)) {}
+  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
+      : lib_(std::move(lib)),
+        fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
+        name_(std::move(name)),
+        shape_(std::move(shape)) {}
   size_t hash() const override { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
   bool equals(const ir::ParamObject& o) const override {
     auto* k = dynamic_cast<const FusedKernel*>(&o);
@@ -28,11 +31,13 @@ class FusedKernel final : public ir::ParamObject {
   }
   std::string to_string() const override { return name_; }
   KernelFnPtr fn() const { return fn_; }
+  const GroupShape& shape() const { return shape_; }
 
  private:
   std::shared_ptr<KernelLibrary> lib_;
   KernelFnPtr fn_;
   std::string name_;
+  GroupShape shape_;
 };
 
 std::vector<Aval> fused_eval(std::span<const Aval>, const ir::Params& p) {
@@ -40,18 +45,20 @@ std::vector<Aval> fused_eval(std::span<const Aval>, const ir::Params& p) {
 }
 
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
-// least ~16K points so each chunk outweighs its scheduling.
+// least ~16K points so each chunk outweighs its scheduling; a reduction over the first
+// dimension runs as one chunk (its outputs are shared by all rows).
 void fused_kernel(const ir::KernelCall& c) {
   const auto& k = static_cast<const FusedKernel&>(*c.params.get<std::shared_ptr<const ir::ParamObject>>("kernel"));
   std::vector<void*> bufs;
   bufs.reserve(c.ins.size() + c.outs.size());
   for (const void* p : c.ins) bufs.push_back(const_cast<void*>(p));
   for (void* p : c.outs) bufs.push_back(p);
-  const Shape& domain = c.out_avals[0].shape;
+  const Shape& domain = k.shape().domain;
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points));
+  const int64_t grain = k.shape().kept == 0 ? std::max<int64_t>(rows, 1)
+                                            : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points));
   KernelFnPtr fn = k.fn();
   cpu::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { fn(bufs.data(), r0, r1); });
 }
@@ -131,12 +138,20 @@ struct Plan {
   }
 };
 
+/// Points a root's loop nest visits (a reduction visits its operand).
+int64_t group_points(const ir::Equation& e) {
+  return is_fusible_reduction(e) ? e.inputs[0].aval().size() : e.outputs[0]->aval.size();
+}
+
 /// Decides what fuses: stores every value a non-fused consumer or the program's output
 /// needs; demotes roots too small to be worth a kernel; and, where a group would recompute
 /// more than `max_point_cost` per point, stores the value whose recomputation costs most.
 void plan_materialization(Plan& plan, const FusionOptions& opt) {
   const ir::Program& p = plan.p;
-  for (size_t i = 0; i < p.eqns.size(); ++i) plan.fusible[i] = can_generate(p.eqns[i]);
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    plan.fusible[i] = can_generate(p.eqns[i]) || is_fusible_reduction(p.eqns[i]);
+    if (is_fusible_reduction(p.eqns[i])) plan.stored.insert(p.eqns[i].outputs[0].get());  // always a root
+  }
   for (const ir::Atom& a : p.outvars)
     if (!a.is_literal()) plan.stored.insert(a.var().get());
   for (size_t i = 0; i < p.eqns.size(); ++i)
@@ -144,7 +159,7 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < p.eqns.size(); ++i)
-      if (plan.is_root(i) && p.eqns[i].outputs[0]->aval.size() < std::max<int64_t>(opt.min_elements, 1)) {
+      if (plan.is_root(i) && group_points(p.eqns[i]) < std::max<int64_t>(opt.min_elements, 1)) {
         plan.fusible[i] = false;
         plan.store_inputs_of(i);
         changed = true;
@@ -178,7 +193,8 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
 struct Step {
   size_t eqn = 0;                              // when roots is empty
   std::vector<const ir::VarNode*> roots;       // a loop nest
-  Shape domain;
+  Shape domain;                                // and its kept dimensions (reductions)
+  size_t kept = 0;
 };
 
 /// Orders the program into steps: unfused equations in place; each root joins the latest
@@ -188,7 +204,7 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
   std::vector<Step> steps;
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     if (!plan.fusible[i]) {
-      steps.push_back(Step{i, {}, {}});
+      steps.push_back(Step{i, {}, {}, 0});
       continue;
     }
     if (!plan.is_root(i)) continue;
@@ -198,7 +214,10 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
     plan.closure({root}, eqns, inputs);
     VarSet reads;
     for (const auto& v : inputs) reads.insert(v.get());
-    const Shape& domain = root->aval.shape;
+    const ir::Equation& e = p.eqns[i];
+    const bool reduction = is_fusible_reduction(e);
+    const Shape& domain = reduction ? e.inputs[0].aval().shape : root->aval.shape;
+    const size_t kept = reduction ? domain.size() - e.params.get_ints("axes").size() : domain.size();
     Step* target = nullptr;
     for (size_t s = steps.size(); s-- > 0;) {
       Step& st = steps[s];
@@ -209,13 +228,14 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
         for (auto* r : st.roots) produces |= reads.count(r) > 0;
       }
       if (produces) break;
-      if (!st.roots.empty() && st.domain == domain && int64_t(st.roots.size()) < opt.max_outputs) {
+      if (!st.roots.empty() && st.domain == domain && st.kept == kept &&
+          int64_t(st.roots.size()) < opt.max_outputs) {
         target = &st;
         break;
       }
     }
     if (target) target->roots.push_back(root);
-    else steps.push_back(Step{0, {root}, domain});
+    else steps.push_back(Step{0, {root}, domain, kept});
   }
   return steps;
 }
@@ -263,7 +283,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
       continue;
     }
     auto g = std::make_shared<const ir::Program>(std::move(groups[k]));
-    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k));
+    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), group_shape(*g));
     ++k;
     ir::Equation e{&fused_p, {}, {}, ir::Params{{"program", ir::ProgramRef(g)},
                                                {"kernel", std::shared_ptr<const ir::ParamObject>(kernel)}}};

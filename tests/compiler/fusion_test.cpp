@@ -127,7 +127,10 @@ struct RandomProgram {
       }
       pool.push_back(r.astype(dtype));
     }
-    return {pool[pool.size() - 1], pool[pool.size() - 2], pool[pool.size() - 3]};
+    // Reductions as epilogues: over the last axis, over everything, and a max.
+    const ts::Array& last = pool[pool.size() - 1];
+    return {last, pool[pool.size() - 2], pool[pool.size() - 3], ts::sum(last * 2, {1}), ts::sum(ts::abs(last)),
+            ts::max(pool[pool.size() - 2] - last, {1})};
   }
 };
 
@@ -194,6 +197,22 @@ TEST(Fusion, RecomputeBudgetStoresValuesReadAtManyOffsets) {
   EXPECT_EQ(count_prim(greedy, "fused"), 1u);
   expect_same(run(cheap, args), run(p, args), "budget 16");
   expect_same(run(greedy, args), run(p, args), "budget 1000");
+}
+
+TEST(Fusion, ReductionsFuseAsEpilogues) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  // Softmax rows: the max and the sum read the exponentials without storing them.
+  auto f = [](std::span<const ts::Array> x) {
+    ts::Array m = ts::max(x[0], {1}, /*keepdims=*/true);
+    ts::Array e = ts::exp(x[0] - m);
+    return std::vector<ts::Array>{e / ts::sum(e, {1}, /*keepdims=*/true), ts::sum(x[0] * x[0])};
+  };
+  auto args = random_inputs(ts::f32, 64, 300, 5);
+  args.resize(1);
+  ts::ir::Program p = lower(f, args);
+  ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything());
+  EXPECT_EQ(count_prim(fused, "reduce_sum") + count_prim(fused, "reduce_max"), 0u) << ts::ir::print_program(fused);
+  expect_same(run(fused, args), run(p, args), "softmax");
 }
 
 TEST(Fusion, SmallGroupsAndUnsupportedDtypesStayUnfused) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/buffer.h"
+#include "tessel/error.h"
 
 namespace td = tessel::detail;
 
@@ -15,7 +16,9 @@ TEST(Allocator, SizeClassesHoldTheRequestWithLittleSlack) {
     EXPECT_GE(c, n);
     EXPECT_EQ(c % 64, 0u) << n;
     EXPECT_GE(c, prev) << n;  // monotonic
-    if (n > 4096) EXPECT_LT(double(c - n), 0.125 * double(n)) << n;
+    if (n > 4096) {
+      EXPECT_LT(double(c - n), 0.125 * double(n)) << n;
+    }
     prev = c;
   }
   EXPECT_EQ(td::allocator_size_class(0), 64u);
