@@ -152,6 +152,16 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
     plan.fusible[i] = can_generate(p.eqns[i]) || is_fusible_reduction(p.eqns[i]);
     if (is_fusible_reduction(p.eqns[i])) plan.stored.insert(p.eqns[i].outputs[0].get());  // always a root
   }
+  // A scatter writing a small region of a stored array stays an unfused step: the executable
+  // can run it in place on a dead buffer, writing only the region (a fused loop would copy
+  // the whole array).
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const ir::Equation& e = p.eqns[i];
+    if (!plan.fusible[i] || e.prim->name != "scatter" || e.inputs[0].is_literal()) continue;
+    auto it = plan.producer.find(e.inputs[0].var().get());
+    const bool operand_stored = it == plan.producer.end() || !plan.fusible[it->second];
+    if (operand_stored && 2 * e.inputs[1].aval().size() < e.inputs[0].aval().size()) plan.fusible[i] = false;
+  }
   for (const ir::Atom& a : p.outvars)
     if (!a.is_literal()) plan.stored.insert(a.var().get());
   for (size_t i = 0; i < p.eqns.size(); ++i)

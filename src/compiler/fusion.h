@@ -15,8 +15,8 @@ struct FusionOptions {
   int64_t min_elements = 16384;
   /// Work per point a group may spend recomputing values it reads at several offsets
   /// before the most recomputed one is stored instead (TESSEL_FUSION_MAX_POINT_COST,
-  /// default 96; the unit is one arithmetic operation).
-  int64_t max_point_cost = 96;
+  /// default 256; the unit is one arithmetic operation).
+  int64_t max_point_cost = 256;
   /// Most outputs one loop nest computes (TESSEL_FUSION_MAX_OUTPUTS, default 8).
   int64_t max_outputs = 8;
 };
