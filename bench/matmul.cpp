@@ -1,6 +1,6 @@
 // Matrix products through tessel (jit of ts::matmul, and eager) against direct cblas_sgemm
 // calls on buffers of the same size, in the same run: one 2048 x 2048 float32 product, and a
-// batch of 64 products of 128 x 128 matrices.
+// batch of 64 products of 128 x 128 matrices. Also the integer loop's speed (no baseline).
 //
 // The baseline is OpenBLAS as a C++ programmer calls it: cblas_sgemm with OpenBLAS's own
 // threads, as many as tessel's arena has (TESSEL_NUM_THREADS, default all cores); for the
@@ -101,6 +101,14 @@ int main() {
                         int(n));
         });
     report("matmul.batched_", 2.0 * double(batch) * double(n) * double(n) * double(n), t);
+  }
+  {  // integers have no BLAS: the blocked loop, for scale
+    const int64_t n = 512;
+    const ts::Array a = ts::astype(ts::Array(random_values(size_t(n * n), 5), {n, n}) * 100.0f, ts::i32);
+    const ts::Array b = ts::astype(ts::Array(random_values(size_t(n * n), 6), {n, n}) * 100.0f, ts::i32);
+    matmul(a, b).block_until_ready();
+    const double s = tb::seconds_per_call([&] { matmul(a, b).block_until_ready(); }, 3);
+    tb::report("matmul.int32_512_gops", 2.0 * double(n) * double(n) * double(n) / s * 1e-9, "GOP/s");
   }
   return 0;
 }

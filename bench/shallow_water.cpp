@@ -138,6 +138,59 @@ template <class Step> double first_calls_ms(const Step& step, const sw::State& s
   return ms_since(t0);
 }
 
+/// Compilation cost of the step (codegen.*). Cold: a new jit object compiles both programs
+/// into the empty kernel cache `cache` (TESSEL_CACHE_DIR is read at each compilation).
+/// Warm: once the cold object (and with it its loaded kernels) and the process's record of
+/// loaded libraries are gone, another new jit object traces and fuses again and must find
+/// every shared object on disk, as a second process would; `ok` becomes false if it invoked
+/// the compiler. Returns the warm object; `cache` is removed (loaded objects stay mapped)
+/// and TESSEL_CACHE_DIR restored.
+template <class MakeStep>
+auto measure_codegen(const MakeStep& make_step, const sw::ShallowWater& model, const fs::path& cache, bool& ok) {
+  namespace tc = tessel::compiler;
+  const char* old_dir = std::getenv("TESSEL_CACHE_DIR");
+  const std::optional<std::string> saved_dir = old_dir ? std::optional<std::string>(old_dir) : std::nullopt;
+  setenv("TESSEL_CACHE_DIR", cache.c_str(), 1);
+  const sw::State s0 = model.initial_state();
+  block(s0);
+
+  const tc::CodegenStats before = tc::codegen_stats();
+  int kernels = 0, kernels_first = 0;
+  double cold_ms = 0;
+  {
+    auto cold = make_step();
+    cold_ms = first_calls_ms(cold, s0);
+    kernels_first = count_fused(cold.lower(s0, true).compile().as_text());
+    kernels = count_fused(cold.lower(s0, false).compile().as_text());
+  }
+  const tc::CodegenStats cold_stats = tc::codegen_stats();
+  tc::forget_loaded_libraries();
+  auto warm = make_step();
+  const double warm_ms = first_calls_ms(warm, s0);
+  const tc::CodegenStats warm_stats = tc::codegen_stats();
+
+  tb::report("codegen.kernels", kernels, "");  // loop nests of the Adams-Bashforth step
+  tb::report("codegen.kernels_first_step", kernels_first, "");
+  tb::report("codegen.cold_compiles", double(cold_stats.compiles - before.compiles), "");
+  tb::report("codegen.cold_compile_ms", cold_stats.compile_ms - before.compile_ms, "ms");
+  tb::report("codegen.cold_first_call_ms", cold_ms, "ms");
+  tb::report("codegen.warm_compiles", double(warm_stats.compiles - cold_stats.compiles), "");
+  tb::report("codegen.warm_disk_loads", double(warm_stats.disk_loads - cold_stats.disk_loads), "");
+  tb::report("codegen.warm_load_ms", warm_stats.load_ms - cold_stats.load_ms, "ms");
+  tb::report("codegen.warm_first_call_ms", warm_ms, "ms");
+  if (warm_stats.compiles != cold_stats.compiles) {
+    std::fprintf(stderr, "bench_shallow_water: the warm jit object invoked the compiler %lld times; every kernel "
+                         "should have come from the disk cache\n",
+                 static_cast<long long>(warm_stats.compiles - cold_stats.compiles));
+    ok = false;
+  }
+  if (saved_dir) setenv("TESSEL_CACHE_DIR", saved_dir->c_str(), 1);
+  else unsetenv("TESSEL_CACHE_DIR");
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+  return warm;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,65 +210,14 @@ int main(int argc, char** argv) {
                        {.static_argnums = {1}, .name = "shallow_water_step"});
   };
   bool ok = true;
-
-  // Compilation cost. Cold: a new jit object compiles both programs into an empty kernel
-  // cache (TESSEL_CACHE_DIR, read at each compilation). Warm: once the cold object and the
-  // process's record of loaded libraries are gone, another new jit object traces and fuses
-  // again and must find every shared object on disk, compiling nothing. The warm object
-  // then runs the timed steps.
-  std::optional<decltype(make_step())> warm;
   namespace tc = tessel::compiler;
-  if (tc::codegen_enabled()) {
-    const char* old_dir = std::getenv("TESSEL_CACHE_DIR");
-    const std::optional<std::string> saved_dir = old_dir ? std::optional<std::string>(old_dir) : std::nullopt;
-    const fs::path cache = tmp / "kernel_cache";
-    setenv("TESSEL_CACHE_DIR", cache.c_str(), 1);
-    const sw::State s0 = model.initial_state();
-    block(s0);
-
-    const tc::CodegenStats before = tc::codegen_stats();
-    int kernels = 0, kernels_first = 0;
-    double cold_ms = 0;
-    {
-      auto cold = make_step();
-      cold_ms = first_calls_ms(cold, s0);
-      kernels_first = count_fused(cold.lower(s0, true).compile().as_text());
-      kernels = count_fused(cold.lower(s0, false).compile().as_text());
-    }  // the cold object's kernels are unloaded with it
-    const tc::CodegenStats cold_stats = tc::codegen_stats();
-    tc::forget_loaded_libraries();
-    warm.emplace(make_step());
-    const double warm_ms = first_calls_ms(*warm, s0);
-    const tc::CodegenStats warm_stats = tc::codegen_stats();
-
-    tb::report("codegen.kernels", kernels, "");
-    tb::report("codegen.kernels_first_step", kernels_first, "");
-    tb::report("codegen.cold_compiles", double(cold_stats.compiles - before.compiles), "");
-    tb::report("codegen.cold_compile_ms", cold_stats.compile_ms - before.compile_ms, "ms");
-    tb::report("codegen.cold_first_call_ms", cold_ms, "ms");
-    tb::report("codegen.warm_compiles", double(warm_stats.compiles - cold_stats.compiles), "");
-    tb::report("codegen.warm_disk_loads", double(warm_stats.disk_loads - cold_stats.disk_loads), "");
-    tb::report("codegen.warm_load_ms", warm_stats.load_ms - cold_stats.load_ms, "ms");
-    tb::report("codegen.warm_first_call_ms", warm_ms, "ms");
-    if (warm_stats.compiles != cold_stats.compiles) {
-      std::fprintf(stderr, "bench_shallow_water: the warm jit object invoked the compiler %lld times; every kernel "
-                           "should have come from the disk cache\n",
-                   static_cast<long long>(warm_stats.compiles - cold_stats.compiles));
-      ok = false;
-    }
-    if (saved_dir) setenv("TESSEL_CACHE_DIR", saved_dir->c_str(), 1);
-    else unsetenv("TESSEL_CACHE_DIR");
-    std::error_code ec;
-    fs::remove_all(cache, ec);  // loaded shared objects stay mapped
-  } else {
+  if (!tc::codegen_enabled())
     std::printf("# codegen: off (TESSEL_DISABLE_CODEGEN=1 or no C++ compiler); codegen.* not measured\n");
-    warm.emplace(make_step());
-  }
+  const auto step = tc::codegen_enabled() ? measure_codegen(make_step, model, tmp / "kernel_cache", ok) : make_step();
 
   // tessel: compile both signatures (first step and Adams-Bashforth) on a throwaway run
   // (already done when codegen.* was measured), then time `steps` steps from the initial
   // state, as the baselines do.
-  const auto& step = *warm;
   step(step(model.initial_state(), true), false).h.block_until_ready();
   sw::State state = model.initial_state();
   for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();

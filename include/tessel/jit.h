@@ -252,8 +252,8 @@ template <class F> class Jitted {
       return tree_leaves(*sample);
     };
     std::vector<int> donated;
-    for (int a : leaf_args)
-      donated.push_back(std::find(opts.donate_argnums.begin(), opts.donate_argnums.end(), a) != opts.donate_argnums.end() ? a : -1);
+    const auto& don = opts.donate_argnums;
+    for (int a : leaf_args) donated.push_back(std::find(don.begin(), don.end(), a) != don.end() ? a : -1);
     auto jit = detail::jit_compile(flat, avals, opts.name, std::move(donated));
     if (!detail::jit_entry_captures_tracers(*jit)) {
       std::lock_guard lock(state_->mu);

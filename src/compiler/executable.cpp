@@ -301,7 +301,8 @@ void Executable::run_steps(RunState& rs, const std::vector<StepPlan>& plan, deta
   }
 }
 
-void Executable::run_sync(std::span<const void* const> ins, std::span<void* const> outs, detail::DeviceImpl* dev) const {
+void Executable::run_sync(std::span<const void* const> ins, std::span<void* const> outs,
+                          detail::DeviceImpl* dev) const {
   RunState rs(slot_kind_.size());
   for (size_t i = 0; i < ins.size(); ++i) rs.ptr[i] = const_cast<void*>(ins[i]);
   // Intermediate outputs are computed in place; the rest (inputs, constants, literals,

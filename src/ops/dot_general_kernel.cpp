@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
-#include <cstdio>
-#include <cstdlib>
 
 #include "backend/cpu/blas.h"
 #include "ops/linalg.h"
@@ -136,7 +134,6 @@ MatrixView operand_view(const void* in, const Aval& av, DType ct, const Axes& ba
       if (ok) return v;
     }
   }
-  if (std::getenv("TESSEL_DOT_DEBUG")) std::fprintf(stderr, "DOTDEBUG pack %s\n", shape_to_string(av.shape).c_str());
   int64_t inner = -1;  // the innermost dimension of size > 1
   for (int64_t d = av.ndim() - 1; d >= 0 && inner < 0; --d)
     if (av.shape[size_t(d)] > 1) inner = d;
