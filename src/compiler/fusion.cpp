@@ -277,7 +277,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   try {
     lib = load_or_compile(source);
   } catch (const Error& e) {
-    TESSEL_WARN_LOG(std::string("codegen: ") + e.what() + "\n'" + p.name + "' runs unfused.");
+    TESSEL_WARN_LOG(std::string(e.what()) + "\n'" + p.name + "' runs unfused.");
     return p;
   }
   ir::Program out;

@@ -36,7 +36,11 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
-std::string compiler_path() { return env_or("TESSEL_CXX", "c++"); }
+/// Read once, like the version line it is keyed with.
+const std::string& compiler_path() {
+  static const std::string path = env_or("TESSEL_CXX", "c++");
+  return path;
+}
 
 /// Runs argv with stdout and stderr sent to `log`; returns the exit status (-1 if it did
 /// not start).

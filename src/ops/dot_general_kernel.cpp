@@ -76,7 +76,8 @@ template <class To, class From> void permute_convert(const From* in, const Shape
   Shape box;
   std::vector<int64_t> in_strides;
   for (auto d : perm) box.push_back(shape[size_t(d)]), in_strides.push_back(st[size_t(d)]);
-  for_each_offset(box, 0, strides_of(box), 0, in_strides, [&](int64_t o, int64_t i) { out[o] = reduce::load<To>(in[i]); });
+  for_each_offset(box, 0, strides_of(box), 0, in_strides,
+                  [&](int64_t o, int64_t i) { out[o] = reduce::load<To>(in[i]); });
 }
 
 // Writes operand `in` with its dims permuted to `order`, in dtype `ct`. Same-dtype copies
@@ -98,8 +99,9 @@ void pack(const void* in, const Aval& av, DType ct, const Axes& order, void* out
   std::vector<unsigned char> tmp(av.nbytes());
   pack(in, av, av.dtype, order, tmp.data());
   const size_t is = itemsize(av.dtype), os = itemsize(ct);
+  auto* o = static_cast<unsigned char*>(out);
   for (int64_t i = 0; i < av.size(); ++i)
-    Scalar::load(av.dtype, tmp.data() + size_t(i) * is).astype(ct).store(static_cast<unsigned char*>(out) + size_t(i) * os);
+    Scalar::load(av.dtype, tmp.data() + size_t(i) * is).astype(ct).store(o + size_t(i) * os);
 }
 
 Axes concat(const Axes& a, const Axes& b, const Axes& c) {

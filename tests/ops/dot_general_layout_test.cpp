@@ -202,8 +202,8 @@ TEST_P(DotGeneralLayout, JitOfTransposedOperandsMatchesNaiveLoop) {
   expect_close(f(ts::transpose(make(av, c.a, dt)), ts::transpose(make(bv, c.b, dt))), shape, want, dt);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, DotGeneralLayout, testing::Combine(testing::ValuesIn(kLayouts), testing::ValuesIn(kDtypes)),
-                         layout_name);
+INSTANTIATE_TEST_SUITE_P(Layouts, DotGeneralLayout,
+                         testing::Combine(testing::ValuesIn(kLayouts), testing::ValuesIn(kDtypes)), layout_name);
 
 TEST(DotGeneralLayoutCases, VmapOverEveryOperandAxisMatchesLoop) {
   // Both operands batched at every combination of axes: the batch rule adds the mapped axes
@@ -216,11 +216,13 @@ TEST(DotGeneralLayoutCases, VmapOverEveryOperandAxisMatchesLoop) {
       sb.insert(sb.begin() + ib, 3);
       const ts::Array a = make(values(ts::f32, size_of(sa), 5), sa, ts::f32);
       const ts::Array b = make(values(ts::f32, size_of(sb), 6), sb, ts::f32);
-      const ts::Array r = ts::vmap([](const ts::Array& x, const ts::Array& y) { return ts::matmul(x, y); }, {ia, ib})(a, b);
+      const auto mm = [](const ts::Array& x, const ts::Array& y) { return ts::matmul(x, y); };
+      const ts::Array r = ts::vmap(mm, {ia, ib})(a, b);
       ASSERT_EQ(r.shape(), (ts::Shape{3, 6, 4}));
       for (int64_t i = 0; i < 3; ++i) {
-        const ts::Array want = ts::matmul(ts::take(a, ts::Array(int32_t(i)), ia), ts::take(b, ts::Array(int32_t(i)), ib));
-        EXPECT_EQ(ts::take(r, ts::Array(int32_t(i)), 0).to_vector<float>(), want.to_vector<float>()) << ia << ", " << ib;
+        const ts::Array at = ts::take(a, ts::Array(int32_t(i)), ia), bt = ts::take(b, ts::Array(int32_t(i)), ib);
+        EXPECT_EQ(ts::take(r, ts::Array(int32_t(i)), 0).to_vector<float>(), ts::matmul(at, bt).to_vector<float>())
+            << ia << ", " << ib;
       }
     }
 }

@@ -90,7 +90,9 @@ int64_t offset_of(const GemmOperand& x, int64_t b) { return x.offsets.empty() ? 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The address `elems` elements of `es` bytes past p.
-const void* advance(const void* p, int64_t elems, size_t es) { return static_cast<const char*>(p) + elems * int64_t(es); }
+const void* advance(const void* p, int64_t elems, size_t es) {
+  return static_cast<const char*>(p) + elems * int64_t(es);
+}
 void* advance(void* p, int64_t elems, size_t es) { return static_cast<char*>(p) + elems * int64_t(es); }
 
 }  // namespace
