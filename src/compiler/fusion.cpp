@@ -138,6 +138,9 @@ struct Plan {
   }
 };
 
+/// point_cost of transcendental functions (codegen.cpp).
+constexpr int kExpensivePointCost = 16;
+
 /// Points a root's loop nest visits (a reduction visits its operand).
 int64_t group_points(const ir::Equation& e) {
   return is_fusible_reduction(e) ? e.inputs[0].aval().size() : e.outputs[0]->aval.size();
@@ -172,6 +175,23 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
       if (plan.is_root(i) && group_points(p.eqns[i]) < std::max<int64_t>(opt.min_elements, 1)) {
         plan.fusible[i] = false;
         plan.store_inputs_of(i);
+        changed = true;
+      }
+    if (changed) continue;
+    // An expensive value (a transcendental) that several loop nests would each recompute is
+    // stored once instead.
+    std::unordered_map<const ir::VarNode*, int> nests_reading;
+    for (size_t i = 0; i < p.eqns.size(); ++i) {
+      if (!plan.is_root(i)) continue;
+      std::vector<size_t> eqns;
+      std::vector<ir::Var> inputs;
+      plan.closure({p.eqns[i].outputs[0].get()}, eqns, inputs);
+      for (size_t j : eqns)
+        if (j != i && point_cost(p.eqns[j]) >= kExpensivePointCost) nests_reading[p.eqns[j].outputs[0].get()]++;
+    }
+    for (const auto& [v, n] : nests_reading)
+      if (n >= 2) {
+        plan.stored.insert(v);
         changed = true;
       }
     if (changed) continue;
