@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/parallel.h"
 #include "core/array_impl.h"
 #include "ir/primitive.h"
 #include "ir/trace.h"
@@ -49,7 +50,11 @@ std::string avals_to_string(std::span<const Aval> avals);
 /// Row-major strides (in elements).
 std::vector<int64_t> strides_of(const Shape& s);
 
+/// Elements per chunk when an unfused element-wise kernel is split over threads.
+inline constexpr int64_t kElementwiseGrain = int64_t(1) << 16;
+
 /// Applies f element-wise: `map_elementwise<Out, In1, In2>(call, f)`; rank-0 inputs broadcast.
+/// Large arrays are split over the shared thread arena (f must be pure).
 template <class R, class... Ts, class F> void map_elementwise(const KernelCall& c, F f) {
   const int64_t n = c.out_avals[0].size();
   R* out = c.out<R>(0);
@@ -58,11 +63,13 @@ template <class R, class... Ts, class F> void map_elementwise(const KernelCall& 
     const bool scalar[] = {(c.in_avals[I].shape.empty() && n != 1)...};
     bool any_scalar = false;
     for (bool s : scalar) any_scalar |= s;
-    if (!any_scalar) {
-      for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[i]...);
-    } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[scalar[I] ? 0 : i]...);
-    }
+    cpu::parallel_for(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      if (!any_scalar) {
+        for (int64_t i = lo; i < hi; ++i) out[i] = f(std::get<I>(in)[i]...);
+      } else {
+        for (int64_t i = lo; i < hi; ++i) out[i] = f(std::get<I>(in)[scalar[I] ? 0 : i]...);
+      }
+    });
   };
   run(std::index_sequence_for<Ts...>{});
 }
