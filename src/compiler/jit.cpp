@@ -25,8 +25,19 @@ struct JitEntry {
   // simplification inlines custom_jvp/custom_vjp/checkpoint calls and would drop their rules.
   std::shared_ptr<const ir::Program> closed;
   std::shared_ptr<const ir::Program> lowered;  // closure-converted and simplified
-  std::shared_ptr<compiler::Executable> exe;
   std::vector<Array> captured_tracers;         // leading arguments of `closed` and `lowered`
+  std::vector<int> donated;                    // per input: donated argument index, or -1
+  // Built (fused, kernels compiled) on the first concrete call: an entry used only under
+  // transformations never pays for code generation.
+  mutable std::once_flag exe_once;
+  mutable std::shared_ptr<compiler::Executable> exe;
+  const compiler::Executable& executable() const {
+    std::call_once(exe_once, [this] {
+      exe = std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*lowered)),
+                                                   donated);
+    });
+    return *exe;
+  }
 };
 
 namespace {
@@ -99,8 +110,7 @@ std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in
   // Captured tracers lead the inputs; they are never donated (and a program that has them
   // only runs under its transformation, where donation is ignored).
   if (!donated.empty()) donated.insert(donated.begin(), e->captured_tracers.size(), -1);
-  e->exe = std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*e->lowered)),
-                                                  std::move(donated));
+  e->donated = std::move(donated);
   TESSEL_DEBUG_LOG("jit compile '" + name + "': traced " + std::to_string(e->traced->eqns.size()) +
                    " equations, " + std::to_string(e->lowered->eqns.size()) + " after simplification");
   return e;
@@ -112,7 +122,7 @@ std::vector<Array> jit_call(const JitEntry& e, std::span<const Array> args) {
   if (e.captured_tracers.empty() && !needs_trace(args)) {
     for (const Array& a : args)
       if (!a.valid()) throw ValueError(e.lowered->name + ": an argument is an empty Array; give it a value");
-    return e.exe->run(args);
+    return e.executable().run(args);
   }
   std::vector<Array> all = e.captured_tracers;
   all.insert(all.end(), args.begin(), args.end());
@@ -126,7 +136,7 @@ Program jit_traced_program(const JitEntry& e) {
 Program jit_lowered_program(const JitEntry& e) {
   return Program(std::make_shared<const ProgramHolder>(ProgramHolder{e.lowered}));
 }
-std::string jit_compiled_text(const JitEntry& e) { return e.exe->to_text(); }
+std::string jit_compiled_text(const JitEntry& e) { return e.executable().to_text(); }
 
 Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name) {
   auto p = std::make_shared<const ir::Program>(trace_to_program(fn, in_avals, name));
