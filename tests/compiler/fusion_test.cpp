@@ -215,6 +215,18 @@ TEST(Fusion, ReductionsFuseAsEpilogues) {
   expect_same(run(fused, args), run(p, args), "softmax");
 }
 
+TEST(Fusion, DevicesRunFusedKernelsConcurrentlyOnTheSharedArena) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const ts::Slice I(1, -1), P(2, ts::none);
+  auto f = ts::jit([&](const ts::Array& h) { return ts::sin(h[{I, I}]) * h[{P, I}] + h[{I, P}]; });
+  ts::Array h = ts::reshape(ts::arange(0.0, 1.0, 1.0 / (256 * 300), ts::f32), {256, 300});
+  const auto want = f(h).to_vector<float>();
+  std::vector<ts::Array> outs;
+  for (int round = 0; round < 4; ++round)
+    for (const ts::Device& d : ts::devices()) outs.push_back(f(ts::device_put(h, d)));  // all queued at once
+  for (const ts::Array& o : outs) EXPECT_EQ(o.to_vector<float>(), want);
+}
+
 TEST(Fusion, SmallGroupsAndUnsupportedDtypesStayUnfused) {
   auto f = [](std::span<const ts::Array> x) { return std::vector<ts::Array>{ts::sin(x[0]) * 2.0f + x[0]}; };
   std::vector<ts::Array> small{ts::ones({4, 4}, ts::f32)};
