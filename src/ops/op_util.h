@@ -63,13 +63,16 @@ template <class R, class... Ts, class F> void map_elementwise(const KernelCall& 
     const bool scalar[] = {(c.in_avals[I].shape.empty() && n != 1)...};
     bool any_scalar = false;
     for (bool s : scalar) any_scalar |= s;
-    cpu::parallel_for(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    auto body = [&](int64_t lo, int64_t hi) {
       if (!any_scalar) {
         for (int64_t i = lo; i < hi; ++i) out[i] = f(std::get<I>(in)[i]...);
       } else {
         for (int64_t i = lo; i < hi; ++i) out[i] = f(std::get<I>(in)[scalar[I] ? 0 : i]...);
       }
-    });
+    };
+    // Small arrays (the common eager case) skip the std::function of parallel_for.
+    if (n <= kElementwiseGrain) body(0, n);
+    else cpu::parallel_for(n, kElementwiseGrain, body);
   };
   run(std::index_sequence_for<Ts...>{});
 }

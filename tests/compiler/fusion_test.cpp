@@ -227,6 +227,20 @@ TEST(Fusion, DevicesRunFusedKernelsConcurrentlyOnTheSharedArena) {
   for (const ts::Array& o : outs) EXPECT_EQ(o.to_vector<float>(), want);
 }
 
+TEST(Fusion, BadKnobsNameTheVariable) {
+  for (const char* bad : {"-3", "lots"}) {
+    setenv("TESSEL_FUSION_MAX_POINT_COST", bad, 1);
+    try {
+      ts::compiler::fusion_options();
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const ts::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("TESSEL_FUSION_MAX_POINT_COST"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("TESSEL_FUSION_MAX_POINT_COST");
+  EXPECT_EQ(ts::compiler::fusion_options().max_point_cost, 256);
+}
+
 TEST(Fusion, SmallGroupsAndUnsupportedDtypesStayUnfused) {
   auto f = [](std::span<const ts::Array> x) { return std::vector<ts::Array>{ts::sin(x[0]) * 2.0f + x[0]}; };
   std::vector<ts::Array> small{ts::ones({4, 4}, ts::f32)};

@@ -5,23 +5,20 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
-#include <cstdlib>
 #include <string>
 
+#include "core/device_impl.h"
 #include "tessel/error.h"
 
 namespace tessel::cpu {
 namespace {
 
 int threads_from_env() {
-  const char* s = std::getenv("TESSEL_NUM_THREADS");
   const int cores = oneapi::tbb::info::default_concurrency();
-  if (!s || !*s) return cores;
-  char* end = nullptr;
-  long n = std::strtol(s, &end, 10);
-  if (*end != '\0' || n < 1 || n > 4096)
-    throw ValueError("TESSEL_NUM_THREADS must be a positive integer, got '" + std::string(s) +
-                     "'; unset it to use all " + std::to_string(cores) + " cores");
+  const long n = detail::env_int("TESSEL_NUM_THREADS", cores);
+  if (n < 1 || n > 4096)
+    throw ValueError("TESSEL_NUM_THREADS must be a positive integer, got " + std::to_string(n) +
+                     "; unset it to use all " + std::to_string(cores) + " cores");
   return int(n);
 }
 
