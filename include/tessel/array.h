@@ -63,6 +63,8 @@ struct Ellipsis {};
 inline constexpr Ellipsis ellipsis{};
 
 class Array;
+class Sharding;
+struct Shard;
 namespace detail {
 class ArrayImpl;
 struct IndexItem;
@@ -142,8 +144,15 @@ class TESSEL_API Array {
   /// True when this array is a tracer of a transformation (no concrete value).
   bool is_tracer() const;
 
-  /// The device holding the array (throws for tracers).
+  /// The device holding the array (throws for tracers and for arrays laid out over
+  /// several devices).
   Device device() const;
+  /// How the array is laid out over devices (include tessel/sharding.h). Throws for tracers.
+  Sharding sharding() const;
+  /// The devices holding a piece of the array, in mesh order.
+  std::vector<Device> devices() const;
+  /// The pieces held by this process's devices (jax.Array.addressable_shards).
+  std::vector<Shard> addressable_shards() const;
   /// Waits until the value is computed; rethrows an error the computation raised.
   const Array& block_until_ready() const;
   /// True when the value is computed (never blocks).

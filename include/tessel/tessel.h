@@ -9,5 +9,6 @@
 #include "tessel/jit.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"
+#include "tessel/sharding.h"
 #include "tessel/transforms.h"
 #include "tessel/tree.h"

@@ -14,6 +14,7 @@ ConcreteArray* require_concrete(const Array& a, const char* what) {
     c->buffer->check_not_donated();
     return c;
   }
+  if (auto* s = as_sharded(a)) return s->gathered();
   throw ConcretizationError(std::string(what) + ": the array " + a.aval().to_string() +
                             " is abstract here (it is traced by jit or another transformation), so its value is "
                             "not known yet. Compute with it as an Array, or move the use outside the traced "
@@ -93,14 +94,31 @@ int64_t Array::dim(int64_t axis) const {
   return shape()[size_t(axis < 0 ? axis + n : axis)];
 }
 
-Device Array::device() const { return Device(detail::require_concrete(*this, "device")->device); }
+Device Array::device() const {
+  if (auto* s = detail::as_sharded(*this))
+    throw ValueError("device: the array " + aval().to_string() + " is laid out over " +
+                     std::to_string(s->shards.size()) + " devices (" + s->sharding.to_string() +
+                     "); use sharding(), devices() or addressable_shards()");
+  return Device(detail::require_concrete(*this, "device")->device);
+}
 
 const Array& Array::block_until_ready() const {
+  if (auto* s = detail::as_sharded(*this)) {
+    for (auto& b : s->shards) b->wait();
+    return *this;
+  }
   detail::require_concrete(*this, "block_until_ready")->buffer->wait();
   return *this;
 }
 
-bool Array::is_ready() const { return detail::require_concrete(*this, "is_ready")->buffer->ready(); }
+bool Array::is_ready() const {
+  if (auto* s = detail::as_sharded(*this)) {
+    for (auto& b : s->shards)
+      if (!b->ready()) return false;
+    return true;
+  }
+  return detail::require_concrete(*this, "is_ready")->buffer->ready();
+}
 
 void Array::read(DType as, void* out) const {
   auto* c = detail::require_concrete(*this, "to_vector");
@@ -187,7 +205,7 @@ void format_rec(std::ostringstream& os, const std::vector<std::string>& elems, c
 std::string Array::to_string() const {
   if (!valid()) return "Array(<empty>)";
   if (is_tracer()) return "Traced<" + aval().to_string() + ">";
-  auto* c = detail::as_concrete(*this);
+  auto* c = detail::require_concrete(*this, "to_string");
   c->buffer->wait();
   size_t n = size_t(size());
   std::vector<std::string> elems(n);

@@ -1,10 +1,12 @@
 #pragma once
 // What an Array handle points to: a concrete value on a device, or a tracer.
 #include <memory>
+#include <mutex>
 
 #include "core/buffer.h"
 #include "core/device_impl.h"
 #include "tessel/array.h"
+#include "tessel/sharding.h"
 
 namespace tessel::detail {
 
@@ -12,35 +14,60 @@ class Trace;
 
 class ArrayImpl {
  public:
-  explicit ArrayImpl(Aval aval) : aval(std::move(aval)) {}
+  enum class Kind { kConcrete, kSharded, kTracer };
+  ArrayImpl(Aval aval, Kind kind) : aval(std::move(aval)), kind(kind) {}
   virtual ~ArrayImpl() = default;
-  virtual bool is_tracer() const = 0;
+  bool is_tracer() const { return kind == Kind::kTracer; }
   Aval aval;
+  const Kind kind;
 };
 
 /// A value held in a device buffer (possibly still being computed).
 class ConcreteArray final : public ArrayImpl {
  public:
   ConcreteArray(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer> buffer, bool committed)
-      : ArrayImpl(std::move(aval)), device(device), buffer(std::move(buffer)), committed(committed) {}
-  bool is_tracer() const override { return false; }
+      : ArrayImpl(std::move(aval), Kind::kConcrete), device(device), buffer(std::move(buffer)), committed(committed) {}
   DeviceImpl* device;
   std::shared_ptr<Buffer> buffer;
   /// Placed explicitly with device_put: operations never move it silently.
   bool committed;
 };
 
+/// A value split (or replicated) over the devices of a mesh: one buffer per mesh device,
+/// row-major over the mesh, each holding that device's piece in the padded local layout
+/// (every piece has `local_aval`'s shape: dimensions that do not divide are rounded up, and
+/// the padding of the last pieces holds unspecified values). src/sharding/ makes them.
+class ShardedArray final : public ArrayImpl {
+ public:
+  ShardedArray(Aval global, Sharding sharding, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards)
+      : ArrayImpl(std::move(global), Kind::kSharded), sharding(std::move(sharding)), local_aval(std::move(local_aval)),
+        shards(std::move(shards)) {}
+  Sharding sharding;
+  Aval local_aval;
+  std::vector<std::shared_ptr<Buffer>> shards;
+  /// The whole array assembled on the first device of the mesh (made once, on first use:
+  /// reading values, printing, concretizing).
+  ConcreteArray* gathered() const;
+
+ private:
+  mutable std::once_flag gathered_once_;
+  mutable std::shared_ptr<ConcreteArray> gathered_;
+};
+
 /// A stand-in for a value during a transformation; it belongs to one trace.
 class Tracer : public ArrayImpl {
  public:
-  Tracer(Aval aval, Trace* trace, uint64_t trace_id) : ArrayImpl(std::move(aval)), trace(trace), trace_id(trace_id) {}
-  bool is_tracer() const override { return true; }
+  Tracer(Aval aval, Trace* trace, uint64_t trace_id)
+      : ArrayImpl(std::move(aval), Kind::kTracer), trace(trace), trace_id(trace_id) {}
   Trace* trace;
   uint64_t trace_id;
 };
 
 inline ConcreteArray* as_concrete(const Array& a) {
-  return a.impl() && !a.impl()->is_tracer() ? static_cast<ConcreteArray*>(a.impl().get()) : nullptr;
+  return a.impl() && a.impl()->kind == ArrayImpl::Kind::kConcrete ? static_cast<ConcreteArray*>(a.impl().get()) : nullptr;
+}
+inline ShardedArray* as_sharded(const Array& a) {
+  return a.impl() && a.impl()->kind == ArrayImpl::Kind::kSharded ? static_cast<ShardedArray*>(a.impl().get()) : nullptr;
 }
 inline Tracer* as_tracer(const Array& a) {
   return a.impl() && a.impl()->is_tracer() ? static_cast<Tracer*>(a.impl().get()) : nullptr;
@@ -51,7 +78,8 @@ inline Array make_concrete(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer
 }
 /// A rank-0 array on the default device holding `value` (weak-typed if `weak`).
 Array scalar_array(const Scalar& value, bool weak);
-/// The concrete value of `a`, or a ConcretizationError naming `what` if it is a tracer.
+/// The concrete value of `a` (a sharded array's assembled copy), or a ConcretizationError
+/// naming `what` if it is a tracer.
 ConcreteArray* require_concrete(const Array& a, const char* what);
 
 }  // namespace tessel::detail

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/params.h"
+#include "ir/sharding_rule.h"
 #include "tessel/array.h"
 
 namespace tessel::detail {
@@ -127,6 +128,12 @@ struct Primitive {
   TransposeFn transpose = nullptr;
   BatchFn batch = nullptr;
   PartialEvalFn partial_eval = nullptr;
+  /// SPMD partitioning (src/sharding/, ir/sharding_rule.h): the factor rule, the
+  /// per-device parameters when they hold global sizes, or the rules of a primitive that
+  /// partitions itself. None of them: computed on whole operands.
+  ShardingRuleFn sharding_rule = nullptr;
+  LocalizeFn localize = nullptr;
+  const SpmdRules* spmd = nullptr;
   /// The equation calls params["program"] on its inputs (jit, checkpoint, custom_jvp/vjp):
   /// once transformations are done, the compiler may inline it.
   bool inlinable_call = false;

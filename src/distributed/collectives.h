@@ -1,0 +1,51 @@
+#pragma once
+// The process-group interface (ARCHITECTURE.md): collectives among the participants of a
+// partitioned program. Participants are mesh positions; a group is an ordered subset of
+// them and every member calls the same sequence of operations on it. The in-process
+// backend (virtual devices of one process) works through shared memory; the MPI backend
+// (multi-process issue) implements the same interface.
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include "ir/sharding_rule.h"
+#include "tessel/dtype.h"
+
+namespace tessel::distributed {
+
+/// A group of participants running collectives together. `rank` is the caller's index in
+/// the group. Buffers are dense; blocks are ordered by rank. Every call blocks until the
+/// caller's part is done; buffers may be reused when it returns.
+class CollectiveGroup {
+ public:
+  virtual ~CollectiveGroup() = default;
+  virtual int size() const = 0;
+  /// out = combine over members of `in` (count elements of dtype).
+  virtual void all_reduce(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) = 0;
+  /// out = the members' `in` blocks (bytes each), concatenated in rank order.
+  virtual void all_gather(int rank, const void* in, void* out, size_t bytes) = 0;
+  /// in holds size() blocks of `bytes`; block j goes to member j; out block j comes from member j.
+  virtual void all_to_all(int rank, const void* in, void* out, size_t bytes) = 0;
+  /// in holds size() blocks of `count` elements; out = combine over members of their block `rank`.
+  virtual void reduce_scatter(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) = 0;
+  /// Sends `in` to member `dest` (-1: none) and receives `out` from member `source` (-1:
+  /// none, out is left untouched); every member calls it once with matching pairs.
+  virtual void permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) = 0;
+};
+
+/// The groups of one launch of a partitioned program.
+class CollectiveHub {
+ public:
+  virtual ~CollectiveHub() = default;
+  /// The group of these mesh positions (the same object for every member that asks).
+  virtual CollectiveGroup& group(const std::vector<int>& members) = 0;
+  /// Called by a participant that failed: members waiting in a collective stop waiting and
+  /// throw an Error that names the failed participant and its error.
+  virtual void abort(int position, std::exception_ptr error) = 0;
+};
+
+/// A hub for `participants` virtual devices of this process (shared memory).
+std::shared_ptr<CollectiveHub> make_in_process_hub(int participants);
+
+}  // namespace tessel::distributed
