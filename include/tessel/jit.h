@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessel/array.h"
+#include "tessel/sharding.h"
 #include "tessel/tree.h"
 
 namespace tessel {
@@ -54,6 +55,14 @@ struct JitOptions {
   std::vector<int> donate_argnums = {};
   /// Name shown in printed programs; default "fn".
   std::string name = {};
+  /// Per argument (static ones included, left unset): the layout the program wants it in
+  /// (every leaf of a tree argument). An argument laid out otherwise is resharded inside
+  /// the program; unset: the argument's own layout (single-device arrays: as propagation
+  /// decides). Empty: all unset. See docs/sharding.md.
+  std::vector<std::optional<Sharding>> in_shardings = {};
+  /// Per output leaf (or one entry for all): the layout of the results. Unset: as
+  /// propagation decides.
+  std::vector<std::optional<Sharding>> out_shardings = {};
 };
 
 namespace detail {
@@ -68,7 +77,10 @@ TESSEL_API std::vector<Array> jit_call(const JitEntry& e, std::span<const Array>
 /// The program as traced / after simplification / as compiled.
 TESSEL_API Program jit_traced_program(const JitEntry& e);
 TESSEL_API Program jit_lowered_program(const JitEntry& e);
-TESSEL_API std::string jit_compiled_text(const JitEntry& e);
+/// The compiled program for these arguments (the per-device program when partitioned).
+TESSEL_API std::string jit_compiled_text(const JitEntry& e, std::span<const Array> args);
+/// Why in_shardings/out_shardings cannot be used as given (wrong count).
+[[noreturn]] TESSEL_API void jit_bad_shardings(const std::string& name, const char* which, size_t given, size_t expected);
 TESSEL_API Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name);
 [[noreturn]] TESSEL_API void jit_bad_static_argnum(const std::string& name, int argnum, int nargs, bool is_array);
 /// Why argument `argnum` cannot be donated: out of range, static, or holding no arrays.
@@ -139,7 +151,8 @@ Tuple replace_arg_leaves(const Tuple& args, const std::vector<Array>& leaves, st
 /// Returned by `jit(f).lower(args...)`: the simplified program for those arguments.
 class TESSEL_API Lowered {
  public:
-  explicit Lowered(std::shared_ptr<detail::JitEntry> e) : e_(std::move(e)) {}
+  explicit Lowered(std::shared_ptr<detail::JitEntry> e, std::vector<Array> args = {})
+      : e_(std::move(e)), args_(std::move(args)) {}
   /// The program that will be compiled (after DCE, CSE and constant folding).
   std::string as_text() const { return detail::jit_lowered_program(*e_).to_string(); }
   Program program() const { return detail::jit_lowered_program(*e_); }
@@ -147,21 +160,25 @@ class TESSEL_API Lowered {
 
  private:
   std::shared_ptr<detail::JitEntry> e_;
+  std::vector<Array> args_;
 };
 
 /// The executable for one input signature; call it with the flat list of Array leaves.
 class TESSEL_API Compiled {
  public:
-  explicit Compiled(std::shared_ptr<detail::JitEntry> e) : e_(std::move(e)) {}
-  /// What runs on the device: the executable's program with its buffer plan.
-  std::string as_text() const { return detail::jit_compiled_text(*e_); }
+  explicit Compiled(std::shared_ptr<detail::JitEntry> e, std::vector<Array> args = {})
+      : e_(std::move(e)), args_(std::move(args)) {}
+  /// What runs on each device: the executable's program with its buffer plan; for a
+  /// partitioned program, the per-device program with its collectives.
+  std::string as_text() const { return detail::jit_compiled_text(*e_, args_); }
   std::vector<Array> operator()(const std::vector<Array>& leaves) const { return detail::jit_call(*e_, leaves); }
 
  private:
   std::shared_ptr<detail::JitEntry> e_;
+  std::vector<Array> args_;
 };
 
-inline Compiled Lowered::compile() const { return Compiled(e_); }
+inline Compiled Lowered::compile() const { return Compiled(e_, args_); }
 
 /// A jitted function (see `jit`). Copies share one cache.
 template <class F> class Jitted {
@@ -184,7 +201,8 @@ template <class F> class Jitted {
   /// The program for these arguments, simplified (print it with `.as_text()`).
   template <class... Args> Lowered lower(const Args&... args) const {
     std::vector<Array> leaves;
-    return Lowered(lookup(leaves, args...).first);
+    auto entry = lookup(leaves, args...).first;
+    return Lowered(entry, std::move(leaves));
   }
   const JitOptions& options() const { return state_->opts; }
   /// Number of signatures traced so far (each new shape/dtype/static value retraces).
@@ -226,9 +244,12 @@ template <class F> class Jitted {
       bool is_static = std::find(opts.static_argnums.begin(), opts.static_argnums.end(), i) != opts.static_argnums.end();
       if (is_static || !holds_arrays[i]) detail::jit_bad_donate_argnum(opts.name, i, nargs, is_static);
     }
+    if (!opts.in_shardings.empty() && opts.in_shardings.size() != size_t(nargs))
+      detail::jit_bad_shardings(opts.name, "in_shardings", opts.in_shardings.size(), size_t(nargs));
     std::vector<int> leaf_args;
+    bool need_leaf_args = !opts.donate_argnums.empty() || !opts.in_shardings.empty();
     detail::flatten_args(tup, opts.static_argnums, leaves, &statics, std::index_sequence_for<Args...>{},
-                         opts.donate_argnums.empty() ? nullptr : &leaf_args);
+                         need_leaf_args ? &leaf_args : nullptr);
     const std::type_info* types = &typeid(std::tuple<std::decay_t<Args>...>);
     {
       std::lock_guard lock(state_->mu);
@@ -247,9 +268,17 @@ template <class F> class Jitted {
     auto sample = std::make_shared<R>();
     detail::FlatFn flat = [&](std::span<const Array> tracers) {
       std::vector<Array> tv(tracers.begin(), tracers.end());
+      for (size_t k = 0; k < tv.size() && !opts.in_shardings.empty(); ++k)
+        if (const auto& s = opts.in_shardings[size_t(leaf_args[k])]) tv[k] = with_sharding_constraint(tv[k], *s);
       Tuple traced = detail::replace_arg_leaves(values, tv, std::index_sequence_for<Args...>{});
       *sample = std::apply(state_->f, traced);
-      return tree_leaves(*sample);
+      std::vector<Array> outs = tree_leaves(*sample);
+      const auto& os = opts.out_shardings;
+      if (!os.empty() && os.size() != 1 && os.size() != outs.size())
+        detail::jit_bad_shardings(opts.name, "out_shardings", os.size(), outs.size());
+      for (size_t j = 0; j < outs.size() && !os.empty(); ++j)
+        if (const auto& s = os[os.size() == 1 ? 0 : j]) outs[j] = with_sharding_constraint(outs[j], *s);
+      return outs;
     };
     std::vector<int> donated;
     const auto& don = opts.donate_argnums;

@@ -2,6 +2,7 @@
 // tessel: JAX's execution model for C++. Include this one header.
 #include "tessel/array.h"
 #include "tessel/control_flow.h"
+#include "tessel/custom_partitioning.h"
 #include "tessel/device.h"
 #include "tessel/dtype.h"
 #include "tessel/error.h"
@@ -9,6 +10,7 @@
 #include "tessel/jit.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"
+#include "tessel/shard_map.h"
 #include "tessel/sharding.h"
 #include "tessel/transforms.h"
 #include "tessel/tree.h"

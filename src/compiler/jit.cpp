@@ -9,6 +9,7 @@
 #include "compiler/passes.h"
 #include "core/log.h"
 #include "ir/trace.h"
+#include "runtime/spmd_dispatch.h"
 #include "transforms/call_util.h"
 #include "tessel/jit.h"
 
@@ -27,6 +28,7 @@ struct JitEntry {
   std::shared_ptr<const ir::Program> lowered;  // closure-converted and simplified
   std::vector<Array> captured_tracers;         // leading arguments of `closed` and `lowered`
   std::vector<int> donated;                    // per input: donated argument index, or -1
+  bool partitions = false;                     // has sharding constraints, shard_map, ...
   // Built (fused, kernels compiled) on the first concrete call: an entry used only under
   // transformations never pays for code generation.
   mutable std::once_flag exe_once;
@@ -81,6 +83,8 @@ std::vector<Aval> jit_abstract_eval(std::span<const Aval> ins, const ir::Params&
 }
 
 std::vector<Array> jit_eager(std::span<const Array> ins, const ir::Params& params) {
+  const auto& program = params.get<ir::ProgramRef>("program");
+  if (any_sharded(ins) || has_spmd_equations(*program)) return spmd_dispatch().run_program(program, ins);
   return executable_for(params.get<ir::ProgramRef>("program"), /*fold=*/true)->run(ins);
 }
 
@@ -111,6 +115,7 @@ std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in
   // only runs under its transformation, where donation is ignored).
   if (!donated.empty()) donated.insert(donated.begin(), e->captured_tracers.size(), -1);
   e->donated = std::move(donated);
+  e->partitions = has_spmd_equations(*e->lowered);
   TESSEL_DEBUG_LOG("jit compile '" + name + "': traced " + std::to_string(e->traced->eqns.size()) +
                    " equations, " + std::to_string(e->lowered->eqns.size()) + " after simplification");
   return e;
@@ -122,6 +127,7 @@ std::vector<Array> jit_call(const JitEntry& e, std::span<const Array> args) {
   if (e.captured_tracers.empty() && !needs_trace(args)) {
     for (const Array& a : args)
       if (!a.valid()) throw ValueError(e.lowered->name + ": an argument is an empty Array; give it a value");
+    if (e.partitions || any_sharded(args)) return spmd_dispatch().run_program(e.lowered, args);
     return e.executable().run(args);
   }
   std::vector<Array> all = e.captured_tracers;
@@ -136,7 +142,21 @@ Program jit_traced_program(const JitEntry& e) {
 Program jit_lowered_program(const JitEntry& e) {
   return Program(std::make_shared<const ProgramHolder>(ProgramHolder{e.lowered}));
 }
-std::string jit_compiled_text(const JitEntry& e) { return e.executable().to_text(); }
+std::string jit_compiled_text(const JitEntry& e, std::span<const Array> args) {
+  if (e.partitions || any_sharded(args)) {
+    if (!e.captured_tracers.empty())
+      throw ValueError(e.lowered->name + ": this program closes over values of an enclosing transformation; compile it outside");
+    return spmd_dispatch().program_text(e.lowered, args);
+  }
+  return e.executable().to_text();
+}
+
+void jit_bad_shardings(const std::string& name, const char* which, size_t given, size_t expected) {
+  throw ValueError(name + ": " + which + " has " + std::to_string(given) + " entries but " + std::to_string(expected) +
+                   (std::string(which) == "in_shardings" ? " arguments are passed" : " results are returned") +
+                   "; give one (optional) sharding per " +
+                   (std::string(which) == "in_shardings" ? "argument (unset for static ones)" : "result, or one for all"));
+}
 
 Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name) {
   auto p = std::make_shared<const ir::Program>(trace_to_program(fn, in_avals, name));

@@ -107,6 +107,31 @@ Batched broadcast_batch(const ir::Primitive&, std::span<const Array> ins, std::s
   return {{broadcast_in_dim(move_batch_dim(ins[0], bdims[0], 0, axis.size), shape, dims)}, {0}};
 }
 
+// ---- SPMD: operand dimensions of the target size share the result dimension's factor;
+// expanded size-1 dimensions and new dimensions are the result's alone (each device
+// broadcasts to its piece) ----
+
+ir::ShardingRule broadcast_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  const Axes& dims = p.get_ints("broadcast_dimensions");
+  ir::ShardingRule r;
+  std::vector<int> out;
+  for (size_t d = 0; d < outs[0].shape.size(); ++d) out.push_back(add_factor(r));
+  std::vector<int> in;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const size_t d = size_t(dims[i]);
+    in.push_back(ins[0].shape[i] == outs[0].shape[d] ? out[d] : ir::kWhole);
+  }
+  r.operands = {in};
+  r.results = {out};
+  return r;
+}
+
+Params broadcast_localize(const Params& p, std::span<const Aval>, std::span<const Aval> local_outs) {
+  Params q = p;
+  q.set("shape", local_outs[0].shape);
+  return q;
+}
+
 const ir::Primitive& broadcast_in_dim_p = ir::register_primitive({
     .name = "broadcast_in_dim",
     .abstract_eval = broadcast_aval,
@@ -115,6 +140,8 @@ const ir::Primitive& broadcast_in_dim_p = ir::register_primitive({
     .jvp = jvp_linear,
     .transpose = broadcast_transpose,
     .batch = broadcast_batch,
+    .sharding_rule = broadcast_sharding_rule,
+    .localize = broadcast_localize,
 });
 
 }  // namespace

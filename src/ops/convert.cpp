@@ -59,6 +59,7 @@ const ir::Primitive& convert_p = ir::register_primitive({
     .jvp = convert_jvp,
     .transpose = convert_transpose,
     .batch = batch_vectorized,
+    .sharding_rule = ir::elementwise_sharding_rule,
 });
 
 }  // namespace

@@ -33,8 +33,23 @@ void iota_kernel(const KernelCall& c) {
   });
 }
 
+// SPMD: the counted dimension stays whole (the kernel counts from 0); every device fills
+// its piece of the others.
+ir::ShardingRule iota_sharding_rule(std::span<const Aval>, std::span<const Aval> outs, const Params& p) {
+  std::vector<bool> whole(outs[0].shape.size(), false);
+  whole[size_t(p.get_int("dimension"))] = true;
+  return aligned_sharding_rule({}, outs, whole);
+}
+
+Params iota_localize(const Params& p, std::span<const Aval>, std::span<const Aval> local_outs) {
+  Params q = p;
+  q.set("shape", local_outs[0].shape);
+  return q;
+}
+
 const ir::Primitive& iota_p = ir::register_primitive({
-    .name = "iota", .abstract_eval = iota_aval, .cpu_kernel = iota_kernel});
+    .name = "iota", .abstract_eval = iota_aval, .cpu_kernel = iota_kernel,
+    .sharding_rule = iota_sharding_rule, .localize = iota_localize});
 
 // ---- device_put[device]: eagerly a copy into the target device's memory, committed there;
 // in a program an identity-like equation that records the placement ----

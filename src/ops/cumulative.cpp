@@ -133,9 +133,16 @@ Batched scan_batch(const ir::Primitive& self, std::span<const Array> ins, std::s
   return {detail::bind(self, ins, q), {bd}};
 }
 
+/// SPMD: the scanned axis stays whole; the others pass through.
+ir::ShardingRule scan_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  std::vector<bool> whole(outs[0].shape.size(), false);
+  whole[size_t(p.get_int("axis"))] = true;
+  return aligned_sharding_rule(ins, outs, whole);
+}
+
 template <class Op> ir::Primitive scan_primitive() {
   ir::Primitive p{.name = scan_name<Op>(), .abstract_eval = scan_aval<Op>, .cpu_kernel = scan_kernel<Op>,
-                  .batch = scan_batch};
+                  .batch = scan_batch, .sharding_rule = scan_sharding_rule};
   if constexpr (std::is_same_v<Op, SumOp>) p.jvp = jvp_linear, p.transpose = cumsum_transpose;
   else p.jvp = scan_jvp<Op>;
   return p;

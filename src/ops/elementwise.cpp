@@ -191,7 +191,8 @@ template <class Op> Elementwise define() {
                                   .codegen = elementwise_codegen<Op>,
                                   .jvp = elementwise_jvp<Op>,
                                   .transpose = linear ? elementwise_transpose<Op> : nullptr,
-                                  .batch = Op::arity == 1 ? batch_vectorized : batch_elementwise}),
+                                  .batch = Op::arity == 1 ? batch_vectorized : batch_elementwise,
+                                  .sharding_rule = ir::elementwise_sharding_rule}),
           Op::mask};
 }
 
@@ -377,7 +378,7 @@ const ir::Primitive& integer_pow_p = ir::register_primitive({
     .name = "integer_pow", .abstract_eval = integer_pow_eval, .cpu_kernel = integer_pow_kernel,
     .inplace = ir::inplace_elementwise,
     .fusion = ir::FusionKind::kElementwise, .codegen = integer_pow_codegen, .jvp = integer_pow_jvp,
-    .batch = batch_vectorized});
+    .batch = batch_vectorized, .sharding_rule = ir::elementwise_sharding_rule});
 
 namespace {
 
@@ -433,6 +434,7 @@ const ir::Primitive& select_n_p = ir::register_primitive({
     .inplace = ir::inplace_elementwise,
     .fusion = ir::FusionKind::kElementwise, .codegen = select_n_codegen, .jvp = select_n_jvp,
     .transpose = select_n_transpose,
-    .batch = batch_elementwise});
+    .batch = batch_elementwise,
+    .sharding_rule = ir::elementwise_sharding_rule});
 
 }  // namespace tessel::ops

@@ -127,9 +127,46 @@ Batched slice_batch(const ir::Primitive& self, std::span<const Array> ins, std::
           {dims[0]}};
 }
 
+// ---- SPMD rules of the slicing primitives: a dimension taken in full (from 0, stride 1)
+// passes through; any other stays whole (a piece's window would depend on its position) ----
+
+/// Whether a strided window takes dimension d of `s` in full.
+bool full_window(const Shape& s, const Params& p, size_t d) {
+  return p.get_ints("start_indices")[d] == 0 && p.get_ints("strides")[d] == 1 && p.get_ints("limit_indices")[d] == s[d];
+}
+
+ir::ShardingRule slice_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  std::vector<bool> whole(outs[0].shape.size());
+  for (size_t d = 0; d < whole.size(); ++d) whole[d] = !full_window(ins[0].shape, p, d);
+  return aligned_sharding_rule(ins, outs, whole);
+}
+
+/// limit_indices of the per-device window: a dimension read from 0 with stride 1 whose
+/// local sizes agree is taken in full, up to its local size (whole dimensions keep their
+/// limits, which they already have then). `out_dim[d]` is where operand dimension d lands in
+/// `local_window` (-1: not windowed).
+Shape local_limits(const Params& p, const Shape& local_operand, const Shape& local_window,
+                   const std::vector<int64_t>& out_dim) {
+  Shape limit = p.get_ints("limit_indices");
+  for (size_t d = 0; d < limit.size(); ++d)
+    if (out_dim[d] >= 0 && p.get_ints("start_indices")[d] == 0 && p.get_ints("strides")[d] == 1 &&
+        local_window[size_t(out_dim[d])] == local_operand[d])
+      limit[d] = local_operand[d];
+  return limit;
+}
+
+Params slice_localize(const Params& p, std::span<const Aval> local_ins, std::span<const Aval> local_outs) {
+  std::vector<int64_t> out_dim(local_ins[0].shape.size());
+  for (size_t d = 0; d < out_dim.size(); ++d) out_dim[d] = int64_t(d);
+  Params q = p;
+  q.set("limit_indices", local_limits(p, local_ins[0].shape, local_outs[0].shape, out_dim));
+  return q;
+}
+
 const ir::Primitive& slice_p = ir::register_primitive({
     .name = "slice", .abstract_eval = slice_aval, .cpu_kernel = slice_kernel, .fusion = ir::FusionKind::kShape,
-    .jvp = jvp_linear, .transpose = slice_transpose, .batch = slice_batch});
+    .jvp = jvp_linear, .transpose = slice_transpose, .batch = slice_batch, .sharding_rule = slice_sharding_rule,
+    .localize = slice_localize});
 
 // ---- dynamic_slice[slice_sizes](operand, *start_indices) and
 //      dynamic_update_slice(operand, update, *start_indices); starts clamp so the window fits ----
@@ -320,13 +357,36 @@ Batched dynamic_update_slice_batch(const ir::Primitive& self, std::span<const Ar
   return {{bind1(scatter_p, args, p)}, {0}};
 }
 
+// SPMD: dimensions the window covers in full (their start clamps to 0) pass through; the
+// others stay whole. The start indices are scalars.
+ir::ShardingRule dynamic_slice_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
+  std::vector<bool> whole(outs[0].shape.size());
+  for (size_t d = 0; d < whole.size(); ++d) whole[d] = outs[0].shape[d] != ins[0].shape[d];
+  return aligned_sharding_rule(ins, outs, whole);
+}
+
+Params dynamic_slice_localize(const Params& p, std::span<const Aval>, std::span<const Aval> local_outs) {
+  Params q = p;
+  q.set("slice_sizes", local_outs[0].shape);
+  return q;
+}
+
+ir::ShardingRule dynamic_update_slice_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs,
+                                                    const Params&) {
+  std::vector<bool> whole(outs[0].shape.size());
+  for (size_t d = 0; d < whole.size(); ++d) whole[d] = ins[1].shape[d] != ins[0].shape[d];
+  return aligned_sharding_rule(ins, outs, whole);
+}
+
 const ir::Primitive& dynamic_slice_p = ir::register_primitive({
     .name = "dynamic_slice", .abstract_eval = dynamic_slice_aval, .cpu_kernel = dynamic_slice_kernel,
-    .jvp = dynamic_slice_jvp, .transpose = dynamic_slice_transpose, .batch = dynamic_slice_batch});
+    .jvp = dynamic_slice_jvp, .transpose = dynamic_slice_transpose, .batch = dynamic_slice_batch,
+    .sharding_rule = dynamic_slice_sharding_rule, .localize = dynamic_slice_localize});
 const ir::Primitive& dynamic_update_slice_p = ir::register_primitive({
     .name = "dynamic_update_slice", .abstract_eval = dynamic_update_slice_aval,
     .cpu_kernel = dynamic_update_slice_kernel, .inplace = ir::inplace_operand, .jvp = dynamic_update_slice_jvp,
-    .transpose = dynamic_update_slice_transpose, .batch = dynamic_update_slice_batch});
+    .transpose = dynamic_update_slice_transpose, .batch = dynamic_update_slice_batch,
+    .sharding_rule = dynamic_update_slice_sharding_rule});
 
 }  // namespace
 
@@ -551,11 +611,68 @@ Batched gather_batch(const ir::Primitive& self, std::span<const Array> ins, std:
   return {{bind1(self, args, operand_batched ? with_indexed_batch(p, axis.size) : p)}, {p.get_int("batch_pos")}};
 }
 
+// ---- SPMD rules of gather and scatter. Indexed dimensions stay whole (an index may point
+// anywhere in them). A window dimension taken in full passes through to its place in the
+// indexed shape. gather: the index arrays' dimensions pass through to the batch dimensions
+// of the result (each device gathers for its piece of the indices). scatter: indices and
+// the update's batch dimensions stay whole (every update must reach the whole operand) ----
+
+/// Where each operand dimension lands in the indexed shape (-1 for indexed ones), for
+/// index arrays of rank `index_rank`.
+std::vector<int64_t> window_positions(const Params& p, size_t rank, int64_t index_rank) {
+  const Axes& axes = p.get_ints("axes");
+  const int64_t bp = p.get_int("batch_pos");
+  std::vector<int64_t> pos(rank, -1);
+  int64_t w = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (std::find(axes.begin(), axes.end(), int64_t(d)) != axes.end()) continue;
+    pos[d] = w + (w >= bp ? index_rank : 0);
+    ++w;
+  }
+  return pos;
+}
+
+/// Labels the operand dimensions (`x`) and the indexed shape (`view`) of a gather/scatter:
+/// full window dimensions get a shared factor, the rest stay whole.
+void label_windows(ir::ShardingRule& r, const Aval& operand, size_t index_rank, const Params& p,
+                   std::vector<int>& x, std::vector<int>& view) {
+  const Shape& s = operand.shape;
+  const auto pos = window_positions(p, s.size(), int64_t(index_rank));
+  x.assign(s.size(), ir::kWhole);
+  for (size_t d = 0; d < s.size(); ++d)
+    if (pos[d] >= 0 && full_window(s, p, d)) x[d] = view[size_t(pos[d])] = add_factor(r);
+}
+
+ir::ShardingRule gather_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  const size_t index_rank = ins.size() > 1 ? ins[1].shape.size() : 0;
+  ir::ShardingRule r;
+  std::vector<int> x, out(outs[0].shape.size(), ir::kWhole), idx;
+  label_windows(r, ins[0], index_rank, p, x, out);
+  const size_t bp = size_t(p.get_int("batch_pos"));
+  for (size_t k = 0; k < index_rank; ++k) idx.push_back(out[bp + k] = add_factor(r));
+  r.operands.push_back(x);
+  for (size_t j = 1; j < ins.size(); ++j) r.operands.push_back(idx);
+  r.results = {out};
+  return r;
+}
+
+Params indexed_localize(const Params& p, const Shape& local_operand, const Shape& local_view, size_t index_rank) {
+  Params q = p;
+  q.set("limit_indices",
+        local_limits(p, local_operand, local_view, window_positions(p, local_operand.size(), int64_t(index_rank))));
+  return q;
+}
+
+Params gather_localize(const Params& p, std::span<const Aval> local_ins, std::span<const Aval> local_outs) {
+  return indexed_localize(p, local_ins[0].shape, local_outs[0].shape, local_ins.size() > 1 ? local_ins[1].shape.size() : 0);
+}
+
 }  // namespace
 
 const ir::Primitive& gather_p = ir::register_primitive({
     .name = "gather", .abstract_eval = gather_aval, .cpu_kernel = gather_kernel,
-    .jvp = gather_jvp, .transpose = gather_transpose, .batch = gather_batch});
+    .jvp = gather_jvp, .transpose = gather_transpose, .batch = gather_batch,
+    .sharding_rule = gather_sharding_rule, .localize = gather_localize});
 
 namespace {
 
@@ -755,11 +872,27 @@ Batched scatter_batch(const ir::Primitive& self, std::span<const Array> ins, std
   return {{bind1(self, args, with_indexed_batch(p, axis.size))}, {0}};
 }
 
+ir::ShardingRule scatter_sharding_rule(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  const size_t index_rank = ins.size() > 2 ? ins[2].shape.size() : 0;
+  ir::ShardingRule r;
+  std::vector<int> x, update(ins[1].shape.size(), ir::kWhole);
+  label_windows(r, ins[0], index_rank, p, x, update);
+  r.operands = {x, update};
+  for (size_t j = 2; j < ins.size(); ++j) r.operands.push_back(std::vector<int>(index_rank, ir::kWhole));
+  r.results = {x};
+  return r;
+}
+
+Params scatter_localize(const Params& p, std::span<const Aval> local_ins, std::span<const Aval>) {
+  return indexed_localize(p, local_ins[0].shape, local_ins[1].shape, local_ins.size() > 2 ? local_ins[2].shape.size() : 0);
+}
+
 }  // namespace
 
 const ir::Primitive& scatter_p = ir::register_primitive({
     .name = "scatter", .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel, .inplace = ir::inplace_operand,
-    .jvp = scatter_jvp, .transpose = scatter_transpose, .batch = scatter_batch});
+    .jvp = scatter_jvp, .transpose = scatter_transpose, .batch = scatter_batch,
+    .sharding_rule = scatter_sharding_rule, .localize = scatter_localize});
 
 Params indexed_params(const Axes& axes, int64_t batch_pos, const Shape& start, const Shape& limit,
                       const Shape& strides) {

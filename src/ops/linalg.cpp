@@ -196,12 +196,33 @@ Batched dot_general_batch(const ir::Primitive& self, std::span<const Array> ins,
   return {detail::bind(self, ins, dot_params(e, p)), {out}};
 }
 
+// SPMD: batch dimensions are shared by both operands and the result, free dimensions by
+// their operand and the result; each contracting pair is a reduction factor (every device
+// multiplies its pieces; partial products add up, or `or` together for bool results).
+ir::ShardingRule dot_general_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  const DotSpec d = DotSpec::from(p);
+  const ir::Combine contract = is_bool(outs[0].dtype) ? ir::Combine::kMax : ir::Combine::kSum;
+  ir::ShardingRule r;
+  std::vector<int> l(size_t(ins[0].ndim()), ir::kWhole), rt(size_t(ins[1].ndim()), ir::kWhole), out;
+  for (size_t i = 0; i < d.lb.size(); ++i) {
+    out.push_back(add_factor(r));
+    l[size_t(d.lb[i])] = rt[size_t(d.rb[i])] = out.back();
+  }
+  for (auto i : free_dims(ins[0].ndim(), d.lb, d.lc)) out.push_back(l[size_t(i)] = add_factor(r));
+  for (auto i : free_dims(ins[1].ndim(), d.rb, d.rc)) out.push_back(rt[size_t(i)] = add_factor(r));
+  for (size_t i = 0; i < d.lc.size(); ++i) l[size_t(d.lc[i])] = rt[size_t(d.rc[i])] = add_factor(r, contract);
+  r.operands = {l, rt};
+  r.results = {out};
+  return r;
+}
+
 const ir::Primitive& dot_general_p = ir::register_primitive({.name = "dot_general",
                                                              .abstract_eval = dot_general_aval,
                                                              .cpu_kernel = dot_general_kernel,
                                                              .jvp = dot_general_jvp,
                                                              .transpose = dot_general_transpose,
-                                                             .batch = dot_general_batch});
+                                                             .batch = dot_general_batch,
+                                                             .sharding_rule = dot_general_sharding_rule});
 
 // ---- jax.numpy level ----
 

@@ -98,7 +98,8 @@ std::vector<Array> bitcast_jvp(const ir::Primitive&, std::span<const Array>, std
 
 const ir::Primitive& bitcast_p = ir::register_primitive({
     .name = "bitcast_convert_type", .abstract_eval = bitcast_aval, .cpu_kernel = bitcast_kernel,
-    .fusion = ir::FusionKind::kElementwise, .jvp = bitcast_jvp, .batch = batch_vectorized});
+    .fusion = ir::FusionKind::kElementwise, .jvp = bitcast_jvp, .batch = batch_vectorized,
+    .sharding_rule = ir::elementwise_sharding_rule});
 
 // ---- erf_inv ----
 
@@ -182,7 +183,8 @@ std::vector<Array> erf_inv_jvp(const ir::Primitive&, std::span<const Array>, std
 
 const ir::Primitive& erf_inv_p = ir::register_primitive({
     .name = "erf_inv", .abstract_eval = erf_inv_aval, .cpu_kernel = erf_inv_kernel,
-    .fusion = ir::FusionKind::kElementwise, .jvp = erf_inv_jvp, .batch = batch_vectorized});
+    .fusion = ir::FusionKind::kElementwise, .jvp = erf_inv_jvp, .batch = batch_vectorized,
+    .sharding_rule = ir::elementwise_sharding_rule});
 
 }  // namespace
 }  // namespace tessel::ops

@@ -2,6 +2,7 @@
 // reduce_or over a set of axes; argmax/argmin over one axis) and the jax.numpy reductions
 // built on them (sum, prod, max, min, mean, var, any, all).
 #include <algorithm>
+#include <optional>
 
 #include "ops/reduction_ops.h"
 #include "ops/rule_util.h"
@@ -274,9 +275,46 @@ Batched reduce_batch(const ir::Primitive& self, std::span<const Array> ins, std:
   return {detail::bind(self, ins, q), {out}};
 }
 
+// ---- SPMD: kept dimensions pass through; each reduced dimension is a reduction factor:
+// every device reduces its piece and a collective combines the partial results ----
+
+/// How partial results of reduction Op combine on operands of dtype `d`, if a collective
+/// can: on bool, sum is `or` (max) and prod `and` (min); and/or on integers are bitwise,
+/// which no collective computes (those axes stay whole).
+template <class Op> std::optional<ir::Combine> reduce_combine(DType d) {
+  const bool b = is_bool(d);
+  if constexpr (std::is_same_v<Op, SumOp>) return b ? ir::Combine::kMax : ir::Combine::kSum;
+  else if constexpr (std::is_same_v<Op, ProdOp>) return b ? ir::Combine::kMin : ir::Combine::kProd;
+  else if constexpr (std::is_same_v<Op, MaxOp>) return ir::Combine::kMax;
+  else if constexpr (std::is_same_v<Op, MinOp>) return ir::Combine::kMin;
+  else if (!b) return std::nullopt;
+  else if constexpr (std::is_same_v<Op, AndOp>) return ir::Combine::kMin;
+  else return ir::Combine::kMax;
+}
+
+template <class Op>
+ir::ShardingRule reduce_sharding_rule(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  const Axes& axes = p.get_ints("axes");
+  const std::optional<ir::Combine> combine = reduce_combine<Op>(ins[0].dtype);
+  ir::ShardingRule r;
+  std::vector<int> in, out;
+  for (int64_t d = 0; d < ins[0].ndim(); ++d) {
+    if (!std::binary_search(axes.begin(), axes.end(), d)) {
+      in.push_back(add_factor(r));
+      out.push_back(in.back());
+    } else {
+      in.push_back(combine ? add_factor(r, *combine) : ir::kWhole);
+    }
+  }
+  r.operands = {in};
+  r.results = {out};
+  return r;
+}
+
 template <class Op> ir::Primitive reduce_primitive() {
   ir::Primitive p{.name = reduce_name<Op>(), .abstract_eval = reduce_aval<Op>, .cpu_kernel = reduce_kernel<Op>,
-                  .fusion = ir::FusionKind::kReduction, .batch = reduce_batch};
+                  .fusion = ir::FusionKind::kReduction, .batch = reduce_batch,
+                  .sharding_rule = reduce_sharding_rule<Op>};
   if constexpr (std::is_same_v<Op, SumOp>) p.jvp = jvp_linear, p.transpose = reduce_sum_transpose;
   if constexpr (std::is_same_v<Op, ProdOp>) p.jvp = reduce_prod_jvp;
   if constexpr (std::is_same_v<Op, MaxOp> || std::is_same_v<Op, MinOp>) p.jvp = reduce_chooser_jvp;
@@ -361,12 +399,30 @@ Batched arg_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
   return {detail::bind(self, ins, q), {axis < bd ? bd - 1 : bd}};
 }
 
+// SPMD: the searched axis stays whole (indices are positions in it); the others pass through.
+ir::ShardingRule arg_sharding_rule(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  const int64_t axis = p.get_int("axis");
+  ir::ShardingRule r;
+  std::vector<int> in, out;
+  for (int64_t d = 0; d < ins[0].ndim(); ++d) {
+    if (d == axis) {
+      in.push_back(ir::kWhole);
+      continue;
+    }
+    in.push_back(add_factor(r));
+    out.push_back(in.back());
+  }
+  r.operands = {in};
+  r.results = {out};
+  return r;
+}
+
 const ir::Primitive& argmax_p = ir::register_primitive(
     {.name = "argmax", .abstract_eval = arg_aval<true>, .cpu_kernel = arg_kernel<true>,
-     .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch});
+     .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch, .sharding_rule = arg_sharding_rule});
 const ir::Primitive& argmin_p = ir::register_primitive(
     {.name = "argmin", .abstract_eval = arg_aval<false>, .cpu_kernel = arg_kernel<false>,
-     .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch});
+     .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch, .sharding_rule = arg_sharding_rule});
 
 // ---- jax.numpy level ----
 

@@ -110,4 +110,21 @@ std::vector<Array> jvp_zero(const ir::Primitive&, std::span<const Array>, std::s
   return std::vector<Array>(outs.size());
 }
 
+int add_factor(ir::ShardingRule& r, ir::Combine c) {
+  r.factors.push_back(c);
+  return int(r.factors.size()) - 1;
+}
+
+ir::ShardingRule aligned_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs,
+                                       const std::vector<bool>& whole) {
+  ir::ShardingRule r;
+  const size_t rank = outs[0].shape.size();
+  std::vector<int> dims(rank, ir::kWhole);
+  for (size_t d = 0; d < rank; ++d)
+    if (!whole[d]) dims[d] = add_factor(r);
+  for (const Aval& a : ins) r.operands.push_back(a.shape.empty() ? std::vector<int>{} : dims);
+  for (size_t i = 0; i < outs.size(); ++i) r.results.push_back(dims);
+  return r;
+}
+
 }  // namespace tessel::ops

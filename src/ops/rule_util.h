@@ -57,4 +57,16 @@ Batched batch_vectorized(const ir::Primitive& self, std::span<const Array> ins, 
 std::vector<Array> jvp_zero(const ir::Primitive& self, std::span<const Array> primals, std::span<const Array> tangents,
                             std::span<const Array> outs, const Params& params);
 
+// ---- SPMD sharding rules (ir/sharding_rule.h) ----
+
+/// Adds a factor to `r` (pass-through unless `c` says how partial results combine) and
+/// returns its id.
+int add_factor(ir::ShardingRule& r, ir::Combine c = ir::Combine::kNone);
+/// The rule of a primitive whose results and non-scalar operands all have the first
+/// result's rank and dimension d means the same in each: every dimension d not marked in
+/// `whole` is one pass-through factor shared by all of them; marked dimensions stay whole.
+/// Rank-0 operands (scalar values, start indices) have no dimensions.
+ir::ShardingRule aligned_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs,
+                                       const std::vector<bool>& whole);
+
 }  // namespace tessel::ops

@@ -36,9 +36,46 @@ Batched reshape_batch(const ir::Primitive&, std::span<const Array> ins, std::spa
   return {{reshape(move_batch_dim(ins[0], dims[0], 0, axis.size), s)}, {0}};
 }
 
+// SPMD. Leaving out size-1 dimensions (whole), the operand's and the result's dimensions
+// fall into the smallest groups of equal size product, in order. A group of one
+// dimension on each side is the same dimension: one pass-through factor. A dimension split
+// into several (or several merged into one) stays whole: sharding (a*b) like its major
+// part a only lines up with the pieces of a when the number of shards divides a, which a
+// rule cannot know (it sees no mesh); the partitioner gathers such dimensions instead.
+ir::ShardingRule reshape_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
+  const Shape &is = ins[0].shape, &os = outs[0].shape;
+  ir::ShardingRule r;
+  r.operands = {std::vector<int>(is.size(), ir::kWhole)};
+  r.results = {std::vector<int>(os.size(), ir::kWhole)};
+  if (shape_size(is) == 0) return r;
+  std::vector<size_t> id, od;  // the dimensions of size > 1
+  for (size_t d = 0; d < is.size(); ++d)
+    if (is[d] != 1) id.push_back(d);
+  for (size_t d = 0; d < os.size(); ++d)
+    if (os[d] != 1) od.push_back(d);
+  size_t i = 0, o = 0;
+  while (i < id.size() && o < od.size()) {
+    const size_t i0 = i, o0 = o;
+    int64_t pi = is[id[i++]], po = os[od[o++]];
+    while (pi != po) {
+      if (pi < po) pi *= is[id[i++]];
+      else po *= os[od[o++]];
+    }
+    if (i == i0 + 1 && o == o0 + 1) r.operands[0][id[i0]] = r.results[0][od[o0]] = add_factor(r);
+  }
+  return r;
+}
+
+Params reshape_localize(const Params& p, std::span<const Aval>, std::span<const Aval> local_outs) {
+  Params q = p;
+  q.set("new_sizes", local_outs[0].shape);
+  return q;
+}
+
 const ir::Primitive& reshape_p = ir::register_primitive({
     .name = "reshape", .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
-    .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = reshape_transpose, .batch = reshape_batch});
+    .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = reshape_transpose, .batch = reshape_batch,
+    .sharding_rule = reshape_sharding_rule, .localize = reshape_localize});
 
 // ---- transpose[permutation]: output dim i is input dim permutation[i] ----
 
@@ -89,10 +126,22 @@ Batched transpose_batch(const ir::Primitive&, std::span<const Array> ins, std::s
   return {{transpose(ins[0], perm)}, {b}};
 }
 
+// SPMD: every dimension passes through to where the permutation puts it.
+ir::ShardingRule transpose_sharding_rule(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  const Axes& perm = p.get_ints("permutation");
+  ir::ShardingRule r;
+  std::vector<int> in, out;
+  for (int64_t d = 0; d < ins[0].ndim(); ++d) in.push_back(add_factor(r));
+  for (auto a : perm) out.push_back(in[size_t(a)]);
+  r.operands = {in};
+  r.results = {out};
+  return r;
+}
+
 const ir::Primitive& transpose_p = ir::register_primitive({
     .name = "transpose", .abstract_eval = transpose_aval, .cpu_kernel = transpose_kernel,
     .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = transpose_transpose,
-    .batch = transpose_batch});
+    .batch = transpose_batch, .sharding_rule = transpose_sharding_rule});
 
 // ---- rev[dimensions]: reverses the order of elements along the dimensions ----
 
@@ -129,9 +178,17 @@ Batched rev_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
   return {{bind1(self, {ins[0]}, Params{{"dimensions", rd}})}, {dims[0]}};
 }
 
+// SPMD: reversed dimensions stay whole (their pieces would change places); the others
+// pass through.
+ir::ShardingRule rev_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  std::vector<bool> whole(outs[0].shape.size(), false);
+  for (auto d : p.get_ints("dimensions")) whole[size_t(d)] = true;
+  return aligned_sharding_rule(ins, outs, whole);
+}
+
 const ir::Primitive& rev_p = ir::register_primitive({
     .name = "rev", .abstract_eval = rev_aval, .cpu_kernel = rev_kernel, .fusion = ir::FusionKind::kShape,
-    .jvp = jvp_linear, .transpose = rev_transpose, .batch = rev_batch});
+    .jvp = jvp_linear, .transpose = rev_transpose, .batch = rev_batch, .sharding_rule = rev_sharding_rule});
 
 // ---- concatenate[dimension] ----
 
@@ -196,9 +253,17 @@ Batched concatenate_batch(const ir::Primitive& self, std::span<const Array> ins,
   return {{bind1(self, xs, Params{{"dimension", p.get_int("dimension") + 1}})}, {0}};
 }
 
+// SPMD: the concatenated dimension stays whole; the others pass through.
+ir::ShardingRule concatenate_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  std::vector<bool> whole(outs[0].shape.size(), false);
+  whole[size_t(p.get_int("dimension"))] = true;
+  return aligned_sharding_rule(ins, outs, whole);
+}
+
 const ir::Primitive& concatenate_p = ir::register_primitive({
     .name = "concatenate", .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel,
-    .jvp = jvp_linear, .transpose = concatenate_transpose, .batch = concatenate_batch});
+    .jvp = jvp_linear, .transpose = concatenate_transpose, .batch = concatenate_batch,
+    .sharding_rule = concatenate_sharding_rule});
 
 // ---- pad[padding_config](operand, padding_value): padding_config holds (low, high,
 // interior) for each dimension, flattened; negative low/high crop ----
@@ -301,9 +366,18 @@ Batched pad_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
   return {{where(broadcast_to(inside, padded.shape()), padded, value)}, {0}};
 }
 
+// SPMD: padded (or cropped) dimensions stay whole; the others pass through. The padding
+// value is a scalar.
+ir::ShardingRule pad_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  const auto& cfg = p.get_ints("padding_config");
+  std::vector<bool> whole(outs[0].shape.size(), false);
+  for (size_t d = 0; d < whole.size(); ++d) whole[d] = cfg[3 * d] != 0 || cfg[3 * d + 1] != 0 || cfg[3 * d + 2] != 0;
+  return aligned_sharding_rule(ins, outs, whole);
+}
+
 const ir::Primitive& pad_p = ir::register_primitive({
     .name = "pad", .abstract_eval = pad_aval, .cpu_kernel = pad_kernel,
-    .jvp = jvp_linear, .transpose = pad_transpose, .batch = pad_batch});
+    .jvp = jvp_linear, .transpose = pad_transpose, .batch = pad_batch, .sharding_rule = pad_sharding_rule});
 
 }  // namespace
 }  // namespace tessel::ops

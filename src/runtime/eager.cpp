@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "ir/trace.h"
 #include "runtime/launch.h"
+#include "runtime/spmd_dispatch.h"
 #include "tessel/error.h"
 
 namespace tessel::detail {
@@ -52,6 +53,7 @@ const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const 
 }
 
 std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
+  if (p.spmd || any_sharded(ins)) return spmd_dispatch().eval_primitive(p, ins, params);
   if (p.eager_impl) return p.eager_impl(ins, params);
   if (!p.cpu_kernel) throw NotImplementedError(p.name + ": this primitive has no CPU kernel");
   const OpEntry& e = lookup(p, ins, params);

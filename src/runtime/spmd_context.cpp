@@ -6,7 +6,12 @@
 namespace tessel::detail {
 namespace {
 thread_local const SpmdContext* current = nullptr;
-}
+thread_local const Mesh* trace_mesh = nullptr;
+}  // namespace
+
+const Mesh* current_trace_mesh() { return trace_mesh; }
+ScopedTraceMesh::ScopedTraceMesh(const Mesh* mesh) : prev_(trace_mesh) { trace_mesh = mesh; }
+ScopedTraceMesh::~ScopedTraceMesh() { trace_mesh = prev_; }
 
 const SpmdContext* current_spmd_context() { return current; }
 
@@ -52,4 +57,22 @@ AxisGroup axis_group(const SpmdContext& ctx, const std::vector<std::string>& axe
   return g;
 }
 
+}  // namespace tessel::detail
+
+#include "runtime/spmd_dispatch.h"
+
+namespace tessel::detail {
+namespace {
+SpmdDispatch g_dispatch;
+}
+void set_spmd_dispatch(SpmdDispatch d) { g_dispatch = d; }
+const SpmdDispatch& spmd_dispatch() {
+  if (!g_dispatch.eval_primitive) throw Error("internal: the SPMD partitioner is not linked in");
+  return g_dispatch;
+}
+bool has_spmd_equations(const ir::Program& p) {
+  for (const auto& e : p.eqns)
+    if (e.prim->spmd) return true;
+  return false;
+}
 }  // namespace tessel::detail

@@ -43,6 +43,20 @@ struct AxisGroup {
 };
 AxisGroup axis_group(const SpmdContext& ctx, const std::vector<std::string>& axes, const std::string& op);
 
+/// The mesh whose axes collectives name while a per-device program is traced (shard_map
+/// bodies, the partitioner's output): collectives read axis sizes from it at trace time.
+const Mesh* current_trace_mesh();
+class ScopedTraceMesh {
+ public:
+  explicit ScopedTraceMesh(const Mesh* mesh);
+  ~ScopedTraceMesh();
+  ScopedTraceMesh(const ScopedTraceMesh&) = delete;
+  ScopedTraceMesh& operator=(const ScopedTraceMesh&) = delete;
+
+ private:
+  const Mesh* prev_;
+};
+
 /// The current context, or an Error naming `op` ("psum can only run inside shard_map or a
 /// partitioned jit").
 const SpmdContext& require_spmd_context(const std::string& op);

@@ -161,6 +161,7 @@ const ir::Primitive& stop_gradient_p = ir::register_primitive({
     .cpu_kernel = copy_kernel,
     .jvp = stop_gradient_jvp,
     .batch = identity_batch,
+    .sharding_rule = ir::elementwise_sharding_rule,
 });
 
 }  // namespace

@@ -1,0 +1,517 @@
+// Sharding propagation and lowering to the per-device program (see partitioner.h).
+#include "sharding/partitioner.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "compiler/passes.h"
+#include "core/array_impl.h"
+#include "core/log.h"
+#include "ir/trace.h"
+#include "runtime/spmd_context.h"
+#include "sharding/mesh_impl.h"
+#include "sharding/reshard.h"
+#include "tessel/error.h"
+
+namespace tessel::sharding {
+
+using Axes = std::vector<std::string>;
+
+bool Layout::is_replicated() const {
+  if (!partial.empty()) return false;
+  for (auto& d : dims)
+    if (!d.empty()) return false;
+  return true;
+}
+
+std::string Layout::to_string() const {
+  std::string r = "{";
+  for (size_t d = 0; d < dims.size(); ++d) {
+    r += d ? ", " : "";
+    if (dims[d].empty()) r += "_";
+    for (size_t k = 0; k < dims[d].size(); ++k) r += (k ? "*" : "") + dims[d][k];
+  }
+  if (!partial.empty()) {
+    r += " | partial " + std::string(ir::combine_name(partial_op)) + " over";
+    for (auto& a : partial) r += " " + a;
+  }
+  return r + "}";
+}
+
+Layout layout_of(const Sharding& s, size_t rank) {
+  s.check_rank(rank, "sharding");
+  Layout l;
+  for (size_t d = 0; d < rank; ++d) l.dims.push_back(s.spec()[d].axes());
+  return l;
+}
+
+Sharding sharding_of_layout(const Mesh& mesh, const Layout& l) {
+  size_t n = l.dims.size();
+  while (n > 0 && l.dims[n - 1].empty()) --n;
+  std::vector<SpecEntry> entries;
+  for (size_t d = 0; d < n; ++d) entries.push_back(SpecEntry(l.dims[d]));
+  return NamedSharding(mesh, PartitionSpec(std::move(entries)));
+}
+
+std::optional<Mesh> program_mesh(const ir::Program& p, const std::vector<std::optional<Mesh>>& arg_meshes,
+                                 const std::string& name) {
+  std::optional<Mesh> mesh;
+  std::string from;
+  auto take = [&](const Mesh& m, const std::string& what) {
+    if (!mesh) {
+      mesh = m;
+      from = what;
+    } else if (*mesh != m) {
+      bool same_devices = mesh->devices() == m.devices();
+      throw ValueError(name + ": " + from + " uses " + mesh->to_string() + " but " + what + " uses " + m.to_string() +
+                       (same_devices ? " (the same devices arranged differently)" : " over other devices") +
+                       "; a program works on one mesh: lay out every argument and sharding over the same mesh "
+                       "(device_put the arguments first)");
+    }
+  };
+  for (size_t i = 0; i < arg_meshes.size(); ++i)
+    if (arg_meshes[i]) take(*arg_meshes[i], "argument " + std::to_string(i));
+  for (const auto& e : p.eqns)
+    if (e.prim->spmd && e.prim->spmd->mesh)
+      if (auto m = e.prim->spmd->mesh(e.params)) take(*m, e.prim->name);
+  return mesh;
+}
+
+namespace {
+
+// ---- propagation ----
+
+struct Hint {
+  std::vector<Axes> dims;
+  bool known = false;
+  bool fixed = false;  // a constraint: never changed, wins conflicts
+};
+
+using Hints = std::unordered_map<const ir::VarNode*, Hint>;
+
+ir::ShardingRule rule_for(const ir::Equation& e, std::span<const Aval> ins, std::span<const Aval> outs) {
+  ir::ShardingRule r;
+  if (e.prim->sharding_rule) {
+    r = e.prim->sharding_rule(ins, outs, e.params);
+    bool ok = r.operands.size() == ins.size() && r.results.size() == outs.size();
+    for (size_t i = 0; ok && i < ins.size(); ++i) ok = r.operands[i].size() == ins[i].shape.size();
+    for (size_t i = 0; ok && i < outs.size(); ++i) ok = r.results[i].size() == outs[i].shape.size();
+    if (!ok) throw Error("internal: the sharding rule of '" + e.prim->name + "' does not match its operands' ranks");
+    return r;
+  }
+  for (const Aval& a : ins) r.operands.push_back(std::vector<int>(a.shape.size(), ir::kWhole));
+  for (const Aval& a : outs) r.results.push_back(std::vector<int>(a.shape.size(), ir::kWhole));
+  return r;
+}
+
+std::vector<Aval> in_avals(const ir::Equation& e) {
+  std::vector<Aval> r;
+  for (auto& a : e.inputs) r.push_back(a.aval());
+  return r;
+}
+std::vector<Aval> out_avals(const ir::Equation& e) {
+  std::vector<Aval> r;
+  for (auto& v : e.outputs) r.push_back(v->aval);
+  return r;
+}
+
+// The mesh axes of each factor of an equation, from the layouts of its operands and
+// results: constraints on results first, then constraints and layouts of operands, then
+// what the results' users want. Reduction factors are decided first, so a contraction over
+// a split dimension stays local (its partial result is combined later, by reduce-scatter
+// when the result is split over the same axes). An axis splits one factor only.
+std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector<const Hint*>& operands,
+                                 const std::vector<const Hint*>& results, const Mesh& mesh) {
+  size_t nf = rule.factors.size();
+  struct Candidate {
+    Axes axes;
+    int priority;
+  };
+  std::vector<std::vector<Candidate>> cands(nf);
+  auto collect = [&](const std::vector<std::vector<int>>& dims, const std::vector<const Hint*>& hints, bool result) {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const Hint* h = hints[i];
+      if (!h || !h->known) continue;
+      for (size_t d = 0; d < dims[i].size(); ++d) {
+        int f = dims[i][d];
+        if (f < 0 || h->dims[d].empty()) continue;
+        int prio = result ? (h->fixed ? 3 : 0) : (h->fixed ? 2 : 1);
+        cands[size_t(f)].push_back({h->dims[d], prio});
+      }
+    }
+  };
+  collect(rule.operands, operands, false);
+  collect(rule.results, results, true);
+  std::vector<size_t> order(nf);
+  for (size_t f = 0; f < nf; ++f) order[f] = f;
+  auto best = [&](size_t f) {
+    int b = -1;
+    for (auto& c : cands[f]) b = std::max(b, c.priority);
+    return b;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    bool ra = rule.factors[a] != ir::Combine::kNone, rb = rule.factors[b] != ir::Combine::kNone;
+    if (ra != rb) return ra;
+    return best(a) > best(b);
+  });
+  std::vector<Axes> out(nf);
+  Axes used;
+  ir::Combine reduction = ir::Combine::kNone;
+  for (size_t f : order) {
+    auto& cs = cands[f];
+    std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
+    if (rule.factors[f] != ir::Combine::kNone && reduction != ir::Combine::kNone && rule.factors[f] != reduction)
+      continue;  // partial results combine one way only
+    for (auto& c : cs) {
+      Axes take;
+      for (auto& a : c.axes) {
+        if (std::find(used.begin(), used.end(), a) != used.end()) break;
+        take.push_back(a);
+      }
+      if (take.empty()) continue;
+      out[f] = take;
+      used.insert(used.end(), take.begin(), take.end());
+      if (rule.factors[f] != ir::Combine::kNone) reduction = rule.factors[f];
+      break;
+    }
+  }
+  (void)mesh;
+  return out;
+}
+
+std::vector<Axes> project(const std::vector<int>& dims, const std::vector<Axes>& factors) {
+  std::vector<Axes> r;
+  for (int f : dims) r.push_back(f >= 0 ? factors[size_t(f)] : Axes{});
+  return r;
+}
+
+bool uses_axis(const std::vector<Axes>& dims, const std::string& a) {
+  for (auto& d : dims)
+    if (std::find(d.begin(), d.end(), a) != d.end()) return true;
+  return false;
+}
+
+class Propagator {
+ public:
+  Propagator(const ir::Program& p, const Mesh& mesh) : p_(p), mesh_(mesh) {}
+
+  Hints run(const std::vector<std::optional<Layout>>& inputs) {
+    for (size_t i = 0; i < p_.invars.size(); ++i)
+      if (i < inputs.size() && inputs[i]) hints_[p_.invars[i].get()] = Hint{inputs[i]->dims, true, true};
+    for (auto& v : p_.constvars) hints_[v.get()] = Hint{std::vector<Axes>(v->aval.shape.size()), true, true};
+    for (int iter = 0; iter < 16; ++iter) {
+      changed_ = false;
+      for (auto& e : p_.eqns) visit(e);
+      for (auto it = p_.eqns.rbegin(); it != p_.eqns.rend(); ++it) visit(*it);
+      if (!changed_) break;
+    }
+    return std::move(hints_);
+  }
+
+ private:
+  const Hint* hint(const ir::Atom& a) {
+    if (a.is_literal()) return nullptr;
+    auto it = hints_.find(a.var().get());
+    return it == hints_.end() ? nullptr : &it->second;
+  }
+  Hint& slot(const ir::Var& v) {
+    Hint& h = hints_[v.get()];
+    if (h.dims.size() != v->aval.shape.size()) h.dims.resize(v->aval.shape.size());
+    return h;
+  }
+  // Suggests `dims` for v: fills dimensions that have no axes yet, never overriding a constraint.
+  void suggest(const ir::Var& v, const std::vector<Axes>& dims, bool fixed) {
+    Hint& h = slot(v);
+    if (h.fixed) return;
+    if (fixed) {
+      h = Hint{dims, true, true};
+      changed_ = true;
+      return;
+    }
+    if (!h.known) {
+      h.known = true;
+      changed_ = true;
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (!h.dims[d].empty() || dims[d].empty()) continue;
+      bool clash = false;
+      for (auto& a : dims[d]) clash |= uses_axis(h.dims, a);
+      if (clash) continue;
+      h.dims[d] = dims[d];
+      changed_ = true;
+    }
+  }
+
+  void visit(const ir::Equation& e) {
+    std::vector<Aval> ins = in_avals(e), outs = out_avals(e);
+    if (e.prim->spmd) return visit_spmd(e, ins, outs);
+    ir::ShardingRule rule = rule_for(e, ins, outs);
+    std::vector<const Hint*> oh, rh;
+    bool any_known = false;
+    for (auto& a : e.inputs) {
+      oh.push_back(hint(a));
+      any_known |= oh.back() && oh.back()->known;
+    }
+    for (auto& v : e.outputs) {
+      rh.push_back(hint(ir::Atom(v)));
+      any_known |= rh.back() && rh.back()->known;
+    }
+    if (!any_known) return;
+    std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_);
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (!e.inputs[i].is_literal()) suggest(e.inputs[i].var(), project(rule.operands[i], factors), false);
+    for (size_t j = 0; j < e.outputs.size(); ++j) suggest(e.outputs[j], project(rule.results[j], factors), false);
+  }
+
+  void visit_spmd(const ir::Equation& e, std::span<const Aval> ins, std::span<const Aval> outs) {
+    const ir::SpmdRules& r = *e.prim->spmd;
+    auto as_sharding = [&](const Hint* h) -> std::optional<Sharding> {
+      if (!h || !h->known) return std::nullopt;
+      return sharding_of_layout(mesh_, Layout{h->dims, {}, ir::Combine::kNone});
+    };
+    if (r.infer) {
+      std::vector<std::optional<Sharding>> known;
+      for (auto& a : e.inputs) known.push_back(as_sharding(hint(a)));
+      auto res = r.infer(mesh_, known, ins, outs, e.params);
+      for (size_t j = 0; j < res.size() && j < e.outputs.size(); ++j)
+        if (res[j]) suggest(e.outputs[j], layout_of(*res[j], outs[j].shape.size()).dims, true);
+    }
+    if (r.propagate_user) {
+      std::vector<std::optional<Sharding>> wanted;
+      for (auto& v : e.outputs) wanted.push_back(as_sharding(hint(ir::Atom(v))));
+      auto res = r.propagate_user(mesh_, wanted, ins, outs, e.params);
+      for (size_t i = 0; i < res.size() && i < e.inputs.size(); ++i)
+        if (res[i] && !e.inputs[i].is_literal()) suggest(e.inputs[i].var(), layout_of(*res[i], ins[i].shape.size()).dims, false);
+    }
+  }
+
+  const ir::Program& p_;
+  const Mesh& mesh_;
+  Hints hints_;
+  bool changed_ = false;
+};
+
+// ---- lowering ----
+
+struct Local {
+  Array value;  // per-device value (a tracer of the per-device program, or a constant)
+  Layout layout;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Program& p, const Mesh& mesh, Hints hints) : p_(p), mesh_(mesh), hints_(std::move(hints)) {}
+
+  std::vector<Array> run(std::span<const Array> args, const std::vector<Layout>& in_layouts) {
+    for (size_t i = 0; i < p_.invars.size(); ++i) env_[p_.invars[i].get()] = Local{args[i], in_layouts[i]};
+    for (size_t i = 0; i < p_.constvars.size(); ++i)
+      env_[p_.constvars[i].get()] = Local{p_.consts[i], Layout{std::vector<Axes>(p_.consts[i].shape().size()), {}, {}}};
+    for (auto& e : p_.eqns) lower(e);
+    std::vector<Array> outs;
+    out_layouts.clear();
+    for (auto& a : p_.outvars) {
+      Local l = get(a);
+      if (!l.layout.partial.empty()) {
+        Layout done{l.layout.dims, {}, ir::Combine::kNone};
+        l.value = reshard(l.value, l.layout, done, a.aval().shape, mesh_);
+        l.layout = done;
+      }
+      outs.push_back(l.value);
+      out_layouts.push_back(l.layout);
+    }
+    return outs;
+  }
+
+  std::vector<Layout> out_layouts;
+
+ private:
+  friend class Builder;
+  Local get(const ir::Atom& a) {
+    if (a.is_literal()) return Local{detail::scalar_array(a.literal(), a.aval().weak_type), Layout{}};
+    return env_.at(a.var().get());
+  }
+  const Hint* hint(const ir::Atom& a) const {
+    if (a.is_literal()) return nullptr;
+    auto it = hints_.find(a.var().get());
+    return it == hints_.end() ? nullptr : &it->second;
+  }
+  Layout wanted(const ir::Var& v) const {
+    const Hint* h = hint(ir::Atom(v));
+    Layout l;
+    l.dims = h && h->known ? h->dims : std::vector<Axes>(v->aval.shape.size());
+    return l;
+  }
+  Array to_layout(const ir::Atom& a, const Layout& want) {
+    Local l = get(a);
+    if (a.is_literal()) return l.value;
+    return reshard(l.value, l.layout, want, a.aval().shape, mesh_);
+  }
+
+  void lower(const ir::Equation& e);
+  void lower_spmd(const ir::Equation& e);
+
+  const ir::Program& p_;
+  const Mesh& mesh_;
+  Hints hints_;
+  std::unordered_map<const ir::VarNode*, Local> env_;
+};
+
+Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Shape& global) {
+  Shape s = global;
+  for (size_t d = 0; d < s.size(); ++d) s[d] = detail::piece_size(s[d], detail::axes_size(mesh, dims[d]));
+  return s;
+}
+
+void Lowerer::lower(const ir::Equation& e) {
+  if (e.prim->spmd) return lower_spmd(e);
+  std::vector<Aval> ins = in_avals(e), outs = out_avals(e);
+  ir::ShardingRule rule = rule_for(e, ins, outs);
+  std::vector<const Hint*> oh, rh;
+  for (auto& a : e.inputs) oh.push_back(hint(a));
+  for (auto& v : e.outputs) rh.push_back(hint(ir::Atom(v)));
+  std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_);
+
+  std::vector<Array> local_ins;
+  std::vector<Aval> local_in_avals;
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    Layout want{project(rule.operands[i], factors), {}, ir::Combine::kNone};
+    Array x = to_layout(e.inputs[i], want);
+    // Padding of a split dimension must not take part in a reduction over it.
+    for (size_t d = 0; d < rule.operands[i].size(); ++d) {
+      int f = rule.operands[i][d];
+      if (f < 0 || factors[size_t(f)].empty() || rule.factors[size_t(f)] == ir::Combine::kNone) continue;
+      int64_t n = ins[i].shape[d];
+      if (n % detail::axes_size(mesh_, factors[size_t(f)]) != 0)
+        x = mask_padding(x, int64_t(d), factors[size_t(f)], n, mesh_, rule.factors[size_t(f)]);
+    }
+    local_ins.push_back(x);
+    local_in_avals.push_back(x.aval());
+  }
+  std::vector<Aval> local_outs;
+  for (size_t j = 0; j < outs.size(); ++j)
+    local_outs.push_back(Aval(local_dims_shape(mesh_, project(rule.results[j], factors), outs[j].shape), outs[j].dtype,
+                              outs[j].weak_type));
+  ir::Params params = e.prim->localize ? e.prim->localize(e.params, local_in_avals, local_outs) : e.params;
+  std::vector<Array> res = detail::bind(*e.prim, local_ins, params);
+  Layout partial;
+  for (size_t f = 0; f < factors.size(); ++f)
+    if (rule.factors[f] != ir::Combine::kNone && !factors[f].empty()) {
+      partial.partial.insert(partial.partial.end(), factors[f].begin(), factors[f].end());
+      partial.partial_op = rule.factors[f];
+    }
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (res[j].shape() != local_outs[j].shape)
+      throw Error("internal: partitioning '" + e.prim->name + "' gave a per-device result of shape " +
+                  shape_to_string(res[j].shape()) + ", expected " + shape_to_string(local_outs[j].shape) +
+                  " (its sharding rule and localize disagree)");
+    env_[e.outputs[j].get()] = Local{res[j], Layout{project(rule.results[j], factors), partial.partial, partial.partial_op}};
+  }
+}
+
+// What a self-partitioning primitive sees of the lowering.
+class Builder final : public ir::SpmdBuilder {
+ public:
+  Builder(Lowerer& l, const ir::Equation& e) : l_(l), e_(e) {}
+  const Mesh& mesh() const override { return l_.mesh_; }
+  Sharding operand_sharding(size_t i) const override {
+    check(i, e_.inputs.size(), "operand");
+    const ir::Atom& a = e_.inputs[i];
+    if (a.is_literal()) return replicated_sharding();
+    Layout l = l_.env_.at(a.var().get()).layout;
+    if (!l.partial.empty()) l = l_.wanted(a.var());
+    return sharding_of_layout(l_.mesh_, l);
+  }
+  Sharding result_sharding(size_t j) const override {
+    check(j, e_.outputs.size(), "result");
+    return sharding_of_layout(l_.mesh_, l_.wanted(e_.outputs[j]));
+  }
+  Array operand(size_t i, const Sharding& s) override {
+    check(i, e_.inputs.size(), "operand");
+    return l_.to_layout(e_.inputs[i], layout_for(s, e_.inputs[i].aval()));
+  }
+  void set_result(size_t j, const Array& local, const Sharding& s) override {
+    check(j, e_.outputs.size(), "result");
+    const Aval& global = e_.outputs[j]->aval;
+    Layout l = layout_for(s, global);
+    Shape want = local_dims_shape(l_.mesh_, l.dims, global.shape);
+    if (local.shape() != want || local.dtype() != global.dtype)
+      throw ValueError(e_.prim->name + ": the per-device result " + std::to_string(j) + " is " + local.aval().to_string() +
+                       " but result " + std::to_string(j) + " (" + global.to_string() + ") laid out by " + s.to_string() +
+                       " needs " + Aval(want, global.dtype).to_string() + " on each device; return per-device pieces of that shape");
+    l_.env_[e_.outputs[j].get()] = Local{local, l};
+  }
+
+ private:
+  Sharding replicated_sharding() const { return detail::replicated_sharding(l_.mesh_); }
+  Layout layout_for(const Sharding& s, const Aval& a) const {
+    if (!s.valid()) throw ValueError(e_.prim->name + ": a sharding is empty (default-constructed)");
+    if (s.is_single_device() || s.mesh().devices() != l_.mesh_.devices())
+      throw ValueError(e_.prim->name + ": the sharding " + s.to_string() + " is not over the program's mesh " +
+                       l_.mesh_.to_string() + "; use NamedSharding(mesh, spec) with the program's mesh");
+    s.check_rank(a.shape.size(), e_.prim->name);
+    Layout l = layout_of(s, a.shape.size());
+    if (s.mesh() != l_.mesh_) l = layout_of(NamedSharding(l_.mesh_, s.spec()), a.shape.size());
+    return l;
+  }
+  void check(size_t i, size_t n, const char* what) const {
+    if (i >= n)
+      throw IndexError(e_.prim->name + ": " + what + " " + std::to_string(i) + " does not exist (there are " +
+                       std::to_string(n) + ")");
+  }
+  Lowerer& l_;
+  const ir::Equation& e_;
+};
+
+void Lowerer::lower_spmd(const ir::Equation& e) {
+  Builder b(*this, e);
+  e.prim->spmd->partition(b, in_avals(e), out_avals(e), e.params);
+  for (size_t j = 0; j < e.outputs.size(); ++j)
+    if (!env_.count(e.outputs[j].get()))
+      throw Error("internal: partitioning '" + e.prim->name + "' set no value for result " + std::to_string(j));
+}
+
+}  // namespace
+
+std::vector<Layout> choose_input_layouts(const ir::Program& p, const Mesh& mesh,
+                                         const std::vector<std::optional<Layout>>& known) {
+  Hints hints = Propagator(p, mesh).run(known);
+  std::vector<Layout> r;
+  for (size_t i = 0; i < p.invars.size(); ++i) {
+    if (i < known.size() && known[i]) {
+      r.push_back(*known[i]);
+      continue;
+    }
+    auto it = hints.find(p.invars[i].get());
+    Layout l;
+    l.dims = it != hints.end() && it->second.known ? it->second.dims : std::vector<Axes>(p.invars[i]->aval.shape.size());
+    r.push_back(l);
+  }
+  return r;
+}
+
+Partitioned partition(const ir::Program& p, const Mesh& mesh, const std::vector<Layout>& in_layouts) {
+  std::vector<std::optional<Layout>> known(in_layouts.begin(), in_layouts.end());
+  Lowerer lowerer(p, mesh, Propagator(p, mesh).run(known));
+  std::vector<Aval> local_in;
+  for (size_t i = 0; i < p.invars.size(); ++i) {
+    const Aval& g = p.invars[i]->aval;
+    local_in.push_back(Aval(local_dims_shape(mesh, in_layouts[i].dims, g.shape), g.dtype, g.weak_type));
+  }
+  ir::Program local;
+  {
+    detail::ScopedTraceMesh scope(&mesh);
+    local = detail::trace_to_program(
+        [&](std::span<const Array> args) { return lowerer.run(args, in_layouts); }, local_in, p.name);
+  }
+  ir::verify_program(local);
+  Partitioned r;
+  r.mesh = mesh;
+  r.program = std::make_shared<const ir::Program>(compiler::simplify(local));
+  r.in_layouts = in_layouts;
+  r.out_layouts = lowerer.out_layouts;
+  TESSEL_DEBUG_LOG("partitioned '" + p.name + "' over " + mesh.to_string() + ": " + std::to_string(p.eqns.size()) +
+                   " equations -> " + std::to_string(r.program->eqns.size()) + " per device");
+  return r;
+}
+
+}  // namespace tessel::sharding

@@ -1,0 +1,448 @@
+// Running partitioned programs: the SPMD launch (one task per mesh device, collectives
+// through one hub per launch), jit and eager dispatch of sharded arrays, device_put to a
+// sharding, assembling and splitting arrays, and the sharding_constraint primitive.
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "compiler/executable.h"
+#include "compiler/fusion.h"
+#include "compiler/passes.h"
+#include "core/log.h"
+#include "ir/trace.h"
+#include "runtime/spmd_context.h"
+#include "runtime/spmd_dispatch.h"
+#include "sharding/mesh_impl.h"
+#include "sharding/partitioner.h"
+#include "tessel/ops.h"
+
+namespace tessel {
+namespace detail {
+namespace {
+
+using sharding::Layout;
+
+// Copies the block of `block` elements per dimension from `src` (shape src_shape, starting
+// at src_start) to `dst` (shape dst_shape, starting at dst_start); row-major, innermost
+// dimension by memcpy.
+void copy_block(const char* src, const Shape& src_shape, const Shape& src_start, char* dst, const Shape& dst_shape,
+                const Shape& dst_start, const Shape& block, size_t item) {
+  size_t rank = block.size();
+  for (auto b : block)
+    if (b <= 0) return;
+  if (rank == 0) {
+    std::memcpy(dst, src, item);
+    return;
+  }
+  std::vector<int64_t> ss(rank, 1), ds(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d) {
+    ss[d - 1] = ss[d] * src_shape[d];
+    ds[d - 1] = ds[d] * dst_shape[d];
+  }
+  size_t row = size_t(block[rank - 1]) * item;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= block[d];
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t so = 0, dof = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      so += (src_start[d] + idx[d]) * ss[d];
+      dof += (dst_start[d] + idx[d]) * ds[d];
+    }
+    std::memcpy(dst + dof * int64_t(item), src + so * int64_t(item), row);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++idx[d] < block[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+DeviceImpl* impl_of(const Device& d) { return d.impl(); }
+
+// The pieces of a single-device array laid out by a named sharding (a copy per device;
+// padding filled with zeros).
+Array split_array(const Array& x, const Sharding& s) {
+  ConcreteArray* src = require_concrete(x, "device_put");
+  const Mesh& mesh = s.mesh();
+  Shape local = s.shard_shape(x.shape());
+  Aval local_aval(local, x.dtype(), x.weak_type());
+  auto indices = s.device_indices(x.shape());
+  std::vector<std::shared_ptr<Buffer>> shards;
+  for (int pos = 0; pos < int(mesh.size()); ++pos) {
+    DeviceImpl* dev = impl_of(mesh.devices()[size_t(pos)]);
+    auto buf = Buffer::allocate(local_aval.nbytes(), dev);
+    Shape start, block;
+    for (auto& [b, e] : indices[size_t(pos)]) {
+      start.push_back(b);
+      block.push_back(e - b);
+    }
+    dev->stream().enqueue([in = src->buffer, buf, start, block, shape = x.shape(), local, item = itemsize(x.dtype())] {
+      try {
+        in->wait();
+        if (buf->nbytes() == 0) return buf->set_ready();
+        if (block != local) std::memset(buf->data(), 0, buf->nbytes());
+        copy_block(static_cast<const char*>(in->data()), shape, start, static_cast<char*>(buf->data()), local,
+                   Shape(local.size(), 0), block, item);
+        buf->set_ready();
+      } catch (...) {
+        buf->set_error(std::current_exception());
+      }
+    });
+    shards.push_back(std::move(buf));
+  }
+  return Array(std::make_shared<ShardedArray>(x.aval(), s, local_aval, std::move(shards)));
+}
+
+// ---- partitioned executables ----
+
+struct SpmdExecutable {
+  sharding::Partitioned part;
+  std::shared_ptr<compiler::Executable> exe;
+  std::vector<Aval> global_out, local_out;
+};
+
+struct ProgramEntry {
+  std::weak_ptr<const ir::Program> program;
+  std::shared_ptr<const ir::Program> simplified;
+  std::map<std::string, std::shared_ptr<const SpmdExecutable>> by_layouts;
+};
+
+std::mutex cache_mu;
+std::map<const ir::Program*, ProgramEntry>& program_cache() {
+  static auto* c = new std::map<const ir::Program*, ProgramEntry>();
+  return *c;
+}
+
+struct Prepared {
+  std::shared_ptr<const SpmdExecutable> exe;
+  std::vector<Array> args;  // laid out as the executable wants
+};
+
+Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) {
+  const std::string& name = program->name;
+  std::vector<Array> args(args_in.begin(), args_in.end());
+  std::vector<std::optional<Mesh>> arg_meshes;
+  for (const Array& a : args) {
+    if (!a.valid()) throw ValueError(name + ": an argument is an empty Array; give it a value");
+    if (auto* s = as_sharded(a)) {
+      s->shards[0]->check_not_donated();
+      arg_meshes.push_back(s->sharding.mesh());
+    } else {
+      arg_meshes.push_back(std::nullopt);
+    }
+  }
+  std::shared_ptr<const ir::Program> simplified;
+  {
+    std::lock_guard lock(cache_mu);
+    auto& cache = program_cache();
+    auto it = cache.find(program.get());
+    if (it == cache.end() || it->second.program.expired()) {
+      std::erase_if(cache, [](const auto& kv) { return kv.second.program.expired(); });
+      it = cache.insert_or_assign(program.get(), ProgramEntry{program, nullptr, {}}).first;
+    }
+    simplified = it->second.simplified;
+  }
+  if (!simplified) simplified = std::make_shared<const ir::Program>(compiler::simplify(*program));
+  std::optional<Mesh> mesh = sharding::program_mesh(*simplified, arg_meshes, name);
+  if (!mesh) {  // only self-partitioning equations that name no mesh: the default device
+    DeviceImpl* dev = default_device();
+    for (const Array& a : args)
+      if (auto* c = as_concrete(a); c && c->committed) dev = c->device;
+    mesh = Mesh({Device(dev)}, {}, {});
+  }
+  const auto& mesh_devices = mesh->devices();
+  std::vector<std::optional<Layout>> known;
+  std::string key;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (auto* s = as_sharded(args[i])) {
+      known.push_back(sharding::layout_of(s->sharding, size_t(args[i].ndim())));
+      key += known.back()->to_string();
+    } else {
+      auto* c = as_concrete(args[i]);
+      if (c && c->committed && std::find(mesh_devices.begin(), mesh_devices.end(), Device(c->device)) == mesh_devices.end())
+        throw ValueError(name + ": argument " + std::to_string(i) + " is committed to cpu:" +
+                         std::to_string(c->device->id()) + ", which is not a device of the program's mesh " +
+                         mesh->to_string() + "; device_put it onto the mesh (or onto one of its devices) first");
+      known.push_back(std::nullopt);
+      key += "?";
+    }
+    key += ";";
+  }
+  key += mesh->to_string();
+  for (auto& d : mesh_devices) key += "," + std::to_string(d.id());
+  std::shared_ptr<const SpmdExecutable> exe;
+  {
+    std::lock_guard lock(cache_mu);
+    auto& entry = program_cache()[program.get()];
+    entry.simplified = simplified;
+    auto it = entry.by_layouts.find(key);
+    if (it != entry.by_layouts.end()) exe = it->second;
+  }
+  if (!exe) {
+    auto made = std::make_shared<SpmdExecutable>();
+    std::vector<Layout> in_layouts = sharding::choose_input_layouts(*simplified, *mesh, known);
+    made->part = sharding::partition(*simplified, *mesh, in_layouts);
+    made->exe = std::make_shared<compiler::Executable>(
+        std::make_shared<const ir::Program>(compiler::fuse(*made->part.program)));
+    made->global_out = simplified->out_avals();
+    made->local_out = made->part.program->out_avals();
+    exe = made;
+    std::lock_guard lock(cache_mu);
+    program_cache()[program.get()].by_layouts[key] = exe;
+  }
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!as_sharded(args[i])) args[i] = split_array(args[i], sharding::sharding_of_layout(*mesh, exe->part.in_layouts[i]));
+  return Prepared{exe, std::move(args)};
+}
+
+std::vector<Array> launch(const SpmdExecutable& x, std::span<const Array> args) {
+  const Mesh& mesh = x.part.mesh;
+  int n = int(mesh.size());
+  auto hub = std::shared_ptr<distributed::CollectiveHub>(distributed::make_in_process_hub(n));
+  auto contexts = std::make_shared<std::vector<SpmdContext>>();
+  for (int pos = 0; pos < n; ++pos) contexts->push_back(SpmdContext{mesh, pos, hub.get()});
+  size_t nout = x.local_out.size();
+  std::vector<std::vector<std::shared_ptr<Buffer>>> out_bufs(nout);
+  // Every device's part is queued under one lock: two launches sharing devices reach their
+  // collectives in the same order on every device.
+  static std::mutex launch_mu;
+  std::lock_guard lock(launch_mu);
+  for (int pos = 0; pos < n; ++pos) {
+    DeviceImpl* dev = impl_of(mesh.devices()[size_t(pos)]);
+    std::vector<std::shared_ptr<Buffer>> ins, outs;
+    for (const Array& a : args) ins.push_back(as_sharded(a)->shards[size_t(pos)]);
+    for (size_t j = 0; j < nout; ++j) {
+      outs.push_back(Buffer::allocate(x.local_out[j].nbytes(), dev));
+      out_bufs[j].push_back(outs.back());
+    }
+    dev->stream().enqueue([exe = x.exe, hub, contexts, pos, dev, ins = std::move(ins), outs = std::move(outs)] {
+      try {
+        std::vector<const void*> ip;
+        std::vector<void*> op;
+        for (auto& b : ins) {
+          b->wait();
+          ip.push_back(b->data());
+        }
+        for (auto& b : outs) op.push_back(b->data());
+        ScopedSpmdContext scope(&(*contexts)[size_t(pos)]);
+        exe->run_sync(ip, op, dev);
+        for (auto& b : outs) b->set_ready();
+      } catch (...) {
+        hub->abort(pos, std::current_exception());
+        for (auto& b : outs) b->set_error(std::current_exception());
+      }
+    });
+  }
+  TESSEL_DEBUG_LOG("run partitioned '" + x.part.program->name + "' on " + mesh.to_string());
+  std::vector<Array> outs;
+  for (size_t j = 0; j < nout; ++j)
+    outs.push_back(Array(std::make_shared<ShardedArray>(x.global_out[j], sharding::sharding_of_layout(mesh, x.part.out_layouts[j]),
+                                                        x.local_out[j], std::move(out_bufs[j]))));
+  return outs;
+}
+
+std::vector<Array> run_program(const ir::ProgramRef& program, std::span<const Array> args) {
+  Prepared p = prepare(program, args);
+  return launch(*p.exe, p.args);
+}
+
+std::string program_text(const ir::ProgramRef& program, std::span<const Array> args) {
+  Prepared p = prepare(program, args);
+  return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + p.exe->exe->to_text();
+}
+
+// One primitive on sharded arrays: a one-equation program, cached by signature.
+std::vector<Array> eval_primitive(const ir::Primitive& prim, std::span<const Array> ins, const ir::Params& params) {
+  struct Entry {
+    const ir::Primitive* prim;
+    ir::Params params;
+    std::vector<Aval> avals;
+    ir::ProgramRef program;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> cache;
+  std::vector<Aval> avals;
+  for (const Array& a : ins) avals.push_back(a.aval());
+  ir::ProgramRef program;
+  {
+    std::lock_guard lock(mu);
+    for (auto& e : cache)
+      if (e.prim == &prim && e.avals == avals && e.params == params) program = e.program;
+  }
+  if (!program) {
+    program = std::make_shared<const ir::Program>(trace_to_program(
+        [&](std::span<const Array> xs) { return detail::bind(prim, xs, params); }, avals, prim.name));
+    std::lock_guard lock(mu);
+    if (cache.size() >= 256) cache.erase(cache.begin());
+    cache.push_back(Entry{&prim, params, avals, program});
+  }
+  return run_program(program, ins);
+}
+
+[[maybe_unused]] const bool installed = (set_spmd_dispatch({&eval_primitive, &run_program, &program_text}), true);
+
+// ---- sharding_constraint ----
+
+const Sharding& constraint_of(const ir::Params& p) {
+  return static_cast<const ir::ShardingParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("sharding")).value;
+}
+ir::Params constraint_params(const Sharding& s) {
+  return ir::Params{{"sharding", std::shared_ptr<const ir::ParamObject>(std::make_shared<ir::ShardingParam>(s))}};
+}
+
+std::vector<Aval> constraint_aval(std::span<const Aval> ins, const ir::Params& p) {
+  constraint_of(p).check_rank(ins[0].shape.size(), "with_sharding_constraint");
+  return {ins[0]};
+}
+
+std::vector<std::optional<Sharding>> constraint_infer(const Mesh&, std::span<const std::optional<Sharding>>,
+                                                     std::span<const Aval>, std::span<const Aval>, const ir::Params& p) {
+  return {constraint_of(p)};
+}
+
+void constraint_partition(ir::SpmdBuilder& b, std::span<const Aval>, std::span<const Aval>, const ir::Params& p) {
+  const Sharding& s = constraint_of(p);
+  Sharding on_mesh = s.is_single_device() ? replicated_sharding(b.mesh()) : s;
+  b.set_result(0, b.operand(0, on_mesh), on_mesh);
+}
+
+std::optional<Mesh> constraint_mesh(const ir::Params& p) { return constraint_of(p).mesh(); }
+
+const ir::SpmdRules constraint_rules{
+    .infer = &constraint_infer,
+    .propagate_user = [](const Mesh&, std::span<const std::optional<Sharding>>, std::span<const Aval>,
+                         std::span<const Aval>, const ir::Params& p) -> std::vector<std::optional<Sharding>> {
+      return {constraint_of(p)};
+    },
+    .partition = &constraint_partition,
+    .mesh = &constraint_mesh,
+};
+
+const ir::Primitive& constraint_primitive();
+
+std::vector<Array> constraint_jvp(const ir::Primitive&, std::span<const Array>, std::span<const Array> tangents,
+                                  std::span<const Array>, const ir::Params& p) {
+  return {tangents[0].valid() ? with_sharding_constraint(tangents[0], constraint_of(p)) : Array()};
+}
+std::vector<Array> constraint_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+                                        std::span<const Aval>, const ir::Params& p) {
+  return {cts[0].valid() ? with_sharding_constraint(cts[0], constraint_of(p)) : Array()};
+}
+ir::Batched constraint_batch(const ir::Primitive&, std::span<const Array> ins, std::span<const int64_t> dims,
+                             const ir::BatchAxis&, const ir::Params& p) {
+  const Sharding& s = constraint_of(p);
+  if (s.is_single_device()) return {{with_sharding_constraint(ins[0], s)}, {dims[0]}};
+  std::vector<SpecEntry> entries;
+  for (size_t d = 0; d < size_t(ins[0].ndim()); ++d) entries.push_back(s.spec()[d]);
+  entries.insert(entries.begin() + dims[0], SpecEntry());
+  entries.pop_back();
+  return {{with_sharding_constraint(ins[0], NamedSharding(s.mesh(), PartitionSpec(entries)))}, {dims[0]}};
+}
+
+const ir::Primitive& constraint_primitive() {
+  static const ir::Primitive& p = ir::register_primitive({
+      .name = "sharding_constraint",
+      .abstract_eval = &constraint_aval,
+      .jvp = &constraint_jvp,
+      .transpose = &constraint_transpose,
+      .batch = &constraint_batch,
+      .spmd = &constraint_rules,
+  });
+  return p;
+}
+[[maybe_unused]] const ir::Primitive& registered_constraint = constraint_primitive();
+
+}  // namespace
+
+ConcreteArray* ShardedArray::gathered() const {
+  std::call_once(gathered_once_, [this] {
+    DeviceImpl* dev = impl_of(sharding.device_set()[0]);
+    auto buf = Buffer::allocate(aval.nbytes(), dev);
+    auto indices = sharding.device_indices(aval.shape);
+    // One source per distinct piece (replicas hold the same values).
+    std::vector<int> sources;
+    for (int pos = 0; pos < int(shards.size()); ++pos) {
+      bool seen = false;
+      for (int q : sources) seen |= indices[size_t(q)] == indices[size_t(pos)];
+      if (!seen) sources.push_back(pos);
+    }
+    dev->stream().enqueue([buf, shards = shards, sources, indices, global = aval.shape, local = local_aval.shape,
+                           item = itemsize(aval.dtype)] {
+      try {
+        for (int pos : sources) {
+          auto& s = shards[size_t(pos)];
+          s->wait();
+          Shape start, block;
+          for (auto& [b, e] : indices[size_t(pos)]) {
+            start.push_back(b);
+            block.push_back(e - b);
+          }
+          if (buf->nbytes())
+            copy_block(static_cast<const char*>(s->data()), local, Shape(local.size(), 0), static_cast<char*>(buf->data()),
+                       global, start, block, item);
+        }
+        buf->set_ready();
+      } catch (...) {
+        buf->set_error(std::current_exception());
+      }
+    });
+    gathered_ = std::make_shared<ConcreteArray>(aval, dev, buf, true);
+  });
+  return gathered_.get();
+}
+
+}  // namespace detail
+
+Sharding sharding_of(const Array& x) {
+  if (auto* s = detail::as_sharded(x)) return s->sharding;
+  return SingleDeviceSharding(Device(detail::require_concrete(x, "sharding")->device));
+}
+Sharding Array::sharding() const { return sharding_of(*this); }
+std::vector<Device> Array::devices() const { return sharding_of(*this).device_set(); }
+
+std::vector<Shard> Array::addressable_shards() const {
+  std::vector<Shard> r;
+  auto* s = detail::as_sharded(*this);
+  if (!s) {
+    Shard one{device(), {}, *this};
+    for (auto d : shape()) one.index.push_back({0, d});
+    return {one};
+  }
+  auto indices = s->sharding.device_indices(shape());
+  for (size_t pos = 0; pos < s->shards.size(); ++pos) {
+    Device dev = s->sharding.device_set()[pos];
+    if (dev.process_index() != process_index()) continue;
+    Array piece = detail::make_concrete(s->local_aval, dev.impl(), s->shards[pos], true);
+    Shape start(size_t(ndim()), 0), limit;
+    for (auto& [b, e] : indices[pos]) limit.push_back(e - b);
+    if (limit != s->local_aval.shape) piece = slice(piece, start, limit);
+    r.push_back(Shard{dev, indices[pos], piece});
+  }
+  return r;
+}
+
+Array with_sharding_constraint(const Array& x, const Sharding& s) {
+  if (!s.valid()) throw ValueError("with_sharding_constraint: the sharding is empty (default-constructed)");
+  return detail::bind1(detail::constraint_primitive(), {x}, detail::constraint_params(s));
+}
+
+Array device_put(const Array& x, const Sharding& s) {
+  if (!s.valid()) throw ValueError("device_put: the sharding is empty (default-constructed)");
+  if (!x.valid()) throw ValueError("device_put: the Array is empty (default-constructed)");
+  if (x.is_tracer() || detail::tracing_active()) return with_sharding_constraint(x, s);
+  s.check_rank(size_t(x.ndim()), "device_put");
+  if (s.is_single_device()) {
+    if (auto* sh = detail::as_sharded(x))
+      return device_put(Array(std::make_shared<detail::ConcreteArray>(*sh->gathered())), s.device_set()[0]);
+    return device_put(x, s.device_set()[0]);
+  }
+  if (auto* sh = detail::as_sharded(x)) {
+    if (sh->sharding == s) return x;
+    if (sh->sharding.mesh() != s.mesh())  // another mesh: through one device
+      return detail::split_array(Array(std::make_shared<detail::ConcreteArray>(*sh->gathered())), s);
+    return with_sharding_constraint(x, s);  // a partitioned program of one constraint: collectives
+  }
+  return detail::split_array(x, s);
+}
+
+}  // namespace tessel
