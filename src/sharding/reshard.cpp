@@ -54,8 +54,7 @@ bool permute_pieces(Array& x, Layout& cur, const Layout& to, const Shape& global
     taken[size_t(source[size_t(q)])] = 1;
   }
   std::vector<std::pair<int64_t, int64_t>> pairs;
-  for (int q = 0; q < n; ++q)
-    if (source[size_t(q)] != q) pairs.push_back({source[size_t(q)], q});
+  for (int q = 0; q < n; ++q) pairs.push_back({source[size_t(q)], q});  // self-pairs keep their piece
   x = detail::collective_permute(x, mesh.axis_names(), pairs);
   cur.dims = to.dims;
   return true;

@@ -195,3 +195,29 @@ TEST(Partition, ErrorsNameTheProblem) {
   EXPECT_THROW((ts::jit([](const ts::Array& x) { return x; }, {.in_shardings = {std::nullopt, std::nullopt}})(range_f32({4}))),
                ts::ValueError);
 }
+
+TEST(Partition, PlannerPrefersSlicingThenPermute) {
+  ts::Mesh m = ts::make_mesh({2, 4}, {"x", "y"});
+  ts::Array a = range_f32({16, 8});
+  auto reshard = [&](ts::PartitionSpec from, ts::PartitionSpec to) {
+    return ts::jit([](const ts::Array& x) { return x; },
+                   {.in_shardings = {ts::NamedSharding(m, from)}, .out_shardings = {ts::NamedSharding(m, to)}});
+  };
+  // Splitting further is local: a dynamic slice, no communication.
+  auto more = reshard(ts::P("x"), ts::P(ts::axes("x", "y")));
+  std::string t1 = more.lower(a).compile().as_text();
+  EXPECT_EQ(count(t1, "dynamic_slice"), 1) << t1;
+  EXPECT_EQ(count(t1, "all_"), 0) << t1;
+  expect_same(more(a), a);
+  // The same pieces on other devices: one collective-permute.
+  auto perm = reshard(ts::P(ts::axes("x", "y")), ts::P(ts::axes("y", "x")));
+  std::string t2 = perm.lower(a).compile().as_text();
+  EXPECT_EQ(count(t2, "collective_permute"), 1) << t2;
+  EXPECT_EQ(count(t2, "all_"), 0) << t2;
+  expect_same(perm(a), a);
+  // Splitting less is an all-gather.
+  auto less = reshard(ts::P(ts::axes("x", "y")), ts::P("x"));
+  std::string t3 = less.lower(a).compile().as_text();
+  EXPECT_EQ(count(t3, "all_gather"), 1) << t3;
+  expect_same(less(a), a);
+}
