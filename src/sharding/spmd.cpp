@@ -431,11 +431,7 @@ Array device_put(const Array& x, const Sharding& s) {
   if (!x.valid()) throw ValueError("device_put: the Array is empty (default-constructed)");
   if (x.is_tracer() || detail::tracing_active()) return with_sharding_constraint(x, s);
   s.check_rank(size_t(x.ndim()), "device_put");
-  if (s.is_single_device()) {
-    if (auto* sh = detail::as_sharded(x))
-      return device_put(Array(std::make_shared<detail::ConcreteArray>(*sh->gathered())), s.device_set()[0]);
-    return device_put(x, s.device_set()[0]);
-  }
+  if (s.is_single_device()) return device_put(x, s.device_set()[0]);
   if (auto* sh = detail::as_sharded(x)) {
     if (sh->sharding == s) return x;
     if (sh->sharding.mesh() != s.mesh())  // another mesh: through one device
