@@ -32,7 +32,27 @@ class CollectiveGroup {
   /// Sends `in` to member `dest` (-1: none) and receives `out` from member `source` (-1:
   /// none, out is left untouched); every member calls it once with matching pairs.
   virtual void permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) = 0;
+
+  // Strided forms, for collectives along a dimension that is not the leading one: a buffer
+  // of `rows` rows holds one row piece of every member's block in each row ([rows, size(),
+  // piece]). The defaults pack such buffers into contiguous blocks around the calls above;
+  // a backend that can read peers' memory directly overrides them to skip those copies.
+
+  /// all_gather whose `out` is [rows, size(), bytes / rows]: member j's block goes to
+  /// out[:, j, :].
+  virtual void all_gather_rows(int rank, const void* in, void* out, size_t bytes, size_t rows);
+  /// all_to_all of blocks of `bytes`: the block for member j is in[:, j, :] with `in` as
+  /// [in_rows, size(), bytes / in_rows]; the block from member j goes to out[:, j, :] with
+  /// `out` as [out_rows, size(), bytes / out_rows].
+  virtual void all_to_all_rows(int rank, const void* in, void* out, size_t bytes, size_t in_rows, size_t out_rows);
+  /// reduce_scatter whose `in` is [rows, size(), count / rows] elements: out = combine over
+  /// members of their in[:, rank, :].
+  virtual void reduce_scatter_rows(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op,
+                                   size_t rows);
 };
+
+/// Copies `a` rows of `b` pieces of `piece` bytes, [a, b, piece], to [b, a, piece].
+void transpose_pieces(const void* src, void* dst, size_t a, size_t b, size_t piece);
 
 /// The groups of one launch of a partitioned program.
 class CollectiveHub {

@@ -23,42 +23,71 @@ namespace {
 
 class InProcessHub;
 
-/// Combines element ranges of several members' buffers with one of the reduction monoids.
+/// For each of `rows` rows: out_k[r * out_stride + i] = combine over members j of
+/// ins[j][offset + r * in_stride + i], for i < n, for every output k. Each block of a row is
+/// read from all inputs before any output is written (so outputs may alias inputs).
 template <class Op, class T>
-void combine_range(const std::vector<const void*>& ins, size_t offset, size_t n, T* const* outs, size_t num_outs) {
+void combine_rows(const std::vector<const void*>& ins, size_t offset, size_t rows, size_t in_stride, size_t n,
+                  T* const* outs, size_t num_outs, size_t out_stride) {
   using A = typename Op::template Acc<T>;
-  constexpr size_t kBlock = 256;  // read all inputs of a block before writing any output
+  constexpr size_t kBlock = 256;
   A acc[kBlock];
-  for (size_t lo = 0; lo < n; lo += kBlock) {
-    const size_t m = std::min(kBlock, n - lo);
-    const T* first = static_cast<const T*>(ins[0]) + offset + lo;
-    for (size_t i = 0; i < m; ++i) acc[i] = ops::reduce::load<A>(first[i]);
-    for (size_t j = 1; j < ins.size(); ++j) {
-      const T* p = static_cast<const T*>(ins[j]) + offset + lo;
-      for (size_t i = 0; i < m; ++i) acc[i] = Op::combine(acc[i], ops::reduce::load<A>(p[i]));
-    }
-    for (size_t k = 0; k < num_outs; ++k) {
-      T* o = outs[k] + lo;
-      for (size_t i = 0; i < m; ++i) o[i] = ops::reduce::store<T>(acc[i]);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t in_off = offset + r * in_stride, out_off = r * out_stride;
+    for (size_t lo = 0; lo < n; lo += kBlock) {
+      const size_t m = std::min(kBlock, n - lo);
+      const T* first = static_cast<const T*>(ins[0]) + in_off + lo;
+      for (size_t i = 0; i < m; ++i) acc[i] = ops::reduce::load<A>(first[i]);
+      for (size_t j = 1; j < ins.size(); ++j) {
+        const T* p = static_cast<const T*>(ins[j]) + in_off + lo;
+        for (size_t i = 0; i < m; ++i) acc[i] = Op::combine(acc[i], ops::reduce::load<A>(p[i]));
+      }
+      for (size_t k = 0; k < num_outs; ++k) {
+        T* o = outs[k] + out_off + lo;
+        for (size_t i = 0; i < m; ++i) o[i] = ops::reduce::store<T>(acc[i]);
+      }
     }
   }
 }
 
-/// out_k[i] = combine over j of ins[j][offset + i], for i < n, for every output k.
-void combine(ir::Combine op, DType dtype, const std::vector<const void*>& ins, size_t offset, size_t n,
-             void* const* outs, size_t num_outs) {
+/// combine_rows for a dtype and operation known at run time.
+void combine(ir::Combine op, DType dtype, const std::vector<const void*>& ins, size_t offset, size_t rows,
+             size_t in_stride, size_t n, void* const* outs, size_t num_outs, size_t out_stride) {
   visit_dtype(dtype, [&](auto z) {
     using T = decltype(z);
     T* const* o = reinterpret_cast<T* const*>(outs);
     switch (op) {
-      case ir::Combine::kSum: return combine_range<ops::reduce::SumOp, T>(ins, offset, n, o, num_outs);
-      case ir::Combine::kProd: return combine_range<ops::reduce::ProdOp, T>(ins, offset, n, o, num_outs);
-      case ir::Combine::kMax: return combine_range<ops::reduce::MaxOp, T>(ins, offset, n, o, num_outs);
-      case ir::Combine::kMin: return combine_range<ops::reduce::MinOp, T>(ins, offset, n, o, num_outs);
+      case ir::Combine::kSum:
+        return combine_rows<ops::reduce::SumOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
+      case ir::Combine::kProd:
+        return combine_rows<ops::reduce::ProdOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
+      case ir::Combine::kMax:
+        return combine_rows<ops::reduce::MaxOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
+      case ir::Combine::kMin:
+        return combine_rows<ops::reduce::MinOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
       case ir::Combine::kNone: break;
     }
     throw Error("internal: a collective reduction needs an operation (sum, prod, max or min)");
   });
+}
+
+/// Copies a block laid out as `src_rows` pieces at src + r * src_stride to one laid out as
+/// `dst_rows` pieces at dst + r * dst_stride (both `bytes` in all).
+void copy_block(const char* src, size_t src_rows, size_t src_stride, char* dst, size_t dst_rows, size_t dst_stride,
+                size_t bytes) {
+  const size_t sp = bytes / src_rows, dp = bytes / dst_rows;
+  if (src_rows == 1 && dst_rows == 1) {
+    if (dst != src && bytes) std::memcpy(dst, src, bytes);
+    return;
+  }
+  size_t s_row = 0, s_off = 0, d_row = 0, d_off = 0;
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(sp - s_off, dp - d_off);
+    std::memcpy(dst + d_row * dst_stride + d_off, src + s_row * src_stride + s_off, n);
+    done += n;
+    if ((s_off += n) == sp) s_off = 0, ++s_row;
+    if ((d_off += n) == dp) d_off = 0, ++d_row;
+  }
 }
 
 class InProcessGroup final : public CollectiveGroup {
@@ -81,33 +110,53 @@ class InProcessGroup final : public CollectiveGroup {
     std::vector<const void*> ins(ins_.begin(), ins_.end());
     std::vector<void*> outs(n);
     for (size_t j = 0; j < n; ++j) outs[j] = static_cast<char*>(outs_[j]) + lo * isz;
-    combine(op, dtype, ins, lo, hi - lo, outs.data(), n);
+    combine(op, dtype, ins, lo, 1, 0, hi - lo, outs.data(), n, 0);
     barrier();
   }
 
   void all_gather(int rank, const void* in, void* out, size_t bytes) override {
+    all_gather_rows(rank, in, out, bytes, 1);
+  }
+  void all_gather_rows(int rank, const void* in, void* out, size_t bytes, size_t rows) override {
     check_rank(rank);
     publish(rank, in, out);
-    for (int j = 0; j < size(); ++j) copy(static_cast<char*>(out) + size_t(j) * bytes, ins_[size_t(j)], bytes);
-    if (size() > 1) barrier();
+    const size_t n = size_t(size()), piece = bytes / std::max<size_t>(rows, 1);
+    for (size_t j = 0; j < n; ++j)
+      copy_block(static_cast<const char*>(ins_[j]), 1, 0, static_cast<char*>(out) + j * piece, std::max<size_t>(rows, 1),
+                 n * piece, bytes);
+    if (n > 1) barrier();
   }
 
   void all_to_all(int rank, const void* in, void* out, size_t bytes) override {
+    all_to_all_rows(rank, in, out, bytes, 1, 1);
+  }
+  // Reads each peer's block for this member straight from the peer's (strided) operand.
+  void all_to_all_rows(int rank, const void* in, void* out, size_t bytes, size_t in_rows, size_t out_rows) override {
     check_rank(rank);
     publish(rank, in, out);
-    for (int j = 0; j < size(); ++j)
-      copy(static_cast<char*>(out) + size_t(j) * bytes, static_cast<const char*>(ins_[size_t(j)]) + size_t(rank) * bytes,
-           bytes);
-    if (size() > 1) barrier();
+    const size_t n = size_t(size());
+    in_rows = std::max<size_t>(in_rows, 1), out_rows = std::max<size_t>(out_rows, 1);
+    const size_t ip = bytes / in_rows, op = bytes / out_rows;
+    for (size_t j = 0; j < n; ++j)
+      copy_block(static_cast<const char*>(ins_[j]) + size_t(rank) * ip, in_rows, n * ip,
+                 static_cast<char*>(out) + j * op, out_rows, n * op, bytes);
+    if (n > 1) barrier();
   }
 
   void reduce_scatter(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) override {
+    reduce_scatter_rows(rank, in, out, count, dtype, op, 1);
+  }
+  void reduce_scatter_rows(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op,
+                           size_t rows) override {
     check_rank(rank);
     publish(rank, in, out);
+    const size_t n = size_t(size());
+    rows = std::max<size_t>(rows, 1);
+    const size_t per_row = count / rows;
     std::vector<const void*> ins(ins_.begin(), ins_.end());
     void* outs[] = {out};
-    combine(op, dtype, ins, count * size_t(rank), count, outs, 1);
-    if (size() > 1) barrier();
+    combine(op, dtype, ins, size_t(rank) * per_row, rows, n * per_row, per_row, outs, 1, per_row);
+    if (n > 1) barrier();
   }
 
   void permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) override {

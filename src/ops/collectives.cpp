@@ -187,15 +187,6 @@ int64_t prod(const Shape& s, size_t from, size_t to) {
   return r;
 }
 
-/// dst viewed as [b, a, chunk] = src viewed as [a, b, chunk], transposed.
-void transpose_blocks(const char* src, char* dst, int64_t a, int64_t b, size_t chunk) {
-  for (int64_t i = 0; i < a; ++i)
-    for (int64_t j = 0; j < b; ++j)
-      std::memcpy(dst + size_t(j * a + i) * chunk, src + size_t(i * b + j) * chunk, chunk);
-}
-
-std::unique_ptr<char[]> scratch(size_t bytes) { return std::make_unique_for_overwrite<char[]>(bytes ? bytes : 1); }
-
 void all_reduce_kernel(const KernelCall& c) {
   Member m = member_of(c, "all_reduce");
   const Aval& x = c.in_avals[0];
@@ -203,54 +194,35 @@ void all_reduce_kernel(const KernelCall& c) {
                       parse_combine("all_reduce", c.params.get<std::string>("op")));
 }
 
-// The group gathers whole operands (blocks in rank order, [n, outer, rest]); the result
-// wants [outer, n, rest] where outer is the product of the dimensions before `dim`.
+// Along a dimension other than the leading one, a buffer is [rows, n, piece] with `rows` the
+// product of the dimensions before it; the group's strided calls handle that layout (the
+// in-process backend reads peers' operands in place, without packing).
 void all_gather_kernel(const KernelCall& c) {
   Member m = member_of(c, "all_gather");
   const Aval& x = c.in_avals[0];
-  const int64_t n = m.group->size(), outer = prod(x.shape, 0, size_t(c.params.get_int("dim")));
-  const size_t bytes = x.nbytes();
-  if (outer == 1) return m.group->all_gather(m.rank, c.ins[0], c.outs[0], bytes);
-  auto tmp = scratch(bytes * size_t(n));
-  m.group->all_gather(m.rank, c.ins[0], tmp.get(), bytes);
-  transpose_blocks(tmp.get(), static_cast<char*>(c.outs[0]), n, outer, bytes / size_t(outer));
+  const int64_t rows = prod(x.shape, 0, size_t(c.params.get_int("dim")));
+  m.group->all_gather_rows(m.rank, c.ins[0], c.outs[0], x.nbytes(), size_t(rows));
 }
 
-// Blocks along split_dim are packed contiguously ([n, outer, rest]) unless the dimensions
-// before split_dim are all 1; received blocks are unpacked along concat_dim the same way.
+// The block for member j is piece j of split_dim (rows: the dimensions before it); the
+// block from member j is piece j of concat_dim of the result.
 void all_to_all_kernel(const KernelCall& c) {
   Member m = member_of(c, "all_to_all");
   const Aval& x = c.in_avals[0];
-  const int64_t n = m.group->size();
   const size_t split = size_t(c.params.get_int("split_dim")), concat = size_t(c.params.get_int("concat_dim"));
-  const size_t block = x.nbytes() / size_t(n);
-  Shape bshape = x.shape;
-  bshape[split] /= n;
-  const int64_t outer_s = prod(x.shape, 0, split), outer_c = prod(bshape, 0, concat);
-  std::unique_ptr<char[]> send_buf, recv_buf;
-  const void* send = c.ins[0];
-  if (outer_s > 1) {
-    send_buf = scratch(x.nbytes());
-    transpose_blocks(static_cast<const char*>(c.ins[0]), send_buf.get(), outer_s, n, block / size_t(outer_s));
-    send = send_buf.get();
-  }
-  void* recv = c.outs[0];
-  if (outer_c > 1) recv = (recv_buf = scratch(x.nbytes())).get();
-  m.group->all_to_all(m.rank, send, recv, block);
-  if (outer_c > 1)
-    transpose_blocks(recv_buf.get(), static_cast<char*>(c.outs[0]), n, outer_c, block / size_t(outer_c));
+  const int64_t n = m.group->size();
+  Shape block = x.shape;
+  block[split] /= n;
+  m.group->all_to_all_rows(m.rank, c.ins[0], c.outs[0], x.nbytes() / size_t(n), size_t(prod(x.shape, 0, split)),
+                           size_t(prod(block, 0, concat)));
 }
 
 void reduce_scatter_kernel(const KernelCall& c) {
   Member m = member_of(c, "reduce_scatter");
   const Aval& x = c.in_avals[0];
-  const int64_t n = m.group->size(), outer = prod(x.shape, 0, size_t(c.params.get_int("dim")));
-  const size_t count = size_t(x.size() / n);
-  const ir::Combine op = parse_combine("reduce_scatter", c.params.get<std::string>("op"));
-  if (outer == 1) return m.group->reduce_scatter(m.rank, c.ins[0], c.outs[0], count, x.dtype, op);
-  auto tmp = scratch(x.nbytes());
-  transpose_blocks(static_cast<const char*>(c.ins[0]), tmp.get(), outer, n, x.nbytes() / size_t(outer * n));
-  m.group->reduce_scatter(m.rank, tmp.get(), c.outs[0], count, x.dtype, op);
+  const int64_t n = m.group->size(), rows = prod(x.shape, 0, size_t(c.params.get_int("dim")));
+  m.group->reduce_scatter_rows(m.rank, c.ins[0], c.outs[0], size_t(x.size() / n), x.dtype,
+                               parse_combine("reduce_scatter", c.params.get<std::string>("op")), size_t(rows));
 }
 
 void collective_permute_kernel(const KernelCall& c) {

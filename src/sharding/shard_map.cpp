@@ -12,7 +12,6 @@
 #include "tessel/error.h"
 #include "tessel/shard_map.h"
 #include "transforms/batching.h"
-#include "transforms/call_util.h"
 #include "transforms/jvp.h"
 #include "transforms/partial_eval.h"
 #include "transforms/transpose.h"

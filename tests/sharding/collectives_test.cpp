@@ -123,6 +123,80 @@ TYPED_TEST(HubDtypes, GatherAllToAllReduceScatterPermute) {
   }
 }
 
+/// A group that forwards only the contiguous calls, so the interface's default (packing)
+/// strided calls run: what a backend without direct access to peers' memory gets.
+class PackingGroup final : public dist::CollectiveGroup {
+ public:
+  explicit PackingGroup(dist::CollectiveGroup& g) : g_(g) {}
+  int size() const override { return g_.size(); }
+  void all_reduce(int r, const void* in, void* out, size_t n, ts::DType d, ir::Combine op) override {
+    g_.all_reduce(r, in, out, n, d, op);
+  }
+  void all_gather(int r, const void* in, void* out, size_t b) override { g_.all_gather(r, in, out, b); }
+  void all_to_all(int r, const void* in, void* out, size_t b) override { g_.all_to_all(r, in, out, b); }
+  void reduce_scatter(int r, const void* in, void* out, size_t n, ts::DType d, ir::Combine op) override {
+    g_.reduce_scatter(r, in, out, n, d, op);
+  }
+  void permute(int r, const void* in, void* out, size_t b, int s, int d) override { g_.permute(r, in, out, b, s, d); }
+
+ private:
+  dist::CollectiveGroup& g_;
+};
+
+TEST(InProcessHub, StridedCallsDirectAndPacked) {
+  constexpr int n = 4;
+  for (bool packed : {false, true}) {
+    auto hub = dist::make_in_process_hub(n);
+    // Member r's operand: [3 rows, n blocks, 2] floats, 1000 r + 10 row + block, with the
+    // last element of each pair + 0.5.
+    auto operand = [](int r) {
+      std::vector<float> v;
+      for (int row = 0; row < 3; ++row)
+        for (int b = 0; b < n; ++b)
+          for (int k = 0; k < 2; ++k) v.push_back(float(1000 * r + 10 * row + b) + 0.5f * float(k));
+      return v;
+    };
+    std::vector<std::vector<float>> gathered(n), a2a(n), rs(n);
+    run_threads(n, [&](int r) {
+      dist::CollectiveGroup& base = hub->group({0, 1, 2, 3});
+      PackingGroup wrapper(base);
+      dist::CollectiveGroup& g = packed ? static_cast<dist::CollectiveGroup&>(wrapper) : base;
+      std::vector<float> in = operand(r);
+      gathered[size_t(r)].resize(in.size() * n);
+      g.all_gather_rows(r, in.data(), gathered[size_t(r)].data(), in.size() * 4, 3);
+      // Blocks of 6 floats: 3 rows of 2 in, 2 rows of 3 out.
+      a2a[size_t(r)].resize(in.size());
+      g.all_to_all_rows(r, in.data(), a2a[size_t(r)].data(), 6 * 4, 3, 2);
+      rs[size_t(r)].resize(6);
+      g.reduce_scatter_rows(r, in.data(), rs[size_t(r)].data(), 6, ts::f32, ir::Combine::kSum, 3);
+    });
+    for (int r = 0; r < n; ++r) {
+      // gathered: [3 rows, n members, 24 / 3 = 8 floats of member j's row].
+      for (int row = 0; row < 3; ++row)
+        for (int j = 0; j < n; ++j)
+          for (int e = 0; e < 8; ++e)
+            ASSERT_EQ(gathered[size_t(r)][size_t((row * n + j) * 8 + e)], operand(j)[size_t(row * 8 + e)]) << packed;
+      // a2a: out is [2 rows, n, 3]; the block from member j is its in[:, r, :] (6 floats in
+      // row order), laid out as 2 pieces of 3.
+      for (int j = 0; j < n; ++j) {
+        std::vector<float> block;
+        for (int row = 0; row < 3; ++row)
+          for (int k = 0; k < 2; ++k) block.push_back(operand(j)[size_t((row * n + r) * 2 + k)]);
+        for (int orow = 0; orow < 2; ++orow)
+          for (int k = 0; k < 3; ++k)
+            ASSERT_EQ(a2a[size_t(r)][size_t((orow * n + j) * 3 + k)], block[size_t(orow * 3 + k)]) << packed;
+      }
+      // reduce_scatter: [3 rows, 2] sums of in[:, r, :] over members.
+      for (int row = 0; row < 3; ++row)
+        for (int k = 0; k < 2; ++k) {
+          float want = 0;
+          for (int j = 0; j < n; ++j) want += operand(j)[size_t((row * n + r) * 2 + k)];
+          ASSERT_EQ(rs[size_t(r)][size_t(row * 2 + k)], want) << packed;
+        }
+    }
+  }
+}
+
 TEST(InProcessHub, GroupLookupIsSharedAndRepeatedCollectivesStayInStep) {
   constexpr int n = 8;
   auto hub = dist::make_in_process_hub(n);
@@ -365,6 +439,19 @@ TEST(ShardMap, PsumScatterAndAxisIndex) {
   auto idx = ts::shard_map([](const ts::Array& p) { return ts::reshape(ts::axis_index("x"), {1}) + p; }, mesh8(),
                            {ts::P("x")}, {ts::P("x")});
   EXPECT_EQ(idx(ts::zeros({8}, ts::i32)).to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(ShardMap, TreesStaticArgumentsAndClosures) {
+  ts::Array c = ts::full({2}, 10.0f);  // closed over: whole on every device
+  auto f = ts::shard_map(
+      [&](const std::vector<ts::Array>& xs, int scale) {
+        return std::make_pair(ts::psum(xs[0] * float(scale), "x") + c, ts::pmean(xs[1], "x"));
+      },
+      mesh8(), {ts::P("x"), ts::P()}, {ts::P()});  // both leaves of xs split; `scale` passes through
+  auto [a, b] = f(std::vector<ts::Array>{ts::ones({16}), ts::arange(8, ts::i32)}, 3);
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{34, 34}));
+  EXPECT_EQ(b.dtype(), ts::f32);  // the mean of integers is a float
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{3.5f}));
 }
 
 TEST(ShardMap, TwoByFourMesh) {
