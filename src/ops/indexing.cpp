@@ -664,7 +664,8 @@ Params indexed_localize(const Params& p, const Shape& local_operand, const Shape
 }
 
 Params gather_localize(const Params& p, std::span<const Aval> local_ins, std::span<const Aval> local_outs) {
-  return indexed_localize(p, local_ins[0].shape, local_outs[0].shape, local_ins.size() > 1 ? local_ins[1].shape.size() : 0);
+  const size_t index_rank = local_ins.size() > 1 ? local_ins[1].shape.size() : 0;
+  return indexed_localize(p, local_ins[0].shape, local_outs[0].shape, index_rank);
 }
 
 }  // namespace
@@ -884,7 +885,8 @@ ir::ShardingRule scatter_sharding_rule(std::span<const Aval> ins, std::span<cons
 }
 
 Params scatter_localize(const Params& p, std::span<const Aval> local_ins, std::span<const Aval>) {
-  return indexed_localize(p, local_ins[0].shape, local_ins[1].shape, local_ins.size() > 2 ? local_ins[2].shape.size() : 0);
+  const size_t index_rank = local_ins.size() > 2 ? local_ins[2].shape.size() : 0;
+  return indexed_localize(p, local_ins[0].shape, local_ins[1].shape, index_rank);
 }
 
 }  // namespace

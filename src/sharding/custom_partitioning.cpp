@@ -131,6 +131,14 @@ std::vector<std::optional<Sharding>> cp_propagate_user(const Mesh& mesh, std::sp
 void cp_partition(ir::SpmdBuilder& b, std::span<const Aval> ins, std::span<const Aval> outs, const Params& params) {
   const RulesParam& r = rules_of(params);
   const Mesh& mesh = b.mesh();
+  if (mesh.size() == 1) {  // nothing to split (a program on one device): the function itself
+    Sharding whole = replicated_sharding(mesh);
+    std::vector<Array> locals;
+    for (size_t i = 0; i < ins.size(); ++i) locals.push_back(b.operand(i, whole));
+    std::vector<Array> louts = ir::eval_program(*params.get<ir::ProgramRef>("program"), locals);
+    for (size_t j = 0; j < outs.size(); ++j) b.set_result(j, louts[j], whole);
+    return;
+  }
   if (!r.rules || !r.rules->opts.partition)
     throw ValueError(who(r) + " is partitioned over " + mesh.to_string() +
                      " but has no partition callback; call def_partition({.partition = ...}) before using it "

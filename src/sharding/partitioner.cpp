@@ -2,6 +2,7 @@
 #include "sharding/partitioner.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "compiler/passes.h"
@@ -341,10 +342,17 @@ class Lowerer {
     l.dims = h && h->known ? h->dims : std::vector<Axes>(v->aval.shape.size());
     return l;
   }
+  // A value resharded for several users is resharded once (collectives are effects, so
+  // CSE would not merge repeated ones).
   Array to_layout(const ir::Atom& a, const Layout& want) {
     Local l = get(a);
-    if (a.is_literal()) return l.value;
-    return reshard(l.value, l.layout, want, a.aval().shape, mesh_);
+    if (a.is_literal() || l.layout == want) return l.value;
+    auto key = std::make_pair(a.var().get(), want.to_string());
+    auto it = resharded_.find(key);
+    if (it != resharded_.end()) return it->second;
+    Array r = reshard(l.value, l.layout, want, a.aval().shape, mesh_);
+    resharded_.emplace(key, r);
+    return r;
   }
 
   void lower(const ir::Equation& e);
@@ -354,6 +362,7 @@ class Lowerer {
   const Mesh& mesh_;
   Hints hints_;
   std::unordered_map<const ir::VarNode*, Local> env_;
+  std::map<std::pair<const ir::VarNode*, std::string>, Array> resharded_;
 };
 
 Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Shape& global) {

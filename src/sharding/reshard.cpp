@@ -151,7 +151,10 @@ Array mask_padding(const Array& x, int64_t dim, const std::vector<std::string>& 
     case ir::Combine::kMin: v = INFINITY; break;
     default: break;
   }
-  return where(less(index, Array(int32_t(n))), x, Array(Scalar(v).astype(x.dtype())));
+  // Bool max/min are or/and: pad with false/true (a float infinity would convert to true).
+  Scalar f = x.dtype() == DType::bool_ ? Scalar(fill == ir::Combine::kMin || fill == ir::Combine::kProd).astype(DType::bool_)
+                                        : Scalar(v).astype(x.dtype());
+  return where(less(index, Array(int32_t(n))), x, Array(f));
 }
 
 }  // namespace tessel::sharding

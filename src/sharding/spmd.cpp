@@ -306,7 +306,13 @@ void constraint_partition(ir::SpmdBuilder& b, std::span<const Aval>, std::span<c
   b.set_result(0, b.operand(0, on_mesh), on_mesh);
 }
 
-std::optional<Mesh> constraint_mesh(const ir::Params& p) { return constraint_of(p).mesh(); }
+// A single-device constraint names no mesh: inside a partitioned program it means whole
+// (replicated) on the program's devices.
+std::optional<Mesh> constraint_mesh(const ir::Params& p) {
+  const Sharding& s = constraint_of(p);
+  if (s.is_single_device()) return std::nullopt;
+  return s.mesh();
+}
 
 const ir::SpmdRules constraint_rules{
     .infer = &constraint_infer,

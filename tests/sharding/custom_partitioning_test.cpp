@@ -96,6 +96,29 @@ TEST(CustomPartitioning, SeedOneDimensionalFftGathersSinceTheFftAxisIsSharded) {
   EXPECT_TRUE(gathers_or_slices(jit_fft.lower(y).compile().as_text()));
 }
 
+TEST(CustomPartitioning, OutputShardingPropagatesBackToTheArgument) {
+  ts::Sharding s = ts::NamedSharding(mesh8(), ts::P("x"));
+  ts::Array x = complex_input({16, 8}, 17);  // a single-device argument: its layout is chosen
+  auto my_fft = make_my_fft();
+  auto j = ts::jit(my_fft, {.out_shardings = {s}});
+  expect_complex_close(j(x), ts::fft::fft(x));
+  std::string text = j.lower(x).compile().as_text();
+  EXPECT_FALSE(gathers_or_slices(text)) << text;
+  // A propagate_user_sharding that asks for whole results: the argument comes whole and
+  // the result is sliced to the program's layout.
+  int calls = 0;
+  my_fft.def_partition({.partition = fft_partition,
+                        .infer_sharding_from_operands = fft_infer,
+                        .propagate_user_sharding = [&calls](const ts::Mesh& m, const ts::ShardedShape& user) {
+                          ++calls;
+                          EXPECT_EQ(user.shape, (ts::Shape{16, 8}));
+                          return ts::Sharding(ts::NamedSharding(m, ts::P()));
+                        }});
+  auto k = ts::jit(my_fft, {.out_shardings = {s}});
+  expect_complex_close(k(x), ts::fft::fft(x));
+  EXPECT_GT(calls, 0);
+}
+
 TEST(CustomPartitioning, UnevenBatchIsPaddedAndStillLocal) {
   ts::Sharding s = ts::NamedSharding(mesh8(), ts::P("x"));
   ts::Array x = complex_input({13, 8}, 3);  // 13 rows over 8 devices: padded pieces of 2
@@ -212,6 +235,30 @@ TEST(CustomPartitioning, InferCallbackDecidesTheResultSharding) {
   ts::Array r = ts::jit(t, {.in_shardings = {s}})(ts::device_put(x, s));
   expect_close(r, ts::transpose(x), 0, "transpose");
   EXPECT_TRUE(r.sharding().spec().equivalent(ts::P("y", "x"), 2)) << r.sharding();
+}
+
+TEST(CustomPartitioning, RuleStringWithAContractedFactorAndPsumInLowerFn) {
+  ts::Mesh mesh = mesh8();
+  ts::Sharding cols = ts::NamedSharding(mesh, ts::P(ts::none, "x")), rows = ts::NamedSharding(mesh, ts::P("x"));
+  auto mm = ts::custom_partitioning([](const ts::Array& a, const ts::Array& b) { return ts::matmul(a, b); },
+                                    {.name = "my_matmul"});
+  mm.def_partition({.partition = [](const ts::Mesh& m, const std::vector<ts::ShardedShape>& a,
+                                    const std::vector<ts::ShardedShape>& r) {
+                      // Local products over each device's slice of k, summed over x.
+                      auto lower = [](const std::vector<ts::Array>& xs) {
+                        return std::vector<ts::Array>{ts::psum(ts::matmul(xs[0], xs[1]), "x")};
+                      };
+                      return ts::PartitionResult{m, lower, {r[0].sharding}, {a[0].sharding, a[1].sharding}};
+                    },
+                    .sharding_rule = "i k, k j -> i j"});
+  ts::Array a = uniform({4, 16}, 15), b = uniform({16, 3}, 16);
+  auto j = ts::jit(mm, {.in_shardings = {cols, rows}});
+  ts::Array r = j(ts::device_put(a, cols), ts::device_put(b, rows));
+  expect_close(r, ts::matmul(a, b), 1e-12, "matmul");
+  EXPECT_TRUE(r.sharding().is_fully_replicated()) << r.sharding();  // k is summed: the result is whole
+  std::string text = j.lower(ts::device_put(a, cols), ts::device_put(b, rows)).compile().as_text();
+  EXPECT_NE(text.find("all_reduce"), std::string::npos) << text;
+  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
 }
 
 TEST(CustomPartitioning, RuleStringParsesFactorsReductionsAndEllipsis) {

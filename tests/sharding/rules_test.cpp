@@ -57,7 +57,8 @@ std::string to_string(const Canonical& c) {
     std::string s = "{";
     for (size_t i = 0; i < d.size(); ++i) {
       s += i ? ", {" : "{";
-      for (size_t j = 0; j < d[i].size(); ++j) s += (j ? "," : "") + (d[i][j] == W ? std::string("W") : std::to_string(d[i][j]));
+      for (size_t j = 0; j < d[i].size(); ++j)
+        s += (j ? "," : "") + (d[i][j] == W ? std::string("W") : std::to_string(d[i][j]));
       s += "}";
     }
     return s + "}";
@@ -92,7 +93,9 @@ Canonical rule(const std::string& name, const std::vector<ts::Aval>& ins, const 
   // Factors found in results are pass-through.
   for (const auto& dims : r.results)
     for (int f : dims)
-      if (f != W) EXPECT_EQ(r.factors[size_t(f)], Combine::kNone) << name;
+      if (f != W) {
+        EXPECT_EQ(r.factors[size_t(f)], Combine::kNone) << name;
+      }
   return canonical(r);
 }
 
@@ -117,14 +120,15 @@ TEST(ShardingRules, ElementwiseTableSharesEveryDimension) {
   const Canonical binary{{{0, 1}, {0, 1}}, {{0, 1}}, {N, N}};
   for (const char* name : {"add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2"})
     EXPECT_EQ(rule(name, {f32({4, 6}), f32({4, 6})}), binary) << name;
-  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"}) EXPECT_EQ(rule(name, {f32({4, 6}), f32({4, 6})}), binary) << name;
+  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"})
+    EXPECT_EQ(rule(name, {f32({4, 6}), f32({4, 6})}), binary) << name;
   for (const char* name : {"and", "or", "xor", "shift_left", "shift_right"})
     EXPECT_EQ(rule(name, {i32({4, 6}), i32({4, 6})}), binary) << name;
   const Canonical unary{{{0, 1}}, {{0, 1}}, {N, N}};
-  for (const char* name : {"neg", "abs", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "expm1", "log",
-                           "log1p", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-                           "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "logistic", "erf_inv",
-                           "stop_gradient"})
+  for (const char* name :
+       {"neg",   "abs",  "sign",  "floor", "ceil",  "round", "is_finite", "exp",      "exp2",    "expm1",        "log",
+        "log1p", "sqrt", "rsqrt", "cbrt",  "sin",   "cos",   "tan",       "asin",     "acos",    "atan",         "sinh",
+        "cosh",  "tanh", "asinh", "acosh", "atanh", "erf",   "erfc",      "logistic", "erf_inv", "stop_gradient"})
     EXPECT_EQ(rule(name, {f32({4, 6})}), unary) << name;
   EXPECT_EQ(rule("not", {b8({4, 6})}), unary);
   EXPECT_EQ(rule("complex", {f32({4, 6}), f32({4, 6})}), binary);
@@ -187,7 +191,8 @@ TEST(ShardingRules, TransposePermutesFactors) {
 }
 
 TEST(ShardingRules, ShapeOpsKeepTheirMovedDimensionsWhole) {
-  EXPECT_EQ(rule("rev", {f32({2, 3, 4})}, {{"dimensions", ts::Shape{0, 2}}}), (Canonical{{{W, 0, W}}, {{W, 0, W}}, {N}}));
+  EXPECT_EQ(rule("rev", {f32({2, 3, 4})}, {{"dimensions", ts::Shape{0, 2}}}),
+            (Canonical{{{W, 0, W}}, {{W, 0, W}}, {N}}));
   EXPECT_EQ(rule("concatenate", {f32({2, 3}), f32({2, 5}), f32({2, 1})}, {{"dimension", int64_t(1)}}),
             (Canonical{{{0, W}, {0, W}, {0, W}}, {{0, W}}, {N}}));
   // pad: low, high or interior padding (or cropping) keeps a dimension whole.
@@ -235,8 +240,12 @@ TEST(ShardingRules, GatherAndScatter) {
   p.set("batch_pos", int64_t(0)).set("start_indices", ts::Shape{1, 0, 0});
   EXPECT_EQ(rule("gather", {f32({4, 10, 6}), i32({3})}, p), (Canonical{{{W, W, 0}, {1}}, {{1, W, 0}}, {N, N}}));
   // scatter: the indices and the update's index dimensions stay whole.
-  p = {{"axes", ts::Shape{1}},           {"batch_pos", int64_t(1)},        {"start_indices", ts::Shape{0, 0, 0}},
-       {"limit_indices", ts::Shape{4, 10, 6}}, {"strides", ts::Shape{1, 1, 1}}, {"mode", std::string("add")}};
+  p = {{"axes", ts::Shape{1}},
+       {"batch_pos", int64_t(1)},
+       {"start_indices", ts::Shape{0, 0, 0}},
+       {"limit_indices", ts::Shape{4, 10, 6}},
+       {"strides", ts::Shape{1, 1, 1}},
+       {"mode", std::string("add")}};
   EXPECT_EQ(rule("scatter", {f32({4, 10, 6}), f32({4, 3, 6}), i32({3})}, p),
             (Canonical{{{0, W, 1}, {0, W, 1}, {W}}, {{0, W, 1}}, {N, N}}));
   q = localize("scatter", p, {f32({4, 10, 3}), f32({4, 3, 3}), i32({3})}, {f32({4, 10, 3})});
@@ -300,10 +309,16 @@ TEST(ShardingRules, DotGeneral) {
   EXPECT_EQ(rule("dot_general", {f32({4, 6, 5, 2}), f32({2, 5, 4, 7})}, p),
             (Canonical{{{0, 1, 2, 3}, {3, 2, 0, 4}}, {{3, 1, 4}}, {Combine::kSum, N, Combine::kSum, N, N}}));
   // An outer product: no contraction.
-  p = {{"lhs_contracting", ts::Shape{}}, {"rhs_contracting", ts::Shape{}}, {"lhs_batch", ts::Shape{}}, {"rhs_batch", ts::Shape{}}};
+  p = {{"lhs_contracting", ts::Shape{}},
+       {"rhs_contracting", ts::Shape{}},
+       {"lhs_batch", ts::Shape{}},
+       {"rhs_batch", ts::Shape{}}};
   EXPECT_EQ(rule("dot_general", {f32({3}), f32({4})}, p), (Canonical{{{0}, {1}}, {{0, 1}}, {N, N}}));
   // Integers add; bool products `or` together.
-  p = {{"lhs_contracting", ts::Shape{1}}, {"rhs_contracting", ts::Shape{0}}, {"lhs_batch", ts::Shape{}}, {"rhs_batch", ts::Shape{}}};
+  p = {{"lhs_contracting", ts::Shape{1}},
+       {"rhs_contracting", ts::Shape{0}},
+       {"lhs_batch", ts::Shape{}},
+       {"rhs_batch", ts::Shape{}}};
   EXPECT_EQ(rule("dot_general", {i32({3, 4}), i32({4, 5})}, p),
             (Canonical{{{0, 1}, {1, 2}}, {{0, 2}}, {N, Combine::kSum, N}}));
   EXPECT_EQ(rule("dot_general", {b8({3, 4}), b8({4, 5})}, p),

@@ -1,0 +1,211 @@
+// The SPMD partitioner on virtual devices (issue 5), two figures from the same run:
+//
+//  sharded.speedup_2dev       an element-wise + reduction program, f(a, b) = sum(sin(a) * b +
+//                             exp(-a * a), axis 1) on two 4096 x 4096 float32 arrays, jitted
+//                             on one device, over the same program jitted on a mesh of two
+//                             devices with both arguments split by rows (P("x")): no
+//                             communication, each device computes half the rows.
+//  reshard.fraction_of_memcpy the canonical reshard P("x", none) -> P(none, "x") of a 256 MiB
+//                             float32 array over two devices (a jit whose only operation is
+//                             one all_to_all, checked on its lowered text), against one plain
+//                             std::memcpy of 256 MiB between warm buffers: memcpy time over
+//                             reshard time.
+//
+// The figures are about devices, not threads: the program sets TESSEL_CPU_DEVICES=2 and
+// TESSEL_NUM_THREADS=1 before tessel starts, so each virtual device computes on its own
+// stream thread alone (one core each) and the one-device run has one core. Rounds alternate
+// between the compared runs; times are the best round, ratios the median over rounds of
+// the ratio within a round (see median_ratio); sharded.speedup_2dev_best is the ratio of the
+// best rounds. The rounds are printed as comments.
+//
+// Usage: bench_sharding [rows]   (rows of the speedup arrays, default 4096; the reshard
+// array is 8192 x 8192)
+// Exits 1 when a partitioned result differs from the unpartitioned one, or the reshard's
+// lowered program does not hold exactly one all_to_all.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/parallel.h"
+#include "bench_util.h"
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+namespace tb = tessel::bench;
+
+namespace {
+
+double seconds_of(const auto& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string rounds_text(const std::vector<double>& v) {
+  std::string s;
+  char buf[32];
+  for (double t : v) {
+    std::snprintf(buf, sizeof buf, " %.4g", t);
+    s += buf;
+  }
+  return s;
+}
+
+// The median over rounds of num[r] / den[r]: the compared runs alternate, so a change of
+// machine speed that lasts a few rounds (frequency, other tenants) hits both sides of a
+// ratio alike, where a ratio of best times could pair a fast phase of one with a slow one
+// of the other.
+double median_ratio(const std::vector<double>& num, const std::vector<double>& den) {
+  std::vector<double> r;
+  for (size_t i = 0; i < num.size(); ++i) r.push_back(num[i] / den[i]);
+  return median(r);
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;  // a small LCG: the values only need to vary
+    x = float(s >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  }
+  return v;
+}
+
+ts::Array program(const ts::Array& a, const ts::Array& b) {
+  return ts::sum(ts::sin(a) * b + ts::exp(-(a * a)), {1});
+}
+
+// sharded.speedup_2dev. Returns false when the results differ.
+bool speedup(int64_t rows, int rounds) {
+  const int64_t cols = 4096;
+  const auto av = values(size_t(rows * cols), 1), bv = values(size_t(rows * cols), 2);
+  const ts::Device d0 = ts::devices()[0];
+  const ts::Array a1 = ts::device_put(ts::Array(av, {rows, cols}), d0);
+  const ts::Array b1 = ts::device_put(ts::Array(bv, {rows, cols}), d0);
+  const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
+  const ts::NamedSharding split(mesh, ts::P("x"));
+  const ts::Array a2 = ts::device_put(a1, split), b2 = ts::device_put(b1, split);
+
+  auto one = ts::jit(program);
+  auto two = ts::jit(program, {.in_shardings = {split, split}});
+  const ts::Array r1 = one(a1, b1), r2 = two(a2, b2);  // compile
+  const auto x1 = r1.to_vector<float>(), x2 = r2.to_vector<float>();
+  for (size_t i = 0; i < x1.size(); ++i)
+    if (std::abs(x1[i] - x2[i]) > 1e-3f * (1.0f + std::abs(x1[i]))) {
+      std::fprintf(stderr, "bench_sharding: row %zu: one device %g, two devices %g\n", i, double(x1[i]), double(x2[i]));
+      return false;
+    }
+  const std::string text = two.lower(a2, b2).compile().as_text();
+  if (count(text, "all_") != 0) std::printf("# unexpected communication in the 2-device program:\n%s", text.c_str());
+
+  std::vector<double> t1, t2;
+  for (int r = 0; r < rounds; ++r) {
+    t1.push_back(seconds_of([&] { one(a1, b1).block_until_ready(); }));
+    t2.push_back(seconds_of([&] { two(a2, b2).block_until_ready(); }));
+  }
+  const double best1 = *std::min_element(t1.begin(), t1.end()), best2 = *std::min_element(t2.begin(), t2.end());
+  std::printf("# sharded: sum(sin(a)*b + exp(-a*a), axis 1) on %lld x %lld float32, best of %d (median 1 device %.4g s, "
+              "2 devices %.4g s)\n",
+              static_cast<long long>(rows), static_cast<long long>(cols), rounds, median(t1), median(t2));
+  std::printf("# rounds (s): 1 device%s; 2 devices%s\n", rounds_text(t1).c_str(), rounds_text(t2).c_str());
+  tb::report("sharded.time_1dev", best1, "s");
+  tb::report("sharded.time_2dev", best2, "s");
+  tb::report("sharded.speedup_2dev", median_ratio(t1, t2), "x");
+  tb::report("sharded.speedup_2dev_best", best1 / best2, "x");  // the best rounds: both at the machine's fastest
+  return true;
+}
+
+// reshard.fraction_of_memcpy. Returns false when the program or the values are wrong.
+bool reshard(int rounds) {
+  const int64_t n = 8192;  // 8192 x 8192 float32 = 256 MiB
+  const size_t bytes = size_t(n * n) * sizeof(float);
+  const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
+  const ts::NamedSharding rows(mesh, ts::P("x", ts::none)), cols(mesh, ts::P(ts::none, "x"));
+  ts::Array x;
+  {
+    std::vector<float> v(size_t(n * n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 1000003);
+    x = ts::device_put(ts::Array(v, {n, n}), rows);
+  }
+  auto f = ts::jit([](const ts::Array& a) { return a; }, {.in_shardings = {rows}, .out_shardings = {cols}});
+  const std::string text = f.lower(x).compile().as_text();
+  if (count(text, "all_to_all") != 1) {
+    std::fprintf(stderr, "bench_sharding: the reshard program should hold one all_to_all:\n%s", text.c_str());
+    return false;
+  }
+  {  // compile, and check a few values of each piece
+    const ts::Array y = f(x);
+    if (y.sharding() != ts::Sharding(cols)) {
+      std::fprintf(stderr, "bench_sharding: the reshard result is laid out as %s\n", y.sharding().to_string().c_str());
+      return false;
+    }
+    for (const ts::Shard& s : y.addressable_shards()) {
+      const auto piece = s.data.to_vector<float>();
+      const int64_t w = s.index[1].second - s.index[1].first;
+      for (int64_t i : {int64_t(0), n / 2 - 1, n / 2, n - 1})
+        for (int64_t j : {int64_t(0), w - 1}) {
+          const int64_t g = i * n + s.index[1].first + j;
+          if (piece[size_t(i * w + j)] != float(g % 1000003)) {
+            std::fprintf(stderr, "bench_sharding: reshard value at (%lld, %lld) is %g\n", static_cast<long long>(i),
+                         static_cast<long long>(s.index[1].first + j), double(piece[size_t(i * w + j)]));
+            return false;
+          }
+        }
+    }
+  }
+  std::vector<char> src(bytes, 1), dst(bytes, 0);  // warm: written once before timing
+  std::memcpy(dst.data(), src.data(), bytes);
+  std::vector<double> tr, tm;
+  for (int r = 0; r < rounds; ++r) {
+    tr.push_back(seconds_of([&] { f(x).block_until_ready(); }));
+    tm.push_back(seconds_of([&] {
+      std::memcpy(dst.data(), src.data(), bytes);
+      asm volatile("" : : "r"(dst.data()) : "memory");  // the copy is used
+    }));
+  }
+  const double best_r = *std::min_element(tr.begin(), tr.end()), best_m = *std::min_element(tm.begin(), tm.end());
+  std::printf("# reshard: P('x', None) -> P(None, 'x') of %lld x %lld float32 (256 MiB) over 2 devices, best of %d "
+              "(median reshard %.4g s, memcpy %.4g s)\n",
+              static_cast<long long>(n), static_cast<long long>(n), rounds, median(tr), median(tm));
+  std::printf("# rounds (s): reshard%s; memcpy%s\n", rounds_text(tr).c_str(), rounds_text(tm).c_str());
+  tb::report("reshard.time", best_r, "s");
+  tb::report("reshard.memcpy_time", best_m, "s");
+  tb::report("reshard.gbytes_per_s", double(bytes) / best_r * 1e-9, "GB/s");
+  tb::report("reshard.fraction_of_memcpy", median_ratio(tm, tr), "x");
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before tessel reads them (on first use): two devices, one core each.
+  setenv("TESSEL_CPU_DEVICES", "2", 1);
+  setenv("TESSEL_NUM_THREADS", "1", 1);
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 4096;
+  if (ts::devices().size() != 2 || ts::cpu::num_threads() != 1) {
+    std::fprintf(stderr, "bench_sharding: expected 2 devices of 1 thread, got %zu devices, %d threads\n",
+                 ts::devices().size(), ts::cpu::num_threads());
+    return 1;
+  }
+  std::printf("# sharding: %zu virtual devices, %d thread per device\n", ts::devices().size(), ts::cpu::num_threads());
+  bool ok = speedup(rows, 15);
+  ok = reshard(11) && ok;
+  return ok ? 0 : 1;
+}
