@@ -49,7 +49,8 @@ bool compare(const char* title, const ts::Array& x, const ts::Sharding& s, bool 
 
   ts::Array y = ts::device_put(x, s);
   auto jit_my_fft = ts::jit(my_fft, {.in_shardings = {s}, .out_shardings = {s}});
-  auto jit_fft = ts::jit([](const ts::Array& a) { return ts::fft::fft(a); }, {.in_shardings = {s}, .out_shardings = {s}});
+  auto jit_fft =
+      ts::jit([](const ts::Array& a) { return ts::fft::fft(a); }, {.in_shardings = {s}, .out_shardings = {s}});
   ts::Array a = jit_my_fft(y), b = jit_fft(y);
   std::cout << "## " << title << ": " << x.aval() << " sharded " << s.spec() << "\n";
   std::cout << "# my_fft\n" << a << "\n# ts::fft::fft\n" << b << "\n";

@@ -54,7 +54,8 @@ template <class R, class... Args> class CallbackWithStatics<R(Args...)> {
   CallbackWithStatics() = default;
   template <class F>
     requires(!std::is_same_v<std::decay_t<F>, CallbackWithStatics> &&
-             (std::is_invocable_r_v<R, const F&, Args...> || std::is_invocable_r_v<R, const F&, const StaticArgs&, Args...>))
+             (std::is_invocable_r_v<R, const F&, Args...> ||
+              std::is_invocable_r_v<R, const F&, const StaticArgs&, Args...>))
   CallbackWithStatics(F f) {  // NOLINT: implicit, so designated initializers take lambdas
     if constexpr (std::is_invocable_r_v<R, const F&, Args...>)
       f_ = [f = std::move(f)](const StaticArgs&, Args... a) -> R { return f(a...); };
@@ -116,7 +117,8 @@ struct CustomPartitioningRules;
 TESSEL_API std::shared_ptr<const CustomPartitioningRules> make_partitioning_rules(PartitionOptions opts,
                                                                                  const std::string& name);
 /// Traces `fn` on `args`' avals and binds the custom_partitioning primitive.
-TESSEL_API std::vector<Array> custom_partitioning_flat(const FlatFn& fn, std::span<const Array> args, StaticArgs statics,
+TESSEL_API std::vector<Array> custom_partitioning_flat(const FlatFn& fn, std::span<const Array> args,
+                                                       StaticArgs statics,
                                                        const std::shared_ptr<const CustomPartitioningRules>& rules,
                                                        const std::string& name);
 [[noreturn]] TESSEL_API void custom_partitioning_bad_static_argnum(const std::string& name, int argnum, int nargs,

@@ -53,7 +53,10 @@ const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const 
 }
 
 std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
-  if (p.spmd || any_sharded(ins)) return spmd_dispatch().eval_primitive(p, ins, params);
+  // A self-partitioning primitive on single-device arrays that names no mesh (custom
+  // partitioning) runs its own eager path; everything else on sharded arrays is partitioned.
+  bool names_mesh = p.spmd && p.spmd->mesh && p.spmd->mesh(params);
+  if (any_sharded(ins) || (p.spmd && (names_mesh || !p.eager_impl))) return spmd_dispatch().eval_primitive(p, ins, params);
   if (p.eager_impl) return p.eager_impl(ins, params);
   if (!p.cpu_kernel) throw NotImplementedError(p.name + ": this primitive has no CPU kernel");
   const OpEntry& e = lookup(p, ins, params);

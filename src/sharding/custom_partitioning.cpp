@@ -59,8 +59,9 @@ void check_shardings(const RulesParam& r, const char* callback, const char* what
                      std::span<const Aval> avals, const Mesh& mesh) {
   const std::string from = std::string(kOp) + ": the " + callback + " callback of '" + r.name + "' ";
   if (got.size() != avals.size())
-    throw ValueError(from + "returned " + std::to_string(got.size()) + " " + what + " sharding(s), but the function has " +
-                     std::to_string(avals.size()) + " " + what + "(s) (Array leaves); return one per " + what);
+    throw ValueError(from + "returned " + std::to_string(got.size()) + " " + what +
+                     " sharding(s), but the function has " + std::to_string(avals.size()) + " " + what +
+                     "(s) (Array leaves); return one per " + what);
   for (size_t i = 0; i < got.size(); ++i) {
     const Sharding& s = got[i];
     const std::string which = std::string(what) + " " + std::to_string(i) + " (" + avals[i].to_string() + ")";
@@ -103,7 +104,8 @@ std::vector<std::optional<Sharding>> cp_infer(const Mesh& mesh, std::span<const 
   return {got.begin(), got.end()};
 }
 
-std::vector<std::optional<Sharding>> cp_propagate_user(const Mesh& mesh, std::span<const std::optional<Sharding>> results,
+std::vector<std::optional<Sharding>> cp_propagate_user(const Mesh& mesh,
+                                                       std::span<const std::optional<Sharding>> results,
                                                        std::span<const Aval> ins, std::span<const Aval> outs,
                                                        const Params& params) {
   const RulesParam& r = rules_of(params);
@@ -115,7 +117,8 @@ std::vector<std::optional<Sharding>> cp_propagate_user(const Mesh& mesh, std::sp
   for (size_t j = 0; j < outs.size(); ++j) {
     if (!results[j] || !results[j]->valid()) continue;
     if (r.rules && r.rules->opts.propagate_user_sharding) {
-      Sharding s = r.rules->opts.propagate_user_sharding(r.statics, mesh, ShardedShape{outs[j].shape, outs[j].dtype, *results[j]});
+      Sharding s = r.rules->opts.propagate_user_sharding(r.statics, mesh,
+                                                         ShardedShape{outs[j].shape, outs[j].dtype, *results[j]});
       check_shardings(r, "propagate_user_sharding", "result", {s}, outs.subspan(j, 1), mesh);
       wanted[j] = s;
     } else {
@@ -165,8 +168,8 @@ void cp_partition(ir::SpmdBuilder& b, std::span<const Aval> ins, std::span<const
     Aval want(pr.result_shardings[j].shard_shape(outs[j].shape), outs[j].dtype);
     if (!louts[j].valid() || !louts[j].aval().same_type(want))
       throw ShapeError(std::string(kOp) + ": the lower_fn of '" + r.name + "' returned " +
-                       (louts[j].valid() ? louts[j].aval().to_string() : std::string("an empty Array")) + " for result " +
-                       std::to_string(j) + "; its per-device piece laid out by " +
+                       (louts[j].valid() ? louts[j].aval().to_string() : std::string("an empty Array")) +
+                       " for result " + std::to_string(j) + "; its per-device piece laid out by " +
                        pr.result_shardings[j].spec().to_string() + " is " + want.to_string() + " (global " +
                        outs[j].to_string() + ")");
     b.set_result(j, louts[j], pr.result_shardings[j]);
@@ -236,7 +239,8 @@ std::vector<Array> custom_partitioning_flat(const FlatFn& fn, std::span<const Ar
                                             const std::string& name) {
   std::vector<Aval> avals;
   for (const Array& a : args) {
-    if (!a.valid()) throw ValueError(std::string(kOp) + ": '" + name + "' got an empty Array argument; give it a value");
+    if (!a.valid())
+      throw ValueError(std::string(kOp) + ": '" + name + "' got an empty Array argument; give it a value");
     avals.push_back(a.aval());
   }
   std::vector<Array> captured;
@@ -251,8 +255,9 @@ std::vector<Array> custom_partitioning_flat(const FlatFn& fn, std::span<const Ar
     bound = sharding::bind_rule_string(*rules->rule, avals, outs, std::string(kOp) + ": '" + name + "'");
   }
   auto rp = std::make_shared<const RulesParam>(rules, std::move(statics), std::move(bound), name);
-  return bind(custom_partitioning_p, args,
-              Params{{"name", name}, {"program", ir::ProgramRef(p)}, {"rules", std::shared_ptr<const ir::ParamObject>(rp)}});
+  return bind(
+      custom_partitioning_p, args,
+      Params{{"name", name}, {"program", ir::ProgramRef(p)}, {"rules", std::shared_ptr<const ir::ParamObject>(rp)}});
 }
 
 void custom_partitioning_bad_static_argnum(const std::string& name, int argnum, int nargs, bool is_array) {

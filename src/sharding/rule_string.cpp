@@ -160,7 +160,8 @@ Sharding layout(const Mesh& mesh, const std::vector<int>& dims, const std::vecto
                 const std::vector<ir::Combine>& kinds) {
   std::vector<SpecEntry> entries;
   for (int f : dims)
-    entries.emplace_back(f >= 0 && kinds[size_t(f)] == ir::Combine::kNone ? axes[size_t(f)] : std::vector<std::string>{});
+    entries.emplace_back(f >= 0 && kinds[size_t(f)] == ir::Combine::kNone ? axes[size_t(f)]
+                                                                          : std::vector<std::string>{});
   return NamedSharding(mesh, PartitionSpec(std::move(entries)));
 }
 

@@ -143,27 +143,43 @@ TEST(CustomPartitioning, RunsTheFunctionEagerlyAndUnderPlainJit) {
   EXPECT_EQ(ts::jit(bare)(ts::Array({1.0f, 2.0f})).to_vector<float>(), (std::vector<float>{2.0f, 4.0f}));
 }
 
+TEST(CustomPartitioning, RunsInsideControlFlowAndEagerlyOnShardedArrays) {
+  ts::Array x = complex_input({8, 4}, 18);
+  auto my_fft = make_my_fft();
+  auto f = ts::jit([&](const ts::Array& p, const ts::Array& v) {
+    return ts::cond(
+        p, [&](const ts::Array& a) { return my_fft(a); }, [](const ts::Array& a) { return a; }, v);
+  });
+  expect_complex_close(f(ts::Array(true), x), ts::fft::fft(x));
+  expect_complex_close(f(ts::Array(false), x), x);
+  // Eagerly on a sharded array: partitioned by the callbacks, the layout kept.
+  ts::Sharding s = ts::NamedSharding(mesh8(), ts::P("x"));
+  ts::Array y = my_fft(ts::device_put(x, s));
+  expect_complex_close(y, ts::fft::fft(x));
+  EXPECT_TRUE(y.sharding().spec().equivalent(ts::P("x"), 2)) << y.sharding();
+}
+
 TEST(CustomPartitioning, StaticArgumentsReachTheFunctionAndTheCallbacks) {
   auto scale = ts::custom_partitioning([](const ts::Array& x, int k) { return x * float(k); },
                                        {.static_argnums = {1}, .name = "scale"});
   int seen = 0;
-  scale.def_partition({.partition = [&seen](const ts::StaticArgs& statics, const ts::Mesh& mesh,
-                                           const std::vector<ts::ShardedShape>& args,
-                                           const std::vector<ts::ShardedShape>&) {
-    int k = std::any_cast<int>(statics[0]);
-    seen = k;
-    ts::Sharding s = args[0].sharding;
-    return ts::PartitionResult{
-        mesh, [k](const std::vector<ts::Array>& xs) { return std::vector<ts::Array>{xs[0] * float(k)}; }, {s}, {s}};
-  }});
+  scale.def_partition(
+      {.partition = [&seen](const ts::StaticArgs& statics, const ts::Mesh& mesh,
+                            const std::vector<ts::ShardedShape>& args, const std::vector<ts::ShardedShape>&) {
+        int k = std::any_cast<int>(statics[0]);
+        seen = k;
+        ts::Sharding s = args[0].sharding;
+        return ts::PartitionResult{
+            mesh, [k](const std::vector<ts::Array>& xs) { return std::vector<ts::Array>{xs[0] * float(k)}; }, {s}, {s}};
+      }});
   ts::Array x = ts::Array({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f});
   EXPECT_EQ(scale(x, 3).to_vector<float>()[7], 24.0f);
   ts::Sharding s = ts::NamedSharding(mesh8(), ts::P("x"));
   auto j = ts::jit(scale, {.static_argnums = {1}, .in_shardings = {s, std::nullopt}, .out_shardings = {s}});
   EXPECT_EQ(j(ts::device_put(x, s), 5).to_vector<float>()[7], 40.0f);
   EXPECT_EQ(seen, 5);
-  auto array_static = ts::custom_partitioning([](const ts::Array& a, const ts::Array& b) { return a + b; },
-                                              {.static_argnums = {1}});
+  auto array_static =
+      ts::custom_partitioning([](const ts::Array& a, const ts::Array& b) { return a + b; }, {.static_argnums = {1}});
   EXPECT_THROW(array_static(x, x), ts::ValueError);  // an Array listed in static_argnums
   auto bad = ts::custom_partitioning([](const ts::Array& a) { return a; }, {.static_argnums = {3}});
   EXPECT_THROW(bad(x), ts::IndexError);
@@ -200,10 +216,13 @@ TEST(CustomPartitioning, GradAndVmapTransformTheFunction) {
 /// A transpose whose rule says the result's dimensions are the operand's swapped.
 auto make_transpose(ts::PartitionOptions extra = {}) {
   auto t = ts::custom_partitioning([](const ts::Array& a) { return ts::transpose(a); }, {.name = "my_transpose"});
-  extra.partition = [](const ts::Mesh& m, const std::vector<ts::ShardedShape>& a, const std::vector<ts::ShardedShape>& r) {
+  extra.partition = [](const ts::Mesh& m, const std::vector<ts::ShardedShape>& a,
+                       const std::vector<ts::ShardedShape>& r) {
     return ts::PartitionResult{
-        m, [](const std::vector<ts::Array>& xs) { return std::vector<ts::Array>{ts::transpose(xs[0])}; },
-        {r[0].sharding}, {a[0].sharding}};
+        m,
+        [](const std::vector<ts::Array>& xs) { return std::vector<ts::Array>{ts::transpose(xs[0])}; },
+        {r[0].sharding},
+        {a[0].sharding}};
   };
   t.def_partition(std::move(extra));
   return t;
@@ -242,15 +261,16 @@ TEST(CustomPartitioning, RuleStringWithAContractedFactorAndPsumInLowerFn) {
   ts::Sharding cols = ts::NamedSharding(mesh, ts::P(ts::none, "x")), rows = ts::NamedSharding(mesh, ts::P("x"));
   auto mm = ts::custom_partitioning([](const ts::Array& a, const ts::Array& b) { return ts::matmul(a, b); },
                                     {.name = "my_matmul"});
-  mm.def_partition({.partition = [](const ts::Mesh& m, const std::vector<ts::ShardedShape>& a,
-                                    const std::vector<ts::ShardedShape>& r) {
-                      // Local products over each device's slice of k, summed over x.
-                      auto lower = [](const std::vector<ts::Array>& xs) {
-                        return std::vector<ts::Array>{ts::psum(ts::matmul(xs[0], xs[1]), "x")};
-                      };
-                      return ts::PartitionResult{m, lower, {r[0].sharding}, {a[0].sharding, a[1].sharding}};
-                    },
-                    .sharding_rule = "i k, k j -> i j"});
+  mm.def_partition(
+      {.partition =
+           [](const ts::Mesh& m, const std::vector<ts::ShardedShape>& a, const std::vector<ts::ShardedShape>& r) {
+             // Local products over each device's slice of k, summed over x.
+             auto lower = [](const std::vector<ts::Array>& xs) {
+               return std::vector<ts::Array>{ts::psum(ts::matmul(xs[0], xs[1]), "x")};
+             };
+             return ts::PartitionResult{m, lower, {r[0].sharding}, {a[0].sharding, a[1].sharding}};
+           },
+       .sharding_rule = "i k, k j -> i j"});
   ts::Array a = uniform({4, 16}, 15), b = uniform({16, 3}, 16);
   auto j = ts::jit(mm, {.in_shardings = {cols, rows}});
   ts::Array r = j(ts::device_put(a, cols), ts::device_put(b, rows));
@@ -274,7 +294,8 @@ TEST(CustomPartitioning, RuleStringParsesFactorsReductionsAndEllipsis) {
   EXPECT_EQ(rule.factors[size_t(rule.operands[0][1])], tessel::ir::Combine::kSum);  // i: only on the left
   EXPECT_EQ(rule.factors[size_t(rule.results[0][0])], tessel::ir::Combine::kNone);
   // `...` covers the leading dimensions, the same number in every term; several results.
-  auto e = bind_rule_string(parse_rule_string("... i -> ... i, ...", "t"), std::vector<ts::Aval>{ts::Aval({4, 2, 3}, ts::f32)},
+  auto e = bind_rule_string(parse_rule_string("... i -> ... i, ...", "t"),
+                            std::vector<ts::Aval>{ts::Aval({4, 2, 3}, ts::f32)},
                             std::vector<ts::Aval>{ts::Aval({4, 2, 3}, ts::f32), ts::Aval({4, 2}, ts::f32)}, "t");
   EXPECT_EQ(e.operands[0], e.results[0]);
   EXPECT_EQ(e.results[1], (std::vector<int>{e.operands[0][0], e.operands[0][1]}));
@@ -284,8 +305,8 @@ TEST(CustomPartitioning, RuleStringParsesFactorsReductionsAndEllipsis) {
   auto inferred = tessel::sharding::infer_with_rule(rule, mesh, known);
   ASSERT_TRUE(inferred[0].has_value());
   EXPECT_TRUE(inferred[0]->spec().equivalent(ts::P("x", ts::none), 2)) << *inferred[0];
-  auto back = tessel::sharding::propagate_with_rule(rule, mesh, std::vector<std::optional<ts::Sharding>>{
-                                                                    ts::NamedSharding(mesh, ts::P("x", "y"))});
+  auto back = tessel::sharding::propagate_with_rule(
+      rule, mesh, std::vector<std::optional<ts::Sharding>>{ts::NamedSharding(mesh, ts::P("x", "y"))});
   EXPECT_TRUE(back[0]->spec().equivalent(ts::P("x", ts::none), 2)) << *back[0];
   EXPECT_TRUE(back[1]->spec().equivalent(ts::P(ts::none, "y"), 2)) << *back[1];
 }
@@ -313,7 +334,8 @@ TEST(CustomPartitioning, RuleStringOfTheWrongRankOrCountIsAnError) {
   ts::Array x = uniform({4, 8}, 11);
   auto f = ts::custom_partitioning([](const ts::Array& a) { return a * 2.0; }, {.name = "twice"});
   f.def_partition({.sharding_rule = "i -> i"});
-  expect_value_error([&] { f(x); }, {"custom_partitioning", "'twice'", "'i -> i'", "argument 0", "rank 2", "position 0"});
+  expect_value_error([&] { f(x); },
+                     {"custom_partitioning", "'twice'", "'i -> i'", "argument 0", "rank 2", "position 0"});
   f.def_partition({.sharding_rule = "i j, k -> i j"});
   expect_value_error([&] { f(x); }, {"2 argument term(s)", "1 argument(s)"});
   f.def_partition({.sharding_rule = "i j -> i j, i"});
@@ -322,8 +344,10 @@ TEST(CustomPartitioning, RuleStringOfTheWrongRankOrCountIsAnError) {
 
 // ---- validation of what partition returns ----
 
-ts::PartitionOptions partition_returning(std::vector<ts::PartitionSpec> arg_specs, std::vector<ts::PartitionSpec> res_specs) {
-  return {.partition = [=](const ts::Mesh& m, const std::vector<ts::ShardedShape>&, const std::vector<ts::ShardedShape>&) {
+ts::PartitionOptions partition_returning(std::vector<ts::PartitionSpec> arg_specs,
+                                         std::vector<ts::PartitionSpec> res_specs) {
+  return {.partition = [=](const ts::Mesh& m, const std::vector<ts::ShardedShape>&,
+                           const std::vector<ts::ShardedShape>&) {
     ts::PartitionResult r{m, [](const std::vector<ts::Array>& xs) { return std::vector<ts::Array>{xs[0]}; }, {}, {}};
     for (auto& p : arg_specs) r.arg_shardings.push_back(ts::NamedSharding(m, p));
     for (auto& p : res_specs) r.result_shardings.push_back(ts::NamedSharding(m, p));
