@@ -42,6 +42,53 @@ std::vector<DeviceImpl*>& local_device_impls() {
 
 DeviceImpl* default_device() { return local_device_impls()[0]; }
 
+Stream& DeviceImpl::stream() {
+  if (!stream_)
+    throw Error("internal: device cpu:" + std::to_string(id_) + " belongs to process " +
+                std::to_string(process_index_) + " and has no stream in this process");
+  return *stream_;
+}
+
+namespace {
+struct Job {
+  int process_index = 0;
+  int process_count = 1;
+  std::vector<std::unique_ptr<DeviceImpl>> remote;  // other processes' devices
+  std::vector<DeviceImpl*> all;                     // empty until join_job
+};
+Job& job() {
+  static Job j;
+  return j;
+}
+}  // namespace
+
+const std::vector<DeviceImpl*>& global_device_impls() {
+  const Job& j = job();
+  return j.all.empty() ? local_device_impls() : j.all;
+}
+
+void join_job(int process_index, const std::vector<int>& devices_per_process) {
+  Job& j = job();
+  auto& local = local_device_impls();
+  if (devices_per_process.at(size_t(process_index)) != int(local.size()))
+    throw Error("internal: join_job: device count of process " + std::to_string(process_index) + " disagrees");
+  j.process_index = process_index;
+  j.process_count = int(devices_per_process.size());
+  j.all.clear();
+  j.remote.clear();
+  int id = 0;
+  for (int p = 0; p < j.process_count; ++p)
+    for (int i = 0; i < devices_per_process[size_t(p)]; ++i, ++id) {
+      if (p == process_index) {
+        local[size_t(i)]->set_identity(id, p);
+        j.all.push_back(local[size_t(i)]);
+      } else {
+        j.remote.push_back(std::make_unique<DeviceImpl>(id, p, i, /*local=*/false));
+        j.all.push_back(j.remote.back().get());
+      }
+    }
+}
+
 }  // namespace detail
 
 int Device::id() const { return impl_->id(); }
@@ -49,7 +96,11 @@ int Device::process_index() const { return impl_->process_index(); }
 std::string Device::platform() const { return "cpu"; }
 std::string Device::to_string() const { return impl_ ? "cpu:" + std::to_string(impl_->id()) : "<no device>"; }
 
-std::vector<Device> devices() { return local_devices(); }
+std::vector<Device> devices() {
+  std::vector<Device> out;
+  for (auto* d : detail::global_device_impls()) out.emplace_back(d);
+  return out;
+}
 
 std::vector<Device> local_devices() {
   std::vector<Device> out;
@@ -57,9 +108,9 @@ std::vector<Device> local_devices() {
   return out;
 }
 
-int device_count() { return int(devices().size()); }
+int device_count() { return int(detail::global_device_impls().size()); }
 int local_device_count() { return int(detail::local_device_impls().size()); }
-int process_index() { return 0; }
-int process_count() { return 1; }
+int process_index() { return detail::job().process_index; }
+int process_count() { return detail::job().process_count; }
 
 }  // namespace tessel

@@ -7,25 +7,39 @@
 
 namespace tessel::detail {
 
-/// A CPU device: its identity and its stream.
+/// A CPU device: its identity and, for a device of this process, its stream. Devices of
+/// other processes (multi-process jobs) are descriptions only.
 class DeviceImpl {
  public:
-  DeviceImpl(int id, int process_index, int local_index)
-      : id_(id), process_index_(process_index), local_index_(local_index), stream_(id) {}
+  DeviceImpl(int id, int process_index, int local_index, bool local = true)
+      : id_(id), process_index_(process_index), local_index_(local_index),
+        stream_(local ? std::make_unique<Stream>(id) : nullptr) {}
   int id() const { return id_; }
   int process_index() const { return process_index_; }
   int local_index() const { return local_index_; }
-  Stream& stream() { return stream_; }
+  bool is_local() const { return stream_ != nullptr; }
+  /// The device's stream; an internal error for a device of another process.
+  Stream& stream();
+  /// Renumbers a local device when the process joins a job (distributed::initialize).
+  void set_identity(int id, int process_index) { id_ = id, process_index_ = process_index; }
 
  private:
   int id_, process_index_, local_index_;
-  Stream stream_;
+  std::unique_ptr<Stream> stream_;
 };
 
 /// The devices of this process, made on first use from TESSEL_CPU_DEVICES (default 1).
 std::vector<DeviceImpl*>& local_device_impls();
+/// Every device of the job in global id order: the local ones alone, or, once this
+/// process joined a multi-process job, every process's devices in process order.
+const std::vector<DeviceImpl*>& global_device_impls();
 DeviceImpl* default_device();
 /// Reads an integer environment variable, with a default.
 long env_int(const char* name, long default_value);
+
+/// The job this process belongs to (set once by distributed::initialize): its index, the
+/// number of processes and each process's device count. Renumbers the local devices and
+/// describes the others.
+void join_job(int process_index, const std::vector<int>& devices_per_process);
 
 }  // namespace tessel::detail

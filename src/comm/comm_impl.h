@@ -1,0 +1,91 @@
+#pragma once
+// Internals shared by the ts::comm primitives (src/comm/*.cpp): communicators as equation
+// parameters, reduction operators, argument checks and the call wrapper that logs, times
+// and checks every MPI call.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/log.h"
+#include "distributed/mpi.h"
+#include "ir/params.h"
+#include "tessel/comm.h"
+
+namespace tessel::comm::detail {
+
+/// A communicator: the MPI handle, this process's rank in it and its size.
+class CommImpl {
+ public:
+  CommImpl(MPI_Comm comm, bool owned, std::string name);
+  ~CommImpl();
+  CommImpl(const CommImpl&) = delete;
+  CommImpl& operator=(const CommImpl&) = delete;
+  MPI_Comm comm() const { return comm_; }
+  const MPI_Comm* handle() const { return &comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Unique per communicator of this process (hashing and equality of parameters).
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  MPI_Comm comm_;
+  bool owned_;
+  int rank_ = 0, size_ = 1, id_;
+  std::string name_;
+};
+
+/// The communicator of `c` (the world for a default-constructed Comm); initializes MPI.
+const std::shared_ptr<CommImpl>& resolve(const Comm& c);
+
+/// The "comm" parameter of comm equations.
+class CommParam final : public ir::ParamObject {
+ public:
+  explicit CommParam(std::shared_ptr<CommImpl> c) : comm(std::move(c)) {}
+  size_t hash() const override { return std::hash<int>()(comm->id()) ^ 0xc0ffee; }
+  bool equals(const ir::ParamObject& o) const override {
+    auto* p = dynamic_cast<const CommParam*>(&o);
+    return p && p->comm == comm;
+  }
+  std::string to_string() const override { return comm->name(); }
+  std::shared_ptr<CommImpl> comm;
+};
+/// Parameter value for `c`, and back.
+ir::ParamValue comm_param(const Comm& c);
+const CommImpl& comm_of(const ir::Params& params);
+
+/// The "op" parameter: the operator's name ("SUM"), and back.
+std::string op_name(Op op);
+Op op_from_params(const ir::Params& params);
+/// Throws DTypeError naming `api` where reducing `dtype` with `op` is not defined (Min/Max
+/// of complex, arithmetic on bool, logical or bitwise ops of floating types), with the fix.
+void check_op(const std::string& api, Op op, DType dtype);
+/// The MPI_Op reducing `dtype` with `op` (after check_op): MPI's own, tessel's for
+/// float16/bfloat16, logical ones for bitwise ops on bool.
+MPI_Op mpi_op(Op op, DType dtype);
+
+/// Throws ValueError "<api>: <what> <value> is outside the communicator <comm> of size n;
+/// use a rank in [0, n)" (`allow_any`: ANY_SOURCE is accepted too).
+void check_rank(const std::string& api, const char* what, int value, const CommImpl& comm, bool allow_any = false);
+/// Throws ValueError unless tag >= 0 (or ANY_TAG when `allow_any`) and <= MPI_TAG_UB.
+void check_tag(const std::string& api, const char* what, int tag, bool allow_any);
+
+/// Writes the TESSEL_LOG=debug line of one call.
+void log_call(const std::string& api, int64_t items, const CommImpl& comm, double seconds);
+
+/// Runs one MPI call: returns its error code to mpi::check (which throws with the rank and
+/// the call's name), and with TESSEL_LOG=debug logs "comm <api> <n> items on <comm>:
+/// <seconds> s".
+template <class F> void call_mpi(const std::string& api, const char* mpi_call, int64_t items, const CommImpl& comm, F f) {
+  if (!tessel::detail::debug_logging()) {
+    distributed::mpi::check(f(), mpi_call, "comm." + api);
+    return;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  int err = f();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log_call(api, items, comm, s);
+  distributed::mpi::check(err, mpi_call, "comm." + api);
+}
+
+}  // namespace tessel::comm::detail
