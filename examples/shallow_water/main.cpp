@@ -1,20 +1,36 @@
-// shallow_water: runs the shallow-water model of the mpi4jax paper on one process with a
-// jitted time step, then saves the surface height (.npy) and a picture of it (.png).
+// shallow_water: runs the shallow-water model of the mpi4jax paper with a jitted time
+// step, then saves the surface height (.npy) and a picture of it (.png).
 //
 //   shallow_water --nx 360 --ny 180 --steps 1000 --dtype float32 --out h.npy --png h.png
 //
+// Alone it runs on one process. Under `mpirun -np N` (N = 1 or even, dividing the grid:
+// ny by 2, nx by N / 2) it runs the paper's domain decomposition: each process steps its
+// block, exchanging halos with comm::sendrecv inside the jitted step; process 0 gathers
+// the fields for --out/--png and prints. For one core per process set
+// TESSEL_NUM_THREADS=1, e.g.
+//
+//   mpirun -np 2 -x TESSEL_NUM_THREADS=1 shallow_water --nx 1800 --ny 900 --steps 200
+//
+// --check then also runs the single-process model on process 0 and compares the gathered
+// fields with it (exit status 1 if they differ).
+//
 // Prints progress lines, `compile_seconds <t>` (tracing and compiling the two step
-// variants) and `seconds <t>` (the time-stepping loop alone).
+// variants) and `seconds <t>` (the time-stepping loop alone; decomposed: from a barrier
+// before the first step to a barrier after every process finished).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "npy.h"
 #include "plot.h"
 #include "shallow_water.h"
+#include "tessel/distributed.h"
 
 namespace sw = shallow_water;
 namespace ts = tessel;
@@ -27,12 +43,14 @@ struct Options {
   std::string out, png;
   double eta_range = 10.0;  // PLOT_ETA_RANGE of the original; <= 0 is automatic
   bool use_jit = true;
+  bool check = false;  // compare with the single-process model (on process 0)
 };
 
 [[noreturn]] void usage(const std::string& error) {
   std::fprintf(stderr,
                "%s\nusage: shallow_water [--nx NX] [--ny NY] [--steps N] [--dtype float32|float64]\n"
-               "                     [--out FILE.npy] [--png FILE.png] [--eta-range M (0: auto)] [--no-jit]\n",
+               "                     [--out FILE.npy] [--png FILE.png] [--eta-range M (0: auto)] [--no-jit] [--check]\n"
+               "       under mpirun -np N: the paper's domain decomposition over N processes\n",
                error.c_str());
   std::exit(2);
 }
@@ -59,6 +77,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--png") o.png = value();
     else if (a == "--eta-range") o.eta_range = std::atof(value().c_str());
     else if (a == "--no-jit") o.use_jit = false;
+    else if (a == "--check") o.check = true;
     else if (a == "--dtype") {
       const std::string d = value();
       if (d == "float32") o.dtype = ts::f32;
@@ -79,15 +98,37 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 std::vector<double> host(const ts::Array& a) { return a.to_vector<double>(); }
 
+// Largest |a - b| (NaN counts as infinitely large).
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(a[i] - b[i]);
+    if (!(d <= m)) m = d;
+  }
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Options opt = parse(argc, argv);
-  const sw::ShallowWater model({.nx = opt.nx, .ny = opt.ny, .dtype = opt.dtype});
+  // Under mpirun this joins the job; alone it does nothing (and MPI is never called).
+  ts::distributed::initialize();
+  const sw::Decomposition decomposition =
+      ts::process_count() > 1 ? sw::Decomposition::of(ts::comm::world()) : sw::Decomposition{};
+  const bool decomposed = decomposition.size() > 1, root = decomposition.rank() == 0;
+  const sw::ShallowWater model({.nx = opt.nx, .ny = opt.ny, .dtype = opt.dtype}, decomposition);
   const double dt = sw::ShallowWater::dt();
-  std::printf("shallow_water: %lld x %lld interior cells, %s, dt = %.3f s, %lld steps (%.2f model days), %s\n",
-              (long long)opt.nx, (long long)opt.ny, ts::dtype_name(opt.dtype), dt, (long long)opt.steps,
-              double(opt.steps) * dt / sw::kDayInSeconds, opt.use_jit ? "jit" : "eager");
+  if (root) {
+    std::printf("shallow_water: %lld x %lld interior cells, %s, dt = %.3f s, %lld steps (%.2f model days), %s\n",
+                (long long)opt.nx, (long long)opt.ny, ts::dtype_name(opt.dtype), dt, (long long)opt.steps,
+                double(opt.steps) * dt / sw::kDayInSeconds, opt.use_jit ? "jit" : "eager");
+    if (decomposed)
+      std::printf("decomposition: %d processes as %d x %d blocks of %lld x %lld cells, halo exchange by "
+                  "comm::sendrecv\n",
+                  decomposition.size(), decomposition.nproc_y, decomposition.nproc_x, (long long)model.ny_local(),
+                  (long long)model.nx_local());
+  }
 
   sw::State state = model.initial_state();
   state.h.block_until_ready();
@@ -102,9 +143,21 @@ int main(int argc, char** argv) try {
     jitted.lower(state, true);
     jitted.lower(state, false);
   }
-  std::printf("compile_seconds %.4f\n", since(t0));
+  if (root) std::printf("compile_seconds %.4f\n", since(t0));
+
+  // The range of h over the whole domain (every process takes part when decomposed).
+  auto h_range = [&](const sw::State& s) {
+    const ts::Array h = sw::interior(s.h);
+    ts::Array lo = ts::min(h), hi = ts::max(h);
+    if (decomposed) {
+      lo = ts::comm::allreduce(lo, ts::comm::MIN, decomposition.comm);
+      hi = ts::comm::allreduce(hi, ts::comm::MAX, decomposition.comm);
+    }
+    return std::pair(lo.item<double>(), hi.item<double>());
+  };
 
   const int64_t report_every = std::max<int64_t>(1, opt.steps / 10);
+  if (decomposed) ts::comm::barrier(decomposition.comm);
   t0 = std::chrono::steady_clock::now();
   // Wait for h every 10 steps, as the original does after each 10-step multistep call. Eager
   // steps wait every step: each dispatches ~300 ops, and outputs are allocated at dispatch,
@@ -115,35 +168,65 @@ int main(int argc, char** argv) try {
     if ((k + 1) % sync_every == 0) state.h.block_until_ready();
     if ((k + 1) % report_every == 0 || k + 1 == opt.steps) {
       // Reading the interior waits for the step; it costs one copy every tenth of the run.
-      const std::vector<double> h = host(sw::interior(state.h));
-      const auto [lo, hi] = std::minmax_element(h.begin(), h.end());
-      std::printf("step %lld/%lld  t = %.3f days  h in [%.3f, %.3f] m\n", (long long)(k + 1), (long long)opt.steps,
-                  double(k + 1) * dt / sw::kDayInSeconds, *lo, *hi);
+      const auto [lo, hi] = h_range(state);
+      if (root)
+        std::printf("step %lld/%lld  t = %.3f days  h in [%.3f, %.3f] m\n", (long long)(k + 1), (long long)opt.steps,
+                    double(k + 1) * dt / sw::kDayInSeconds, lo, hi);
       std::fflush(stdout);
     }
   }
   // Wait for every field (the steps run asynchronously), so the time covers all the work.
   for (const ts::Array& a : ts::tree_leaves(state)) a.block_until_ready();
+  if (decomposed) ts::comm::barrier(decomposition.comm);
   const double seconds = since(t0);
-  std::printf("seconds %.4f\n", seconds);
-  std::printf("ms_per_step %.4f\n", 1e3 * seconds / double(opt.steps));
+  if (root) {
+    std::printf("seconds %.4f\n", seconds);
+    std::printf("ms_per_step %.4f\n", 1e3 * seconds / double(opt.steps));
+  }
 
-  const ts::Array h = sw::interior(state.h);
-  if (!opt.out.empty()) {
+  // The whole fields on process 0 (collective when decomposed).
+  const ts::Array h = model.gather_interior(state.h);
+  const ts::Array u = opt.png.empty() && !opt.check ? ts::Array() : model.gather_interior(state.u);
+  const ts::Array v = opt.png.empty() && !opt.check ? ts::Array() : model.gather_interior(state.v);
+  int status = 0;
+  if (root && opt.check) {
+    // The single-process model from the same initial state, stepped alike.
+    const sw::ShallowWater single({.nx = opt.nx, .ny = opt.ny, .dtype = opt.dtype});
+    auto single_step = ts::jit([single](const sw::State& s, bool first) { return single.step(s, first); },
+                               {.static_argnums = {1}});
+    sw::State s = single.initial_state();
+    for (int64_t k = 0; k < opt.steps; ++k) s = opt.use_jit ? single_step(s, k == 0) : single.step(s, k == 0);
+    const double dh = max_abs_diff(host(h), host(sw::interior(s.h)));
+    const double du = max_abs_diff(host(u), host(sw::interior(s.u)));
+    const double dv = max_abs_diff(host(v), host(sw::interior(s.v)));
+    // The decomposed step computes every cell with the same operations on the same values
+    // (the fields come out bit for bit equal here); only the grouping of fused loops
+    // differs, which a compiler could round differently (a*b+c contracted), so allow a few
+    // ulps of h (100 m) per hundred steps.
+    const double ulps = 16 * std::max(1.0, double(opt.steps) / 100.0);
+    const double tolerance = ulps * sw::kDepth * (opt.dtype == ts::f32 ? 0x1p-23 : 0x1p-52);
+    const bool ok = dh <= tolerance && du <= tolerance && dv <= tolerance;
+    std::printf("check: %d-process fields %s the single-process ones (max |diff| h %.3g m, u %.3g m/s, v %.3g m/s; "
+                "tolerance %.3g)\n",
+                decomposition.size(), ok ? "match" : "DIFFER FROM", dh, du, dv, tolerance);
+    status = ok ? 0 : 1;
+  }
+
+  if (root && !opt.out.empty()) {
     if (opt.dtype == ts::f32) sw::write_npy(opt.out, h.to_vector<float>(), {opt.ny, opt.nx});
     else sw::write_npy(opt.out, h.to_vector<double>(), {opt.ny, opt.nx});
     std::printf("wrote %s\n", opt.out.c_str());
   }
-  if (!opt.png.empty()) {
-    sw::PlotInput plot{.nx = opt.nx, .ny = opt.ny, .eta = host(h - sw::kDepth), .u = host(sw::interior(state.u)),
-                       .v = host(sw::interior(state.v)), .eta_range = opt.eta_range,
-                       .time_days = double(opt.steps) * dt / sw::kDayInSeconds};
+  if (root && !opt.png.empty()) {
+    sw::PlotInput plot{.nx = opt.nx, .ny = opt.ny, .eta = host(h - sw::kDepth), .u = host(u), .v = host(v),
+                       .eta_range = opt.eta_range, .time_days = double(opt.steps) * dt / sw::kDayInSeconds};
     sw::write_png(opt.png, sw::plot_surface(plot));
     std::printf("wrote %s\n", opt.png.c_str());
   }
   // Queued kernels must not outlive main (the runtime does not drain streams at exit).
-  h.block_until_ready();
-  return 0;
+  for (const ts::Array& a : ts::tree_leaves(state)) a.block_until_ready();
+  if (h.valid()) h.block_until_ready();
+  return status;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "shallow_water: error: %s\n", e.what());
   return 1;

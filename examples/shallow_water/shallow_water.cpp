@@ -1,9 +1,13 @@
-// The shallow-water model: a line-by-line port of mpi4jax's examples/shallow_water.py for
-// one process. Python slices map to ts::Slice: `a[1:-1, 2:]` is `a[{I, P}]` below.
+// The shallow-water model: a line-by-line port of mpi4jax's examples/shallow_water.py, on
+// one process or one block of the paper's decomposition. Python slices map to ts::Slice:
+// `a[1:-1, 2:]` is `a[{I, P}]` below.
 #include "shallow_water.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace shallow_water {
@@ -28,21 +32,118 @@ ts::Array enforce_boundaries(const ts::Array& arr, char grid) {
   return out;
 }
 
+Decomposition Decomposition::of(const ts::comm::Comm& comm) {
+  Decomposition d;
+  const int n = comm.size(), r = comm.rank();
+  d.nproc_y = std::min(n, 2);
+  d.nproc_x = n / d.nproc_y;
+  if (d.size() != n)
+    throw ts::ValueError("shallow_water: " + std::to_string(n) + " processes do not form the paper's " +
+                         std::to_string(d.nproc_y) + " x nproc_x grid; run with 1 or an even number of processes");
+  d.py = r / d.nproc_x;
+  d.px = r % d.nproc_x;
+  d.comm = comm;
+  return d;
+}
+
+namespace {
+
+// One exchange of enforce_boundaries for several fields of one shape at once (one message
+// carries all their lines): the halo line `recv_idx` comes from `recv_from` while the line
+// `send_idx` goes to `send_to` (-1: no neighbour that way).
+Fields exchange(Fields fields, const std::vector<ts::Index>& send_idx, int send_to,
+                const std::vector<ts::Index>& recv_idx, int recv_from, const Decomposition& d) {
+  namespace comm = ts::comm;
+  if (send_to < 0 && recv_from < 0) return fields;
+  if (send_to == d.rank() && recv_from == d.rank()) {  // periodic, alone in x
+    for (ts::Array& f : fields) f = f.at(recv_idx).set(f[send_idx]);
+    return fields;
+  }
+  std::vector<ts::Array> lines;
+  for (const ts::Array& f : fields) lines.push_back(f[send_idx]);
+  const ts::Array line = lines.size() == 1 ? lines[0] : ts::stack(lines);
+  if (recv_from < 0) {
+    comm::send(line, send_to, {.comm = d.comm});
+    return fields;
+  }
+  // The lines sent have the received lines' shape and dtype: they serve as recv_like too.
+  const ts::Array got = send_to < 0 ? comm::recv(line, {.source = recv_from, .comm = d.comm})
+                                    : comm::sendrecv(line, line, recv_from, send_to, {.comm = d.comm});
+  for (size_t k = 0; k < fields.size(); ++k)
+    fields[k] = fields[k].at(recv_idx).set(lines.size() == 1 ? got : got[{int64_t(k)}]);
+  return fields;
+}
+
+// The exchanges of the original: send west / receive from the east, then send east /
+// receive from the west (a local copy when the block is alone in x), and in y with the
+// block's one neighbour (nproc_y <= 2): a single sendrecv of the rows next to the shared
+// edge. The original goes west, north, east, south; doing both x exchanges first fills
+// every halo cell (corners included) with the same value, in half as many messages in y
+// (every exchange is a synchronisation with the neighbour and splits the step's fused
+// loops). Walls in y; in x periodic, or walls too when `periodic_x` is false.
+Fields exchange_halos(Fields fields, const Decomposition& d, bool periodic_x) {
+  const bool first_x = d.px == 0, last_x = d.px == d.nproc_x - 1;
+  const int west = first_x && !periodic_x ? -1 : d.rank_of(d.py, (d.px + d.nproc_x - 1) % d.nproc_x);
+  const int east = last_x && !periodic_x ? -1 : d.rank_of(d.py, (d.px + 1) % d.nproc_x);
+  const int south = d.py > 0 ? d.rank_of(d.py - 1, d.px) : -1;
+  const int north = d.py < d.nproc_y - 1 ? d.rank_of(d.py + 1, d.px) : -1;
+  fields = exchange(std::move(fields), {All, 1}, west, {All, -1}, east, d);
+  fields = exchange(std::move(fields), {All, -2}, east, {All, 0}, west, d);
+  if (south < 0) return exchange(std::move(fields), {-2, All}, north, {-1, All}, north, d);
+  if (north < 0) return exchange(std::move(fields), {1, All}, south, {0, All}, south, d);
+  fields = exchange(std::move(fields), {-2, All}, north, {0, All}, south, d);  // more than 2 rows of blocks
+  return exchange(std::move(fields), {1, All}, south, {-1, All}, north, d);
+}
+
+}  // namespace
+
+Fields enforce_boundaries(Fields fields, const std::string& grids, const Decomposition& d) {
+  if (fields.size() != grids.size())
+    throw ts::ValueError("enforce_boundaries: " + std::to_string(fields.size()) + " fields but " +
+                         std::to_string(grids.size()) + " grids ('" + grids + "'); give one grid letter per field");
+  if (d.size() == 1) {
+    for (size_t k = 0; k < fields.size(); ++k) fields[k] = enforce_boundaries(fields[k], grids[k]);
+    return fields;
+  }
+  fields = exchange_halos(std::move(fields), d, /*periodic_x=*/true);
+  for (size_t k = 0; k < fields.size(); ++k)
+    if (grids[k] == 'v' && d.py == d.nproc_y - 1) fields[k] = fields[k].at({-2, All}).set(0.0);
+  return fields;
+}
+
+ts::Array enforce_boundaries(const ts::Array& arr, char grid, const Decomposition& d) {
+  return enforce_boundaries(Fields{arr}, std::string(1, grid), d)[0];
+}
+
+Fields refresh_inner_halos(Fields fields, const Decomposition& d) {
+  if (d.size() == 1) return fields;
+  return exchange_halos(std::move(fields), d, /*periodic_x=*/false);
+}
+
 ts::Array interior(const ts::Array& field) { return field[{I, I}]; }
 
-ShallowWater::ShallowWater(Config config) : config_(config) {
+ShallowWater::ShallowWater(Config config, Decomposition decomposition)
+    : config_(config), decomposition_(std::move(decomposition)) {
   const int64_t nx = config_.nx, ny = config_.ny;
   if (nx < 2 || ny < 2)
     throw ts::ValueError("ShallowWater: the interior must be at least 2 x 2 cells, got nx = " + std::to_string(nx) +
                          ", ny = " + std::to_string(ny));
   if (!ts::is_floating(config_.dtype))
     throw ts::DTypeError(std::string("ShallowWater: dtype must be floating, got ") + ts::dtype_name(config_.dtype));
+  const Decomposition& d = decomposition_;
+  if (nx % d.nproc_x != 0 || ny % d.nproc_y != 0 || nx / d.nproc_x < 2 || ny / d.nproc_y < 2)
+    throw ts::ValueError("ShallowWater: " + std::to_string(d.nproc_y) + " x " + std::to_string(d.nproc_x) +
+                         " processes must divide the " + std::to_string(ny) + " x " + std::to_string(nx) +
+                         " interior into equal blocks of at least 2 x 2 cells; choose ny divisible by " +
+                         std::to_string(d.nproc_y) + " and nx by " + std::to_string(d.nproc_x));
   // CORIOLIS_PARAM[1:-1, 1:-1]: interior rows sit at y = 0, dy, ..., computed in double
-  // and rounded once to the model dtype, as the original's NumPy constant is.
-  std::vector<double> f(size_t(ny * nx));
-  for (int64_t j = 0; j < ny; ++j)
-    for (int64_t i = 0; i < nx; ++i) f[size_t(j * nx + i)] = kCoriolisF + double(j) * kDy * kCoriolisBeta;
-  coriolis_ = from_host(f, ny, nx, config_.dtype);
+  // and rounded once to the model dtype, as the original's NumPy constant is. This
+  // process's block starts at interior row py * ny_local.
+  const int64_t nxl = nx_local(), nyl = ny_local(), j0 = d.py * nyl;
+  std::vector<double> f(size_t(nyl * nxl));
+  for (int64_t j = 0; j < nyl; ++j)
+    for (int64_t i = 0; i < nxl; ++i) f[size_t(j * nxl + i)] = kCoriolisF + double(j0 + j) * kDy * kCoriolisBeta;
+  coriolis_ = from_host(f, nyl, nxl, config_.dtype);
 }
 
 double ShallowWater::dt() { return 0.125 * std::min(kDx, kDy) / std::sqrt(kGravity * kDepth); }
@@ -79,16 +180,46 @@ State ShallowWater::initial_state() const {
     }
   const ts::DType dt = config_.dtype;
   ts::Array zeros = ts::zeros({nyg, nxg}, dt);
-  return State{enforce_boundaries(from_host(h0, nyg, nxg, dt), 'h'),
+  State global{enforce_boundaries(from_host(h0, nyg, nxg, dt), 'h'),
                enforce_boundaries(from_host(u0, nyg, nxg, dt), 'u'),
                enforce_boundaries(zeros, 'v'),
                zeros, zeros, zeros};
+  const Decomposition& d = decomposition_;
+  if (d.size() == 1) return global;
+  // This process's block with its halo: the same values its halo exchange would give
+  // (every process computes the small global initial state, as the original does).
+  const int64_t nxl = nx_local(), nyl = ny_local();
+  const ts::Slice rows(d.py * nyl, d.py * nyl + nyl + 2), cols(d.px * nxl, d.px * nxl + nxl + 2);
+  auto block = [&](const ts::Array& a) { return a[{rows, cols}]; };
+  return State{block(global.h), block(global.u), block(global.v), block(zeros), block(zeros), block(zeros)};
+}
+
+ts::Array ShallowWater::gather_interior(const ts::Array& field) const {
+  const Decomposition& d = decomposition_;
+  if (d.size() == 1) return interior(field);
+  // (size, ny_local, nx_local) on process 0, blocks in rank order = (py, px) row-major.
+  const ts::Array blocks = ts::comm::gather(interior(field), 0, d.comm);
+  if (d.rank() != 0) return ts::Array();
+  const int64_t nxl = nx_local(), nyl = ny_local();
+  const ts::Array grid = ts::transpose(blocks.reshape({d.nproc_y, d.nproc_x, nyl, nxl}), ts::Axes{0, 2, 1, 3});
+  return grid.reshape({config_.ny, config_.nx});
 }
 
 State ShallowWater::step(const State& s, bool first_step) const {
   ts::Array h = s.h, u = s.u, v = s.v;
   const ts::Array &dh = s.dh, &du = s.du, &dv = s.dv;
   const double dx = kDx, dy = kDy, dt = ShallowWater::dt();
+
+  // Halo exchanges of this process's block. Fields exchanged one after the other in the
+  // original travel together (one message per neighbour instead of one per field).
+  const Decomposition& decomposition = decomposition_;
+  auto enforce_boundaries = [&](const ts::Array& arr, char grid) {
+    return shallow_water::enforce_boundaries(arr, grid, decomposition);
+  };
+  auto enforce_pair = [&](ts::Array& a, char grid_a, ts::Array& b, char grid_b) {
+    Fields f = shallow_water::enforce_boundaries({a, b}, {grid_a, grid_b}, decomposition);
+    a = f[0], b = f[1];
+  };
 
   ts::Array hc = ts::pad(h[{I, I}], {{1, 1}}, "edge");
   hc = enforce_boundaries(hc, 'h');
@@ -97,8 +228,7 @@ State ShallowWater::step(const State& s, bool first_step) const {
   ts::Array fe = ts::zeros_like(u), fn = ts::zeros_like(u);
   fe = fe.at({I, I}).set(0.5 * (hc[{I, I}] + hc[{I, P}]) * u[{I, I}]);
   fn = fn.at({I, I}).set(0.5 * (hc[{I, I}] + hc[{P, I}]) * v[{I, I}]);
-  fe = enforce_boundaries(fe, 'u');
-  fn = enforce_boundaries(fn, 'v');
+  enforce_pair(fe, 'u', fn, 'v');
 
   ts::Array dh_new = dh.at({I, I}).set(-(fe[{I, I}] - fe[{I, M}]) / dx - (fn[{I, I}] - fn[{M, I}]) / dy);
 
@@ -131,24 +261,33 @@ State ShallowWater::step(const State& s, bool first_step) const {
     h = h.at({I, I}).add(dt * (kAdamsBashforthA * dh_new[{I, I}] + kAdamsBashforthB * dh[{I, I}]));
   }
 
-  h = enforce_boundaries(h, 'h');
-  u = enforce_boundaries(u, 'u');
-  v = enforce_boundaries(v, 'v');
+  {
+    Fields huv = shallow_water::enforce_boundaries({h, u, v}, "huv", decomposition);
+    h = huv[0], u = huv[1], v = huv[2];
+  }
 
   // Lateral friction, applied after the Adams-Bashforth update.
   fe = fe.at({I, I}).set(kLateralViscosity * (u[{I, P}] - u[{I, I}]) / dx);
   fn = fn.at({I, I}).set(kLateralViscosity * (u[{P, I}] - u[{I, I}]) / dy);
-  fe = enforce_boundaries(fe, 'u');
-  fn = enforce_boundaries(fn, 'v');
+  enforce_pair(fe, 'u', fn, 'v');
   u = u.at({I, I}).add(dt * ((fe[{I, I}] - fe[{I, M}]) / dx + (fn[{I, I}] - fn[{M, I}]) / dy));
 
   // The v fluxes difference v against u (`v[1:-1, 2:] - u[1:-1, 1:-1]`): this mirrors the
   // upstream code exactly, so that results compare with it.
   fe = fe.at({I, I}).set(kLateralViscosity * (v[{I, P}] - u[{I, I}]) / dx);
   fn = fn.at({I, I}).set(kLateralViscosity * (v[{P, I}] - u[{I, I}]) / dy);
-  fe = enforce_boundaries(fe, 'u');
-  fn = enforce_boundaries(fn, 'v');
+  enforce_pair(fe, 'u', fn, 'v');
   v = v.at({I, I}).add(dt * ((fe[{I, I}] - fe[{I, M}]) / dx + (fn[{I, I}] - fn[{M, I}]) / dy));
+
+  // The original leaves the halos of u and v as they were before friction. One process
+  // keeps that for its periodic halo only; decomposed, the halo cells inside the domain
+  // must then take the neighbours' new values, or the next step would read stale ones
+  // where the single-process model reads fresh interior cells (and the fields of N
+  // processes would drift from those of one).
+  {
+    Fields uv = refresh_inner_halos({u, v}, decomposition);
+    u = uv[0], v = uv[1];
+  }
 
   return State{h, u, v, dh_new, du_new, dv_new};
 }

@@ -6,6 +6,17 @@
 // tokens to thread. Calls validate their arguments (roots, ranks, shapes, dtypes) before
 // MPI is called and throw tessel::Error naming the operation, the value and the fix.
 // docs/comm.md maps each mpi4jax function to its counterpart here.
+//
+// Differentiation (linear operations: SUM reductions and the data movements) follows
+// mpi4jax: a result that is the same on every process (allreduce, allgather(v), bcast) is
+// one value used alike everywhere, so its transpose does not communicate (allreduce(SUM):
+// identity; allgather: this process's slice; bcast: the root's cotangent). Results that
+// differ between processes get their exact adjoints (reduce: bcast of the root's
+// cotangent; scan: reverse scan; gather <-> scatter; alltoall(v): alltoall(v) back).
+// Every process must transform the same communication: under grad/jvp an operand must
+// depend on the differentiated inputs on every process or on none, and under vmap be
+// batched on every process or on none (take a placeholder, such as scatter's off the root,
+// from the transformed input, e.g. `x.index({0})`, rather than making a fresh constant).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -75,18 +86,18 @@ struct Status {
 
 struct SendOptions {
   int tag = 0;
-  Comm comm;
+  Comm comm{};
 };
 struct RecvOptions {
   int source = ANY_SOURCE;
   int tag = ANY_TAG;
-  Comm comm;
+  Comm comm{};
   Status* status = nullptr;
 };
 struct SendRecvOptions {
   int sendtag = 0;
   int recvtag = ANY_TAG;
-  Comm comm;
+  Comm comm{};
   Status* status = nullptr;
 };
 
@@ -103,28 +114,38 @@ TESSEL_API Array allgather(const Array& x, const Comm& comm = {});
 /// MPI_Gather: root gets `(size, *x.shape)`; the others get their `x` back.
 TESSEL_API Array gather(const Array& x, int root, const Comm& comm = {});
 /// MPI_Scatter: root's `x` is `(size, *shape)`; process r gets entry r, `shape`. The other
-/// processes pass an array of shape `shape` (or root's shape) for the result's type.
+/// processes pass an array shaped like their result, `shape` (only its shape and dtype are
+/// used; as in mpi4jax).
 TESSEL_API Array scatter(const Array& x, int root, const Comm& comm = {});
 /// MPI_Alltoall: `x.shape[0] == size`; entry j goes to process j, and the result's entry j
 /// comes from process j.
 TESSEL_API Array alltoall(const Array& x, const Comm& comm = {});
 /// MPI_Allgatherv along the leading dimension: process r contributes `counts[r]` rows
-/// (`x.shape[0] == counts[rank]`); everyone gets `(sum(counts), *x.shape[1:])`.
+/// (`x.shape[0] == counts[rank]`); everyone gets `(sum(counts), *x.shape[1:])`. Every
+/// process passes the same counts.
 TESSEL_API Array allgatherv(const Array& x, const std::vector<int64_t>& counts, const Comm& comm = {});
-/// MPI_Gatherv along the leading dimension: root gets `(sum(counts), ...)`; the others get
-/// their `x` back.
+/// MPI_Gatherv along the leading dimension: root gets `(sum(counts), ...)`, process r's
+/// `counts[r]` rows in rank order; the others get their `x` back. Every process passes the
+/// same counts.
 TESSEL_API Array gatherv(const Array& x, const std::vector<int64_t>& counts, int root, const Comm& comm = {});
 /// MPI_Alltoallv along the leading dimension: rows [sum(send_counts[:j]), +send_counts[j])
 /// go to process j; the result holds `recv_counts[j]` rows from each process j in order.
 /// `x.shape[0] == sum(send_counts)`; the counts must agree between processes.
 TESSEL_API Array alltoallv(const Array& x, const std::vector<int64_t>& send_counts,
                            const std::vector<int64_t>& recv_counts, const Comm& comm = {});
-/// MPI_Send of `x` to `dest` (blocking until MPI may reuse the buffer).
+/// MPI_Send of `x` to `dest` (blocking until MPI may reuse the buffer). Under vmap the
+/// whole batch is one message. Not differentiable in `x` (NotImplementedError: the peer's
+/// recv could not take the tangent; use sendrecv).
 TESSEL_API void send(const Array& x, int dest, const SendOptions& options = {});
-/// MPI_Recv of an array shaped like `like` (only its shape and dtype are used).
+/// MPI_Recv of an array shaped like `like` (only its shape and dtype are used; under vmap
+/// a batched `like` receives the whole batch). The received value is a constant of this
+/// process for differentiation. Eagerly, `options.status` is filled when recv returns.
 TESSEL_API Array recv(const Array& like, const RecvOptions& options = {});
 /// MPI_Sendrecv: sends `sendbuf` to `dest` and receives an array shaped like `recv_like`
-/// from `source` in one deadlock-free call.
+/// from `source` in one deadlock-free call. Linear in `sendbuf`: its jvp exchanges the
+/// tangents the same way, its transpose sends cotangents back (source and dest swapped, as
+/// grad of a halo exchange needs); both need a definite source (not ANY_SOURCE) and every
+/// process of the exchange differentiating alike. Under vmap the whole batch travels.
 TESSEL_API Array sendrecv(const Array& sendbuf, const Array& recv_like, int source, int dest,
                           const SendRecvOptions& options = {});
 /// MPI_Barrier.

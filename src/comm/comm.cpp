@@ -1,4 +1,5 @@
 // Communicators, reduction operators and argument checks of ts::comm (comm_impl.h).
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstdio>
@@ -30,15 +31,16 @@ CommImpl::~CommImpl() {
 const std::shared_ptr<CommImpl>& resolve(const Comm& c) {
   if (c.impl()) return c.impl();
   // A duplicate of MPI_COMM_WORLD: tessel's messages never match the program's own, and
-  // errors return to check() instead of aborting.
-  static const std::shared_ptr<CommImpl> world = [] {
+  // errors return to check() instead of aborting. Never destroyed: work still queued at
+  // exit uses it until flush_and_finalize has run.
+  static const auto* world = [] {
     distributed::mpi::ensure_initialized();
     MPI_Comm dup;
     distributed::mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", "comm.world");
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-    return std::make_shared<CommImpl>(dup, true, "world");
+    return new std::shared_ptr<CommImpl>(std::make_shared<CommImpl>(dup, true, "world"));
   }();
-  return world;
+  return *world;
 }
 
 ir::ParamValue comm_param(const Comm& c) {
@@ -50,10 +52,15 @@ const CommImpl& comm_of(const ir::Params& params) {
   return *static_cast<const CommParam&>(*obj).comm;
 }
 
-void log_call(const std::string& api, int64_t items, const CommImpl& comm, double seconds) {
+void throw_mpi_error(int err, const char* mpi_call, std::string_view api) {
+  distributed::mpi::check(err, mpi_call, "comm." + std::string(api));
+  throw Error("internal: " + std::string(mpi_call) + " failed");
+}
+
+void log_call(std::string_view api, int64_t items, const CommImpl& comm, double seconds) {
   char text[64];
   std::snprintf(text, sizeof text, "%.3g", seconds);
-  tessel::detail::log_line("comm " + api + " " + std::to_string(items) + " items on " + comm.name() + ": " + text +
+  tessel::detail::log_line("comm " + std::string(api) + " " + std::to_string(items) + " items on " + comm.name() + ": " + text +
                            " s");
 }
 
@@ -164,9 +171,15 @@ void check_tag(const std::string& api, const char* what, int tag, bool allow_any
 }
 
 Op op_from_params(const ir::Params& params) {
+  // Kernels call this on every run: compare without making strings.
+  static const std::array<std::string, std::size(kAllOps)> names = [] {
+    std::array<std::string, std::size(kAllOps)> n;
+    for (size_t i = 0; i < n.size(); ++i) n[i] = to_string(kAllOps[i]);
+    return n;
+  }();
   const std::string& name = params.get<std::string>("op");
-  for (Op o : kAllOps)
-    if (to_string(o) == name) return o;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return kAllOps[i];
   throw Error("internal: unknown comm op " + name);
 }
 

@@ -1,5 +1,9 @@
 #pragma once
 // Helpers shared by the files defining ts::comm primitives.
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
 #include "ir/primitive.h"
 #include "tessel/comm.h"
 
@@ -15,5 +19,31 @@ ir::Params comm_params(const Comm& c);
 /// Eagerly, waits for a token result (barrier, send) and rethrows the call's error; under
 /// a trace, nothing.
 void finish_token(const Array& token);
+
+/// Binds the comm primitive `name` on `ins` over the communicator of the equation whose
+/// params are `from`, with `extra` params: how rules call another communication (the
+/// transpose of gather is a scatter on the same communicator, ...).
+std::vector<Array> rebind(std::string_view name, std::vector<Array> ins, const ir::Params& from,
+                          std::initializer_list<std::pair<std::string, ir::ParamValue>> extra = {});
+/// The same for primitives of one result.
+Array rebind1(std::string_view name, std::vector<Array> ins, const ir::Params& from,
+              std::initializer_list<std::pair<std::string, ir::ParamValue>> extra = {});
+
+/// The "root" parameter, and this process's rank and the size of the equation's
+/// communicator.
+int root_of(const ir::Params& p);
+int rank_of(const ir::Params& p);
+int size_of(const ir::Params& p);
+
+/// Batch rules that move a batch dimension: runs `self`'s abstract evaluation on the
+/// per-example operand (x without dimension `dim`), so a bad operand gets the error that
+/// names its own shape rather than a failure to move dimensions.
+void check_example(const ir::Primitive& self, const Array& x, int64_t dim, const ir::Params& p);
+
+/// (n, *shape).
+Shape prepend(int64_t n, const Shape& shape);
+/// Copies `bytes` from `in` to `out` unless they are the same buffer (kernels whose output
+/// may alias their input, see ir::InplaceFn).
+void copy_unless_aliased(const void* in, void* out, size_t bytes);
 
 }  // namespace tessel::comm::detail

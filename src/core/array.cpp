@@ -14,7 +14,7 @@ ConcreteArray* require_concrete(const Array& a, const char* what) {
     c->buffer->check_not_donated();
     return c;
   }
-  if (auto* s = as_sharded(a)) return s->gathered();
+  if (auto* s = as_sharded(a)) return s->gathered(what);
   throw ConcretizationError(std::string(what) + ": the array " + a.aval().to_string() +
                             " is abstract here (it is traced by jit or another transformation), so its value is "
                             "not known yet. Compute with it as an Array, or move the use outside the traced "
@@ -104,7 +104,8 @@ Device Array::device() const {
 
 const Array& Array::block_until_ready() const {
   if (auto* s = detail::as_sharded(*this)) {
-    for (auto& b : s->shards) b->wait();
+    for (auto& b : s->shards)
+      if (b) b->wait();  // null: a device of another process
     return *this;
   }
   detail::require_concrete(*this, "block_until_ready")->buffer->wait();
@@ -114,7 +115,7 @@ const Array& Array::block_until_ready() const {
 bool Array::is_ready() const {
   if (auto* s = detail::as_sharded(*this)) {
     for (auto& b : s->shards)
-      if (!b->ready()) return false;
+      if (b && !b->ready()) return false;
     return true;
   }
   return detail::require_concrete(*this, "is_ready")->buffer->ready();

@@ -36,7 +36,8 @@ class ConcreteArray final : public ArrayImpl {
 /// A value split (or replicated) over the devices of a mesh: one buffer per mesh device,
 /// row-major over the mesh, each holding that device's piece in the padded local layout
 /// (every piece has `local_aval`'s shape: dimensions that do not divide are rounded up, and
-/// the padding of the last pieces holds unspecified values). src/sharding/ makes them.
+/// the padding of the last pieces holds unspecified values). On a mesh that spans
+/// processes, the buffers of other processes' devices are null. src/sharding/ makes them.
 class ShardedArray final : public ArrayImpl {
  public:
   ShardedArray(Aval global, Sharding sharding, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards)
@@ -45,9 +46,10 @@ class ShardedArray final : public ArrayImpl {
   Sharding sharding;
   Aval local_aval;
   std::vector<std::shared_ptr<Buffer>> shards;
-  /// The whole array assembled on the first device of the mesh (made once, on first use:
-  /// reading values, printing, concretizing).
-  ConcreteArray* gathered() const;
+  /// The whole array assembled on the first device of the mesh in this process (made once,
+  /// on first use: reading values, printing, concretizing). Throws ValueError naming `what`
+  /// when this process's pieces do not make up the whole value (a mesh over processes).
+  ConcreteArray* gathered(const char* what = "reading the value") const;
 
  private:
   mutable std::once_flag gathered_once_;

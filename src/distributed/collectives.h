@@ -68,4 +68,20 @@ class CollectiveHub {
 /// A hub for `participants` virtual devices of this process (shared memory).
 std::shared_ptr<CollectiveHub> make_in_process_hub(int participants);
 
+/// Where one participant (mesh position) of a launch runs: its process and its device's
+/// global id.
+struct Participant {
+  int process = 0;
+  int device = 0;
+};
+/// A hub for a launch whose participant p is `participants[p]`, seen from process
+/// `this_process`: the in-process hub when every participant is a device of this process,
+/// else the MPI backend (mpi_hub.cpp), which runs a group's collective among its local
+/// members in shared memory and across processes over MPI.
+std::shared_ptr<CollectiveHub> make_hub(const std::vector<Participant>& participants, int this_process);
+
+/// out[i] = combine over k of ins[k][i] (in the order of `ins`), i < count; `out` may alias
+/// an input. The element-wise step of the reducing collectives.
+void combine_elements(ir::Combine op, DType dtype, const std::vector<const void*>& ins, void* out, size_t count);
+
 }  // namespace tessel::distributed

@@ -280,6 +280,12 @@ void InProcessGroup::barrier() {
 
 }  // namespace
 
+void combine_elements(ir::Combine op, DType dtype, const std::vector<const void*>& ins, void* out, size_t count) {
+  if (ins.empty() || count == 0) return;
+  void* outs[] = {out};
+  combine(op, dtype, ins, 0, 1, 0, count, outs, 1, 0);
+}
+
 std::shared_ptr<CollectiveHub> make_in_process_hub(int participants) {
   if (participants < 1)
     throw ValueError("make_in_process_hub: a hub needs at least one participant, got " + std::to_string(participants));

@@ -123,6 +123,9 @@ void ensure_initialized() {
     s.started = true;
     join(s);
   }
+  // The devices must exist before the handler is registered: exit destroys them before
+  // it runs the handlers registered earlier (a job of one process creates them only here).
+  (void)detail::local_device_impls();
   static const bool registered = [] { return std::atexit(flush_and_finalize) == 0; }();
   (void)registered;
 }

@@ -191,7 +191,7 @@ Array eye(int64_t n, std::optional<int64_t> m_, int64_t k, DType dtype) {
 Array device_put(const Array& x, const Device& device) {
   if (!device.valid()) throw ValueError("device_put: the target Device is empty (default-constructed)");
   // An array laid out over devices is assembled first (on the first device of its mesh).
-  if (auto* s = detail::as_sharded(x)) return device_put(Array(std::make_shared<detail::ConcreteArray>(*s->gathered())), device);
+  if (auto* s = detail::as_sharded(x)) return device_put(Array(std::make_shared<detail::ConcreteArray>(*s->gathered("device_put"))), device);
   return ops::bind1(ops::device_put_p, {x}, ops::Params{{"device", int64_t(device.id())}});
 }
 

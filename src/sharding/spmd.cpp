@@ -60,7 +60,9 @@ void copy_block(const char* src, const Shape& src_shape, const Shape& src_start,
 DeviceImpl* impl_of(const Device& d) { return d.impl(); }
 
 // The pieces of a single-device array laid out by a named sharding (a copy per device;
-// padding filled with zeros).
+// padding filled with zeros). Only the devices of this process get their piece: on a mesh
+// that spans processes every process passes the same global value (multi-controller) and
+// keeps its own pieces; the other devices' buffers stay null.
 Array split_array(const Array& x, const Sharding& s) {
   ConcreteArray* src = require_concrete(x, "device_put");
   const Mesh& mesh = s.mesh();
@@ -70,6 +72,10 @@ Array split_array(const Array& x, const Sharding& s) {
   std::vector<std::shared_ptr<Buffer>> shards;
   for (int pos = 0; pos < int(mesh.size()); ++pos) {
     DeviceImpl* dev = impl_of(mesh.devices()[size_t(pos)]);
+    if (!dev->is_local()) {
+      shards.push_back(nullptr);
+      continue;
+    }
     auto buf = Buffer::allocate(local_aval.nbytes(), dev);
     Shape start, block;
     for (auto& [b, e] : indices[size_t(pos)]) {
@@ -125,7 +131,8 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
   for (const Array& a : args) {
     if (!a.valid()) throw ValueError(name + ": an argument is an empty Array; give it a value");
     if (auto* s = as_sharded(a)) {
-      s->shards[0]->check_not_donated();
+      for (auto& b : s->shards)
+        if (b) b->check_not_donated();
       arg_meshes.push_back(s->sharding.mesh());
     } else {
       arg_meshes.push_back(std::nullopt);
@@ -195,10 +202,15 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
   return Prepared{exe, std::move(args)};
 }
 
+// Every process of a job runs the launches of a mesh that spans processes in the same order
+// (multi-controller): each queues the parts of its own devices, and their collectives meet
+// across processes through the hub (shared memory within a process, MPI across).
 std::vector<Array> launch(const SpmdExecutable& x, std::span<const Array> args) {
   const Mesh& mesh = x.part.mesh;
   int n = int(mesh.size());
-  auto hub = std::shared_ptr<distributed::CollectiveHub>(distributed::make_in_process_hub(n));
+  std::vector<distributed::Participant> participants;
+  for (const Device& d : mesh.devices()) participants.push_back({d.process_index(), d.id()});
+  auto hub = distributed::make_hub(participants, process_index());
   auto contexts = std::make_shared<std::vector<SpmdContext>>();
   for (int pos = 0; pos < n; ++pos) contexts->push_back(SpmdContext{mesh, pos, hub.get()});
   size_t nout = x.local_out.size();
@@ -209,6 +221,10 @@ std::vector<Array> launch(const SpmdExecutable& x, std::span<const Array> args) 
   std::lock_guard lock(launch_mu);
   for (int pos = 0; pos < n; ++pos) {
     DeviceImpl* dev = impl_of(mesh.devices()[size_t(pos)]);
+    if (!dev->is_local()) {  // another process runs this part
+      for (size_t j = 0; j < nout; ++j) out_bufs[j].push_back(nullptr);
+      continue;
+    }
     std::vector<std::shared_ptr<Buffer>> ins, outs;
     for (const Array& a : args) ins.push_back(as_sharded(a)->shards[size_t(pos)]);
     for (size_t j = 0; j < nout; ++j) {
@@ -360,18 +376,48 @@ const ir::Primitive& constraint_primitive() {
 
 }  // namespace
 
-ConcreteArray* ShardedArray::gathered() const {
-  std::call_once(gathered_once_, [this] {
-    DeviceImpl* dev = impl_of(sharding.device_set()[0]);
+namespace {
+
+// One local source per distinct non-empty piece (replicas hold the same values); an Error
+// naming `what` when a piece is held only by devices of other processes.
+std::vector<int> local_sources(const ShardedArray& a, const std::vector<std::vector<std::pair<int64_t, int64_t>>>& indices,
+                               const char* what) {
+  std::vector<int> sources;
+  std::string missing;
+  const auto& devs = a.sharding.device_set();
+  for (int pos = 0; pos < int(a.shards.size()); ++pos) {
+    const auto& idx = indices[size_t(pos)];
+    bool empty = false, seen = false;
+    for (auto& [b, e] : idx) empty |= e <= b;
+    for (int q : sources) seen |= indices[size_t(q)] == idx;
+    if (seen || (empty && !idx.empty())) continue;
+    int found = -1;
+    for (int q = 0; q < int(a.shards.size()) && found < 0; ++q)
+      if (a.shards[size_t(q)] && indices[size_t(q)] == idx) found = q;
+    if (found >= 0) sources.push_back(found);
+    else if (missing.size() < 200) missing += (missing.empty() ? "" : ", ") + devs[size_t(pos)].to_string();
+  }
+  if (!missing.empty())
+    throw ValueError(std::string(what) + ": the array " + a.aval.to_string() + " laid out by " + a.sharding.to_string() +
+                     " spans processes, and process " + std::to_string(process_index()) +
+                     " holds only part of it (the pieces on " + missing +
+                     " are in other processes); read this process's pieces with addressable_shards(), or, in every "
+                     "process, reshard it to a replicated sharding (device_put(x, NamedSharding(mesh, P()))) or "
+                     "gather it with ts::comm::allgather");
+  return sources;
+}
+
+}  // namespace
+
+ConcreteArray* ShardedArray::gathered(const char* what) const {
+  auto indices = sharding.device_indices(aval.shape);
+  std::vector<int> sources = local_sources(*this, indices, what);
+  std::call_once(gathered_once_, [&] {
+    DeviceImpl* dev = nullptr;  // the first device of the mesh in this process
+    for (const Device& d : sharding.device_set())
+      if (!dev && d.impl()->is_local()) dev = d.impl();
+    if (!dev) dev = default_device();  // a value with no elements held elsewhere
     auto buf = Buffer::allocate(aval.nbytes(), dev);
-    auto indices = sharding.device_indices(aval.shape);
-    // One source per distinct piece (replicas hold the same values).
-    std::vector<int> sources;
-    for (int pos = 0; pos < int(shards.size()); ++pos) {
-      bool seen = false;
-      for (int q : sources) seen |= indices[size_t(q)] == indices[size_t(pos)];
-      if (!seen) sources.push_back(pos);
-    }
     dev->stream().enqueue([buf, shards = shards, sources, indices, global = aval.shape, local = local_aval.shape,
                            item = itemsize(aval.dtype)] {
       try {
@@ -417,7 +463,7 @@ std::vector<Shard> Array::addressable_shards() const {
   auto indices = s->sharding.device_indices(shape());
   for (size_t pos = 0; pos < s->shards.size(); ++pos) {
     Device dev = s->sharding.device_set()[pos];
-    if (dev.process_index() != process_index()) continue;
+    if (!s->shards[pos]) continue;  // a device of another process
     Array piece = detail::make_concrete(s->local_aval, dev.impl(), s->shards[pos], true);
     Shape start(size_t(ndim()), 0), limit;
     for (auto& [b, e] : indices[pos]) limit.push_back(e - b);
@@ -441,7 +487,7 @@ Array device_put(const Array& x, const Sharding& s) {
   if (auto* sh = detail::as_sharded(x)) {
     if (sh->sharding == s) return x;
     if (sh->sharding.mesh() != s.mesh())  // another mesh: through one device
-      return detail::split_array(Array(std::make_shared<detail::ConcreteArray>(*sh->gathered())), s);
+      return detail::split_array(Array(std::make_shared<detail::ConcreteArray>(*sh->gathered("device_put"))), s);
     return with_sharding_constraint(x, s);  // a partitioned program of one constraint: collectives
   }
   return detail::split_array(x, s);

@@ -60,7 +60,14 @@ std::vector<Array> backward_pass(const ir::Program& p, std::span<const Array> ar
       any |= out_cts.back().valid();
       if (it != ct.end()) ct.erase(it);
     }
-    if (!any) continue;
+    if (!any) {
+      // Ordered effects (ts::comm) run alike on every process: other processes may have
+      // nonzero cotangents and wait for this one's part of the transposed communication,
+      // so such an equation is transposed with zero cotangents rather than skipped.
+      if (!(e.prim->effects & ir::kOrdered) || !e.prim->transpose) continue;
+      for (size_t k = 0; k < out_cts.size(); ++k)
+        out_cts[k] = ops::instantiate_zeros(out_cts[k], e.outputs[k]->aval);
+    }
     if (!e.prim->transpose)
       throw NotImplementedError("transpose: the reverse-mode rule (transpose) of primitive '" + e.prim->name +
                                 "' is not implemented, so grad/vjp cannot pass through it; use jvp (forward mode) "

@@ -116,6 +116,23 @@ TEST(ShallowWater, RejectsBadConfigurations) {
   EXPECT_THROW(sw::ShallowWater({.nx = 10, .ny = 10, .dtype = ts::i32}), ts::DTypeError);
 }
 
+TEST(ShallowWater, DecompositionMustDivideTheInterior) {
+  // The paper's layout for 6 processes: 2 rows of 3 blocks (the decomposed runs themselves
+  // are tests/mpi's shallow_water_mpi_np*).
+  const sw::Decomposition d{.nproc_x = 3, .nproc_y = 2, .px = 1, .py = 1};
+  const sw::ShallowWater model({.nx = 12, .ny = 8}, d);
+  EXPECT_EQ(model.nx_local(), 4);
+  EXPECT_EQ(model.ny_local(), 4);
+  EXPECT_EQ(d.rank(), 4);
+  try {
+    sw::ShallowWater({.nx = 10, .ny = 8}, d);
+    FAIL() << "expected a ValueError";
+  } catch (const ts::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("nx by 3"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(sw::ShallowWater({.nx = 12, .ny = 2}, d), ts::ValueError);  // blocks of 1 row
+}
+
 TEST(ShallowWater, NpyAndPngFilesHaveTheirFormatsHeaders) {
   const std::string npy = ::testing::TempDir() + "sw_test.npy", png = ::testing::TempDir() + "sw_test.png";
   sw::write_npy(npy, std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});

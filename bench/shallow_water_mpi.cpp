@@ -1,0 +1,69 @@
+// The decomposed shallow-water model (issue 6): examples/shallow_water under `mpirun -np 2`
+// against the same program on 1 process, one core per process (TESSEL_NUM_THREADS=1), as
+// the mpi4jax paper scales processes over cores; and against the NumPy + mpi4py baseline
+// (bench/baselines/shallow_water_mpi4py.py) on 2 processes. All measured in this run.
+//   shallow_water.mpi2_speedup            1-process seconds / 2-process seconds (goal >= 1.7)
+//   shallow_water.mpi2_speedup_vs_numpy   NumPy+mpi4py seconds / tessel seconds, both on 2
+//                                         processes (goal >= 10)
+// Usage: bench_shallow_water_mpi [--nx 1800] [--ny 900] [--steps 200]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "bench_util.h"
+
+namespace tb = tessel::bench;
+
+namespace {
+
+const std::string kMpirun =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to core";
+
+// Seconds of the time-stepping loop printed by the program (`seconds <t>`), or -1.
+double seconds_of(const std::string& command) {
+  auto out = tb::run_baseline(command);
+  auto it = out.find("seconds");
+  return it == out.end() ? -1 : it->second;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string nx = "1800", ny = "900", steps = "200";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--nx")) nx = argv[i + 1];
+    if (!std::strcmp(argv[i], "--ny")) ny = argv[i + 1];
+    if (!std::strcmp(argv[i], "--steps")) steps = argv[i + 1];
+  }
+  const std::string args = " --nx " + nx + " --ny " + ny + " --steps " + steps;
+  const std::string model = tb::shell_quote(TESSEL_SHALLOW_WATER_EXE) + args + " --dtype float32";
+  auto tessel_on = [&](int np) {
+    return seconds_of(kMpirun + " -np " + std::to_string(np) + " -x TESSEL_NUM_THREADS=1 " + model);
+  };
+  tessel_on(1);  // compiles the step's kernels into the disk cache: later runs only load them
+  double best1 = 1e30, best2 = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    best1 = std::min(best1, tessel_on(1));
+    best2 = std::min(best2, tessel_on(2));
+  }
+  if (best1 < 0 || best2 < 0) {
+    std::fprintf(stderr, "bench_shallow_water_mpi: the model did not run under mpirun\n");
+    return 1;
+  }
+  tb::report("shallow_water.mpi1_seconds", best1, "s");
+  tb::report("shallow_water.mpi2_seconds", best2, "s");
+  tb::report("shallow_water.mpi2_speedup", best1 / best2, "x");
+
+  const std::string script = tb::shell_quote(std::string(TESSEL_SOURCE_DIR) + "/bench/baselines/shallow_water_mpi4py.py");
+  const double numpy2 = seconds_of(kMpirun + " -np 2 env " + tb::kNumpyMallocEnv + " /usr/bin/python3 " + script +
+                                   args + " --dtype float32");
+  if (numpy2 < 0) {
+    std::fprintf(stderr, "bench_shallow_water_mpi: the NumPy + mpi4py baseline did not run (python3-numpy, "
+                         "python3-mpi4py installed?)\n");
+    return 0;
+  }
+  tb::report("shallow_water.numpy_mpi2_seconds", numpy2, "s");
+  tb::report("shallow_water.mpi2_speedup_vs_numpy", numpy2 / best2, "x");
+  return 0;
+}

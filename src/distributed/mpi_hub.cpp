@@ -1,0 +1,543 @@
+// The MPI collective backend: a launch over a mesh whose devices belong to several
+// processes. A group's collective runs in three steps:
+//   1. its local members (the devices of this process in the group) meet in shared memory
+//      and publish their buffers; one leader (the lowest local rank) packs their inputs
+//      into the group's staging buffer;
+//   2. the leader of each process runs the cross-process part through MPI, on a
+//      communicator of the group's processes (made once per device set and cached: two
+//      groups over the same processes may run at once from different device threads);
+//   3. every local member copies its result out of the staging buffer, and waits until all
+//      have (so the next collective may reuse the staging buffer).
+// MPI only ever touches the staging buffer, never a member's own buffers: a member that
+// stops waiting (after an abort) leaves nothing of its own behind in a pending MPI call.
+// The leader waits for MPI by polling, so an abort (a failed local participant) stops it too;
+// the communicator it abandons is marked broken, and later launches on it fail clearly.
+//
+// Staging layouts use the *packed* order of members: by process (ascending, the
+// communicator's rank order), then by group rank.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/log.h"
+#include "distributed/collectives.h"
+#include "distributed/mpi.h"
+#include "tessel/error.h"
+
+namespace tessel::distributed {
+namespace {
+
+// ---- communicators, one per set of devices ----
+
+struct CommEntry {
+  std::once_flag made;
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::atomic<bool> broken{false};
+};
+
+std::string devices_text(const std::vector<int>& devices) {
+  std::string r;
+  for (size_t i = 0; i < devices.size(); ++i) r += (i ? ", cpu:" : "cpu:") + std::to_string(devices[i]);
+  return r;
+}
+
+/// The tag that tells concurrent MPI_Comm_create_group calls apart: the same in every
+/// process for a device set, and (with overwhelming probability) different between sets.
+int creation_tag(const std::vector<int>& devices) {
+  uint64_t h = 1469598103934665603ull;
+  for (int d : devices) h = (h ^ uint64_t(uint32_t(d))) * 1099511628211ull;
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  const uint64_t limit = flag && ub && *ub > 0 ? uint64_t(*ub) : 32767;
+  return int(h % limit);
+}
+
+/// The communicator of `processes` (ascending world ranks) for the group of `devices`
+/// (ascending global ids), made on first use by the leaders of those processes.
+CommEntry& group_comm(const std::vector<int>& devices, const std::vector<int>& processes) {
+  static std::mutex mu;
+  static auto* comms = new std::map<std::vector<int>, std::unique_ptr<CommEntry>>();
+  CommEntry* e;
+  {
+    std::lock_guard lock(mu);
+    auto& slot = (*comms)[devices];
+    if (!slot) slot = std::make_unique<CommEntry>();
+    e = slot.get();
+  }
+  std::call_once(e->made, [&] {
+    const std::string op = "collective over " + devices_text(devices);
+    MPI_Group world, group;
+    mpi::check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group", op);
+    mpi::check(MPI_Group_incl(world, int(processes.size()), processes.data(), &group), "MPI_Group_incl", op);
+    MPI_Comm comm = MPI_COMM_NULL;
+    const int err = MPI_Comm_create_group(MPI_COMM_WORLD, group, creation_tag(devices), &comm);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    mpi::check(err, "MPI_Comm_create_group", op);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    e->comm = comm;
+    TESSEL_DEBUG_LOG("collectives: communicator of " + std::to_string(processes.size()) + " processes for " +
+                     devices_text(devices));
+  });
+  return *e;
+}
+
+/// An MPI datatype whose one element is `bytes` bytes (any size).
+class BlockType {
+ public:
+  explicit BlockType(size_t bytes) {
+    mpi::Block b(MPI_BYTE, int64_t(bytes));
+    MPI_Type_contiguous(b.count(), b.type(), &type_);
+    MPI_Type_commit(&type_);
+  }
+  ~BlockType() { MPI_Type_free(&type_); }
+  BlockType(const BlockType&) = delete;
+  BlockType& operator=(const BlockType&) = delete;
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_;
+};
+
+class MpiHub;
+
+class MpiGroup final : public CollectiveGroup {
+ public:
+  MpiGroup(MpiHub& hub, const std::vector<int>& members, const std::vector<Participant>& participants, int me);
+  int size() const override { return int(n_); }
+
+  void all_reduce(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) override;
+  void all_gather(int rank, const void* in, void* out, size_t bytes) override;
+  void all_to_all(int rank, const void* in, void* out, size_t bytes) override;
+  void reduce_scatter(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) override;
+  void permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) override;
+
+  /// Wakes the members waiting here (after an abort).
+  void wake() {
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
+  }
+
+ private:
+  struct Slot {
+    const void* in = nullptr;
+    void* out = nullptr;
+    int source = -1, dest = -1;
+  };
+
+  /// Runs one collective for member `rank`: publish, the leader's `pack` (reads the local
+  /// members' inputs) and `exchange` (MPI), then `finish` (this member's result).
+  template <class Pack, class Exchange, class Finish>
+  void run(int rank, Slot slot, const char* op, Pack pack, Exchange exchange, Finish finish);
+  /// Waits until every local member has arrived.
+  void meet();
+  /// Waits until the leader reached `stage` (1: packed, 2: exchanged); `abortable`: an
+  /// abort ends the wait.
+  void await_stage(int stage, bool abortable);
+  void set_stage(int stage);
+  /// Waits for MPI requests, polling so an abort can end the wait.
+  void wait_all(std::vector<MPI_Request>& reqs, const char* op);
+  /// The staging area, grown to at least `bytes` bytes (contents unspecified).
+  char* staging(size_t bytes);
+  MPI_Comm comm(const char* op);
+  void check_rank(int rank) const;
+  /// The local index of member `rank` (its position among this process's members).
+  size_t local_index(int rank) const { return size_t(packed_[size_t(rank)] - first_[size_t(my_slot_)]); }
+
+  MpiHub& hub_;
+  size_t n_;
+  std::vector<int> devices_;    // ascending global ids of the members' devices
+  std::vector<int> processes_;  // ascending world ranks: the communicator's ranks
+  std::vector<int> count_;      // members per process (communicator order)
+  std::vector<int> first_;      // packed index of each process's first member
+  std::vector<int> packed_;     // packed index of member r
+  std::vector<int> slot_of_;    // communicator rank of member r's process
+  std::vector<int> local_;      // local members' ranks, ascending
+  int my_slot_ = 0;
+  CommEntry* comm_ = nullptr;
+
+  std::vector<Slot> slots_;  // written by each local member at its rank before meeting
+  std::unique_ptr<char[]> staging_;
+  size_t staging_bytes_ = 0;
+  std::exception_ptr leader_error_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+  int stage_ = 0;
+};
+
+class MpiHub final : public CollectiveHub {
+ public:
+  MpiHub(std::vector<Participant> participants, int me)
+      : participants_(std::move(participants)), me_(me), local_(make_in_process_hub(int(participants_.size()))) {}
+
+  CollectiveGroup& group(const std::vector<int>& members) override {
+    bool all_local = true;
+    for (int m : members) {
+      if (m < 0 || m >= int(participants_.size()))
+        throw Error("internal: collective group member " + std::to_string(m) + " outside the launch's " +
+                    std::to_string(participants_.size()) + " participants");
+      all_local &= participants_[size_t(m)].process == me_;
+    }
+    if (all_local) return local_->group(members);
+    std::lock_guard lock(mu_);
+    auto& g = groups_[members];
+    if (!g) g = std::make_unique<MpiGroup>(*this, members, participants_, me_);
+    return *g;
+  }
+
+  void abort(int position, std::exception_ptr error) override {
+    local_->abort(position, error);
+    std::string msg = "unknown error";
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      msg = e.what();
+    } catch (...) {
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (aborted_.load()) return;
+      failed_position_ = position;
+      failed_message_ = std::move(msg);
+      aborted_.store(true, std::memory_order_release);
+      for (auto& [members, g] : groups_) g->wake();
+    }
+  }
+
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  [[noreturn]] void throw_aborted() const {
+    throw Error("collective aborted: the participant at mesh position " + std::to_string(failed_position_) +
+                " (cpu:" + std::to_string(participants_[size_t(failed_position_)].device) + ", process " +
+                std::to_string(participants_[size_t(failed_position_)].process) + ") failed: " + failed_message_);
+  }
+
+ private:
+  std::vector<Participant> participants_;
+  int me_;
+  std::shared_ptr<CollectiveHub> local_;  // groups of this process's devices alone
+  std::mutex mu_;
+  std::map<std::vector<int>, std::unique_ptr<MpiGroup>> groups_;
+  std::atomic<bool> aborted_{false};
+  int failed_position_ = 0;  // written once before aborted_ is set
+  std::string failed_message_;
+};
+
+MpiGroup::MpiGroup(MpiHub& hub, const std::vector<int>& members, const std::vector<Participant>& participants, int me)
+    : hub_(hub), n_(members.size()), slots_(members.size()) {
+  std::vector<int> proc_of;
+  for (int m : members) {
+    proc_of.push_back(participants[size_t(m)].process);
+    devices_.push_back(participants[size_t(m)].device);
+    processes_.push_back(proc_of.back());
+  }
+  std::sort(devices_.begin(), devices_.end());
+  std::sort(processes_.begin(), processes_.end());
+  processes_.erase(std::unique(processes_.begin(), processes_.end()), processes_.end());
+  count_.assign(processes_.size(), 0);
+  for (size_t r = 0; r < n_; ++r) {
+    slot_of_.push_back(int(std::lower_bound(processes_.begin(), processes_.end(), proc_of[r]) - processes_.begin()));
+    ++count_[size_t(slot_of_.back())];
+  }
+  for (size_t s = 0, k = 0; s < processes_.size(); k += size_t(count_[s]), ++s) first_.push_back(int(k));
+  std::vector<int> next = first_;
+  for (size_t r = 0; r < n_; ++r) packed_.push_back(next[size_t(slot_of_[r])]++);
+  for (size_t r = 0; r < n_; ++r)
+    if (proc_of[r] == me) local_.push_back(int(r));
+  my_slot_ = int(std::lower_bound(processes_.begin(), processes_.end(), me) - processes_.begin());
+}
+
+void MpiGroup::check_rank(int rank) const {
+  if (rank < 0 || size_t(rank) >= n_ || std::find(local_.begin(), local_.end(), rank) == local_.end())
+    throw Error("internal: collective called with rank " + std::to_string(rank) +
+                ", which is not a member of this process in a group of " + std::to_string(n_));
+}
+
+MPI_Comm MpiGroup::comm(const char* op) {
+  if (!comm_) comm_ = &group_comm(devices_, processes_);
+  if (comm_->broken.load())
+    throw Error(std::string(op) + ": an earlier collective over " + devices_text(devices_) +
+                " was abandoned after a failure, so the processes are out of step on these devices; restart the job");
+  return comm_->comm;
+}
+
+char* MpiGroup::staging(size_t bytes) {
+  if (bytes > staging_bytes_) {
+    staging_ = std::make_unique_for_overwrite<char[]>(bytes);
+    staging_bytes_ = bytes;
+  }
+  return staging_.get();
+}
+
+void MpiGroup::meet() {
+  if (hub_.aborted()) hub_.throw_aborted();
+  std::unique_lock lock(mu_);
+  const uint64_t gen = generation_;
+  if (++arrived_ == int(local_.size())) {
+    arrived_ = 0;
+    ++generation_;
+    stage_ = 0;
+    cv_.notify_all();
+    return;
+  }
+  cv_.wait(lock, [&] { return generation_ != gen || hub_.aborted(); });
+  if (generation_ == gen) hub_.throw_aborted();
+}
+
+void MpiGroup::set_stage(int stage) {
+  std::lock_guard lock(mu_);
+  stage_ = stage;
+  cv_.notify_all();
+}
+
+void MpiGroup::await_stage(int stage, bool abortable) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return stage_ >= stage || (abortable && hub_.aborted()); });
+  if (stage_ < stage) hub_.throw_aborted();
+}
+
+void MpiGroup::wait_all(std::vector<MPI_Request>& reqs, const char* op) {
+  for (int spins = 0;; ++spins) {
+    int done = 0;
+    mpi::check(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall", op);
+    if (done) return;
+    if (hub_.aborted()) {
+      // The requests stay pending on the staging buffer: keep it alive, and mark the
+      // communicator unusable (its processes no longer agree on the next collective).
+      comm_->broken.store(true);
+      (void)staging_.release();
+      staging_bytes_ = 0;
+      hub_.throw_aborted();
+    }
+    if (spins < 2000) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+template <class Pack, class Exchange, class Finish>
+void MpiGroup::run(int rank, Slot slot, const char* op, Pack pack, Exchange exchange, Finish finish) {
+  check_rank(rank);
+  slots_[size_t(rank)] = slot;
+  meet();
+  const bool leader = rank == local_[0];
+  if (leader) {
+    leader_error_ = nullptr;
+    try {
+      pack();
+    } catch (...) {
+      leader_error_ = std::current_exception();
+    }
+    set_stage(1);
+    try {
+      if (!leader_error_) exchange(comm(op));
+    } catch (...) {
+      if (hub_.aborted()) throw;  // wait_all gave up: the members were woken too
+      leader_error_ = std::current_exception();
+    }
+    set_stage(2);
+  } else {
+    await_stage(1, /*abortable=*/false);  // the leader is reading this member's input
+    await_stage(2, /*abortable=*/true);
+  }
+  if (!leader_error_) finish();
+  std::exception_ptr error = leader_error_;
+  meet();  // nobody starts the next collective (and reuses staging) before all have read
+  if (error) std::rethrow_exception(error);
+}
+
+// all_reduce: the leader combines the local inputs into one partial result; the leaders
+// exchange partials (allgather) and each combines them in process order, so every member
+// of the group gets bit-identical values for every dtype and operation.
+void MpiGroup::all_reduce(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) {
+  const size_t bytes = count * itemsize(dtype), P = processes_.size();
+  run(
+      rank, {in, out}, "all_reduce",
+      [&] {
+        char* recv = staging(bytes * P);
+        std::vector<const void*> ins;
+        for (int r : local_) ins.push_back(slots_[size_t(r)].in);
+        combine_elements(op, dtype, ins, recv + size_t(my_slot_) * bytes, count);
+      },
+      [&](MPI_Comm c) {
+        if (bytes == 0) return;
+        char* recv = staging_.get();
+        BlockType t(bytes);
+        std::vector<MPI_Request> req(1);
+        mpi::check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, 1, t.get(), c, req.data()),
+                   "MPI_Iallgather", "all_reduce");
+        wait_all(req, "all_reduce");
+        std::vector<const void*> ins;
+        for (size_t s = 0; s < P; ++s) ins.push_back(recv + s * bytes);
+        combine_elements(op, dtype, ins, recv, count);
+      },
+      [&] {
+        if (bytes && out) std::memcpy(out, staging_.get(), bytes);
+      });
+}
+
+// all_gather: the leaders gather every process's blocks in packed order (allgatherv in
+// place); each member copies them to its output in rank order.
+void MpiGroup::all_gather(int rank, const void* in, void* out, size_t bytes) {
+  run(
+      rank, {in, out}, "all_gather",
+      [&] {
+        char* recv = staging(bytes * n_);
+        for (int r : local_) std::memcpy(recv + size_t(packed_[size_t(r)]) * bytes, slots_[size_t(r)].in, bytes);
+      },
+      [&](MPI_Comm c) {
+        if (bytes == 0) return;
+        BlockType t(bytes);
+        std::vector<MPI_Request> req(1);
+        mpi::check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, staging_.get(), count_.data(), first_.data(),
+                                   t.get(), c, req.data()),
+                   "MPI_Iallgatherv", "all_gather");
+        wait_all(req, "all_gather");
+      },
+      [&] {
+        for (size_t r = 0; r < n_; ++r)
+          std::memcpy(static_cast<char*>(out) + r * bytes, staging_.get() + size_t(packed_[r]) * bytes, bytes);
+      });
+}
+
+// all_to_all: the send area holds, per destination process t, per local source a, the
+// blocks for t's members; the receive area, per source member (packed order), the blocks
+// for this process's members.
+void MpiGroup::all_to_all(int rank, const void* in, void* out, size_t bytes) {
+  const size_t L = local_.size(), total = n_ * L * bytes;
+  run(
+      rank, {in, out}, "all_to_all",
+      [&] {
+        char* send = staging(2 * total);
+        for (size_t a = 0; a < L; ++a) {
+          const char* src = static_cast<const char*>(slots_[size_t(local_[a])].in);
+          for (size_t b = 0; b < n_; ++b) {
+            const size_t t = size_t(slot_of_[b]), k = size_t(packed_[b] - first_[t]);
+            std::memcpy(send + (size_t(first_[t]) * L + a * size_t(count_[t]) + k) * bytes, src + b * bytes, bytes);
+          }
+        }
+      },
+      [&](MPI_Comm c) {
+        if (bytes == 0) return;
+        const size_t P = processes_.size();
+        std::vector<int> counts(P), displs(P);
+        for (size_t t = 0; t < P; ++t) counts[t] = int(L) * count_[t], displs[t] = int(L) * first_[t];
+        BlockType type(bytes);
+        std::vector<MPI_Request> req(1);
+        mpi::check(MPI_Ialltoallv(staging_.get(), counts.data(), displs.data(), type.get(), staging_.get() + total,
+                                  counts.data(), displs.data(), type.get(), c, req.data()),
+                   "MPI_Ialltoallv", "all_to_all");
+        wait_all(req, "all_to_all");
+      },
+      [&] {
+        const char* recv = staging_.get() + total;
+        const size_t i = local_index(rank);
+        for (size_t j = 0; j < n_; ++j)
+          std::memcpy(static_cast<char*>(out) + j * bytes, recv + (size_t(packed_[j]) * L + i) * bytes, bytes);
+      });
+}
+
+// reduce_scatter: the leader combines the local inputs block by block, in packed order; the
+// leaders exchange the blocks of each other's members (alltoallv) and combine, per local
+// member, the partials of every process in process order.
+void MpiGroup::reduce_scatter(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) {
+  const size_t L = local_.size(), P = processes_.size(), bytes = count * itemsize(dtype);
+  run(
+      rank, {in, out}, "reduce_scatter",
+      [&] {
+        char* send = staging(n_ * bytes + P * L * bytes);
+        for (size_t b = 0; b < n_; ++b) {
+          std::vector<const void*> ins;
+          for (int r : local_) ins.push_back(static_cast<const char*>(slots_[size_t(r)].in) + b * bytes);
+          combine_elements(op, dtype, ins, send + size_t(packed_[b]) * bytes, count);
+        }
+      },
+      [&](MPI_Comm c) {
+        if (bytes == 0) return;
+        char* recv = staging_.get() + n_ * bytes;
+        std::vector<int> rcounts(P, int(L)), rdispls(P);
+        for (size_t t = 0; t < P; ++t) rdispls[t] = int(t * L);
+        BlockType type(bytes);
+        std::vector<MPI_Request> req(1);
+        mpi::check(MPI_Ialltoallv(staging_.get(), count_.data(), first_.data(), type.get(), recv, rcounts.data(),
+                                  rdispls.data(), type.get(), c, req.data()),
+                   "MPI_Ialltoallv", "reduce_scatter");
+        wait_all(req, "reduce_scatter");
+        // Result of local member i into recv block i (block 0 of process 0 ... combined in place).
+        for (size_t i = 0; i < L; ++i) {
+          std::vector<const void*> ins;
+          for (size_t t = 0; t < P; ++t) ins.push_back(recv + (t * L + i) * bytes);
+          combine_elements(op, dtype, ins, staging_.get() + i * bytes, count);
+        }
+      },
+      [&] {
+        if (bytes) std::memcpy(out, staging_.get() + local_index(rank) * bytes, bytes);
+      });
+}
+
+// permute: the leader copies each local input bound for a local member straight into that
+// member's receive block, and the rest into a send block; the leaders then exchange the
+// blocks that cross processes point to point (tag: the sender's rank in the group).
+void MpiGroup::permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) {
+  if (source >= size() || dest >= size())
+    throw ValueError("collective_permute: member " + std::to_string(rank) + " names " +
+                     (source >= size() ? "source " + std::to_string(source) : "destination " + std::to_string(dest)) +
+                     " in a group of " + std::to_string(size()));
+  const size_t L = local_.size();
+  auto is_local = [&](int r) { return slot_of_[size_t(r)] == my_slot_; };
+  run(
+      rank, {in, out, source, dest}, "collective_permute",
+      [&] {
+        char* recv = staging(2 * L * bytes);  // [receive blocks of local members | send blocks]
+        for (size_t a = 0; a < L; ++a) {
+          const Slot& s = slots_[size_t(local_[a])];
+          if (s.dest < 0) continue;
+          char* to = is_local(s.dest) ? recv + local_index(s.dest) * bytes : recv + (L + a) * bytes;
+          if (bytes) std::memcpy(to, s.in, bytes);
+        }
+      },
+      [&](MPI_Comm c) {
+        if (bytes == 0) return;
+        BlockType type(bytes);
+        std::vector<MPI_Request> reqs;
+        for (size_t a = 0; a < L; ++a) {
+          const Slot& s = slots_[size_t(local_[a])];
+          MPI_Request req;
+          if (s.source >= 0 && !is_local(s.source)) {
+            mpi::check(MPI_Irecv(staging_.get() + a * bytes, 1, type.get(), slot_of_[size_t(s.source)], s.source, c,
+                                 &req),
+                       "MPI_Irecv", "collective_permute");
+            reqs.push_back(req);
+          }
+          if (s.dest >= 0 && !is_local(s.dest)) {
+            mpi::check(MPI_Isend(staging_.get() + (L + a) * bytes, 1, type.get(), slot_of_[size_t(s.dest)], local_[a],
+                                 c, &req),
+                       "MPI_Isend", "collective_permute");
+            reqs.push_back(req);
+          }
+        }
+        wait_all(reqs, "collective_permute");
+      },
+      [&] {
+        if (source >= 0 && bytes) std::memcpy(out, staging_.get() + local_index(rank) * bytes, bytes);
+      });
+}
+
+}  // namespace
+
+std::shared_ptr<CollectiveHub> make_hub(const std::vector<Participant>& participants, int this_process) {
+  bool all_local = true;
+  for (const Participant& p : participants) all_local &= p.process == this_process;
+  if (all_local) return make_in_process_hub(int(participants.size()));
+  mpi::ensure_initialized();
+  return std::make_shared<MpiHub>(participants, this_process);
+}
+
+}  // namespace tessel::distributed

@@ -1,0 +1,51 @@
+// Whole multi-process programs for the failure and shutdown paths of ts::comm, one per
+// mode (run by CTest under mpirun, see tests/mpi/CMakeLists.txt):
+//   bad_root      rank 1 passes a root outside the communicator: the job must end with a
+//                 message naming the rank and the operation (not hang in rank 0's reduce)
+//   dead_peer     rank 1 dies while rank 0 waits in an allreduce: the job must fail
+//   exit_pending  every rank queues communication and returns from main at once: the
+//                 work is flushed before MPI_Finalize, the job exits 0
+//   log           TESSEL_LOG=debug prints one line per call
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tessel/comm.h"
+#include "tessel/distributed.h"
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+namespace comm = tessel::comm;
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  ts::distributed::initialize();
+  const int rank = ts::process_index();
+  ts::Array x = ts::full({3}, float(rank + 1), ts::f32);
+  if (mode == "bad_root") {
+    // Rank 0 waits in the collective; rank 1's bad argument is an uncaught tessel::Error.
+    ts::Array r = comm::reduce(x, comm::SUM, rank == 1 ? 5 : 0);
+    r.block_until_ready();
+    std::puts("bad_root: unexpected success");
+    return 0;
+  }
+  if (mode == "dead_peer") {
+    if (rank == 1) _exit(3);
+    comm::allreduce(x, comm::SUM).block_until_ready();
+    std::puts("dead_peer: unexpected success");
+    return 0;
+  }
+  if (mode == "exit_pending") {
+    for (int i = 0; i < 200; ++i) x = comm::allreduce(x, comm::MAX);  // queued, never awaited
+    std::printf("exit_pending: rank %d returns with work queued\n", rank);
+    return 0;
+  }
+  if (mode == "log") {
+    comm::allreduce(x, comm::SUM).block_until_ready();
+    return 0;
+  }
+  std::fprintf(stderr, "usage: comm_job bad_root|dead_peer|exit_pending|log\n");
+  return 2;
+}
