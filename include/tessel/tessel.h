@@ -1,9 +1,11 @@
 #pragma once
 // tessel: JAX's execution model for C++. Include this one header.
 #include "tessel/array.h"
+#include "tessel/comm.h"
 #include "tessel/control_flow.h"
 #include "tessel/custom_partitioning.h"
 #include "tessel/device.h"
+#include "tessel/distributed.h"
 #include "tessel/dtype.h"
 #include "tessel/error.h"
 #include "tessel/fft.h"
