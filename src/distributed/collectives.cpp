@@ -3,7 +3,9 @@
 #include "distributed/collectives.h"
 
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <string>
 
 namespace tessel::distributed {
 namespace {
@@ -16,6 +18,16 @@ template <size_t N> void copy_pieces(const char* src, char* dst, size_t a, size_
 std::unique_ptr<char[]> scratch(size_t bytes) { return std::make_unique_for_overwrite<char[]>(bytes ? bytes : 1); }
 
 }  // namespace
+
+std::string exception_message(std::exception_ptr error) {
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "unknown error";
+}
 
 void transpose_pieces(const void* src_, void* dst_, size_t a, size_t b, size_t piece) {
   auto* src = static_cast<const char*>(src_);

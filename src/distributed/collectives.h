@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ir/sharding_rule.h"
@@ -50,6 +51,10 @@ class CollectiveGroup {
   virtual void reduce_scatter_rows(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op,
                                    size_t rows);
 };
+
+/// The message of a stored exception ("unknown error" when it is none or not a
+/// std::exception).
+std::string exception_message(std::exception_ptr error);
 
 /// Copies `a` rows of `b` pieces of `piece` bytes, [a, b, piece], to [b, a, piece].
 void transpose_pieces(const void* src, void* dst, size_t a, size_t b, size_t piece);

@@ -221,13 +221,7 @@ class InProcessHub final : public CollectiveHub {
   }
 
   void abort(int position, std::exception_ptr error) override {
-    std::string msg = "unknown error";
-    try {
-      if (error) std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      msg = e.what();
-    } catch (...) {
-    }
+    std::string msg = exception_message(error);
     {
       std::lock_guard lock(mu_);
       if (aborted_.load()) return;  // the first failure is the one reported
