@@ -61,11 +61,14 @@ class Block {
 /// Runs f(offset, count) over consecutive chunks of `n` elements, each at most max_count()
 /// (element-wise operations such as reductions, which MPI defines only on its own types).
 template <class F> void for_each_chunk(int64_t n, F f) {
+  // n == 0 still makes one call: collectives must match on every process.
   const int64_t step = max_count();
-  for (int64_t off = 0; off < n || (n == 0 && off == 0); off += step) {
-    f(off, int(std::min(step, n - off)));
-    if (n == 0) break;
-  }
+  int64_t off = 0;
+  do {
+    const int64_t count = std::min(step, n - off);
+    f(off, int(count));
+    off += count;
+  } while (off < n);
 }
 
 }  // namespace tessel::distributed::mpi
