@@ -43,6 +43,8 @@ struct Options {
   std::string out, png;
   double eta_range = 10.0;  // PLOT_ETA_RANGE of the original; <= 0 is automatic
   bool use_jit = true;
+  bool print_program = false;
+  int halo = sw::Decomposition::kStepHalo;
   bool check = false;  // compare with the single-process model (on process 0)
 };
 
@@ -50,6 +52,7 @@ struct Options {
   std::fprintf(stderr,
                "%s\nusage: shallow_water [--nx NX] [--ny NY] [--steps N] [--dtype float32|float64]\n"
                "                     [--out FILE.npy] [--png FILE.png] [--eta-range M (0: auto)] [--no-jit] [--check]\n"
+               "                     [--halo ROWS] [--print-program]\n"
                "       under mpirun -np N: the paper's domain decomposition over N processes\n",
                error.c_str());
   std::exit(2);
@@ -78,6 +81,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--eta-range") o.eta_range = std::atof(value().c_str());
     else if (a == "--no-jit") o.use_jit = false;
     else if (a == "--check") o.check = true;
+    else if (a == "--print-program") o.print_program = true;
+    else if (a == "--halo") o.halo = int(integer(1));
     else if (a == "--dtype") {
       const std::string d = value();
       if (d == "float32") o.dtype = ts::f32;
@@ -115,7 +120,7 @@ int main(int argc, char** argv) try {
   // Under mpirun this joins the job; alone it does nothing (and MPI is never called).
   ts::distributed::initialize();
   const sw::Decomposition decomposition =
-      ts::process_count() > 1 ? sw::Decomposition::of(ts::comm::world()) : sw::Decomposition{};
+      ts::process_count() > 1 ? sw::Decomposition::of(ts::comm::world(), opt.halo) : sw::Decomposition{};
   const bool decomposed = decomposition.size() > 1, root = decomposition.rank() == 0;
   const sw::ShallowWater model({.nx = opt.nx, .ny = opt.ny, .dtype = opt.dtype}, decomposition);
   const double dt = sw::ShallowWater::dt();
@@ -125,29 +130,34 @@ int main(int argc, char** argv) try {
                 double(opt.steps) * dt / sw::kDayInSeconds, opt.use_jit ? "jit" : "eager");
     if (decomposed)
       std::printf("decomposition: %d processes as %d x %d blocks of %lld x %lld cells, halo exchange by "
-                  "comm::sendrecv\n",
+                  "comm::sendrecv (%s)\n",
                   decomposition.size(), decomposition.nproc_y, decomposition.nproc_x, (long long)model.ny_local(),
-                  (long long)model.nx_local());
+                  (long long)model.nx_local(),
+                  decomposition.exchanges_per_step()
+                      ? (std::to_string(decomposition.halo) + " rows in y once per step").c_str()
+                      : "one line at every boundary enforcement");
   }
 
   sw::State state = model.initial_state();
   state.h.block_until_ready();
 
   auto step_fn = [model](const sw::State& s, bool first_step) { return model.step(s, first_step); };
-  auto jitted = ts::jit(step_fn, {.static_argnums = {1}});
+  auto jitted = ts::jit(step_fn, {.static_argnums = {1}, .donate_argnums = {0}});
   auto step = [&](const sw::State& s, bool first) { return opt.use_jit ? jitted(s, first) : step_fn(s, first); };
 
   // Trace and compile both variants (first step and Adams-Bashforth) before timing.
   auto t0 = std::chrono::steady_clock::now();
   if (opt.use_jit) {
     jitted.lower(state, true);
-    jitted.lower(state, false);
+    ts::Lowered lowered = jitted.lower(state, false);
+    // The Adams-Bashforth step as compiled: its loop nests and the steps between them.
+    if (opt.print_program && root) std::printf("%s\n", lowered.compile().as_text().c_str());
   }
   if (root) std::printf("compile_seconds %.4f\n", since(t0));
 
   // The range of h over the whole domain (every process takes part when decomposed).
   auto h_range = [&](const sw::State& s) {
-    const ts::Array h = sw::interior(s.h);
+    const ts::Array h = model.block_interior(s.h);
     ts::Array lo = ts::min(h), hi = ts::max(h);
     if (decomposed) {
       lo = ts::comm::allreduce(lo, ts::comm::MIN, decomposition.comm);

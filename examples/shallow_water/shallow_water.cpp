@@ -32,8 +32,14 @@ ts::Array enforce_boundaries(const ts::Array& arr, char grid) {
   return out;
 }
 
-Decomposition Decomposition::of(const ts::comm::Comm& comm) {
+Decomposition Decomposition::of(const ts::comm::Comm& comm, int halo) {
+  if (halo != 1 && halo < kStepHalo)
+    throw ts::ValueError("shallow_water: a halo of " + std::to_string(halo) + " rows is too narrow for one exchange per "
+                         "step (the step's stencils reach " + std::to_string(kStepHalo) +
+                         " rows); use 1 (an exchange at every boundary enforcement) or at least " +
+                         std::to_string(kStepHalo));
   Decomposition d;
+  d.halo = halo;
   const int n = comm.size(), r = comm.rank();
   d.nproc_y = std::min(n, 2);
   d.nproc_x = n / d.nproc_y;
@@ -74,25 +80,34 @@ Fields exchange(Fields fields, const std::vector<ts::Index>& send_idx, int send_
   return fields;
 }
 
-// The exchanges of the original: send west / receive from the east, then send east /
-// receive from the west (a local copy when the block is alone in x), and in y with the
-// block's one neighbour (nproc_y <= 2): a single sendrecv of the rows next to the shared
-// edge. The original goes west, north, east, south; doing both x exchanges first fills
-// every halo cell (corners included) with the same value, in half as many messages in y
-// (every exchange is a synchronisation with the neighbour and splits the step's fused
-// loops). Walls in y; in x periodic, or walls too when `periodic_x` is false.
-Fields exchange_halos(Fields fields, const Decomposition& d, bool periodic_x) {
+// The exchanges of the original, in x: send west / receive from the east, then send east
+// / receive from the west (a local copy when the block is alone in x). Periodic, or walls
+// when `periodic` is false.
+Fields exchange_x(Fields fields, const Decomposition& d, bool periodic) {
   const bool first_x = d.px == 0, last_x = d.px == d.nproc_x - 1;
-  const int west = first_x && !periodic_x ? -1 : d.rank_of(d.py, (d.px + d.nproc_x - 1) % d.nproc_x);
-  const int east = last_x && !periodic_x ? -1 : d.rank_of(d.py, (d.px + 1) % d.nproc_x);
+  const int west = first_x && !periodic ? -1 : d.rank_of(d.py, (d.px + d.nproc_x - 1) % d.nproc_x);
+  const int east = last_x && !periodic ? -1 : d.rank_of(d.py, (d.px + 1) % d.nproc_x);
+  fields = exchange(std::move(fields), {All, 1}, west, {All, -1}, east, d);
+  return exchange(std::move(fields), {All, -2}, east, {All, 0}, west, d);
+}
+
+// In y, with the block's one neighbour (nproc_y <= 2): a single sendrecv of the `d.halo`
+// rows next to the shared edge; walls at the domain's edges. The original goes west,
+// north, east, south; exchanging x first fills every halo cell (corners included) with the
+// same value, in half as many messages in y (every exchange is a synchronisation with the
+// neighbour and splits the step's fused loops).
+Fields exchange_y(Fields fields, const Decomposition& d) {
   const int south = d.py > 0 ? d.rank_of(d.py - 1, d.px) : -1;
   const int north = d.py < d.nproc_y - 1 ? d.rank_of(d.py + 1, d.px) : -1;
-  fields = exchange(std::move(fields), {All, 1}, west, {All, -1}, east, d);
-  fields = exchange(std::move(fields), {All, -2}, east, {All, 0}, west, d);
-  if (south < 0) return exchange(std::move(fields), {-2, All}, north, {-1, All}, north, d);
-  if (north < 0) return exchange(std::move(fields), {1, All}, south, {0, All}, south, d);
-  fields = exchange(std::move(fields), {-2, All}, north, {0, All}, south, d);  // more than 2 rows of blocks
-  return exchange(std::move(fields), {1, All}, south, {-1, All}, north, d);
+  // Rows [s, n) are this block's own; the halo rows lie south of s and from n on.
+  const int64_t s = d.halo_south(), n = -int64_t(d.halo_north());
+  using Index = std::vector<ts::Index>;
+  const Index to_south{ts::Slice(s, s + d.halo), All}, from_south{ts::Slice(0, s), All};
+  const Index to_north{ts::Slice(n - d.halo, n), All}, from_north{ts::Slice(n, ts::none), All};
+  if (south < 0) return exchange(std::move(fields), to_north, north, from_north, north, d);
+  if (north < 0) return exchange(std::move(fields), to_south, south, from_south, south, d);
+  fields = exchange(std::move(fields), to_north, north, from_south, south, d);  // more than 2 rows of blocks
+  return exchange(std::move(fields), to_south, south, from_north, north, d);
 }
 
 }  // namespace
@@ -105,7 +120,9 @@ Fields enforce_boundaries(Fields fields, const std::string& grids, const Decompo
     for (size_t k = 0; k < fields.size(); ++k) fields[k] = enforce_boundaries(fields[k], grids[k]);
     return fields;
   }
-  fields = exchange_halos(std::move(fields), d, /*periodic_x=*/true);
+  fields = exchange_x(std::move(fields), d, /*periodic=*/true);
+  // With one exchange per step the rows shared in y hold values the step computed itself.
+  if (!d.exchanges_per_step()) fields = exchange_y(std::move(fields), d);
   for (size_t k = 0; k < fields.size(); ++k)
     if (grids[k] == 'v' && d.py == d.nproc_y - 1) fields[k] = fields[k].at({-2, All}).set(0.0);
   return fields;
@@ -117,7 +134,7 @@ ts::Array enforce_boundaries(const ts::Array& arr, char grid, const Decompositio
 
 Fields refresh_inner_halos(Fields fields, const Decomposition& d) {
   if (d.size() == 1) return fields;
-  return exchange_halos(std::move(fields), d, /*periodic_x=*/false);
+  return exchange_y(exchange_x(std::move(fields), d, /*periodic=*/false), d);
 }
 
 ts::Array interior(const ts::Array& field) { return field[{I, I}]; }
@@ -136,14 +153,21 @@ ShallowWater::ShallowWater(Config config, Decomposition decomposition)
                          " processes must divide the " + std::to_string(ny) + " x " + std::to_string(nx) +
                          " interior into equal blocks of at least 2 x 2 cells; choose ny divisible by " +
                          std::to_string(d.nproc_y) + " and nx by " + std::to_string(d.nproc_x));
+  // The halo rows come from the neighbour's own rows.
+  if (d.nproc_y > 1 && ny / d.nproc_y < d.halo)
+    throw ts::ValueError("ShallowWater: blocks of " + std::to_string(ny / d.nproc_y) + " rows cannot fill a halo of " +
+                         std::to_string(d.halo) + " rows from the neighbour; choose ny >= " +
+                         std::to_string(d.nproc_y * d.halo) + " or a halo of 1");
   // CORIOLIS_PARAM[1:-1, 1:-1]: interior rows sit at y = 0, dy, ..., computed in double
   // and rounded once to the model dtype, as the original's NumPy constant is. This
-  // process's block starts at interior row py * ny_local.
-  const int64_t nxl = nx_local(), nyl = ny_local(), j0 = d.py * nyl;
-  std::vector<double> f(size_t(nyl * nxl));
-  for (int64_t j = 0; j < nyl; ++j)
+  // process's block starts at interior row py * ny_local; its wider halo rows (on sides
+  // shared with a neighbour) are interior rows of the domain too.
+  const int64_t nxl = nx_local(), rows = ny_local() + d.halo_south() + d.halo_north() - 2;
+  const int64_t j0 = d.py * ny_local() - (d.halo_south() - 1);
+  std::vector<double> f(size_t(rows * nxl));
+  for (int64_t j = 0; j < rows; ++j)
     for (int64_t i = 0; i < nxl; ++i) f[size_t(j * nxl + i)] = kCoriolisF + double(j0 + j) * kDy * kCoriolisBeta;
-  coriolis_ = from_host(f, nyl, nxl, config_.dtype);
+  coriolis_ = from_host(f, rows, nxl, config_.dtype);
 }
 
 double ShallowWater::dt() { return 0.125 * std::min(kDx, kDy) / std::sqrt(kGravity * kDepth); }
@@ -189,23 +213,38 @@ State ShallowWater::initial_state() const {
   // This process's block with its halo: the same values its halo exchange would give
   // (every process computes the small global initial state, as the original does).
   const int64_t nxl = nx_local(), nyl = ny_local();
-  const ts::Slice rows(d.py * nyl, d.py * nyl + nyl + 2), cols(d.px * nxl, d.px * nxl + nxl + 2);
+  const ts::Slice rows(d.py * nyl + 1 - d.halo_south(), d.py * nyl + nyl + 1 + d.halo_north()),
+      cols(d.px * nxl, d.px * nxl + nxl + 2);
   auto block = [&](const ts::Array& a) { return a[{rows, cols}]; };
   return State{block(global.h), block(global.u), block(global.v), block(zeros), block(zeros), block(zeros)};
+}
+
+ts::Array ShallowWater::block_interior(const ts::Array& field) const {
+  const int64_t s = decomposition_.halo_south(), n = decomposition_.halo_north();
+  return field[{ts::Slice(s, -n), I}];
 }
 
 ts::Array ShallowWater::gather_interior(const ts::Array& field) const {
   const Decomposition& d = decomposition_;
   if (d.size() == 1) return interior(field);
   // (size, ny_local, nx_local) on process 0, blocks in rank order = (py, px) row-major.
-  const ts::Array blocks = ts::comm::gather(interior(field), 0, d.comm);
+  const ts::Array blocks = ts::comm::gather(block_interior(field), 0, d.comm);
   if (d.rank() != 0) return ts::Array();
   const int64_t nxl = nx_local(), nyl = ny_local();
   const ts::Array grid = ts::transpose(blocks.reshape({d.nproc_y, d.nproc_x, nyl, nxl}), ts::Axes{0, 2, 1, 3});
   return grid.reshape({config_.ny, config_.nx});
 }
 
-State ShallowWater::step(const State& s, bool first_step) const {
+State ShallowWater::step(const State& state, bool first_step) const {
+  // With one exchange per step it comes first, on the step's inputs (which are stored
+  // anyway, and patched in place when donated): exchanged at the end, the received rows
+  // would be scattered into the step's results and tie all of them to one loop nest.
+  // Every field's halo rows: the next step's update reads the tendencies there too.
+  const State s = [&] {
+    if (!decomposition_.exchanges_per_step()) return state;
+    Fields f = exchange_y({state.h, state.u, state.v, state.dh, state.du, state.dv}, decomposition_);
+    return State{f[0], f[1], f[2], f[3], f[4], f[5]};
+  }();
   ts::Array h = s.h, u = s.u, v = s.v;
   const ts::Array &dh = s.dh, &du = s.du, &dv = s.dv;
   const double dx = kDx, dy = kDy, dt = ShallowWater::dt();
@@ -283,12 +322,11 @@ State ShallowWater::step(const State& s, bool first_step) const {
   // keeps that for its periodic halo only; decomposed, the halo cells inside the domain
   // must then take the neighbours' new values, or the next step would read stale ones
   // where the single-process model reads fresh interior cells (and the fields of N
-  // processes would drift from those of one).
-  {
-    Fields uv = refresh_inner_halos({u, v}, decomposition);
-    u = uv[0], v = uv[1];
-  }
-
+  // processes would drift from those of one). With one exchange per step, the rows in y
+  // come with the next step's exchange.
+  Fields uv = decomposition.exchanges_per_step() ? exchange_x({u, v}, decomposition, /*periodic=*/false)
+                                                 : refresh_inner_halos({u, v}, decomposition);
+  u = uv[0], v = uv[1];
   return State{h, u, v, dh_new, du_new, dv_new};
 }
 

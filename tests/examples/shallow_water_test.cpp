@@ -133,6 +133,28 @@ TEST(ShallowWater, DecompositionMustDivideTheInterior) {
   EXPECT_THROW(sw::ShallowWater({.nx = 12, .ny = 2}, d), ts::ValueError);  // blocks of 1 row
 }
 
+TEST(ShallowWater, HaloRowsComeFromTheNeighboursOwnRows) {
+  // Two rows of blocks exchanging kStepHalo rows once per step: each block must own that many.
+  const sw::Decomposition d{.nproc_x = 1, .nproc_y = 2, .px = 0, .py = 1};
+  const int halo = sw::Decomposition::kStepHalo;
+  EXPECT_EQ(d.halo_south(), halo);
+  EXPECT_EQ(d.halo_north(), 1);  // the wall
+  const sw::ShallowWater model({.nx = 8, .ny = 2 * halo}, d);
+  EXPECT_EQ(model.initial_state().h.shape(), (ts::Shape{halo + halo + 1, 8 + 2}));
+  try {
+    sw::ShallowWater({.nx = 8, .ny = 2 * halo - 2}, d);
+    FAIL() << "expected a ValueError";
+  } catch (const ts::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot fill a halo of"), std::string::npos) << e.what();
+  }
+  // The paper's one-line exchange needs one row per block.
+  sw::Decomposition paper = d;
+  paper.halo = 1;
+  EXPECT_EQ(sw::ShallowWater({.nx = 8, .ny = 4}, paper).initial_state().h.shape(), (ts::Shape{4, 10}));
+  // Halos between one row and kStepHalo rows would compute wrong values.
+  EXPECT_THROW(sw::Decomposition::of(ts::comm::world(), halo - 1), ts::ValueError);
+}
+
 TEST(ShallowWater, NpyAndPngFilesHaveTheirFormatsHeaders) {
   const std::string npy = ::testing::TempDir() + "sw_test.npy", png = ::testing::TempDir() + "sw_test.png";
   sw::write_npy(npy, std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
