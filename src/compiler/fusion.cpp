@@ -144,6 +144,19 @@ int64_t group_points(const ir::Equation& e) {
   return is_fusible_reduction(e) ? e.inputs[0].aval().size() : e.outputs[0]->aval.size();
 }
 
+/// True when the loop nest of root `i` computes a value of `min_elements` points or more
+/// inline: a small root read from a large computed value (a halo line sent by MPI, a corner
+/// of a stencil's result) stays a small loop nest, since as an unfused kernel it would force
+/// the whole large value into memory.
+bool reads_large_inline_value(const Plan& plan, size_t i, int64_t min_elements) {
+  std::vector<size_t> eqns;
+  std::vector<ir::Var> inputs;
+  plan.closure({plan.p.eqns[i].outputs[0].get()}, eqns, inputs);
+  for (size_t j : eqns)
+    if (j != i && plan.p.eqns[j].outputs[0]->aval.size() >= std::max<int64_t>(min_elements, 1)) return true;
+  return false;
+}
+
 /// Decides what fuses: stores every value a non-fused consumer or the program's output
 /// needs; demotes roots too small to be worth a kernel; and, where a group would recompute
 /// more than `max_point_cost` per point, stores the value whose recomputation costs most.
@@ -170,7 +183,8 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < p.eqns.size(); ++i)
-      if (plan.is_root(i) && group_points(p.eqns[i]) < std::max<int64_t>(opt.min_elements, 1)) {
+      if (plan.is_root(i) && group_points(p.eqns[i]) < std::max<int64_t>(opt.min_elements, 1) &&
+          !reads_large_inline_value(plan, i, opt.min_elements)) {
         plan.fusible[i] = false;
         plan.store_inputs_of(i);
         changed = true;
