@@ -191,10 +191,10 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
       }
     if (changed) continue;
     // An expensive value (a transcendental) that several loop nests would each recompute is
-    // stored once instead.
+    // stored once instead. Small loop nests (a line of it) do not count.
     std::unordered_map<const ir::VarNode*, int> nests_reading;
     for (size_t i = 0; i < p.eqns.size(); ++i) {
-      if (!plan.is_root(i)) continue;
+      if (!plan.is_root(i) || group_points(p.eqns[i]) < opt.min_elements) continue;
       std::vector<size_t> eqns;
       std::vector<ir::Var> inputs;
       plan.closure({p.eqns[i].outputs[0].get()}, eqns, inputs);

@@ -251,6 +251,24 @@ TEST(Fusion, SmallGroupsAndUnsupportedDtypesStayUnfused) {
   EXPECT_EQ(count_prim(ts::compiler::fuse(h, fuse_everything()), "fused"), 0u);
 }
 
+TEST(Fusion, ASmallLineOfALargeComputedValueDoesNotStoreIt) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  // A halo line sent away (here: read by an unfused cumsum) is computed by its own small
+  // loop nest; the 300 x 300 value it comes from stays inline in the big loop nest.
+  auto f = [](std::span<const ts::Array> x) {
+    const ts::Array y = ts::sin(x[0]) * 2.0f + x[0];
+    const ts::Array line = y[{0, ts::Slice()}];
+    return std::vector<ts::Array>{ts::cumsum(line, 0), y[{ts::Slice(1, -1), ts::Slice(1, -1)}] * 3.0f};
+  };
+  std::vector<ts::Array> args{ts::reshape(ts::arange(0.0, 1.0, 1.0 / 90000, ts::f32), {300, 300})};
+  ts::ir::Program p = lower(f, args);
+  ts::ir::Program fused = ts::compiler::fuse(p);  // default options: lines are below the size threshold
+  EXPECT_EQ(count_prim(fused, "fused"), 2u) << ts::ir::print_program(fused);
+  for (const auto& e : fused.eqns)
+    for (const auto& out : e.outputs) EXPECT_NE(out->aval.shape, (ts::Shape{300, 300})) << ts::ir::print_program(fused);
+  expect_same(run(fused, args), run(p, args), "line of a computed value");
+}
+
 TEST(Fusion, JitOfALargeElementwiseExpressionUsesOneKernel) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
   auto f = ts::jit([](const ts::Array& a, const ts::Array& b) { return ts::exp(-(a * a)) * b + a / (b * b + 1.0f); });
