@@ -9,6 +9,7 @@
 #include "tessel/dtype.h"
 #include "tessel/error.h"
 #include "tessel/fft.h"
+#include "tessel/host.h"
 #include "tessel/jit.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "core/blocking.h"
+
 namespace tessel::detail {
 
 class DeviceImpl;
@@ -109,14 +111,23 @@ class Buffer {
   /// Blocks until computed; rethrows the producer's error.
   void wait() const {
     int s = state_.load(std::memory_order_acquire);
-    while (s == kPending) {
-      state_.wait(kPending, std::memory_order_acquire);
-      s = state_.load(std::memory_order_acquire);
+    if (s == kPending) {
+      BlockingScope blocking;
+      s = wait_pending();
     }
     if (s == kError) std::rethrow_exception(error_);
   }
 
  private:
+  int wait_pending() const {
+    int s = state_.load(std::memory_order_acquire);
+    while (s == kPending) {
+      state_.wait(kPending, std::memory_order_acquire);
+      s = state_.load(std::memory_order_acquire);
+    }
+    return s;
+  }
+
   enum : int { kPending = 0, kReady = 1, kError = 2 };
   Memory memory_;
   size_t nbytes_ = 0;

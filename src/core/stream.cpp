@@ -6,6 +6,23 @@
 
 namespace tessel::detail {
 
+thread_local BlockHook t_block_hook = nullptr;
+
+namespace {
+
+// The stream whose task this thread is running: a task that dispatches more work to its
+// own stream (a host callback calling tessel) runs it at once, nested, instead of queueing
+// it behind itself and waiting forever.
+thread_local const Stream* t_running = nullptr;
+
+struct Running {
+  const Stream* saved;
+  explicit Running(const Stream* s) : saved(t_running) { t_running = s; }
+  ~Running() { t_running = saved; }
+};
+
+}  // namespace
+
 Stream::Stream(int device_id)
     : device_id_(device_id), max_queue_(size_t(std::max(1L, env_int("TESSEL_STREAM_MAX_QUEUE", 64)))),
       worker_([this] { loop(); }) {}
@@ -20,16 +37,26 @@ Stream::~Stream() {
 }
 
 void Stream::enqueue(Task task) {
+  if (t_running == this) {
+    task();
+    return;
+  }
   {
     std::unique_lock lock(mu_);
-    if (std::this_thread::get_id() != worker_.get_id())
+    if (std::this_thread::get_id() != worker_.get_id() && queue_.size() >= max_queue_) {
+      BlockingScope blocking;
       idle_cv_.wait(lock, [this] { return queue_.size() < max_queue_; });
+    }
     queue_.push_back(std::move(task));
   }
   cv_.notify_one();
 }
 
 bool Stream::run_inline_or_enqueue(Task task) {
+  if (t_running == this) {
+    task();
+    return true;
+  }
   std::unique_lock lock(mu_);
   if (!queue_.empty() || busy_) {
     lock.unlock();
@@ -38,7 +65,10 @@ bool Stream::run_inline_or_enqueue(Task task) {
   }
   busy_ = true;
   lock.unlock();
-  task();  // tasks catch their own errors and record them in their output buffers
+  {
+    Running running(this);
+    task();  // tasks catch their own errors and record them in their output buffers
+  }
   lock.lock();
   busy_ = false;
   bool more = !queue_.empty();
@@ -49,7 +79,10 @@ bool Stream::run_inline_or_enqueue(Task task) {
 }
 
 void Stream::synchronize() {
+  if (t_running == this) return;  // inside one of its tasks: the work before it is done
   std::unique_lock lock(mu_);
+  if (queue_.empty() && !busy_) return;
+  BlockingScope blocking;
   idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
@@ -65,7 +98,10 @@ void Stream::loop() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    task();
+    {
+      Running running(this);
+      task();
+    }
     task = nullptr;  // release captured buffers outside the lock
     lock.lock();
     busy_ = false;

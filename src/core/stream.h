@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/blocking.h"
+
 namespace tessel::detail {
 
 class Stream {
@@ -16,7 +18,8 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  /// Runs `task` after everything enqueued before it. Blocks while the queue holds
+  /// Runs `task` after everything enqueued before it. From inside one of this stream's
+  /// tasks (a host callback calling tessel), runs it at once. Blocks while the queue holds
   /// `TESSEL_STREAM_MAX_QUEUE` tasks, so a producer cannot run unboundedly ahead (each queued
   /// task holds its output buffers).
   void enqueue(Task task);

@@ -43,6 +43,12 @@ void rematerialize(SplitProgram& s, bool (*save)(const ir::Equation&)) {
     subst.emplace(u.invars[j].get(), a);
     if (!a.is_literal()) need(a.var());
   }
+  // Effects that belong to the function's evaluation (a host tap) happen again where it is
+  // recomputed, whatever the policy saves.
+  for (size_t i = 0; i < k.eqns.size(); ++i)
+    if ((k.eqns[i].effects() & ir::kRematReplay) && recompute.insert(i).second)
+      for (auto& a : k.eqns[i].inputs)
+        if (!a.is_literal()) need(a.var());
   auto sub = [&](const ir::Atom& a) {
     if (a.is_literal()) return a;
     auto it = subst.find(a.var().get());

@@ -1,0 +1,303 @@
+// The host-callback primitives (include/tessel/host.h, docs/host_callbacks.md):
+//
+//   host_tap[callback, transforms, device_index](leaves...) -> token bool[0]
+//       hands host copies of the leaves to the callback on the device's receiver thread
+//       (src/runtime/host_callbacks.cpp); the device goes on at once.
+//   host_call[callback, result](leaves...) -> result        (side effect, ordered)
+//   host_io_call[callback, result](leaves...) -> result     (side effect)
+//   host_pure_call[callback, result](leaves...) -> result   (pure: dropped when unused)
+//       run the callback on the device's stream, after the device's earlier taps, and
+//       copy its result (checked against `result`) into the computation.
+//
+// Rules: a tap passes only primal values (jvp: zero tangent for its token; partial
+// evaluation runs it with the primal computation), and under vmap taps the batched values
+// once, recording ("batch", batch_dims) in its transforms. A call has no derivative (the
+// error names custom_jvp/custom_vjp) and under vmap calls the host once per batch element.
+// Under a sharded jit (`spmd` rules) the operands are gathered whole and only the mesh's
+// device `device_index` calls back; a call's result reaches the other devices by a sum in
+// which they contribute zeros.
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+#include "core/array_impl.h"
+#include "core/buffer.h"
+#include "core/device_impl.h"
+#include "core/log.h"
+#include "ops/op_util.h"
+#include "ops/rule_util.h"
+#include "runtime/host_callbacks.h"
+#include "tessel/host.h"
+#include "tessel/ops.h"
+
+namespace tessel::host {
+
+std::string Transform::to_string() const {
+  std::string s = "('" + name + "', {'batch_dims': (";
+  for (size_t i = 0; i < batch_dims.size(); ++i) {
+    if (i) s += ", ";
+    s += batch_dims[i] ? std::to_string(*batch_dims[i]) : "None";
+  }
+  return s + (batch_dims.size() == 1 ? ",)})" : ")})");
+}
+
+std::string to_string(const Transforms& transforms) {
+  std::string s = "[";
+  for (size_t i = 0; i < transforms.size(); ++i) s += (i ? ", " : "") + transforms[i].to_string();
+  return s + "]";
+}
+
+namespace detail {
+namespace {
+
+using ir::KernelCall;
+using ir::Params;
+
+// ---- parameters ----
+
+/// The user's callback, compared by identity (two binds of one id_tap are one callback).
+class CallbackParam final : public ir::ParamObject {
+ public:
+  CallbackParam(std::string name, LeafTap tap, LeafCall call, bool with_device)
+      : name(std::move(name)), tap(std::move(tap)), call(std::move(call)), with_device(with_device) {}
+  size_t hash() const override { return std::hash<const void*>()(this); }
+  bool equals(const ir::ParamObject& o) const override { return this == &o; }
+  std::string to_string() const override { return name; }
+  std::string name;
+  LeafTap tap;
+  LeafCall call;
+  bool with_device;
+};
+
+class TransformsParam final : public ir::ParamObject {
+ public:
+  explicit TransformsParam(Transforms t) : value(std::move(t)) {}
+  size_t hash() const override { return std::hash<std::string>()(host::to_string(value)); }
+  bool equals(const ir::ParamObject& o) const override {
+    auto* t = dynamic_cast<const TransformsParam*>(&o);
+    return t && t->value == value;
+  }
+  std::string to_string() const override { return host::to_string(value); }
+  Transforms value;
+};
+
+const CallbackParam& callback_of(const Params& p) {
+  return static_cast<const CallbackParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("callback"));
+}
+const Transforms& transforms_of(const Params& p) {
+  return static_cast<const TransformsParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("transforms")).value;
+}
+ShapeDtype result_of(const Params& p) {
+  return ShapeDtype(p.get<std::vector<int64_t>>("shape"), p.get<DType>("dtype"));
+}
+
+/// Only this device calls back (a sharded jit's gathered operand), or every device (-1).
+bool fires_on(const Params& p, const tessel::detail::DeviceImpl* device) {
+  return !p.has("only_device") || p.get_int("only_device") == device->id();
+}
+
+/// Host copies of a kernel's inputs: the callback may keep them.
+std::vector<Array> host_copies(const KernelCall& c, size_t& bytes) {
+  std::vector<Array> leaves;
+  leaves.reserve(c.ins.size());
+  bytes = 0;
+  for (size_t i = 0; i < c.ins.size(); ++i) {
+    const size_t n = c.in_avals[i].nbytes();
+    auto buf = tessel::detail::Buffer::allocate(n, c.device);
+    if (n) std::memcpy(buf->data(), c.ins[i], n);
+    buf->set_ready();
+    leaves.push_back(tessel::detail::make_concrete(c.in_avals[i], c.device, std::move(buf), false));
+    bytes += n;
+  }
+  return leaves;
+}
+
+// ---- host_tap ----
+
+std::vector<Aval> tap_aval(std::span<const Aval>, const Params&) { return {Aval({0}, DType::bool_)}; }
+
+void tap_kernel(const KernelCall& c) {
+  if (!fires_on(c.params, c.device)) return;
+  size_t bytes = 0;
+  std::vector<Array> leaves = host_copies(c, bytes);
+  auto cb = c.params.get<std::shared_ptr<const ir::ParamObject>>("callback");
+  auto transforms = c.params.get<std::shared_ptr<const ir::ParamObject>>("transforms");
+  tessel::detail::DeviceImpl* device = c.device;
+  const std::string& name = callback_of(c.params).name;
+  TESSEL_DEBUG_LOG("host " + name + " on cpu:" + std::to_string(device->id()) + ": " +
+                   std::to_string(leaves.size()) + " values, " + std::to_string(bytes) + " bytes");
+  tessel::detail::host::push(device, bytes, name, [cb, transforms, device, leaves = std::move(leaves)]() mutable {
+    const auto& callback = static_cast<const CallbackParam&>(*cb);
+    callback.tap(std::move(leaves), static_cast<const TransformsParam&>(*transforms).value, Device(device));
+  });
+}
+
+// One batched tap: the transforms record which dimension of each leaf is the batch.
+ir::Batched tap_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                      const ir::BatchAxis&, const Params& p) {
+  Transform t{"batch", {}};
+  for (int64_t d : dims) t.batch_dims.push_back(d == ir::kNotBatched ? std::nullopt : std::optional<int64_t>(d));
+  Transforms all = transforms_of(p);
+  all.push_back(std::move(t));
+  Params q = p;
+  q.set("transforms", std::make_shared<const TransformsParam>(std::move(all)));
+  return {ops::bind(self, ins, q), {ir::kNotBatched}};
+}
+
+// ---- host_call, host_io_call, host_pure_call ----
+
+std::vector<Aval> call_aval(std::span<const Aval>, const Params& p) {
+  const ShapeDtype r = result_of(p);
+  return {Aval(r.shape, r.dtype)};
+}
+
+std::string describe(const Shape& shape, DType dtype) { return Aval(shape, dtype).to_string(); }
+
+void call_kernel(const KernelCall& c) {
+  const CallbackParam& cb = callback_of(c.params);
+  const size_t out_bytes = c.out_avals[0].nbytes();
+  if (!fires_on(c.params, c.device)) {  // a sharded jit's other devices contribute zeros
+    if (out_bytes) std::memset(c.outs[0], 0, out_bytes);
+    return;
+  }
+  size_t bytes = 0;
+  std::vector<Array> leaves = host_copies(c, bytes);
+  Array result;
+  tessel::detail::host::run_in_order(c.device, [&] {
+    try {
+      result = cb.call(std::move(leaves), Device(c.device));
+    } catch (const std::exception& e) {
+      throw Error("host callback '" + cb.name + "' threw: " + e.what());
+    } catch (...) {
+      throw Error("host callback '" + cb.name + "' threw an exception that is not a std::exception");
+    }
+  });
+  const Aval& want = c.out_avals[0];
+  if (!result.valid())
+    throw ValueError("host callback '" + cb.name + "' returned an empty Array; it must return " + want.to_string());
+  if (result.shape() != want.shape || result.dtype() != want.dtype)
+    throw ShapeError("host callback '" + cb.name + "' returned " + describe(result.shape(), result.dtype()) +
+                     " but its result_shape is " + want.to_string() +
+                     "; return an array of that shape and dtype (astype/reshape it) or fix result_shape");
+  tessel::detail::ConcreteArray* r = tessel::detail::require_concrete(result, "a host callback's result");
+  r->buffer->wait();
+  if (out_bytes) std::memcpy(c.outs[0], r->buffer->data(), out_bytes);
+}
+
+std::vector<Array> call_jvp(const ir::Primitive& self, std::span<const Array>, std::span<const Array>,
+                            const Params& p) {
+  throw NotImplementedError(self.name + " ('" + callback_of(p).name +
+                            "'): a host callback has no derivative; wrap it in ts::custom_jvp or ts::custom_vjp "
+                            "and give the derivative there (it may call back to the host too)");
+}
+
+// Sequentially, once per batch element: the callback sees the per-example shapes it was
+// written for.
+ir::Batched call_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                       const ir::BatchAxis& axis, const Params& p) {
+  std::vector<Array> results;
+  for (int64_t b = 0; b < axis.size; ++b) {
+    std::vector<Array> example;
+    for (size_t i = 0; i < ins.size(); ++i)
+      example.push_back(dims[i] == ir::kNotBatched ? ins[i] : ops::move_batch_dim(ins[i], dims[i], 0, axis.size)[{b}]);
+    results.push_back(ops::bind1(self, example, p));
+  }
+  return {{stack(results)}, {0}};
+}
+
+constexpr uint32_t kTapEffects = ir::kSideEffect | ir::kOrdered | ir::kRematReplay;
+
+const ir::Primitive& tap_p = ir::register_primitive({
+    .name = "host_tap",
+    .abstract_eval = tap_aval,
+    .cpu_kernel = tap_kernel,
+    .effects = kTapEffects,
+    .jvp = ops::jvp_zero,
+    .batch = tap_batch,
+});
+
+ir::Primitive call_primitive(const char* name, uint32_t effects) {
+  return {.name = name,
+          .abstract_eval = call_aval,
+          .cpu_kernel = call_kernel,
+          .effects = effects,
+          .jvp_with_primals = call_jvp,
+          .batch = call_batch};
+}
+
+const ir::Primitive& call_p = ir::register_primitive(call_primitive("host_call", ir::kSideEffect | ir::kOrdered));
+const ir::Primitive& io_call_p = ir::register_primitive(call_primitive("host_io_call", ir::kSideEffect));
+const ir::Primitive& pure_call_p = ir::register_primitive(call_primitive("host_pure_call", ir::kNoEffect));
+
+std::mutex& emit_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+void tap_leaves(LeafTap fn, const std::vector<Array>& leaves, const std::string& name, bool with_device,
+                int device_index) {
+  Params p{{"callback", std::make_shared<const CallbackParam>(name, std::move(fn), nullptr, with_device)},
+           {"transforms", std::make_shared<const TransformsParam>(Transforms{})},
+           {"device_index", int64_t(device_index)}};
+  ops::bind(tap_p, leaves, p);
+}
+
+Array call_leaves(LeafCall fn, const std::vector<Array>& leaves, const ShapeDtype& result, const std::string& name,
+                  bool with_device, int device_index, CallKind kind) {
+  Params p{{"callback", std::make_shared<const CallbackParam>(name, nullptr, std::move(fn), with_device)},
+           {"shape", result.shape},
+           {"dtype", result.dtype},
+           {"device_index", int64_t(device_index)}};
+  const ir::Primitive& prim = kind == CallKind::kPure ? pure_call_p : kind == CallKind::kOrdered ? call_p : io_call_p;
+  return ops::bind1(prim, leaves, p);
+}
+
+std::string format_array(const Array& a, int64_t threshold) {
+  if (a.size() <= threshold) return a.to_string();
+  // NumPy's summary: the first and last three entries of each long dimension.
+  return a.to_string();
+}
+
+void emit(std::ostream* os, const std::string& text) {
+  std::lock_guard lock(emit_mutex());
+  std::ostream& out = os ? *os : std::cout;
+  out << text;
+  out.flush();
+}
+
+std::string print_header(const PrintOptions& opts, const Transforms& transforms, const Device* device) {
+  std::map<std::string, std::string> kv = opts.kwargs;
+  if (!opts.what.empty()) kv["what"] = opts.what;
+  if (!transforms.empty()) kv["transforms"] = host::to_string(transforms);
+  if (device) kv["device"] = device->to_string();
+  std::string s;
+  for (const auto& [k, v] : kv) s += (s.empty() ? "" : " ") + k + ": " + v;
+  return s;
+}
+
+}  // namespace detail
+
+void barrier_wait(const std::string& logging_name) { tessel::detail::host::barrier_wait(logging_name); }
+
+}  // namespace tessel::host
+
+namespace tessel::debug::detail {
+
+std::string format(const std::string& fmt, const std::vector<Array>& values) {
+  std::string out;
+  size_t k = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt.compare(i, 2, "{}") == 0 && k < values.size()) {
+      out += values[k++].to_string();
+      ++i;
+    } else {
+      out += fmt[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace tessel::debug::detail

@@ -1,0 +1,195 @@
+#include "runtime/host_callbacks.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/blocking.h"
+#include "core/device_impl.h"
+#include "core/log.h"
+#include "tessel/host.h"
+
+namespace tessel::detail::host {
+namespace {
+
+/// The last exception a callback threw since the last barrier_wait.
+struct ErrorRecord {
+  std::mutex mu;
+  std::string message;  // empty: none
+  size_t count = 0;
+  void record(const std::string& name, const std::string& what) {
+    std::lock_guard lock(mu);
+    message = "host callback '" + name + "' threw: " + what;
+    ++count;
+  }
+};
+
+ErrorRecord& errors() {
+  static ErrorRecord* r = new ErrorRecord;  // leaked: callbacks may run during exit
+  return *r;
+}
+
+std::string what_of(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+class Receiver;
+thread_local Receiver* t_receiver = nullptr;  // the receiver whose thread this is
+
+/// One device's queue and the thread that empties it.
+class Receiver {
+ public:
+  explicit Receiver(int device_id) : device_id_(device_id), max_bytes_(max_queue_bytes()) {}
+
+  void push(size_t bytes, std::string name, std::function<void()> fn) {
+    std::unique_lock lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    // Back-pressure: an item that fits, or any item into an empty queue; never while the
+    // running callback waits on tessel (it may wait on the device that is pushing).
+    if (!(queue_.empty() || bytes_ + bytes <= max_bytes_)) {
+      BlockingScope blocking;
+      room_.wait(lock, [&] { return queue_.empty() || bytes_ + bytes <= max_bytes_ || callback_waits_ > 0; });
+    }
+    bytes_ += bytes;
+    ++pushed_;
+    queue_.push_back(Item{bytes, std::move(name), std::move(fn)});
+    if (sleeping_) work_.notify_one();
+  }
+
+  /// Waits until every item pushed so far has run.
+  void drain() {
+    std::unique_lock lock(mu_);
+    const uint64_t target = pushed_;
+    if (done_ >= target || t_receiver == this) return;
+    BlockingScope blocking;
+    done_cv_.wait(lock, [&] { return done_ >= target; });
+  }
+
+  void set_callback_waits(bool waiting) {
+    {
+      std::lock_guard lock(mu_);
+      callback_waits_ += waiting ? 1 : -1;
+    }
+    room_.notify_all();
+  }
+
+ private:
+  struct Item {
+    size_t bytes;
+    std::string name;
+    std::function<void()> fn;
+  };
+
+  void loop() {
+    t_receiver = this;
+    t_block_hook = [](bool waiting) { t_receiver->set_callback_waits(waiting); };
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (queue_.empty()) {
+        sleeping_ = true;
+        work_.wait(lock, [&] { return !queue_.empty(); });
+        sleeping_ = false;
+      }
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      try {
+        item.fn();
+      } catch (...) {
+        const std::string what = what_of(std::current_exception());
+        errors().record(item.name, what);
+        TESSEL_DEBUG_LOG("host callback '" + item.name + "' on cpu:" + std::to_string(device_id_) + " threw: " + what);
+      }
+      item.fn = nullptr;  // release the callback's arrays outside the lock
+      lock.lock();
+      bytes_ -= item.bytes;
+      ++done_;
+      room_.notify_all();
+      done_cv_.notify_all();
+    }
+  }
+
+  int device_id_;
+  size_t max_bytes_;
+  std::mutex mu_;
+  std::condition_variable work_, room_, done_cv_;
+  std::deque<Item> queue_;
+  size_t bytes_ = 0;
+  uint64_t pushed_ = 0, done_ = 0;
+  int callback_waits_ = 0;
+  bool sleeping_ = false;
+  std::thread thread_;  // never joined: the receivers live as long as the process
+};
+
+/// The receivers of the local devices, made on first use; leaked, so that callbacks still
+/// queued at exit can run (the exit handler drains them first).
+std::vector<std::unique_ptr<Receiver>>& receivers() {
+  static auto* r = [] {
+    auto* v = new std::vector<std::unique_ptr<Receiver>>;
+    for (DeviceImpl* d : local_device_impls()) v->push_back(std::make_unique<Receiver>(d->id()));
+    // Pending taps are flushed at exit, after main returns (an error is printed, not thrown).
+    std::atexit([] {
+      try {
+        barrier_wait("at_exit");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tessel: %s\n", e.what());
+      }
+    });
+    return v;
+  }();
+  return *r;
+}
+
+Receiver& receiver_of(DeviceImpl* device) { return *receivers().at(size_t(device->local_index())); }
+
+}  // namespace
+
+size_t max_queue_bytes() {
+  static const size_t bytes = [] {
+    const long v = env_int("TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES", 256L << 20);
+    return size_t(v < 1 ? 1 : v);
+  }();
+  return bytes;
+}
+
+void push(DeviceImpl* device, size_t bytes, std::string name, std::function<void()> fn) {
+  receiver_of(device).push(bytes, std::move(name), std::move(fn));
+}
+
+void run_in_order(DeviceImpl* device, const std::function<void()>& fn) {
+  receiver_of(device).drain();
+  fn();
+}
+
+void barrier_wait(const std::string& logging_name) {
+  TESSEL_DEBUG_LOG("host barrier_wait '" + logging_name + "'");
+  for (DeviceImpl* d : local_device_impls()) d->stream().synchronize();
+  for (auto& r : receivers()) r->drain();
+  ErrorRecord& e = errors();
+  std::string message;
+  size_t count = 0;
+  {
+    std::lock_guard lock(e.mu);
+    std::swap(message, e.message);
+    std::swap(count, e.count);
+  }
+  if (count == 0) return;
+  throw tessel::host::CallbackException(
+      "barrier_wait" + (logging_name.empty() ? std::string() : "('" + logging_name + "')") + ": " +
+      std::to_string(count) + " host callback" + (count == 1 ? "" : "s") + " threw since the last barrier; the last: " +
+      message);
+}
+
+}  // namespace tessel::detail::host

@@ -1,0 +1,36 @@
+#pragma once
+// The host-callback runtime (docs/host_callbacks.md): one receiver thread per local device
+// runs the device's asynchronous callbacks (id_tap, id_print, debug::print/callback) in the
+// order the device issued them, from a queue bounded in bytes
+// (TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES, default 256 MiB) that makes a device wait when
+// full. Exceptions thrown by those callbacks are recorded, never propagated to the device;
+// barrier_wait reports the last one. Pending callbacks run before the process exits.
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace tessel::detail {
+class DeviceImpl;
+}
+
+namespace tessel::detail::host {
+
+/// Queues `fn` for `device`'s receiver thread (started on first use). Blocks while the
+/// device's queue holds more than the byte bound — unless the receiver's current callback
+/// is itself waiting on tessel work, which may be this very device's. An exception `fn`
+/// throws is recorded under `name` for barrier_wait.
+void push(DeviceImpl* device, size_t bytes, std::string name, std::function<void()> fn);
+
+/// Runs `fn` on the calling thread (a device's stream, for `call`) after every callback
+/// the device queued before it has run, so that one device's callbacks keep their order.
+void run_in_order(DeviceImpl* device, const std::function<void()>& fn);
+
+/// Waits until every device stream of this process has run the work enqueued so far and
+/// every callback it issued has run; then, if a callback threw since the last barrier,
+/// throws ts::host::CallbackException carrying the last exception's message.
+void barrier_wait(const std::string& logging_name);
+
+/// The byte bound of each device's queue (TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES).
+size_t max_queue_bytes();
+
+}  // namespace tessel::detail::host
