@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--steps")) steps = argv[i + 1];
   }
   const std::string args = " --nx " + nx + " --ny " + ny + " --steps " + steps;
-  const std::string model = tb::shell_quote(TESSEL_SHALLOW_WATER_EXE) + args + " --dtype float32";
+  const std::string model = tb::shell_quote(TESSEL_SHALLOW_WATER_EXE) + args + " --dtype float32 --no-progress";
   auto tessel_on = [&](int np) {
     return seconds_of(kMpirun + " -np " + std::to_string(np) + " -x TESSEL_NUM_THREADS=1 " + model);
   };

@@ -14,7 +14,8 @@
 // --check then also runs the single-process model on process 0 and compares the gathered
 // fields with it (exit status 1 if they differ).
 //
-// Prints progress lines, `compile_seconds <t>` (tracing and compiling the two step
+// A progress bar on process 0 is drawn by an id_tap inside the jitted step (the device hands
+// the step number to the host and goes on; --no-progress turns it off). Prints progress lines, `compile_seconds <t>` (tracing and compiling the two step
 // variants) and `seconds <t>` (the time-stepping loop alone; decomposed: from a barrier
 // before the first step to a barrier after every process finished).
 #include <algorithm>
@@ -44,6 +45,7 @@ struct Options {
   double eta_range = 10.0;  // PLOT_ETA_RANGE of the original; <= 0 is automatic
   bool use_jit = true;
   bool print_program = false;
+  bool progress = true;
   int halo = sw::Decomposition::kStepHalo;
   bool check = false;  // compare with the single-process model (on process 0)
 };
@@ -52,7 +54,7 @@ struct Options {
   std::fprintf(stderr,
                "%s\nusage: shallow_water [--nx NX] [--ny NY] [--steps N] [--dtype float32|float64]\n"
                "                     [--out FILE.npy] [--png FILE.png] [--eta-range M (0: auto)] [--no-jit] [--check]\n"
-               "                     [--halo ROWS] [--print-program]\n"
+               "                     [--halo ROWS] [--print-program] [--no-progress]\n"
                "       under mpirun -np N: the paper's domain decomposition over N processes\n",
                error.c_str());
   std::exit(2);
@@ -82,6 +84,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--no-jit") o.use_jit = false;
     else if (a == "--check") o.check = true;
     else if (a == "--print-program") o.print_program = true;
+    else if (a == "--no-progress") o.progress = false;
     else if (a == "--halo") o.halo = int(integer(1));
     else if (a == "--dtype") {
       const std::string d = value();
@@ -141,15 +144,35 @@ int main(int argc, char** argv) try {
   sw::State state = model.initial_state();
   state.h.block_until_ready();
 
-  auto step_fn = [model](const sw::State& s, bool first_step) { return model.step(s, first_step); };
+  // The progress bar: the jitted step hands its step number to the host (an id_tap), which
+  // redraws the bar on process 0 whenever it grows, while the device goes on.
+  const int64_t steps = opt.steps;
+  auto progress = [steps, root, show = opt.progress](const ts::Array& k, const ts::host::Transforms&) {
+    if (!show || !root) return;
+    constexpr int64_t kWidth = 50;
+    const int64_t done = k.item<int64_t>() + 1, filled = done * kWidth / steps;
+    if (done != steps && filled == (done - 1) * kWidth / steps) return;  // the bar did not grow
+    std::printf("\rprogress [%s%s] %3lld%% %lld/%lld steps", std::string(size_t(filled), '#').c_str(),
+                std::string(size_t(kWidth - filled), ' ').c_str(), (long long)(100 * done / steps), (long long)done,
+                (long long)steps);
+    std::fflush(stdout);
+  };
+  auto step_fn = [model, progress](const sw::State& s, bool first_step, const ts::Array& k) {
+    ts::host::id_tap(progress, k, {.name = "progress"});
+    return model.step(s, first_step);
+  };
   auto jitted = ts::jit(step_fn, {.static_argnums = {1}, .donate_argnums = {0}});
-  auto step = [&](const sw::State& s, bool first) { return opt.use_jit ? jitted(s, first) : step_fn(s, first); };
+  auto step = [&](const sw::State& s, bool first, int64_t k) {
+    const ts::Array number = ts::Array(int32_t(k));
+    return opt.use_jit ? jitted(s, first, number) : step_fn(s, first, number);
+  };
 
   // Trace and compile both variants (first step and Adams-Bashforth) before timing.
   auto t0 = std::chrono::steady_clock::now();
   if (opt.use_jit) {
-    jitted.lower(state, true);
-    ts::Lowered lowered = jitted.lower(state, false);
+    const ts::Array number = ts::Array(int32_t(0));
+    jitted.lower(state, true, number);
+    ts::Lowered lowered = jitted.lower(state, false, number);
     // The Adams-Bashforth step as compiled: its loop nests and the steps between them.
     if (opt.print_program && root) std::printf("%s\n", lowered.compile().as_text().c_str());
   }
@@ -174,14 +197,15 @@ int main(int argc, char** argv) try {
   // so running far ahead of the device stream would hold hundreds of megabytes.
   const int64_t sync_every = opt.use_jit ? 10 : 1;
   for (int64_t k = 0; k < opt.steps; ++k) {
-    state = step(state, k == 0);
+    state = step(state, k == 0, k);
     if ((k + 1) % sync_every == 0) state.h.block_until_ready();
     if ((k + 1) % report_every == 0 || k + 1 == opt.steps) {
       // Reading the interior waits for the step; it costs one copy every tenth of the run.
       const auto [lo, hi] = h_range(state);
+      ts::host::barrier_wait("report");  // the bar has been drawn up to this step
       if (root)
-        std::printf("step %lld/%lld  t = %.3f days  h in [%.3f, %.3f] m\n", (long long)(k + 1), (long long)opt.steps,
-                    double(k + 1) * dt / sw::kDayInSeconds, lo, hi);
+        std::printf("%sstep %lld/%lld  t = %.3f days  h in [%.3f, %.3f] m\n", opt.progress ? "\n" : "",
+                    (long long)(k + 1), (long long)opt.steps, double(k + 1) * dt / sw::kDayInSeconds, lo, hi);
       std::fflush(stdout);
     }
   }
