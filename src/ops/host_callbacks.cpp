@@ -26,10 +26,12 @@
 #include "core/device_impl.h"
 #include "core/log.h"
 #include "ops/op_util.h"
+#include "ops/collectives.h"
 #include "ops/rule_util.h"
 #include "runtime/host_callbacks.h"
 #include "tessel/host.h"
 #include "tessel/ops.h"
+#include "tessel/sharding.h"
 
 namespace tessel::host {
 
@@ -206,29 +208,68 @@ ir::Batched call_batch(const ir::Primitive& self, std::span<const Array> ins, st
   return {{stack(results)}, {0}};
 }
 
+// ---- under a sharded jit ----
+
+// Every result is replicated: a token, or the one call's result.
+std::vector<std::optional<Sharding>> host_infer(const Mesh& mesh, std::span<const std::optional<Sharding>>,
+                                                std::span<const Aval>, std::span<const Aval> outs, const Params&) {
+  return std::vector<std::optional<Sharding>>(outs.size(), NamedSharding(mesh, PartitionSpec()));
+}
+
+// The operands gathered whole; the mesh's device `device_index` alone calls back. A call's
+// other devices contribute zeros to a sum that hands them its result.
+template <const char* kName>
+void host_partition(ir::SpmdBuilder& b, std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  const Mesh& mesh = b.mesh();
+  const Sharding whole = NamedSharding(mesh, PartitionSpec());
+  const int64_t index = p.get_int("device_index");
+  if (index < 0 || index >= mesh.size())
+    throw ValueError("host callback '" + callback_of(p).name + "': device_index " + std::to_string(index) +
+                     " is outside the mesh " + mesh.to_string() + " of " + std::to_string(mesh.size()) +
+                     " devices; give an index in [0, " + std::to_string(mesh.size()) + ")");
+  std::vector<Array> locals;
+  for (size_t i = 0; i < ins.size(); ++i) locals.push_back(b.operand(i, whole));
+  Params q = p;
+  q.set("only_device", int64_t(mesh.devices()[size_t(index)].id()));
+  std::vector<Array> louts = ops::bind(ir::lookup_primitive(kName), locals, q);
+  if (outs[0].size() > 0 && mesh.size() > 1)
+    louts[0] = tessel::detail::all_reduce(louts[0], mesh.axis_names(), ir::Combine::kSum);
+  b.set_result(0, louts[0], whole);
+}
+
 constexpr uint32_t kTapEffects = ir::kSideEffect | ir::kOrdered | ir::kRematReplay;
 
+constexpr char kTapName[] = "host_tap", kCallName[] = "host_call", kIoCallName[] = "host_io_call",
+               kPureCallName[] = "host_pure_call";
+const ir::SpmdRules tap_rules{.infer = host_infer, .partition = host_partition<kTapName>};
+const ir::SpmdRules call_rules{.infer = host_infer, .partition = host_partition<kCallName>};
+const ir::SpmdRules io_call_rules{.infer = host_infer, .partition = host_partition<kIoCallName>};
+const ir::SpmdRules pure_call_rules{.infer = host_infer, .partition = host_partition<kPureCallName>};
+
 const ir::Primitive& tap_p = ir::register_primitive({
-    .name = "host_tap",
+    .name = kTapName,
     .abstract_eval = tap_aval,
     .cpu_kernel = tap_kernel,
     .effects = kTapEffects,
     .jvp = ops::jvp_zero,
     .batch = tap_batch,
+    .spmd = &tap_rules,
 });
 
-ir::Primitive call_primitive(const char* name, uint32_t effects) {
+ir::Primitive call_primitive(const char* name, uint32_t effects, const ir::SpmdRules* rules) {
   return {.name = name,
           .abstract_eval = call_aval,
           .cpu_kernel = call_kernel,
           .effects = effects,
           .jvp_with_primals = call_jvp,
-          .batch = call_batch};
+          .batch = call_batch,
+          .spmd = rules};
 }
 
-const ir::Primitive& call_p = ir::register_primitive(call_primitive("host_call", ir::kSideEffect | ir::kOrdered));
-const ir::Primitive& io_call_p = ir::register_primitive(call_primitive("host_io_call", ir::kSideEffect));
-const ir::Primitive& pure_call_p = ir::register_primitive(call_primitive("host_pure_call", ir::kNoEffect));
+const ir::Primitive& call_p =
+    ir::register_primitive(call_primitive(kCallName, ir::kSideEffect | ir::kOrdered, &call_rules));
+const ir::Primitive& io_call_p = ir::register_primitive(call_primitive(kIoCallName, ir::kSideEffect, &io_call_rules));
+const ir::Primitive& pure_call_p = ir::register_primitive(call_primitive(kPureCallName, ir::kNoEffect, &pure_call_rules));
 
 std::mutex& emit_mutex() {
   static std::mutex m;
