@@ -67,7 +67,7 @@ struct TapOptions {
 /// Options of id_print.
 struct PrintOptions {
   /// Printed in the header as `what: ...` (omitted when empty).
-  std::string what;
+  std::string what = {};
   /// Where to print (default std::cout); must outlive the callback's run (barrier_wait).
   std::ostream* output_stream = nullptr;
   bool tap_with_device = false;

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/array_format.h"
 #include "core/array_impl.h"
 #include "tessel/array.h"
 
@@ -149,92 +150,7 @@ Scalar Array::scalar() const {
   return Scalar::load(dtype(), c->buffer->data());
 }
 
-namespace {
-
-// NumPy-like formatting of one element.
-std::string format_element(const Scalar& s) {
-  DType d = s.dtype();
-  std::ostringstream os;
-  if (is_bool(d)) return s.to<bool>() ? "True" : "False";
-  if (is_integer(d)) return is_unsigned_int(d) ? std::to_string(s.to<uint64_t>()) : std::to_string(s.to<int64_t>());
-  auto fmt_real = [&](double v) {
-    if (std::isnan(v)) return std::string("nan");
-    if (std::isinf(v)) return std::string(v > 0 ? "inf" : "-inf");
-    std::ostringstream o;
-    o.precision(8);
-    o << v;
-    std::string r = o.str();
-    if (r.find_first_of(".e") == std::string::npos) r += ".";
-    return r;
-  };
-  if (is_complex(d)) {
-    auto c = s.to<complex128_t>();
-    std::string im = fmt_real(std::abs(c.imag()));
-    return fmt_real(c.real()) + (c.imag() < 0 || std::signbit(c.imag()) ? "-" : "+") + im + "j";
-  }
-  return fmt_real(s.to<double>());
-}
-
-void format_rec(std::ostringstream& os, const std::vector<std::string>& elems, const Shape& shape, size_t dim,
-                size_t offset, size_t width, const std::string& indent) {
-  if (dim == shape.size()) {
-    std::string e = elems[offset];
-    os << std::string(width > e.size() ? width - e.size() : 0, ' ') << e;
-    return;
-  }
-  size_t stride = 1;
-  for (size_t k = dim + 1; k < shape.size(); ++k) stride *= size_t(shape[k]);
-  os << "[";
-  bool summarize = shape_size(shape) > 1000 && shape[dim] > 6;
-  for (int64_t i = 0; i < shape[dim]; ++i) {
-    if (summarize && i == 3) {
-      os << (dim + 1 == shape.size() ? " ..." : "\n" + indent + " ...");
-      i = shape[dim] - 4;
-      continue;
-    }
-    if (i > 0) {
-      if (dim + 1 == shape.size()) os << " ";
-      else os << std::string(shape.size() - dim - 1, '\n') << indent << " ";
-    }
-    format_rec(os, elems, shape, dim + 1, offset + size_t(i) * stride, width, indent + " ");
-  }
-  os << "]";
-}
-
-}  // namespace
-
-std::string Array::to_string() const {
-  if (!valid()) return "Array(<empty>)";
-  if (is_tracer()) return "Traced<" + aval().to_string() + ">";
-  auto* c = detail::require_concrete(*this, "to_string");
-  c->buffer->wait();
-  size_t n = size_t(size());
-  std::vector<std::string> elems(n);
-  const char* base = static_cast<const char*>(c->buffer->data());
-  for (size_t i = 0; i < n; ++i) elems[i] = format_element(Scalar::load(dtype(), base + i * itemsize(dtype())));
-  if (shape().empty()) return elems.empty() ? "" : elems[0];
-  // Like NumPy, align real numbers on the decimal point: pad the integer part on the left
-  // and the fraction on the right.
-  size_t width = 0;
-  if (is_floating(dtype())) {
-    size_t int_w = 0, frac_w = 0;
-    for (auto& e : elems) {
-      size_t dot = e.find('.');
-      if (dot == std::string::npos || e.find('e') != std::string::npos) continue;
-      int_w = std::max(int_w, dot);
-      frac_w = std::max(frac_w, e.size() - dot - 1);
-    }
-    for (auto& e : elems) {
-      size_t dot = e.find('.');
-      if (dot == std::string::npos || e.find('e') != std::string::npos) continue;
-      e = std::string(int_w - dot, ' ') + e + std::string(frac_w - (e.size() - dot - 1), ' ');
-    }
-  }
-  for (auto& e : elems) width = std::max(width, e.size());
-  std::ostringstream os;
-  format_rec(os, elems, shape(), 0, 0, width, "");
-  return os.str();
-}
+std::string Array::to_string() const { return detail::array_to_string(*this, 1000); }
 
 std::ostream& operator<<(std::ostream& os, const Array& a) { return os << a.to_string(); }
 

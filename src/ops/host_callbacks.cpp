@@ -21,6 +21,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/array_format.h"
 #include "core/array_impl.h"
 #include "core/buffer.h"
 #include "core/device_impl.h"
@@ -296,11 +297,7 @@ Array call_leaves(LeafCall fn, const std::vector<Array>& leaves, const ShapeDtyp
   return ops::bind1(prim, leaves, p);
 }
 
-std::string format_array(const Array& a, int64_t threshold) {
-  if (a.size() <= threshold) return a.to_string();
-  // NumPy's summary: the first and last three entries of each long dimension.
-  return a.to_string();
-}
+std::string format_array(const Array& a, int64_t threshold) { return tessel::detail::array_to_string(a, threshold); }
 
 void emit(std::ostream* os, const std::string& text) {
   std::lock_guard lock(emit_mutex());

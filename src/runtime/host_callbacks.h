@@ -22,7 +22,9 @@ namespace tessel::detail::host {
 void push(DeviceImpl* device, size_t bytes, std::string name, std::function<void()> fn);
 
 /// Runs `fn` on the calling thread (a device's stream, for `call`) after every callback
-/// the device queued before it has run, so that one device's callbacks keep their order.
+/// the device queued before it has run, so that one device's callbacks keep their order —
+/// unless the receiver's running callback waits on tessel work (perhaps on this device,
+/// which is busy with the call): then `fn` runs at once rather than deadlock.
 void run_in_order(DeviceImpl* device, const std::function<void()>& fn);
 
 /// Waits until every device stream of this process has run the work enqueued so far and

@@ -512,6 +512,22 @@ TEST_F(HostCallbacks, TapRunningTesselOps) {
   EXPECT_EQ(seen[1], 1.5f);
 }
 
+TEST_F(HostCallbacks, TapWaitingOnItsDeviceBeforeACallDoesNotDeadlock) {
+  // The tap waits for the device, which is running the call that follows it: the call
+  // does not wait for that tap.
+  std::vector<float> sums;
+  auto f = [&](const ts::Array& x) {
+    th::id_tap([&](const ts::Array& a, const th::Transforms&) { sums.push_back(ts::sum(a).item<float>()); }, x);
+    return th::call([](const ts::Array& a) { return ts::Array(a.to_vector<float>(), a.shape()) * 2.0f; }, x,
+                    {.result_shape = x.aval()});
+  };
+  const ts::Array x = f32s({1.0f, 2.0f});
+  EXPECT_EQ(floats(ts::jit(f)(x)), (std::vector<float>{2.0f, 4.0f}));
+  EXPECT_EQ(floats(f(x)), (std::vector<float>{2.0f, 4.0f}));
+  th::barrier_wait();
+  EXPECT_EQ(sums, (std::vector<float>{3.0f, 3.0f}));
+}
+
 // ============================ pure / io / debug / print ============================
 
 TEST_F(HostCallbacks, PureCallbackUnusedIsRemovedIoCallbackRuns) {
@@ -599,8 +615,9 @@ class HostCallbackBackPressure : public HostCallbacks {
  protected:
   void SetUp() override {
     HostCallbacks::SetUp();
-    if (const char* v = std::getenv("TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES"))
+    if (const char* v = std::getenv("TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES")) {
       ASSERT_EQ(tessel::detail::host::max_queue_bytes(), size_t(std::atol(v)));
+    }
   }
 };
 
