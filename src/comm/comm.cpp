@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "comm/comm_impl.h"
+#include "ir/serialize.h"
 #include "ops/op_util.h"
 #include "tessel/error.h"
 
@@ -46,6 +47,23 @@ const std::shared_ptr<CommImpl>& resolve(const Comm& c) {
 ir::ParamValue comm_param(const Comm& c) {
   return std::shared_ptr<const ir::ParamObject>(std::make_shared<CommParam>(resolve(c)));
 }
+
+void CommParam::write(ir::Writer& w) const {
+  if (comm != resolve(Comm()))
+    throw ValueError("the communicator " + comm->name() +
+                     " was made in this process (split, dup or adopted) and cannot be rebuilt in another; pass "
+                     "the world communicator, or split it inside the function that runs there");
+  w.str("world");
+}
+
+namespace {
+[[maybe_unused]] const bool comm_registered =
+    ir::register_param_reader("comm", [](ir::Reader& r) -> std::shared_ptr<const ir::ParamObject> {
+      std::string which = r.str();
+      if (which != "world") r.fail("unknown communicator '" + which + "' (only the world communicator travels)");
+      return std::make_shared<CommParam>(resolve(Comm()));
+    });
+}  // namespace
 
 const CommImpl& comm_of(const ir::Params& params) {
   auto& obj = params.get<std::shared_ptr<const ir::ParamObject>>("comm");

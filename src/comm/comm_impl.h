@@ -49,6 +49,10 @@ class CommParam final : public ir::ParamObject {
     return p && p->comm == comm;
   }
   std::string to_string() const override { return comm->name(); }
+  /// Only the world communicator travels (every process has it); a split or adopted one
+  /// names a group of this process's making, so write throws.
+  std::string_view serial_kind() const override { return "comm"; }
+  void write(ir::Writer& w) const override;
   std::shared_ptr<CommImpl> comm;
 };
 /// Parameter value for `c`, and back.

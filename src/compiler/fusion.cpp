@@ -10,6 +10,7 @@
 #include "compiler/kernel_cache.h"
 #include "core/device_impl.h"
 #include "core/log.h"
+#include "ir/serialize.h"
 #include "tessel/error.h"
 
 namespace tessel::compiler {
@@ -31,6 +32,11 @@ class FusedKernel final : public ir::ParamObject {
     return k && k->fn_ == fn_;
   }
   std::string to_string() const override { return name_; }
+  void write(ir::Writer&) const override {
+    throw ValueError("the compiled kernel " + name_ +
+                     " is machine code loaded in this process; serialize the program before fusion (the "
+                     "receiving process compiles it again)");
+  }
   KernelFnPtr fn() const { return fn_; }
   const GroupShape& shape() const { return shape_; }
 

@@ -122,3 +122,12 @@ std::string Params::to_string() const {
 }
 
 }  // namespace tessel::ir
+
+namespace tessel::ir {
+
+void ParamObject::write(Writer&) const {
+  throw ValueError("the value " + to_string() +
+                   " has no serialized form (its class does not implement ParamObject::serial_kind and write)");
+}
+
+}  // namespace tessel::ir

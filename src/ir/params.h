@@ -15,6 +15,8 @@ namespace tessel::ir {
 struct Program;
 using ProgramRef = std::shared_ptr<const Program>;
 
+class Writer;  // ir/serialize.h
+
 /// Extension point for parameter values of later modules (shardings, callbacks, ...).
 class ParamObject {
  public:
@@ -22,6 +24,12 @@ class ParamObject {
   virtual size_t hash() const = 0;
   virtual bool equals(const ParamObject& other) const = 0;
   virtual std::string to_string() const = 0;
+  /// Serialization (ir/serialize.h), opt-in: a value that can travel to another process
+  /// names its kind (the key its reader is registered under with register_param_reader)
+  /// and writes its data. By default a value cannot travel: `write` throws ValueError
+  /// saying why (classes holding closures say so and give the fix).
+  virtual std::string_view serial_kind() const { return {}; }
+  virtual void write(Writer& w) const;
 };
 
 using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, DType, Scalar,

@@ -1,5 +1,7 @@
 #include "ir/sharding_rule.h"
 
+#include "ir/serialize.h"
+
 namespace tessel::ir {
 
 const char* combine_name(Combine c) {
@@ -47,6 +49,72 @@ std::string SpecsParam::to_string() const {
   std::string r = "(";
   for (size_t i = 0; i < value.size(); ++i) r += (i ? ", " : "") + value[i].to_string();
   return r + (value.size() == 1 ? ",)" : ")");
+}
+
+// ---- serialization (ir/serialize.h): devices travel by global id ----
+
+namespace {
+
+void write_mesh(Writer& w, const Mesh& m) {
+  w.strs(m.axis_names());
+  w.ints(m.shape());
+  std::vector<int64_t> ids;
+  for (auto& d : m.devices()) ids.push_back(d.id());
+  w.ints(ids);
+}
+Mesh read_mesh(Reader& r) {
+  auto names = r.strs();
+  auto shape = r.ints();
+  std::vector<Device> devs;
+  for (auto id : r.ints()) devs.push_back(device_by_id(id, r.what()));
+  try {
+    return Mesh(std::move(devs), std::move(shape), std::move(names));
+  } catch (const Error& e) {
+    r.fail(std::string("invalid mesh: ") + e.what());
+  }
+}
+void write_spec(Writer& w, const PartitionSpec& s) {
+  w.count(s.size());
+  for (auto& e : s.entries()) w.strs(e.axes());
+}
+PartitionSpec read_spec(Reader& r) {
+  std::vector<SpecEntry> entries(r.count(8));
+  for (auto& e : entries) e = SpecEntry(r.strs());
+  return PartitionSpec(std::move(entries));
+}
+
+[[maybe_unused]] const bool mesh_registered = register_param_reader("mesh", [](Reader& r) -> std::shared_ptr<const ParamObject> {
+  return std::make_shared<MeshParam>(read_mesh(r));
+});
+[[maybe_unused]] const bool sharding_registered =
+    register_param_reader("sharding", [](Reader& r) -> std::shared_ptr<const ParamObject> {
+      if (r.boolean()) return std::make_shared<ShardingParam>(SingleDeviceSharding(device_by_id(r.i64(), r.what())));
+      Mesh mesh = read_mesh(r);
+      PartitionSpec spec = read_spec(r);
+      try {
+        return std::make_shared<ShardingParam>(NamedSharding(mesh, spec));
+      } catch (const Error& e) {
+        r.fail(std::string("invalid sharding: ") + e.what());
+      }
+    });
+[[maybe_unused]] const bool specs_registered = register_param_reader("specs", [](Reader& r) -> std::shared_ptr<const ParamObject> {
+  std::vector<PartitionSpec> specs(r.count(8));
+  for (auto& s : specs) s = read_spec(r);
+  return std::make_shared<SpecsParam>(std::move(specs));
+});
+
+}  // namespace
+
+void MeshParam::write(Writer& w) const { write_mesh(w, value); }
+void ShardingParam::write(Writer& w) const {
+  w.boolean(value.is_single_device());
+  if (value.is_single_device()) return w.i64(value.device_set().at(0).id());
+  write_mesh(w, value.mesh());
+  write_spec(w, value.spec());
+}
+void SpecsParam::write(Writer& w) const {
+  w.count(value.size());
+  for (auto& s : value) write_spec(w, s);
 }
 
 }  // namespace tessel::ir

@@ -94,6 +94,8 @@ class MeshParam final : public ParamObject {
   size_t hash() const override;
   bool equals(const ParamObject& o) const override;
   std::string to_string() const override { return value.to_string(); }
+  std::string_view serial_kind() const override { return "mesh"; }
+  void write(Writer& w) const override;
   Mesh value;
 };
 class ShardingParam final : public ParamObject {
@@ -102,6 +104,8 @@ class ShardingParam final : public ParamObject {
   size_t hash() const override;
   bool equals(const ParamObject& o) const override;
   std::string to_string() const override { return value.to_string(); }
+  std::string_view serial_kind() const override { return "sharding"; }
+  void write(Writer& w) const override;
   Sharding value;
 };
 class SpecsParam final : public ParamObject {
@@ -110,6 +114,8 @@ class SpecsParam final : public ParamObject {
   size_t hash() const override;
   bool equals(const ParamObject& o) const override;
   std::string to_string() const override;
+  std::string_view serial_kind() const override { return "specs"; }
+  void write(Writer& w) const override;
   std::vector<PartitionSpec> value;
 };
 

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 
+#include "ir/serialize.h"
 #include "ops/rule_util.h"
 #include "runtime/spmd_context.h"
 #include "tessel/error.h"
@@ -42,8 +43,14 @@ class AxesParam final : public ir::ParamObject {
     for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", " : "") + axes[i];
     return s + ")";
   }
+  std::string_view serial_kind() const override { return "collective_axes"; }
+  void write(ir::Writer& w) const override { w.strs(axes); }
   std::vector<std::string> axes;
 };
+[[maybe_unused]] const bool axes_registered =
+    ir::register_param_reader("collective_axes", [](ir::Reader& r) -> std::shared_ptr<const ir::ParamObject> {
+      return std::make_shared<AxesParam>(r.strs());
+    });
 
 using Pairs = std::vector<std::pair<int64_t, int64_t>>;
 class PairsParam final : public ir::ParamObject {
@@ -64,8 +71,25 @@ class PairsParam final : public ir::ParamObject {
       s += (i ? ", " : "") + std::to_string(pairs[i].first) + "->" + std::to_string(pairs[i].second);
     return s + ")";
   }
+  std::string_view serial_kind() const override { return "collective_pairs"; }
+  void write(ir::Writer& w) const override {
+    w.count(pairs.size());
+    for (auto& [s, d] : pairs) {
+      w.i64(s);
+      w.i64(d);
+    }
+  }
   Pairs pairs;
 };
+[[maybe_unused]] const bool pairs_registered =
+    ir::register_param_reader("collective_pairs", [](ir::Reader& r) -> std::shared_ptr<const ir::ParamObject> {
+      Pairs pairs(r.count(16));
+      for (auto& [s, d] : pairs) {
+        s = r.i64();
+        d = r.i64();
+      }
+      return std::make_shared<PairsParam>(std::move(pairs));
+    });
 
 const Pairs& get_pairs(const Params& p) {
   return static_cast<const PairsParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("pairs")).pairs;

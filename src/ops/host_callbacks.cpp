@@ -26,6 +26,7 @@
 #include "core/buffer.h"
 #include "core/device_impl.h"
 #include "core/log.h"
+#include "ir/serialize.h"
 #include "ops/op_util.h"
 #include "ops/collectives.h"
 #include "ops/rule_util.h"
@@ -67,6 +68,11 @@ class CallbackParam final : public ir::ParamObject {
   size_t hash() const override { return std::hash<const void*>()(this); }
   bool equals(const ir::ParamObject& o) const override { return this == &o; }
   std::string to_string() const override { return name; }
+  void write(ir::Writer&) const override {
+    ir::throw_closure_param("the host callback '" + name + "'",
+                            "run programs with host callbacks in the process that traced them (colocated and "
+                            "pipeline workers can run callbacks registered there, not the caller's)");
+  }
   std::string name;
   LeafTap tap;
   LeafCall call;
@@ -82,8 +88,31 @@ class TransformsParam final : public ir::ParamObject {
     return t && t->value == value;
   }
   std::string to_string() const override { return host::to_string(value); }
+  std::string_view serial_kind() const override { return "host_transforms"; }
+  void write(ir::Writer& w) const override {
+    w.count(value.size());
+    for (auto& t : value) {
+      w.str(t.name);
+      w.count(t.batch_dims.size());
+      for (auto& d : t.batch_dims) {
+        w.boolean(d.has_value());
+        if (d) w.i64(*d);
+      }
+    }
+  }
   Transforms value;
 };
+[[maybe_unused]] const bool transforms_registered =
+    ir::register_param_reader("host_transforms", [](ir::Reader& r) -> std::shared_ptr<const ir::ParamObject> {
+      Transforms out(r.count(16));
+      for (auto& t : out) {
+        t.name = r.str();
+        t.batch_dims.resize(r.count(1));
+        for (auto& d : t.batch_dims)
+          if (r.boolean()) d = r.i64();
+      }
+      return std::make_shared<TransformsParam>(std::move(out));
+    });
 
 const CallbackParam& callback_of(const Params& p) {
   return static_cast<const CallbackParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("callback"));

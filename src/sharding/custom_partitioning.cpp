@@ -7,6 +7,7 @@
 
 #include "compiler/jit_primitive.h"
 #include "ir/program.h"
+#include "ir/serialize.h"
 #include "ir/trace.h"
 #include "sharding/mesh_impl.h"
 #include "sharding/rule_string.h"
@@ -36,6 +37,11 @@ class RulesParam final : public ir::ParamObject {
   std::string to_string() const override {
     if (!rules) return "<no partitioning rules>";
     return rules->rule ? "<rule '" + rules->rule->text + "'>" : "<partitioning callbacks>";
+  }
+  void write(ir::Writer&) const override {
+    ir::throw_closure_param("the partitioning rules of '" + name + "'",
+                            "partition the program (jit with shardings) before serializing, so that the rules are "
+                            "applied and only per-device equations remain");
   }
   std::shared_ptr<const CustomPartitioningRules> rules;
   StaticArgs statics;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ir/program.h"
+#include "ir/serialize.h"
 #include "ir/trace.h"
 
 namespace tessel::detail {
@@ -45,6 +46,11 @@ template <class Fn> class FnParam final : public ir::ParamObject {
   size_t hash() const override { return std::hash<const void*>()(this); }
   bool equals(const ParamObject& o) const override { return this == &o; }
   std::string to_string() const override { return "<" + what_ + ">"; }
+  void write(ir::Writer&) const override {
+    ir::throw_closure_param("the " + what_,
+                            "apply the transformation the rule is for (jvp, grad, vjp) before serializing, so "
+                            "that the rule is traced into plain equations, or ship a function without custom rules");
+  }
   Fn f;
 
  private:
