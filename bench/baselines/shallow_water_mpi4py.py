@@ -10,7 +10,6 @@ for the time-stepping loop and can save the gathered interior height as .npy:
     mpirun -np 2 /usr/bin/python3 shallow_water_mpi4py.py --nx 1800 --ny 900 --steps 200
 """
 
-import argparse
 import os
 import sys
 import time
@@ -70,13 +69,7 @@ def refresh_block_halos(arr):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nx", type=int, default=360)
-    parser.add_argument("--ny", type=int, default=180)
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    parser.add_argument("--out", help="save the gathered interior surface height (ny, nx) as .npy (rank 0)")
-    args = parser.parse_args()
+    args = sw.parse_arguments(__doc__, "save the gathered interior surface height (ny, nx) as .npy (rank 0)")
     if args.nx % NPROC_X or args.ny % NPROC_Y:
         sys.exit(f"the {args.ny}x{args.nx} grid does not split into {NPROC_Y}x{NPROC_X} blocks")
     nyl, nxl = args.ny // NPROC_Y, args.nx // NPROC_X

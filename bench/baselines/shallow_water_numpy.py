@@ -137,14 +137,19 @@ def step(state, coriolis, first_step):
     return [h, u, v, dh_new, du_new, dv_new]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_arguments(description, out_help):
+    """The command line of both baselines: grid, steps, dtype and an optional .npy output."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nx", type=int, default=360)
     parser.add_argument("--ny", type=int, default=180)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    parser.add_argument("--out", help="save the interior surface height (ny, nx) as .npy")
-    args = parser.parse_args()
+    parser.add_argument("--out", help=out_help)
+    return parser.parse_args()
+
+
+def main():
+    args = parse_arguments(__doc__, "save the interior surface height (ny, nx) as .npy")
 
     state, coriolis = initial_state(args.nx, args.ny, np.dtype(args.dtype))
     start = time.perf_counter()

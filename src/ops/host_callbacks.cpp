@@ -184,8 +184,6 @@ std::vector<Aval> call_aval(std::span<const Aval>, const Params& p) {
   return {Aval(r.shape, r.dtype)};
 }
 
-std::string describe(const Shape& shape, DType dtype) { return Aval(shape, dtype).to_string(); }
-
 void call_kernel(const KernelCall& c) {
   const CallbackParam& cb = callback_of(c.params);
   const size_t out_bytes = c.out_avals[0].nbytes();
@@ -209,7 +207,7 @@ void call_kernel(const KernelCall& c) {
   if (!result.valid())
     throw ValueError("host callback '" + cb.name + "' returned an empty Array; it must return " + want.to_string());
   if (result.shape() != want.shape || result.dtype() != want.dtype)
-    throw ShapeError("host callback '" + cb.name + "' returned " + describe(result.shape(), result.dtype()) +
+    throw ShapeError("host callback '" + cb.name + "' returned " + Aval(result.shape(), result.dtype()).to_string() +
                      " but its result_shape is " + want.to_string() +
                      "; return an array of that shape and dtype (astype/reshape it) or fix result_shape");
   tessel::detail::ConcreteArray* r = tessel::detail::require_concrete(result, "a host callback's result");
@@ -228,11 +226,13 @@ std::vector<Array> call_jvp(const ir::Primitive& self, std::span<const Array>, s
 // written for.
 ir::Batched call_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                        const ir::BatchAxis& axis, const Params& p) {
+  std::vector<Array> leading;  // batch dimension first, moved once
+  for (size_t i = 0; i < ins.size(); ++i)
+    leading.push_back(dims[i] == ir::kNotBatched ? ins[i] : ops::move_batch_dim(ins[i], dims[i], 0, axis.size));
   std::vector<Array> results;
   for (int64_t b = 0; b < axis.size; ++b) {
     std::vector<Array> example;
-    for (size_t i = 0; i < ins.size(); ++i)
-      example.push_back(dims[i] == ir::kNotBatched ? ins[i] : ops::move_batch_dim(ins[i], dims[i], 0, axis.size)[{b}]);
+    for (size_t i = 0; i < ins.size(); ++i) example.push_back(dims[i] == ir::kNotBatched ? leading[i] : leading[i][{b}]);
     results.push_back(ops::bind1(self, example, p));
   }
   return {{stack(results)}, {0}};
