@@ -96,7 +96,9 @@ int64_t Array::dim(int64_t axis) const {
 }
 
 Device Array::device() const {
-  if (auto* s = detail::as_sharded(*this))
+  auto* s = detail::as_sharded(*this);
+  if (s && s->sharding.is_single_device()) return s->sharding.device_set()[0];  // on a worker's device
+  if (s)
     throw ValueError("device: the array " + aval().to_string() + " is laid out over " +
                      std::to_string(s->shards.size()) + " devices (" + s->sharding.to_string() +
                      "); use sharding(), devices() or addressable_shards()");
@@ -107,6 +109,7 @@ const Array& Array::block_until_ready() const {
   if (auto* s = detail::as_sharded(*this)) {
     for (auto& b : s->shards)
       if (b) b->wait();  // null: a device of another process
+    if (s->remote && detail::remote_hooks().wait) detail::remote_hooks().wait(*s);
     return *this;
   }
   detail::require_concrete(*this, "block_until_ready")->buffer->wait();

@@ -5,6 +5,7 @@
 
 #include "core/buffer.h"
 #include "core/device_impl.h"
+#include "core/remote.h"
 #include "tessel/array.h"
 #include "tessel/sharding.h"
 
@@ -46,9 +47,13 @@ class ShardedArray final : public ArrayImpl {
   Sharding sharding;
   Aval local_aval;
   std::vector<std::shared_ptr<Buffer>> shards;
+  /// On the driver of a single-controller job: where the pieces of other processes' devices
+  /// are kept (their `shards` entries are null). Null otherwise.
+  std::shared_ptr<const RemoteRef> remote;
   /// The whole array assembled on the first device of the mesh in this process (made once,
   /// on first use: reading values, printing, concretizing). Throws ValueError naming `what`
-  /// when this process's pieces do not make up the whole value (a mesh over processes).
+  /// when this process's pieces do not make up the whole value (a mesh over processes); on
+  /// the driver of a single-controller job the missing pieces are fetched from the workers.
   ConcreteArray* gathered(const char* what = "reading the value") const;
 
  private:

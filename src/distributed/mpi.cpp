@@ -11,6 +11,7 @@
 
 #include "core/device_impl.h"
 #include "core/log.h"
+#include "distributed/controller.h"
 #include "tessel/distributed.h"
 #include "tessel/error.h"
 
@@ -43,6 +44,7 @@ void flush_and_finalize() {
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!s.started || s.finalized) return;
+  controller::stop_workers();
   for (auto* d : detail::local_device_impls()) d->stream().synchronize();
   s.finalized = true;
   if (s.owned && !mpi_finalized()) MPI_Finalize();
@@ -211,11 +213,33 @@ Block::~Block() {
 
 namespace tessel::distributed {
 
-void initialize() {
+namespace {
+Mode g_mode = Mode::multi_controller;
+}
+
+void initialize(InitOptions options) {
   int init = 0;
   MPI_Initialized(&init);
   if (!mpi::launched_by_mpirun() && !init) return;  // alone: the embedded default
+  if (mpi::joined() && options.mode != g_mode)
+    throw ValueError("distributed::initialize: the job was joined as " +
+                     std::string(g_mode == Mode::single_controller ? "single_controller" : "multi_controller") +
+                     " already; a process joins in one mode");
   mpi::ensure_initialized();
+  if (options.mode == Mode::single_controller) {
+    g_mode = Mode::single_controller;
+    controller::start();  // returns on the driver only
+  }
+}
+
+Mode mode() { return g_mode; }
+
+std::vector<Device> worker_devices() {
+  std::vector<Device> r;
+  if (!controller::is_driver()) return r;
+  for (const Device& d : devices())
+    if (d.process_index() != 0) r.push_back(d);
+  return r;
 }
 
 bool is_initialized() { return mpi::joined() && mpi::launched_by_mpirun(); }

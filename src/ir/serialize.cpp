@@ -144,6 +144,45 @@ Device device_by_id(int64_t id, const std::string& what) {
                    std::to_string(all.size()) + " devices (the program was serialized in a larger job?)");
 }
 
+void write_aval(Writer& w, const Aval& a) {
+  w.ints(a.shape);
+  w.dtype(a.dtype);
+  w.boolean(a.weak_type);
+}
+
+Aval read_aval(Reader& r) {
+  Aval a;
+  a.shape = r.ints();
+  int64_t size = 1;
+  for (auto d : a.shape) {
+    if (d < 0) r.fail("negative dimension " + std::to_string(d) + " in a shape");
+    if (__builtin_mul_overflow(size, d, &size)) r.fail("a shape with more than 2^63 elements");
+  }
+  a.dtype = r.dtype();
+  a.weak_type = r.boolean();
+  return a;
+}
+
+void write_array(Writer& w, const Array& a) {
+  write_aval(w, a.aval());
+  auto* c = tessel::detail::require_concrete(a, "serialize");
+  c->buffer->wait();
+  w.raw(c->buffer->data(), a.nbytes());
+}
+
+Array read_array(Reader& r) {
+  Aval a = read_aval(r);
+  if (uint64_t(a.size()) > r.remaining() / itemsize(a.dtype))  // (nbytes could overflow)
+    r.fail("truncated input: an array " + a.to_string() + " needs more than the " + std::to_string(r.remaining()) +
+           " bytes left");
+  auto bytes = r.raw(a.nbytes());
+  auto* dev = tessel::detail::default_device();
+  auto buf = tessel::detail::Buffer::allocate(bytes.size(), dev);
+  if (!bytes.empty()) std::memcpy(buf->data(), bytes.data(), bytes.size());
+  buf->set_ready();
+  return tessel::detail::make_concrete(a, dev, std::move(buf), false);
+}
+
 // ---- serialize ----
 
 namespace {
@@ -161,11 +200,7 @@ class ProgramWriter {
   }
 
  private:
-  void aval(const Aval& a) {
-    w_.ints(a.shape);
-    w_.dtype(a.dtype);
-    w_.boolean(a.weak_type);
-  }
+  void aval(const Aval& a) { write_aval(w_, a); }
   // A variable: its index in the table; the first occurrence also carries its aval.
   void var(const Var& v) {
     auto [it, fresh] = vars_.emplace(v.get(), vars_.size());
@@ -193,10 +228,7 @@ class ProgramWriter {
       throw ValueError("serialize: constant " + std::to_string(i) + " of program '" + p.name +
                        "' is a tracer of an enclosing transformation; only closed programs with concrete constants "
                        "can be serialized (hoist traced constants to inputs first)");
-    aval(a.aval());
-    auto* c = tessel::detail::require_concrete(a, "serialize");
-    c->buffer->wait();
-    w_.raw(c->buffer->data(), a.nbytes());
+    write_array(w_, a);
   }
   void object(const std::shared_ptr<const ParamObject>& obj) {
     w_.boolean(obj != nullptr);
@@ -291,18 +323,7 @@ class ProgramReader {
   }
 
  private:
-  Aval aval() {
-    Aval a;
-    a.shape = r_.ints();
-    int64_t size = 1;
-    for (auto d : a.shape) {
-      if (d < 0) r_.fail("negative dimension " + std::to_string(d) + " in a shape");
-      if (__builtin_mul_overflow(size, d, &size)) r_.fail("a shape with more than 2^63 elements");
-    }
-    a.dtype = r_.dtype();
-    a.weak_type = r_.boolean();
-    return a;
-  }
+  Aval aval() { return read_aval(r_); }
   Var var() {
     uint64_t i = r_.u64();
     if (i < vars_.size()) return vars_[i];
@@ -338,18 +359,7 @@ class ProgramReader {
     programs_[i] = p;
     return p;
   }
-  Array constant() {
-    Aval a = aval();
-    if (uint64_t(a.size()) > r_.remaining() / itemsize(a.dtype))  // (nbytes could overflow)
-      r_.fail("truncated input: a constant " + a.to_string() + " needs more than the " + std::to_string(r_.remaining()) +
-              " bytes left");
-    auto bytes = r_.raw(a.nbytes());
-    auto* dev = tessel::detail::default_device();
-    auto buf = tessel::detail::Buffer::allocate(bytes.size(), dev);
-    if (!bytes.empty()) std::memcpy(buf->data(), bytes.data(), bytes.size());
-    buf->set_ready();
-    return tessel::detail::make_concrete(a, dev, std::move(buf), false);
-  }
+  Array constant() { return read_array(r_); }
   std::shared_ptr<const ParamObject> object() {
     if (!r_.boolean()) return nullptr;
     std::string kind = r_.str();

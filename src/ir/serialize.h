@@ -95,6 +95,14 @@ bool register_param_reader(std::string kind, ParamReaderFn fn);
 /// throws ValueError naming `what` when the job has no such device.
 Device device_by_id(int64_t id, const std::string& what);
 
+/// An aval: shape, dtype, weak type.
+void write_aval(Writer& w, const Aval& a);
+Aval read_aval(Reader& r);
+/// A concrete array's aval and bytes (waits until it is computed; a sharded array's whole
+/// value). `read_array` makes it on the default device, uncommitted.
+void write_array(Writer& w, const Array& a);
+Array read_array(Reader& r);
+
 /// The bytes of `p`: magic, version, then the program with its nested programs (shared
 /// ones written once), equations by primitive name, every parameter, literals, and the
 /// constants' values (dtype, shape, bytes). Throws ValueError naming the equation's

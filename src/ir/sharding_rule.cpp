@@ -88,14 +88,7 @@ PartitionSpec read_spec(Reader& r) {
 });
 [[maybe_unused]] const bool sharding_registered =
     register_param_reader("sharding", [](Reader& r) -> std::shared_ptr<const ParamObject> {
-      if (r.boolean()) return std::make_shared<ShardingParam>(SingleDeviceSharding(device_by_id(r.i64(), r.what())));
-      Mesh mesh = read_mesh(r);
-      PartitionSpec spec = read_spec(r);
-      try {
-        return std::make_shared<ShardingParam>(NamedSharding(mesh, spec));
-      } catch (const Error& e) {
-        r.fail(std::string("invalid sharding: ") + e.what());
-      }
+      return std::make_shared<ShardingParam>(read_sharding(r));
     });
 [[maybe_unused]] const bool specs_registered = register_param_reader("specs", [](Reader& r) -> std::shared_ptr<const ParamObject> {
   std::vector<PartitionSpec> specs(r.count(8));
@@ -106,11 +99,24 @@ PartitionSpec read_spec(Reader& r) {
 }  // namespace
 
 void MeshParam::write(Writer& w) const { write_mesh(w, value); }
-void ShardingParam::write(Writer& w) const {
-  w.boolean(value.is_single_device());
-  if (value.is_single_device()) return w.i64(value.device_set().at(0).id());
-  write_mesh(w, value.mesh());
-  write_spec(w, value.spec());
+void ShardingParam::write(Writer& w) const { write_sharding(w, value); }
+
+void write_sharding(Writer& w, const Sharding& s) {
+  w.boolean(s.is_single_device());
+  if (s.is_single_device()) return w.i64(s.device_set().at(0).id());
+  write_mesh(w, s.mesh());
+  write_spec(w, s.spec());
+}
+
+Sharding read_sharding(Reader& r) {
+  if (r.boolean()) return SingleDeviceSharding(device_by_id(r.i64(), r.what()));
+  Mesh mesh = read_mesh(r);
+  PartitionSpec spec = read_spec(r);
+  try {
+    return NamedSharding(mesh, spec);
+  } catch (const Error& e) {
+    r.fail(std::string("invalid sharding: ") + e.what());
+  }
 }
 void SpecsParam::write(Writer& w) const {
   w.count(value.size());

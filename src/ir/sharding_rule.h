@@ -87,6 +87,12 @@ struct SpmdRules {
 
 namespace tessel::ir {
 
+class Reader;
+/// A sharding as bytes (devices by global id; see ir/serialize.h), for parameters and for
+/// arrays that travel to workers.
+void write_sharding(Writer& w, const Sharding& s);
+Sharding read_sharding(Reader& r);
+
 /// Parameter values holding a mesh, a sharding or a list of partition specs.
 class MeshParam final : public ParamObject {
  public:

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "ops/rule_util.h"
+#include "tessel/distributed.h"
+#include "tessel/sharding.h"
 
 namespace tessel::ops {
 namespace {
@@ -191,7 +193,14 @@ Array eye(int64_t n, std::optional<int64_t> m_, int64_t k, DType dtype) {
 Array device_put(const Array& x, const Device& device) {
   if (!device.valid()) throw ValueError("device_put: the target Device is empty (default-constructed)");
   // An array laid out over devices is assembled first (on the first device of its mesh).
-  if (auto* s = detail::as_sharded(x)) return device_put(Array(std::make_shared<detail::ConcreteArray>(*s->gathered("device_put"))), device);
+  if (auto* s = detail::as_sharded(x)) {
+    if (!device.impl()->is_local() && s->sharding == SingleDeviceSharding(device)) return x;
+    return device_put(Array(std::make_shared<detail::ConcreteArray>(*s->gathered("device_put"))), device);
+  }
+  // The driver of a single-controller job places values on workers' devices by sending them.
+  if (!device.impl()->is_local() && !x.is_tracer() && !detail::tracing_active() &&
+      distributed::mode() == distributed::Mode::single_controller)
+    return device_put(x, SingleDeviceSharding(device));
   return ops::bind1(ops::device_put_p, {x}, ops::Params{{"device", int64_t(device.id())}});
 }
 

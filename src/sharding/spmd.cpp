@@ -9,6 +9,8 @@
 #include "compiler/fusion.h"
 #include "compiler/passes.h"
 #include "core/log.h"
+#include "distributed/controller.h"
+#include "ir/serialize.h"
 #include "ir/trace.h"
 #include "runtime/spmd_context.h"
 #include "runtime/spmd_dispatch.h"
@@ -59,6 +61,21 @@ void copy_block(const char* src, const Shape& src_shape, const Shape& src_start,
 
 DeviceImpl* impl_of(const Device& d) { return d.impl(); }
 
+// On the driver of a single-controller job: sends the value of `x` to the workers that own
+// devices of `out`'s sharding; each keeps its own pieces under a fresh id.
+void ship_pieces(const Array& x, ShardedArray& out) {
+  namespace ctl = distributed::controller;
+  std::vector<int> procs = ctl::remote_processes(out.sharding.device_set());
+  if (procs.empty()) return;
+  const uint64_t id = ctl::new_id();
+  ir::Writer w;
+  w.u64(id);
+  ir::write_sharding(w, out.sharding);
+  ir::write_array(w, x);
+  ctl::post(procs, "array.put", w.bytes());
+  out.remote = ctl::make_ref(id, std::move(procs));
+}
+
 // The pieces of a single-device array laid out by a named sharding (a copy per device;
 // padding filled with zeros). Only the devices of this process get their piece: on a mesh
 // that spans processes every process passes the same global value (multi-controller) and
@@ -96,15 +113,28 @@ Array split_array(const Array& x, const Sharding& s) {
     });
     shards.push_back(std::move(buf));
   }
-  return Array(std::make_shared<ShardedArray>(x.aval(), s, local_aval, std::move(shards)));
+  auto out = std::make_shared<ShardedArray>(x.aval(), s, local_aval, std::move(shards));
+  if (distributed::controller::is_driver()) ship_pieces(x, *out);
+  return Array(std::move(out));
 }
 
 // ---- partitioned executables ----
 
 struct SpmdExecutable {
   sharding::Partitioned part;
-  std::shared_ptr<compiler::Executable> exe;
   std::vector<Aval> global_out, local_out;
+  /// The per-device executable, built on first use: a driver whose devices are not in the
+  /// mesh never compiles it.
+  const std::shared_ptr<compiler::Executable>& executable() const {
+    std::call_once(exe_once, [this] {
+      exe = std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*part.program)));
+    });
+    return exe;
+  }
+
+ private:
+  mutable std::once_flag exe_once;
+  mutable std::shared_ptr<compiler::Executable> exe;
 };
 
 struct ProgramEntry {
@@ -189,8 +219,6 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
     auto made = std::make_shared<SpmdExecutable>();
     std::vector<Layout> in_layouts = sharding::choose_input_layouts(*simplified, *mesh, known);
     made->part = sharding::partition(*simplified, *mesh, in_layouts);
-    made->exe = std::make_shared<compiler::Executable>(
-        std::make_shared<const ir::Program>(compiler::fuse(*made->part.program)));
     made->global_out = simplified->out_avals();
     made->local_out = made->part.program->out_avals();
     exe = made;
@@ -202,10 +230,101 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
   return Prepared{exe, std::move(args)};
 }
 
+// ---- single-controller: launches on workers' devices ----
+
+std::vector<Array> run_program(const ir::ProgramRef& program, std::span<const Array> args);
+
+// The key under which workers keep a program the driver sent them (sent once per worker).
+struct ShippedProgram {
+  std::weak_ptr<const ir::Program> program;
+  uint64_t key = 0;
+  std::vector<int> sent_to;
+};
+
+// On the driver: asks the workers owning devices of `mesh` to run `program` on the
+// arrays `args` name and to keep the results under fresh ids, which `outs` now carry.
+void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<const Array> args,
+                 std::vector<std::shared_ptr<ShardedArray>>& outs) {
+  namespace ctl = distributed::controller;
+  std::vector<int> procs = ctl::remote_processes(mesh.devices());
+  if (procs.empty()) return;
+  static std::mutex mu;
+  static std::map<const ir::Program*, ShippedProgram> shipped;
+  std::string bytes;
+  uint64_t key;
+  {
+    std::lock_guard lock(mu);
+    auto it = shipped.find(program.get());
+    if (it == shipped.end() || it->second.program.expired()) {
+      std::erase_if(shipped, [](const auto& kv) { return kv.second.program.expired(); });
+      it = shipped.insert_or_assign(program.get(), ShippedProgram{program, ctl::new_id(), {}}).first;
+    }
+    key = it->second.key;
+    for (int p : procs)
+      if (std::find(it->second.sent_to.begin(), it->second.sent_to.end(), p) == it->second.sent_to.end()) {
+        if (bytes.empty()) bytes = ir::serialize(*program);  // names a closure that cannot travel
+        it->second.sent_to.push_back(p);
+      }
+  }
+  ir::Writer w;
+  w.u64(key);
+  w.str(bytes);
+  w.count(args.size());
+  for (const Array& a : args) w.u64(ctl::remote_id(a, program->name));
+  w.count(outs.size());
+  for (auto& o : outs) {
+    o->remote = ctl::make_ref(ctl::new_id(), procs);
+    w.u64(o->remote->id);
+  }
+  ctl::post(procs, "program.run", w.bytes());
+}
+
+// On a worker: the programs the driver sent, by key.
+std::map<uint64_t, ir::ProgramRef>& worker_programs() {
+  static auto* m = new std::map<uint64_t, ir::ProgramRef>();
+  return *m;
+}
+
+[[maybe_unused]] const bool handlers_registered = [] {
+  namespace ctl = distributed::controller;
+  ctl::register_handler("array.put", [](ir::Reader& r, ctl::Reply) {
+    const uint64_t id = r.u64();
+    try {
+      Sharding s = ir::read_sharding(r);
+      Array x = ir::read_array(r);
+      ctl::store(id, split_array(x, s));
+    } catch (...) {
+      ctl::store_error(id, std::current_exception());
+    }
+  });
+  ctl::register_handler("program.run", [](ir::Reader& r, ctl::Reply) {
+    const uint64_t key = r.u64();
+    std::string bytes = r.str();
+    std::vector<uint64_t> in_ids(r.count(8)), out_ids;
+    for (auto& id : in_ids) id = r.u64();
+    out_ids.resize(r.count(8));
+    for (auto& id : out_ids) id = r.u64();
+    try {
+      auto& programs = worker_programs();
+      if (!bytes.empty()) programs[key] = std::make_shared<const ir::Program>(ir::deserialize(bytes));
+      auto it = programs.find(key);
+      if (it == programs.end()) throw Error("internal: worker has no program with key " + std::to_string(key));
+      std::vector<Array> args;
+      for (auto id : in_ids) args.push_back(ctl::lookup(id, it->second->name));
+      std::vector<Array> outs = run_program(it->second, args);
+      if (outs.size() != out_ids.size()) throw Error("internal: '" + it->second->name + "' gave an unexpected result count");
+      for (size_t j = 0; j < outs.size(); ++j) ctl::store(out_ids[j], outs[j]);
+    } catch (...) {
+      for (auto id : out_ids) ctl::store_error(id, std::current_exception());
+    }
+  });
+  return true;
+}();
+
 // Every process of a job runs the launches of a mesh that spans processes in the same order
 // (multi-controller): each queues the parts of its own devices, and their collectives meet
 // across processes through the hub (shared memory within a process, MPI across).
-std::vector<Array> launch(const SpmdExecutable& x, std::span<const Array> args) {
+std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x, std::span<const Array> args) {
   const Mesh& mesh = x.part.mesh;
   int n = int(mesh.size());
   std::vector<distributed::Participant> participants;
@@ -231,7 +350,7 @@ std::vector<Array> launch(const SpmdExecutable& x, std::span<const Array> args) 
       outs.push_back(Buffer::allocate(x.local_out[j].nbytes(), dev));
       out_bufs[j].push_back(outs.back());
     }
-    dev->stream().enqueue([exe = x.exe, hub, contexts, pos, dev, ins = std::move(ins), outs = std::move(outs)] {
+    dev->stream().enqueue([exe = x.executable(), hub, contexts, pos, dev, ins = std::move(ins), outs = std::move(outs)] {
       try {
         std::vector<const void*> ip;
         std::vector<void*> op;
@@ -250,21 +369,26 @@ std::vector<Array> launch(const SpmdExecutable& x, std::span<const Array> args) 
     });
   }
   TESSEL_DEBUG_LOG("run partitioned '" + x.part.program->name + "' on " + mesh.to_string());
-  std::vector<Array> outs;
-  for (size_t j = 0; j < nout; ++j)
-    outs.push_back(Array(std::make_shared<ShardedArray>(x.global_out[j], sharding::sharding_of_layout(mesh, x.part.out_layouts[j]),
-                                                        x.local_out[j], std::move(out_bufs[j]))));
-  return outs;
+  std::vector<std::shared_ptr<ShardedArray>> outs;
+  for (size_t j = 0; j < nout; ++j) {
+    // A launch on one device without mesh axes (single-device arrays) keeps that layout.
+    Sharding s = mesh.axis_names().empty() && n == 1 ? SingleDeviceSharding(mesh.devices()[0])
+                                                     : sharding::sharding_of_layout(mesh, x.part.out_layouts[j]);
+    outs.push_back(std::make_shared<ShardedArray>(x.global_out[j], std::move(s), x.local_out[j], std::move(out_bufs[j])));
+  }
+  // Still under launch_mu: workers see launches in the order this process queued them.
+  if (distributed::controller::is_driver()) ship_launch(program, mesh, args, outs);
+  return std::vector<Array>(outs.begin(), outs.end());
 }
 
 std::vector<Array> run_program(const ir::ProgramRef& program, std::span<const Array> args) {
   Prepared p = prepare(program, args);
-  return launch(*p.exe, p.args);
+  return launch(program, *p.exe, p.args);
 }
 
 std::string program_text(const ir::ProgramRef& program, std::span<const Array> args) {
   Prepared p = prepare(program, args);
-  return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + p.exe->exe->to_text();
+  return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + p.exe->executable()->to_text();
 }
 
 // One primitive on sharded arrays: a one-equation program, cached by signature.
@@ -378,47 +502,64 @@ const ir::Primitive& constraint_primitive() {
 
 namespace {
 
-// One local source per distinct non-empty piece (replicas hold the same values); an Error
-// naming `what` when a piece is held only by devices of other processes.
-std::vector<int> local_sources(const ShardedArray& a, const std::vector<std::vector<std::pair<int64_t, int64_t>>>& indices,
-                               const char* what) {
+// One source position per distinct non-empty piece (replicas hold the same values): a
+// device of this process holding it, else (-1 - the first position holding it) when only
+// other processes' devices hold it.
+std::vector<int> piece_sources(const std::vector<std::shared_ptr<Buffer>>& shards,
+                               const std::vector<std::vector<std::pair<int64_t, int64_t>>>& indices) {
   std::vector<int> sources;
-  std::string missing;
-  const auto& devs = a.sharding.device_set();
-  for (int pos = 0; pos < int(a.shards.size()); ++pos) {
+  for (int pos = 0; pos < int(shards.size()); ++pos) {
     const auto& idx = indices[size_t(pos)];
     bool empty = false, seen = false;
     for (auto& [b, e] : idx) empty |= e <= b;
-    for (int q : sources) seen |= indices[size_t(q)] == idx;
+    for (int q : sources) seen |= indices[size_t(q < 0 ? -1 - q : q)] == idx;
     if (seen || (empty && !idx.empty())) continue;
-    int found = -1;
-    for (int q = 0; q < int(a.shards.size()) && found < 0; ++q)
-      if (a.shards[size_t(q)] && indices[size_t(q)] == idx) found = q;
-    if (found >= 0) sources.push_back(found);
-    else if (missing.size() < 200) missing += (missing.empty() ? "" : ", ") + devs[size_t(pos)].to_string();
+    int found = -1 - pos;
+    for (int q = 0; q < int(shards.size()) && found < 0; ++q)
+      if (shards[size_t(q)] && indices[size_t(q)] == idx) found = q;
+    sources.push_back(found);
   }
-  if (!missing.empty())
-    throw ValueError(std::string(what) + ": the array " + a.aval.to_string() + " laid out by " + a.sharding.to_string() +
-                     " spans processes, and process " + std::to_string(process_index()) +
-                     " holds only part of it (the pieces on " + missing +
-                     " are in other processes); read this process's pieces with addressable_shards(), or, in every "
-                     "process, reshard it to a replicated sharding (device_put(x, NamedSharding(mesh, P()))) or "
-                     "gather it with ts::comm::allgather");
   return sources;
+}
+
+// The local sources of every piece; on the driver of a single-controller job the pieces only
+// workers hold are fetched into `shards` first. An Error naming `what` when a piece is held
+// only by devices of other processes of a multi-controller job.
+std::vector<int> local_sources(const ShardedArray& a, std::vector<std::shared_ptr<Buffer>>& shards,
+                               const std::vector<std::vector<std::pair<int64_t, int64_t>>>& indices, const char* what) {
+  std::vector<int> sources = piece_sources(shards, indices);
+  std::vector<int> missing;
+  for (int& q : sources)
+    if (q < 0) missing.push_back(q = -1 - q);
+  if (missing.empty()) return sources;
+  if (a.remote && remote_hooks().fetch) {
+    remote_hooks().fetch(a, missing, shards);
+    return sources;
+  }
+  std::string names;
+  for (int pos : missing)
+    if (names.size() < 200) names += (names.empty() ? "" : ", ") + a.sharding.device_set()[size_t(pos)].to_string();
+  throw ValueError(std::string(what) + ": the array " + a.aval.to_string() + " laid out by " + a.sharding.to_string() +
+                   " spans processes, and process " + std::to_string(process_index()) +
+                   " holds only part of it (the pieces on " + names +
+                   " are in other processes); read this process's pieces with addressable_shards(), or, in every "
+                   "process, reshard it to a replicated sharding (device_put(x, NamedSharding(mesh, P()))) or "
+                   "gather it with ts::comm::allgather");
 }
 
 }  // namespace
 
 ConcreteArray* ShardedArray::gathered(const char* what) const {
-  auto indices = sharding.device_indices(aval.shape);
-  std::vector<int> sources = local_sources(*this, indices, what);
-  std::call_once(gathered_once_, [&] {
+  std::call_once(gathered_once_, [&] {  // a throw leaves it to the next call
+    auto indices = sharding.device_indices(aval.shape);
+    std::vector<std::shared_ptr<Buffer>> pieces = shards;
+    std::vector<int> sources = local_sources(*this, pieces, indices, what);
     DeviceImpl* dev = nullptr;  // the first device of the mesh in this process
     for (const Device& d : sharding.device_set())
       if (!dev && d.impl()->is_local()) dev = d.impl();
     if (!dev) dev = default_device();  // a value with no elements held elsewhere
     auto buf = Buffer::allocate(aval.nbytes(), dev);
-    dev->stream().enqueue([buf, shards = shards, sources, indices, global = aval.shape, local = local_aval.shape,
+    dev->stream().enqueue([buf, shards = std::move(pieces), sources, indices, global = aval.shape, local = local_aval.shape,
                            item = itemsize(aval.dtype)] {
       try {
         for (int pos : sources) {
@@ -483,7 +624,7 @@ Array device_put(const Array& x, const Sharding& s) {
   if (!x.valid()) throw ValueError("device_put: the Array is empty (default-constructed)");
   if (x.is_tracer() || detail::tracing_active()) return with_sharding_constraint(x, s);
   s.check_rank(size_t(x.ndim()), "device_put");
-  if (s.is_single_device()) return device_put(x, s.device_set()[0]);
+  if (s.is_single_device() && s.device_set()[0].impl()->is_local()) return device_put(x, s.device_set()[0]);
   if (auto* sh = detail::as_sharded(x)) {
     if (sh->sharding == s) return x;
     if (sh->sharding.mesh() != s.mesh())  // another mesh: through one device

@@ -1,0 +1,597 @@
+// The single-controller channel (see controller.h). Every message from the driver is
+// [handler name][reply tag][payload] on a communicator of its own with tag kControlTag;
+// replies come back on the tag the message named: [status][payload or error]. Workers that
+// die before they could answer send a death notice (kDeathTag) when they can; otherwise the
+// driver sees the process gone (workers on the driver's host) while it polls.
+#include "distributed/controller.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "core/log.h"
+#include "distributed/collectives.h"
+#include "distributed/mpi.h"
+#include "tessel/error.h"
+
+namespace tessel::distributed::controller {
+namespace {
+
+constexpr int kControlTag = 1;
+constexpr int kDeathTag = 2;
+constexpr int kFirstReplyTag = 16;
+constexpr int kHostBytes = 256;
+
+enum class Role { none, driver, worker };
+
+struct WorkerInfo {
+  int pid = 0;
+  std::string host;
+  std::atomic<bool> dead{false};
+  std::string death;  // why, once dead
+};
+
+struct State {
+  Role role = Role::none;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int size = 1;
+  std::vector<std::unique_ptr<WorkerInfo>> procs;  // by rank (entry 0: the driver)
+  std::mutex send_mu;                              // one global order of driver messages
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<int> next_tag{kFirstReplyTag};
+  int tag_limit = 32767;
+  std::mutex pending_mu;
+  std::map<int, std::vector<uint64_t>> pending_deletes;  // by process, sent with the next message
+  bool stopped = false;
+  // worker side
+  std::mutex table_mu;
+  struct Entry {
+    Array array;
+    std::exception_ptr error;
+  };
+  std::unordered_map<uint64_t, Entry> table;
+  std::mutex later_mu;
+  std::condition_variable later_cv;
+  int later_running = 0;
+  bool stop_requested = false;
+};
+State& state() {
+  static auto* s = new State();  // outlives exit handlers that may still send
+  return *s;
+}
+
+std::map<std::string, Handler>& handlers() {
+  static auto* h = new std::map<std::string, Handler>();
+  return *h;
+}
+
+// ---- waiting: spin briefly (the next message is usually close), then sleep longer ----
+
+class Backoff {
+ public:
+  void pause() {
+    auto now = std::chrono::steady_clock::now();
+    if (now - start_ < std::chrono::microseconds(500)) return;
+    std::this_thread::sleep_for(sleep_);
+    if (sleep_ < std::chrono::microseconds(500)) sleep_ *= 2;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::microseconds sleep_{20};
+};
+
+std::string worker_name(int p) {
+  const State& s = state();
+  std::string r = "worker process " + std::to_string(p);
+  if (p < int(s.procs.size()) && s.procs[size_t(p)]) r += " (pid " + std::to_string(s.procs[size_t(p)]->pid) + " on " + s.procs[size_t(p)]->host + ")";
+  return r;
+}
+
+void mark_dead(int p, const std::string& why) {
+  WorkerInfo& w = *state().procs.at(size_t(p));
+  if (w.dead.exchange(true)) return;
+  w.death = why;
+  TESSEL_DEBUG_LOG("controller: " + worker_name(p) + " is gone: " + why);
+}
+
+// A worker on this host whose process is gone (or a zombie) is dead.
+bool process_gone(int p) {
+  const State& s = state();
+  const WorkerInfo& w = *s.procs[size_t(p)];
+  if (w.host != s.procs[0]->host) return false;  // another host: only its death notice tells
+  if (::kill(w.pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream stat("/proc/" + std::to_string(w.pid) + "/stat");
+  std::string pid, comm;
+  char st = 0;
+  if (stat >> pid >> comm >> st) return st == 'Z' || st == 'X';
+  return false;
+}
+
+// Reads death notices that arrived; marks `p` dead when its process is gone.
+void check_peers(int p) {
+  State& s = state();
+  int flag = 0;
+  MPI_Status status;
+  while (MPI_Iprobe(MPI_ANY_SOURCE, kDeathTag, s.comm, &flag, &status) == MPI_SUCCESS && flag) {
+    int n = 0;
+    MPI_Get_count(&status, MPI_CHAR, &n);
+    std::string why(size_t(n), '\0');
+    MPI_Recv(why.data(), n, MPI_CHAR, status.MPI_SOURCE, kDeathTag, s.comm, MPI_STATUS_IGNORE);
+    mark_dead(status.MPI_SOURCE, why);
+  }
+  if (p > 0 && !s.procs[size_t(p)]->dead && process_gone(p)) mark_dead(p, "its process exited or was killed");
+}
+
+[[noreturn]] void throw_dead(int p, const std::string& op) {
+  throw Error(op + ": " + worker_name(p) + " is gone (" + state().procs[size_t(p)]->death +
+              "); its devices and the arrays on them are lost. Restart the job; under Open MPI pass "
+              "`--mca orte_abort_on_non_zero_status 0` to mpirun so that one worker's end does not end the driver too");
+}
+
+// Sends `bytes` to worker p, polling so that a dead receiver cannot hold the driver forever.
+void send_to(int p, const std::string& bytes, const std::string& op) {
+  State& s = state();
+  if (s.procs[size_t(p)]->dead) throw_dead(p, op);
+  MPI_Request req;
+  mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kControlTag, s.comm, &req), "MPI_Isend", op);
+  Backoff backoff;
+  auto last_check = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    mpi::check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", op);
+    if (done) return;
+    if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
+      check_peers(p);
+      if (s.procs[size_t(p)]->dead) {
+        MPI_Cancel(&req);
+        MPI_Request_free(&req);
+        throw_dead(p, op);
+      }
+      last_check = std::chrono::steady_clock::now();
+    }
+    backoff.pause();
+  }
+}
+
+std::string frame(const std::string& kind, int reply_tag, const std::string& payload) {
+  ir::Writer w;
+  w.str(kind);
+  w.u32(uint32_t(reply_tag));
+  w.raw(payload.data(), payload.size());
+  return w.take();
+}
+
+// Deletes the driver dropped since its last message go first (under send_mu).
+void flush_deletes_locked(int p) {
+  State& s = state();
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard lock(s.pending_mu);
+    auto it = s.pending_deletes.find(p);
+    if (it == s.pending_deletes.end()) return;
+    ids = std::move(it->second);
+    s.pending_deletes.erase(it);
+  }
+  if (s.procs[size_t(p)]->dead) return;
+  ir::Writer w;
+  w.count(ids.size());
+  for (auto id : ids) w.u64(id);
+  send_to(p, frame("array.delete", 0, w.bytes()), "free remote arrays");
+}
+
+int next_reply_tag() {
+  State& s = state();
+  int t = s.next_tag.fetch_add(1);
+  if (t >= s.tag_limit) {
+    int expected = t + 1;
+    s.next_tag.compare_exchange_strong(expected, kFirstReplyTag + 1);
+    t = kFirstReplyTag;
+  }
+  return t;
+}
+
+std::string wait_reply(int p, int tag, const std::string& op) {
+  State& s = state();
+  Backoff backoff;
+  auto last_check = std::chrono::steady_clock::now();
+  for (;;) {
+    int flag = 0;
+    MPI_Status status;
+    mpi::check(MPI_Iprobe(p, tag, s.comm, &flag, &status), "MPI_Iprobe", op);
+    if (flag) {
+      int n = 0;
+      MPI_Get_count(&status, MPI_CHAR, &n);
+      std::string bytes(size_t(n), '\0');
+      mpi::check(MPI_Recv(bytes.data(), n, MPI_CHAR, p, tag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", op);
+      ir::Reader r(bytes, op);
+      if (r.u8() == 1) return std::string(r.raw(r.remaining()));
+      throw_error(r, worker_name(p));
+    }
+    if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
+      check_peers(p);
+      if (s.procs[size_t(p)]->dead) throw_dead(p, op);
+      last_check = std::chrono::steady_clock::now();
+    }
+    backoff.pause();
+  }
+}
+
+// ---- the driver's hooks for remote arrays (core/remote.h) ----
+
+void release_remote(uint64_t id, const std::vector<int>& processes) {
+  State& s = state();
+  if (s.role != Role::driver || s.stopped) return;
+  std::lock_guard lock(s.pending_mu);
+  for (int p : processes) s.pending_deletes[p].push_back(id);
+}
+
+void wait_remote(const detail::ShardedArray& a) {
+  ir::Writer w;
+  w.u64(a.remote->id);
+  for (int p : a.remote->processes) request(p, "array.wait", w.bytes());
+}
+
+void fetch_remote(const detail::ShardedArray& a, const std::vector<int>& positions,
+                  std::vector<std::shared_ptr<detail::Buffer>>& shards) {
+  std::map<int, std::vector<int>> by_process;
+  for (int pos : positions) by_process[a.sharding.device_set()[size_t(pos)].process_index()].push_back(pos);
+  auto* dev = detail::default_device();
+  const size_t nbytes = a.local_aval.nbytes();
+  for (auto& [p, list] : by_process) {
+    ir::Writer w;
+    w.u64(a.remote->id);
+    w.count(list.size());
+    for (int pos : list) w.u64(uint64_t(pos));
+    std::string reply = request(p, "array.fetch", w.bytes());
+    ir::Reader r(reply, "fetch");
+    for (int pos : list) {
+      auto bytes = r.raw(nbytes);
+      auto buf = detail::Buffer::allocate(nbytes, dev);
+      if (nbytes) std::memcpy(buf->data(), bytes.data(), nbytes);
+      buf->set_ready();
+      shards[size_t(pos)] = std::move(buf);
+    }
+  }
+}
+
+// ---- worker ----
+
+// A worker that cannot go on tells the driver why before it ends, so the driver's next
+// operation on it reports that instead of waiting.
+void worker_terminate() {
+  std::string why = "it ended with an uncaught exception: " + exception_message(std::current_exception());
+  std::fprintf(stderr, "[tessel %d] %s\n", mpi::world_rank(), why.c_str());
+  std::fflush(stderr);
+  MPI_Request req;
+  if (MPI_Isend(why.data(), int(why.size()), MPI_CHAR, 0, kDeathTag, state().comm, &req) == MPI_SUCCESS) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    int done = 0;
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  std::_Exit(1);
+}
+
+void dispatch(const std::string& bytes) {
+  ir::Reader r(bytes, "worker message");
+  std::string kind = r.str();
+  Reply reply(int(r.u32()));
+  auto it = handlers().find(kind);
+  try {
+    if (it == handlers().end())
+      throw Error("worker: no handler '" + kind + "' in this process (a driver of another build?)");
+    TESSEL_DEBUG_LOG("controller: serve " + kind);
+    it->second(r, reply);
+  } catch (...) {
+    if (reply.wanted()) reply.fail(std::current_exception());
+    else TESSEL_WARN_LOG("controller: message '" + kind + "' failed: " + exception_message(std::current_exception()));
+  }
+}
+
+void serve() {
+  State& s = state();
+  Backoff backoff;
+  while (!s.stop_requested) {
+    int flag = 0;
+    MPI_Status status;
+    mpi::check(MPI_Iprobe(0, kControlTag, s.comm, &flag, &status), "MPI_Iprobe", "worker");
+    if (!flag) {
+      backoff.pause();
+      continue;
+    }
+    int n = 0;
+    MPI_Get_count(&status, MPI_CHAR, &n);
+    std::string bytes(size_t(n), '\0');
+    mpi::check(MPI_Recv(bytes.data(), n, MPI_CHAR, 0, kControlTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", "worker");
+    dispatch(bytes);
+    backoff = Backoff();
+  }
+}
+
+// ---- built-in handlers ----
+
+[[maybe_unused]] const bool builtins = [] {
+  register_handler("stop", [](ir::Reader&, Reply reply) {
+    State& s = state();
+    {
+      std::unique_lock lock(s.later_mu);
+      s.later_cv.wait(lock, [&] { return s.later_running == 0; });
+    }
+    for (auto* d : detail::local_device_impls()) d->stream().synchronize();
+    {
+      std::lock_guard lock(s.table_mu);
+      s.table.clear();
+    }
+    s.stop_requested = true;
+    reply.ok();
+  });
+  register_handler("array.delete", [](ir::Reader& r, Reply) {
+    State& s = state();
+    size_t n = r.count(8);
+    std::lock_guard lock(s.table_mu);
+    for (size_t i = 0; i < n; ++i) s.table.erase(r.u64());
+  });
+  register_handler("array.wait", [](ir::Reader& r, Reply reply) {
+    Array a = lookup(r.u64(), "block_until_ready");
+    reply_later(reply, [a] {
+      a.block_until_ready();
+      return std::string();
+    });
+  });
+  register_handler("array.fetch", [](ir::Reader& r, Reply reply) {
+    Array a = lookup(r.u64(), "fetch");
+    auto* s = detail::as_sharded(a);
+    if (!s) throw Error("internal: fetch of an array that is not laid out over devices");
+    std::vector<std::shared_ptr<detail::Buffer>> pieces;
+    for (size_t i = 0, n = r.count(8); i < n; ++i) {
+      uint64_t pos = r.u64();
+      if (pos >= s->shards.size() || !s->shards[pos]) throw Error("internal: fetch of a piece this worker lacks");
+      pieces.push_back(s->shards[pos]);
+    }
+    reply_later(reply, [pieces = std::move(pieces), keep = a] {
+      ir::Writer w;
+      for (auto& b : pieces) {
+        b->wait();
+        w.raw(b->data(), b->nbytes());
+      }
+      return w.take();
+    });
+  });
+  register_handler("stats", [](ir::Reader&, Reply reply) {
+    State& s = state();
+    ir::Writer w;
+    std::lock_guard lock(s.table_mu);
+    w.u64(s.table.size());
+    reply.ok(w.bytes());
+  });
+  return true;
+}();
+
+}  // namespace
+
+// ---- public (internal) API ----
+
+bool is_driver() { return state().role == Role::driver; }
+bool is_worker() { return state().role == Role::worker; }
+
+void start() {
+  State& s = state();
+  if (s.role != Role::none) return;
+  mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &s.comm), "MPI_Comm_dup", "distributed::initialize");
+  MPI_Comm_set_errhandler(s.comm, MPI_ERRORS_RETURN);
+  s.size = mpi::world_size();
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  if (flag && ub) s.tag_limit = *ub;
+  // Every process learns where the others run (the driver's liveness checks).
+  int pid = int(::getpid());
+  std::vector<int> pids(size_t(s.size));
+  mpi::check(MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, s.comm), "MPI_Allgather", "distributed::initialize");
+  char host[kHostBytes] = {};
+  gethostname(host, kHostBytes - 1);
+  std::vector<char> hosts(size_t(s.size) * kHostBytes);
+  mpi::check(MPI_Allgather(host, kHostBytes, MPI_CHAR, hosts.data(), kHostBytes, MPI_CHAR, s.comm), "MPI_Allgather",
+             "distributed::initialize");
+  for (int p = 0; p < s.size; ++p) {
+    auto w = std::make_unique<WorkerInfo>();
+    w->pid = pids[size_t(p)];
+    w->host = std::string(&hosts[size_t(p) * kHostBytes]);
+    s.procs.push_back(std::move(w));
+  }
+  if (mpi::world_rank() == 0) {
+    s.role = Role::driver;
+    auto& hooks = detail::remote_hooks();
+    hooks.release = &release_remote;
+    hooks.wait = &wait_remote;
+    hooks.fetch = &fetch_remote;
+    TESSEL_DEBUG_LOG("controller: driver of " + std::to_string(s.size - 1) + " workers");
+    return;
+  }
+  s.role = Role::worker;
+  std::set_terminate(worker_terminate);
+  TESSEL_DEBUG_LOG("controller: worker serving");
+  try {
+    serve();
+  } catch (...) {
+    worker_terminate();
+  }
+  std::exit(0);  // exit handlers flush the devices and finalize MPI
+}
+
+void stop_workers() {
+  State& s = state();
+  if (s.role != Role::driver || s.stopped) return;
+  for (int p = 1; p < s.size; ++p) {
+    if (s.procs[size_t(p)]->dead) continue;
+    try {
+      request(p, "stop", {});
+    } catch (const std::exception& e) {
+      TESSEL_WARN_LOG(std::string("controller: stopping ") + worker_name(p) + " failed: " + e.what());
+    }
+  }
+  s.stopped = true;
+}
+
+uint64_t new_id() { return state().next_id.fetch_add(1); }
+
+void post(const std::vector<int>& processes, const std::string& kind, const std::string& payload) {
+  State& s = state();
+  std::string bytes = frame(kind, 0, payload);
+  std::lock_guard lock(s.send_mu);
+  for (int p : processes) {
+    flush_deletes_locked(p);
+    send_to(p, bytes, kind);
+  }
+}
+
+std::string request(int process, const std::string& kind, const std::string& payload) {
+  State& s = state();
+  if (s.role != Role::driver) throw Error("internal: controller request '" + kind + "' outside a single-controller driver");
+  if (process <= 0 || process >= s.size) throw Error("internal: controller request to process " + std::to_string(process));
+  int tag = next_reply_tag();
+  {
+    std::lock_guard lock(s.send_mu);
+    flush_deletes_locked(process);
+    send_to(process, frame(kind, tag, payload), kind);
+  }
+  return wait_reply(process, tag, kind);
+}
+
+void Reply::ok(const std::string& payload) const {
+  if (!tag_) return;
+  std::string bytes(1, char(1));
+  bytes += payload;
+  MPI_Send(bytes.data(), int(bytes.size()), MPI_CHAR, 0, tag_, state().comm);
+}
+
+void Reply::fail(std::exception_ptr error) const {
+  if (!tag_) return;
+  ir::Writer w;
+  w.u8(0);
+  write_error(w, error);
+  MPI_Send(w.bytes().data(), int(w.bytes().size()), MPI_CHAR, 0, tag_, state().comm);
+}
+
+bool register_handler(const std::string& kind, Handler handler) {
+  if (!handlers().emplace(kind, std::move(handler)).second)
+    throw Error("controller: a handler named '" + kind + "' is already registered");
+  return true;
+}
+
+void reply_later(Reply reply, std::function<std::string()> fn) {
+  State& s = state();
+  {
+    std::lock_guard lock(s.later_mu);
+    ++s.later_running;
+  }
+  std::thread([reply, fn = std::move(fn)] {
+    try {
+      reply.ok(fn());
+    } catch (...) {
+      reply.fail(std::current_exception());
+    }
+    State& st = state();
+    std::lock_guard lock(st.later_mu);
+    --st.later_running;
+    st.later_cv.notify_all();
+  }).detach();
+}
+
+void store(uint64_t id, Array a) {
+  State& s = state();
+  std::lock_guard lock(s.table_mu);
+  s.table[id] = State::Entry{std::move(a), nullptr};
+}
+
+void store_error(uint64_t id, std::exception_ptr error) {
+  State& s = state();
+  std::lock_guard lock(s.table_mu);
+  s.table[id] = State::Entry{Array(), std::move(error)};
+}
+
+Array lookup(uint64_t id, const std::string& what) {
+  State& s = state();
+  std::lock_guard lock(s.table_mu);
+  auto it = s.table.find(id);
+  if (it == s.table.end())
+    throw Error(what + ": worker process " + std::to_string(mpi::world_rank()) + " holds no array with id " +
+                std::to_string(id) + " (freed already?)");
+  if (it->second.error) std::rethrow_exception(it->second.error);
+  return it->second.array;
+}
+
+std::vector<int> remote_processes(const std::vector<Device>& devices) {
+  std::vector<int> r;
+  for (const Device& d : devices)
+    if (!d.impl()->is_local() && std::find(r.begin(), r.end(), d.process_index()) == r.end())
+      r.push_back(d.process_index());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+std::shared_ptr<const detail::RemoteRef> make_ref(uint64_t id, std::vector<int> processes) {
+  return std::make_shared<const detail::RemoteRef>(id, std::move(processes));
+}
+
+uint64_t remote_id(const Array& a, const std::string& what) {
+  auto* s = detail::as_sharded(a);
+  if (!s || !s->remote)
+    throw Error("internal: " + what + ": an array with pieces on other processes has no remote id");
+  return s->remote->id;
+}
+
+// Errors travel as their tessel type and message.
+void write_error(ir::Writer& w, std::exception_ptr error) {
+  uint8_t type = 0;
+  std::string message = "unknown error";
+  try {
+    std::rethrow_exception(error);
+  } catch (const ShapeError& e) {
+    type = 1, message = e.what();
+  } catch (const DTypeError& e) {
+    type = 2, message = e.what();
+  } catch (const IndexError& e) {
+    type = 3, message = e.what();
+  } catch (const ValueError& e) {
+    type = 4, message = e.what();
+  } catch (const ConcretizationError& e) {
+    type = 5, message = e.what();
+  } catch (const NotImplementedError& e) {
+    type = 6, message = e.what();
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+  }
+  w.u8(type);
+  w.str(message);
+}
+
+void throw_error(ir::Reader& r, const std::string& where) {
+  uint8_t type = r.u8();
+  std::string m = r.str() + " [in " + where + "]";
+  switch (type) {
+    case 1: throw ShapeError(m);
+    case 2: throw DTypeError(m);
+    case 3: throw IndexError(m);
+    case 4: throw ValueError(m);
+    case 5: throw ConcretizationError(m);
+    case 6: throw NotImplementedError(m);
+    default: throw Error(m);
+  }
+}
+
+}  // namespace tessel::distributed::controller

@@ -1,0 +1,96 @@
+#pragma once
+// The driver/worker control channel of a single-controller job (ARCHITECTURE.md
+// "Processes", docs/single_controller.md): under `mpirun -np 1+W`, rank 0 runs main as the
+// driver; ranks 1..W serve. The driver sends messages (a handler name and bytes) to the
+// workers in the order it makes them; each worker runs the handler registered under that
+// name, in arrival order, and may reply. Upper layers register their handlers (arrays and
+// programs in src/sharding/spmd.cpp, colocated calls in src/colocated/, pipeline stages),
+// so the channel knows nothing about what travels.
+//
+// Workers keep the arrays the driver names by id in a table; the driver's handles to them
+// carry a detail::RemoteRef whose destruction frees them. A worker that dies is noticed
+// while the driver waits on it (its death notice, or its process gone on this host), and the
+// driver's operation throws an Error naming it.
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/array_impl.h"
+#include "ir/serialize.h"
+
+namespace tessel::distributed::controller {
+
+/// True in the driver (rank 0) of a single-controller job.
+bool is_driver();
+/// True in a worker of a single-controller job (inside its serve loop).
+bool is_worker();
+
+/// Joins a single-controller job (after MPI joined the processes): the driver returns; a
+/// worker serves until the driver ends, then exits the process (status 0).
+void start();
+/// Driver: tells every live worker to finish and waits until each acknowledged (exit and
+/// distributed::shutdown call it before MPI ends). Does nothing elsewhere.
+void stop_workers();
+
+// ---- messages (driver side) ----
+
+/// A new id for an array or object held by workers (unique in the job).
+uint64_t new_id();
+/// Sends handler `kind` with `payload` to each of `processes`, atomically with respect to
+/// other sends (every worker sees sends in one global order). Throws Error naming a worker
+/// that is gone.
+void post(const std::vector<int>& processes, const std::string& kind, const std::string& payload);
+/// Sends to one worker and waits for its reply (the handler's `Reply`); rethrows the
+/// worker's error with its type (a message naming the worker appended). Throws Error when the
+/// worker dies meanwhile.
+std::string request(int process, const std::string& kind, const std::string& payload);
+
+// ---- handlers (worker side) ----
+
+/// The answer to one message: call `ok` or `fail` once, from any thread (a handler that
+/// must wait hands its Reply to another thread, so the worker goes on serving). Messages
+/// sent with `post` ignore it.
+class Reply {
+ public:
+  explicit Reply(int tag = 0) : tag_(tag) {}
+  void ok(const std::string& payload = {}) const;
+  void fail(std::exception_ptr error) const;
+  bool wanted() const { return tag_ != 0; }
+
+ private:
+  int tag_;
+};
+using Handler = std::function<void(ir::Reader& payload, Reply reply)>;
+/// Registers the handler of `kind` (from a static initializer; every process of the build
+/// registers the same ones). Returns true; throws if `kind` is taken.
+bool register_handler(const std::string& kind, Handler handler);
+/// Runs `fn` on a thread of its own and sends its result (or error) as the reply: for
+/// handlers that wait (on buffers, on user code) without holding up the messages behind.
+void reply_later(Reply reply, std::function<std::string()> fn);
+
+// ---- arrays held by workers ----
+
+/// Worker: keeps `a` under `id` (replacing nothing: ids are fresh).
+void store(uint64_t id, Array a);
+/// Worker: keeps the error that producing `id` raised; `lookup` rethrows it.
+void store_error(uint64_t id, std::exception_ptr error);
+/// Worker: the array kept under `id`; rethrows the error that producing it raised; Error
+/// naming `what` for an id that is not (or no longer) kept.
+Array lookup(uint64_t id, const std::string& what);
+/// Driver: the processes other than this one that own a device of `devices`, ascending.
+std::vector<int> remote_processes(const std::vector<Device>& devices);
+/// Driver: a reference to pieces kept under `id` by `processes`.
+std::shared_ptr<const detail::RemoteRef> make_ref(uint64_t id, std::vector<int> processes);
+/// Driver: the id of `a`'s remote pieces; Error naming `what` when it has none (an array
+/// made outside the single-controller channel).
+uint64_t remote_id(const Array& a, const std::string& what);
+
+/// Writes and reads the error that a reply carries (its tessel type and message).
+void write_error(ir::Writer& w, std::exception_ptr error);
+[[noreturn]] void throw_error(ir::Reader& r, const std::string& where);
+
+}  // namespace tessel::distributed::controller
