@@ -42,7 +42,29 @@ std::vector<DeviceImpl*>& local_device_impls() {
 
 DeviceImpl* default_device() { return local_device_impls()[0]; }
 
+namespace {
+thread_local PrivateStreams* t_private_streams = nullptr;
+}
+
+PrivateStreams::~PrivateStreams() {
+  for (auto& [dev, s] : streams_) s->synchronize();
+}
+
+Stream& PrivateStreams::get(DeviceImpl* device) {
+  std::lock_guard lock(mu_);
+  for (auto& [dev, s] : streams_)
+    if (dev == device) return *s;
+  streams_.emplace_back(device, std::make_unique<Stream>(device->id()));
+  return *streams_.back().second;
+}
+
+ScopedPrivateStreams::ScopedPrivateStreams(PrivateStreams* streams) : previous_(t_private_streams) {
+  t_private_streams = streams;
+}
+ScopedPrivateStreams::~ScopedPrivateStreams() { t_private_streams = previous_; }
+
 Stream& DeviceImpl::stream() {
+  if (t_private_streams && stream_) return t_private_streams->get(this);
   if (!stream_)
     throw Error("internal: device cpu:" + std::to_string(id_) + " belongs to process " +
                 std::to_string(process_index_) + " and has no stream in this process");

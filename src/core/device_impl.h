@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/stream.h"
@@ -26,6 +27,32 @@ class DeviceImpl {
  private:
   int id_, process_index_, local_index_;
   std::unique_ptr<Stream> stream_;
+};
+
+/// Streams of one thread's own, one per device, that replace the devices' streams for the
+/// work that thread issues while they are installed (ScopedPrivateStreams). Colocated host
+/// code runs its tessel operations on them: device work that waits for a colocated call's
+/// outputs then never stands in front of the work that call itself issues.
+class PrivateStreams {
+ public:
+  PrivateStreams() = default;
+  ~PrivateStreams();  // waits for their work
+  PrivateStreams(const PrivateStreams&) = delete;
+  PrivateStreams& operator=(const PrivateStreams&) = delete;
+  Stream& get(DeviceImpl* device);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<DeviceImpl*, std::unique_ptr<Stream>>> streams_;
+};
+/// Installs `streams` for the calling thread until destroyed.
+class ScopedPrivateStreams {
+ public:
+  explicit ScopedPrivateStreams(PrivateStreams* streams);
+  ~ScopedPrivateStreams();
+
+ private:
+  PrivateStreams* previous_;
 };
 
 /// The devices of this process, made on first use from TESSEL_CPU_DEVICES (default 1).

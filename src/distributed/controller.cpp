@@ -353,13 +353,15 @@ void serve() {
   });
   register_handler("array.fetch", [](ir::Reader& r, Reply reply) {
     Array a = lookup(r.u64(), "fetch");
+    // A single-device array made here is a plain one: its only piece is its buffer.
     auto* s = detail::as_sharded(a);
-    if (!s) throw Error("internal: fetch of an array that is not laid out over devices");
+    std::vector<std::shared_ptr<detail::Buffer>> all =
+        s ? s->shards : std::vector<std::shared_ptr<detail::Buffer>>{detail::require_concrete(a, "fetch")->buffer};
     std::vector<std::shared_ptr<detail::Buffer>> pieces;
     for (size_t i = 0, n = r.count(8); i < n; ++i) {
       uint64_t pos = r.u64();
-      if (pos >= s->shards.size() || !s->shards[pos]) throw Error("internal: fetch of a piece this worker lacks");
-      pieces.push_back(s->shards[pos]);
+      if (pos >= all.size() || !all[pos]) throw Error("internal: fetch of a piece this worker lacks");
+      pieces.push_back(all[pos]);
     }
     reply_later(reply, [pieces = std::move(pieces), keep = a] {
       ir::Writer w;

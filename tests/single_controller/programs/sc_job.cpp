@@ -1,0 +1,130 @@
+// Whole single-controller programs for the failure paths of the driver/worker channel
+// (src/distributed/controller.cpp), one per mode, run by CTest as
+// `mpirun -np 3 --mca orte_abort_on_non_zero_status 0 sc_job <mode>` (see
+// tests/mpi/CMakeLists.txt): rank 0 is the driver, ranks 1 and 2 serve.
+//   dead_worker       worker 2 exits (status 3) while it holds an array: the driver's next
+//                     operation on it throws an Error naming the worker; worker 1 goes on
+//   worker_exception  worker 1 ends by an uncaught exception on a thread of its own: its
+//                     death notice reaches the driver, whose next operation on it throws an
+//                     Error carrying the reason
+// mpirun's exit status does not tell whether the driver saw what it should (with that flag
+// Open MPI 4.1 returns 0 although a worker exited non-zero): the tests match the driver's
+// "<mode>: ok".
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "distributed/controller.h"
+#include "tessel/distributed.h"
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+namespace ctl = tessel::distributed::controller;
+
+namespace {
+
+// Registered in every process (the driver's copies never run): a worker that ends at once,
+// and one that ends by an exception nobody catches.
+[[maybe_unused]] const bool registered = [] {
+  ctl::register_handler("test.exit", [](tessel::ir::Reader&, ctl::Reply) { std::_Exit(3); });
+  ctl::register_handler("test.terminate", [](tessel::ir::Reader&, ctl::Reply) {
+    std::thread([] { throw std::runtime_error("boom"); }).join();
+  });
+  return true;
+}();
+
+std::vector<float> iota_f(size_t n, float start = 0) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+// The first device of worker process `p`.
+ts::Device device_of(int p) {
+  for (const ts::Device& d : ts::distributed::worker_devices())
+    if (d.process_index() == p) return d;
+  std::fprintf(stderr, "sc_job: no device of worker process %d (run under mpirun -np 3)\n", p);
+  std::exit(2);
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// An array put on `d`, transformed there by a jitted function, read back.
+std::vector<float> round_trip(const ts::Device& d) {
+  ts::Array x = ts::device_put(ts::Array(iota_f(4), {4}), d);
+  ts::Array y = ts::jit([](const ts::Array& a) { return a * 2.0f + 1.0f; })(x);
+  return y.to_vector<float>();
+}
+
+bool round_trip_ok(const ts::Device& d) {
+  std::vector<float> want = {1, 3, 5, 7};
+  return round_trip(d) == want;
+}
+
+// Makes worker `p` end via handler `kind`, then expects the driver's next operation on it to
+// throw an Error containing every string of `expect`.
+int expect_gone(const std::string& mode, int p, const std::string& kind, const std::vector<std::string>& expect) {
+  const ts::Device dead = device_of(p);
+  const int other = p == 1 ? 2 : 1;
+  ts::Array x = ts::device_put(ts::Array(iota_f(4), {4}), dead);
+  if (x.to_vector<float>() != iota_f(4)) {
+    std::printf("%s: the array on worker %d read back wrong\n", mode.c_str(), p);
+    return 1;
+  }
+  ctl::post({p}, kind, {});
+  try {
+    ts::Array y = ts::jit([](const ts::Array& a) { return a + 1.0f; })(x);
+    y.to_vector<float>();
+    std::printf("%s: unexpected success\n", mode.c_str());
+    return 1;
+  } catch (const ts::Error& e) {
+    const std::string what = e.what();
+    std::printf("%s: driver got: %s\n", mode.c_str(), what.c_str());
+    std::fflush(stdout);
+    for (const std::string& part : expect)
+      if (!contains(what, part)) {
+        std::printf("%s: the message lacks \"%s\"\n", mode.c_str(), part.c_str());
+        return 1;
+      }
+  }
+  // Later operations on the dead worker fail at once, with the same reason.
+  try {
+    ts::device_put(ts::Array(iota_f(2), {2}), dead).to_vector<float>();
+    std::printf("%s: unexpected success on the dead worker again\n", mode.c_str());
+    return 1;
+  } catch (const ts::Error& e) {
+    if (!contains(e.what(), "worker process " + std::to_string(p)) || !contains(e.what(), "is gone")) {
+      std::printf("%s: second error lacks the worker: %s\n", mode.c_str(), e.what());
+      return 1;
+    }
+  }
+  // The other worker still serves.
+  if (!round_trip_ok(device_of(other))) {
+    std::printf("%s: worker %d gave wrong values\n", mode.c_str(), other);
+    return 1;
+  }
+  std::printf("%s: ok\n", mode.c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  ts::distributed::initialize({.mode = ts::distributed::Mode::single_controller});
+  // Only the driver gets here.
+  if (ts::process_count() < 3) {
+    std::fprintf(stderr, "sc_job: run under mpirun -np 3 (a driver and 2 workers)\n");
+    return 2;
+  }
+  if (mode == "dead_worker") return expect_gone(mode, 2, "test.exit", {"worker process 2", "is gone"});
+  if (mode == "worker_exception")
+    return expect_gone(mode, 1, "test.terminate", {"worker process 1", "is gone", "uncaught exception", "boom"});
+  std::fprintf(stderr, "usage: sc_job dead_worker|worker_exception\n");
+  return 2;
+}
