@@ -52,7 +52,7 @@ struct State {
   int tag_limit = 32767;
   std::mutex pending_mu;
   std::map<int, std::vector<uint64_t>> pending_deletes;  // by process, sent with the next message
-  bool stopped = false;
+  std::atomic<bool> stopped{false};
   // worker side
   std::mutex table_mu;
   struct Entry {
@@ -77,18 +77,20 @@ std::map<std::string, Handler>& handlers() {
 
 // ---- waiting: spin briefly (the next message is usually close), then sleep longer ----
 
+// TESSEL_CONTROL_SPIN_US: how long a waiting driver or worker spins before it sleeps.
 class Backoff {
  public:
   void pause() {
+    static const auto spin = std::chrono::microseconds(detail::env_int("TESSEL_CONTROL_SPIN_US", 2000));
     auto now = std::chrono::steady_clock::now();
-    if (now - start_ < std::chrono::microseconds(500)) return;
+    if (now - start_ < spin) return std::this_thread::yield();  // let the work run
     std::this_thread::sleep_for(sleep_);
     if (sleep_ < std::chrono::microseconds(500)) sleep_ *= 2;
   }
 
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::microseconds sleep_{20};
+  std::chrono::microseconds sleep_{5};
 };
 
 std::string worker_name(int p) {
@@ -99,9 +101,12 @@ std::string worker_name(int p) {
 }
 
 void mark_dead(int p, const std::string& why) {
+  static std::mutex mu;  // one writer of `death`, before `dead` publishes it
+  std::lock_guard lock(mu);
   WorkerInfo& w = *state().procs.at(size_t(p));
-  if (w.dead.exchange(true)) return;
+  if (w.dead) return;
   w.death = why;
+  w.dead = true;
   TESSEL_DEBUG_LOG("controller: " + worker_name(p) + " is gone: " + why);
 }
 
@@ -130,7 +135,19 @@ void check_peers(int p) {
     MPI_Recv(why.data(), n, MPI_CHAR, status.MPI_SOURCE, kDeathTag, s.comm, MPI_STATUS_IGNORE);
     mark_dead(status.MPI_SOURCE, why);
   }
-  if (p > 0 && !s.procs[size_t(p)]->dead && process_gone(p)) mark_dead(p, "its process exited or was killed");
+  for (int q = 1; q < s.size; ++q)
+    if (!s.procs[size_t(q)]->dead && process_gone(q)) mark_dead(q, "its process exited or was killed");
+  (void)p;
+}
+
+// The first dead process of `watch` (a wait on one worker may depend on others: a launch
+// over a mesh spanning several), or -1.
+int dead_among(int p, const std::vector<int>& watch) {
+  const State& s = state();
+  if (s.procs[size_t(p)]->dead) return p;
+  for (int q : watch)
+    if (q > 0 && q < s.size && s.procs[size_t(q)]->dead) return q;
+  return -1;
 }
 
 [[noreturn]] void throw_dead(int p, const std::string& op) {
@@ -201,7 +218,7 @@ int next_reply_tag() {
   return t;
 }
 
-std::string wait_reply(int p, int tag, const std::string& op) {
+std::string wait_reply(int p, int tag, const std::string& op, const std::vector<int>& watch) {
   State& s = state();
   Backoff backoff;
   auto last_check = std::chrono::steady_clock::now();
@@ -220,7 +237,7 @@ std::string wait_reply(int p, int tag, const std::string& op) {
     }
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
       check_peers(p);
-      if (s.procs[size_t(p)]->dead) throw_dead(p, op);
+      if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
       last_check = std::chrono::steady_clock::now();
     }
     backoff.pause();
@@ -239,7 +256,7 @@ void release_remote(uint64_t id, const std::vector<int>& processes) {
 void wait_remote(const detail::ShardedArray& a) {
   ir::Writer w;
   w.u64(a.remote->id);
-  for (int p : a.remote->processes) request(p, "array.wait", w.bytes());
+  for (int p : a.remote->processes) request(p, "array.wait", w.bytes(), a.remote->processes);
 }
 
 void fetch_remote(const detail::ShardedArray& a, const std::vector<int>& positions,
@@ -253,7 +270,7 @@ void fetch_remote(const detail::ShardedArray& a, const std::vector<int>& positio
     w.u64(a.remote->id);
     w.count(list.size());
     for (int pos : list) w.u64(uint64_t(pos));
-    std::string reply = request(p, "array.fetch", w.bytes());
+    std::string reply = request(p, "array.fetch", w.bytes(), a.remote->processes);
     ir::Reader r(reply, "fetch");
     for (int pos : list) {
       auto bytes = r.raw(nbytes);
@@ -321,6 +338,23 @@ void serve() {
   }
 }
 
+// True once every buffer is computed, waiting up to `limit` (yielding the core): the
+// answer to a read that arrives just before its value is usually that close.
+bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs, std::chrono::microseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    bool ready = true;
+    for (auto& b : bufs) ready &= !b || b->ready();
+    if (ready || std::chrono::steady_clock::now() > deadline) return ready;
+    std::this_thread::yield();
+  }
+}
+
+std::vector<std::shared_ptr<detail::Buffer>> buffers_of(const Array& a) {
+  if (auto* s = detail::as_sharded(a)) return s->shards;
+  return {detail::require_concrete(a, "read")->buffer};
+}
+
 // ---- built-in handlers ----
 
 [[maybe_unused]] const bool builtins = [] {
@@ -346,23 +380,23 @@ void serve() {
   });
   register_handler("array.wait", [](ir::Reader& r, Reply reply) {
     Array a = lookup(r.u64(), "block_until_ready");
+    const bool ready = ready_soon(buffers_of(a), std::chrono::microseconds(500));
     reply_later(reply, [a] {
       a.block_until_ready();
       return std::string();
-    });
+    }, ready);
   });
   register_handler("array.fetch", [](ir::Reader& r, Reply reply) {
     Array a = lookup(r.u64(), "fetch");
     // A single-device array made here is a plain one: its only piece is its buffer.
-    auto* s = detail::as_sharded(a);
-    std::vector<std::shared_ptr<detail::Buffer>> all =
-        s ? s->shards : std::vector<std::shared_ptr<detail::Buffer>>{detail::require_concrete(a, "fetch")->buffer};
+    std::vector<std::shared_ptr<detail::Buffer>> all = buffers_of(a);
     std::vector<std::shared_ptr<detail::Buffer>> pieces;
     for (size_t i = 0, n = r.count(8); i < n; ++i) {
       uint64_t pos = r.u64();
       if (pos >= all.size() || !all[pos]) throw Error("internal: fetch of a piece this worker lacks");
       pieces.push_back(all[pos]);
     }
+    const bool ready = ready_soon(pieces, std::chrono::microseconds(500));
     reply_later(reply, [pieces = std::move(pieces), keep = a] {
       ir::Writer w;
       for (auto& b : pieces) {
@@ -370,7 +404,7 @@ void serve() {
         w.raw(b->data(), b->nbytes());
       }
       return w.take();
-    });
+    }, ready);
   });
   register_handler("stats", [](ir::Reader&, Reply reply) {
     State& s = state();
@@ -437,6 +471,16 @@ void start() {
 void stop_workers() {
   State& s = state();
   if (s.role != Role::driver || s.stopped) return;
+  check_peers(0);
+  for (int p = 1; p < s.size; ++p)
+    if (s.procs[size_t(p)]->dead) {
+      // The others may wait forever on the dead one (a collective): end the job instead.
+      std::fflush(stdout);
+      std::fprintf(stderr, "[tessel 0] %s died during the job (%s); ending the job\n", worker_name(p).c_str(),
+                   s.procs[size_t(p)]->death.c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
   for (int p = 1; p < s.size; ++p) {
     if (s.procs[size_t(p)]->dead) continue;
     try {
@@ -460,7 +504,7 @@ void post(const std::vector<int>& processes, const std::string& kind, const std:
   }
 }
 
-std::string request(int process, const std::string& kind, const std::string& payload) {
+std::string request(int process, const std::string& kind, const std::string& payload, const std::vector<int>& watch) {
   State& s = state();
   if (s.role != Role::driver) throw Error("internal: controller request '" + kind + "' outside a single-controller driver");
   if (process <= 0 || process >= s.size) throw Error("internal: controller request to process " + std::to_string(process));
@@ -470,7 +514,7 @@ std::string request(int process, const std::string& kind, const std::string& pay
     flush_deletes_locked(process);
     send_to(process, frame(kind, tag, payload), kind);
   }
-  return wait_reply(process, tag, kind);
+  return wait_reply(process, tag, kind, watch);
 }
 
 void Reply::ok(const std::string& payload) const {
@@ -494,7 +538,15 @@ bool register_handler(const std::string& kind, Handler handler) {
   return true;
 }
 
-void reply_later(Reply reply, std::function<std::string()> fn) {
+void reply_later(Reply reply, std::function<std::string()> fn, bool ready) {
+  if (ready) {  // nothing to wait for: answer at once
+    try {
+      reply.ok(fn());
+    } catch (...) {
+      reply.fail(std::current_exception());
+    }
+    return;
+  }
   State& s = state();
   {
     std::lock_guard lock(s.later_mu);

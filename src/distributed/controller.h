@@ -33,7 +33,9 @@ bool is_worker();
 /// worker serves until the driver ends, then exits the process (status 0).
 void start();
 /// Driver: tells every live worker to finish and waits until each acknowledged (exit and
-/// distributed::shutdown call it before MPI ends). Does nothing elsewhere.
+/// distributed::shutdown call it before MPI ends). When a worker died during the job, the
+/// others may wait on it forever, so it ends the job instead (MPI_Abort, status 1). Does
+/// nothing elsewhere.
 void stop_workers();
 
 // ---- messages (driver side) ----
@@ -46,8 +48,9 @@ uint64_t new_id();
 void post(const std::vector<int>& processes, const std::string& kind, const std::string& payload);
 /// Sends to one worker and waits for its reply (the handler's `Reply`); rethrows the
 /// worker's error with its type (a message naming the worker appended). Throws Error when the
-/// worker dies meanwhile.
-std::string request(int process, const std::string& kind, const std::string& payload);
+/// worker, or one of `watch` (workers the answer depends on), dies meanwhile.
+std::string request(int process, const std::string& kind, const std::string& payload,
+                    const std::vector<int>& watch = {});
 
 // ---- handlers (worker side) ----
 
@@ -70,7 +73,8 @@ using Handler = std::function<void(ir::Reader& payload, Reply reply)>;
 bool register_handler(const std::string& kind, Handler handler);
 /// Runs `fn` on a thread of its own and sends its result (or error) as the reply: for
 /// handlers that wait (on buffers, on user code) without holding up the messages behind.
-void reply_later(Reply reply, std::function<std::string()> fn);
+/// With `ready` (nothing to wait for) it runs `fn` at once instead.
+void reply_later(Reply reply, std::function<std::string()> fn, bool ready = false);
 
 // ---- arrays held by workers ----
 

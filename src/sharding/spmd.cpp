@@ -12,6 +12,7 @@
 #include "distributed/controller.h"
 #include "ir/serialize.h"
 #include "ir/trace.h"
+#include "runtime/launch.h"
 #include "runtime/spmd_context.h"
 #include "runtime/spmd_dispatch.h"
 #include "sharding/mesh_impl.h"
@@ -279,6 +280,14 @@ void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<cons
   ctl::post(procs, "program.run", w.bytes());
 }
 
+// On a worker: a value on one of this process's devices is kept as a plain single-device
+// array, so that operations on it take the single-device path.
+Array plain_if_single_device(const Array& a) {
+  auto* s = as_sharded(a);
+  if (!s || !s->sharding.is_single_device() || !s->shards[0]) return a;
+  return make_concrete(s->aval, s->shards[0]->device(), s->shards[0], true);
+}
+
 // On a worker: the programs the driver sent, by key.
 std::map<uint64_t, ir::ProgramRef>& worker_programs() {
   static auto* m = new std::map<uint64_t, ir::ProgramRef>();
@@ -292,7 +301,7 @@ std::map<uint64_t, ir::ProgramRef>& worker_programs() {
     try {
       Sharding s = ir::read_sharding(r);
       Array x = ir::read_array(r);
-      ctl::store(id, split_array(x, s));
+      ctl::store(id, plain_if_single_device(split_array(x, s)));
     } catch (...) {
       ctl::store_error(id, std::current_exception());
     }
@@ -313,7 +322,7 @@ std::map<uint64_t, ir::ProgramRef>& worker_programs() {
       for (auto id : in_ids) args.push_back(ctl::lookup(id, it->second->name));
       std::vector<Array> outs = run_program(it->second, args);
       if (outs.size() != out_ids.size()) throw Error("internal: '" + it->second->name + "' gave an unexpected result count");
-      for (size_t j = 0; j < outs.size(); ++j) ctl::store(out_ids[j], outs[j]);
+      for (size_t j = 0; j < outs.size(); ++j) ctl::store(out_ids[j], plain_if_single_device(outs[j]));
     } catch (...) {
       for (auto id : out_ids) ctl::store_error(id, std::current_exception());
     }
@@ -559,7 +568,7 @@ ConcreteArray* ShardedArray::gathered(const char* what) const {
       if (!dev && d.impl()->is_local()) dev = d.impl();
     if (!dev) dev = default_device();  // a value with no elements held elsewhere
     auto buf = Buffer::allocate(aval.nbytes(), dev);
-    dev->stream().enqueue([buf, shards = std::move(pieces), sources, indices, global = aval.shape, local = local_aval.shape,
+    run_on_stream(dev, aval.nbytes(), [buf, shards = std::move(pieces), sources, indices, global = aval.shape, local = local_aval.shape,
                            item = itemsize(aval.dtype)] {
       try {
         for (int pos : sources) {

@@ -4,6 +4,9 @@
 // tests/mpi/CMakeLists.txt): rank 0 is the driver, ranks 1 and 2 serve.
 //   dead_worker       worker 2 exits (status 3) while it holds an array: the driver's next
 //                     operation on it throws an Error naming the worker; worker 1 goes on
+//   dead_in_mesh      worker 2 exits while both workers share a mesh: worker 1 waits for it
+//                     in a collective, and the driver's read from worker 1 names worker 2
+//                     instead of waiting forever; the job then ends (status 1)
 //   worker_exception  worker 1 ends by an uncaught exception on a thread of its own: its
 //                     death notice reaches the driver, whose next operation on it throws an
 //                     Error carrying the reason
@@ -112,6 +115,28 @@ int expect_gone(const std::string& mode, int p, const std::string& kind, const s
   return 0;
 }
 
+// A reduction over a mesh of both workers' devices after worker 2 ended: worker 1 waits in
+// the collective forever, so the driver's read must name worker 2.
+int dead_in_mesh() {
+  auto workers = ts::distributed::worker_devices();
+  ts::Mesh mesh(workers, {int64_t(workers.size())}, {"x"});
+  ts::Array x = ts::device_put(ts::Array(iota_f(workers.size() * 2), {int64_t(workers.size() * 2)}),
+                               ts::NamedSharding(mesh, ts::P("x")));
+  x.block_until_ready();
+  ctl::post({2}, "test.exit", {});
+  try {
+    ts::jit([](const ts::Array& a) { return ts::sum(a); })(x).item<float>();
+    std::printf("dead_in_mesh: unexpected success\n");
+    return 1;
+  } catch (const ts::Error& e) {
+    std::printf("dead_in_mesh: driver got: %s\n", e.what());
+    if (!contains(e.what(), "worker process 2") || !contains(e.what(), "is gone")) return 1;
+  }
+  std::printf("dead_in_mesh: ok\n");
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,8 +148,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (mode == "dead_worker") return expect_gone(mode, 2, "test.exit", {"worker process 2", "is gone"});
+  if (mode == "dead_in_mesh") return dead_in_mesh();
   if (mode == "worker_exception")
     return expect_gone(mode, 1, "test.terminate", {"worker process 1", "is gone", "uncaught exception", "boom"});
-  std::fprintf(stderr, "usage: sc_job dead_worker|worker_exception\n");
+  std::fprintf(stderr, "usage: sc_job dead_worker|dead_in_mesh|worker_exception\n");
   return 2;
 }
