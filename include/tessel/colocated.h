@@ -139,7 +139,13 @@ struct TESSEL_API Site {
   Target target;
   Specialization spec;
   std::mutex mu;
-  std::vector<std::pair<std::string, Specs>> cache;  // input signature -> output specs
+  /// A call's input specs and (sorted) device ids.
+  struct Signature {
+    Specs in;
+    std::vector<int> devices;
+    bool operator==(const Signature& o) const { return in == o.in && devices == o.devices; }
+  };
+  std::vector<std::pair<Signature, Specs>> cache;  // input signature -> output specs
   size_t discoveries = 0;
   std::shared_ptr<Site> specialized(const Specialization& more) const;
 };

@@ -80,12 +80,29 @@ class SerialQueue {
   static std::shared_ptr<SerialQueue> make() {
     std::shared_ptr<SerialQueue> q(new SerialQueue());
     std::thread([q] {
-      tessel::detail::PrivateStreams streams;
-      tessel::detail::ScopedPrivateStreams scope(&streams);
+      tessel::detail::ScopedPrivateStreams scope(&q->streams_);
       q->loop();
     }).detach();
     live().add(q);
     return q;
+  }
+  /// Claims an idle queue for a task the caller runs itself (run_claimed); false when the
+  /// queue is busy (then push the task).
+  bool claim_if_idle() {
+    std::lock_guard lock(mu_);
+    if (running_ || retired_ || !tasks_.empty()) return false;
+    running_ = true;
+    return true;
+  }
+  /// Runs `task` on the calling thread, in the queue's order and on its streams.
+  void run_claimed(const std::function<void()>& task) {
+    {
+      tessel::detail::ScopedPrivateStreams scope(&streams_);
+      task();
+    }
+    std::lock_guard lock(mu_);
+    running_ = false;
+    if (!tasks_.empty() || retired_) cv_.notify_all();  // else the queue's thread sleeps on
   }
   void push(std::function<void()> task) {
     {
@@ -115,12 +132,15 @@ class SerialQueue {
       spin_for_work();
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return retired_ || !tasks_.empty(); });
+        cv_.wait(lock, [&] { return !running_ && (retired_ || !tasks_.empty()); });
         if (tasks_.empty()) break;
         task = std::move(tasks_.front());
         tasks_.pop_front();
+        running_ = true;
       }
       task();
+      std::lock_guard lock(mu_);
+      running_ = false;
     }
     std::lock_guard lock(mu_);
     finished_ = true;
@@ -134,7 +154,7 @@ class SerialQueue {
     while (std::chrono::steady_clock::now() < deadline) {
       {
         std::lock_guard lock(mu_);
-        if (retired_ || !tasks_.empty()) return;
+        if (retired_ || (!tasks_.empty() && !running_)) return;
       }
       std::this_thread::yield();
     }
@@ -170,7 +190,9 @@ class SerialQueue {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;
+  bool running_ = false;  // a task runs (on the queue's thread, or inline)
   bool retired_ = false, finished_ = false;
+  tessel::detail::PrivateStreams streams_;
 };
 
 // This thread's queue on this host, and its id for queues on remote hosts.
@@ -211,13 +233,6 @@ std::vector<int> sorted_ids(const std::vector<Device>& devs) {
   for (auto& d : devs) ids.push_back(d.id());
   std::sort(ids.begin(), ids.end());
   return ids;
-}
-
-std::string signature(const Specs& specs, const std::vector<Device>& devs) {
-  std::string key;
-  for (auto& s : specs) key += s.to_string() + ";";
-  for (int id : sorted_ids(devs)) key += std::to_string(id) + ",";
-  return key;
 }
 
 // An output array of `spec` whose local pieces the call fills later; on the driver of a
@@ -279,10 +294,10 @@ void fill(const std::vector<Array>& pending, const std::vector<Array>& results, 
   }
 }
 
-// Runs `run` on `queue` and fills `pending` with its results.
-void run_async(SerialQueue& queue, std::function<std::vector<Array>()> run, std::vector<Array> pending, Specs specs,
-               std::string name) {
-  queue.push([run = std::move(run), pending = std::move(pending), specs = std::move(specs), name = std::move(name)] {
+// The task that runs `run` and fills `pending` with its results.
+std::function<void()> filling(std::function<std::vector<Array>()> run, std::vector<Array> pending, Specs specs,
+                              std::string name) {
+  return [run = std::move(run), pending = std::move(pending), specs = std::move(specs), name = std::move(name)] {
     std::vector<Array> results;
     std::exception_ptr error;
     try {
@@ -292,7 +307,7 @@ void run_async(SerialQueue& queue, std::function<std::vector<Array>()> run, std:
       error = std::current_exception();
     }
     fill(pending, results, error);
-  });
+  };
 }
 
 // Runs `run` on `queue` and waits for its results.
@@ -435,7 +450,11 @@ CallMessage read_call(ir::Reader& r) {
     try {
       CallMessage m = read_call(r);
       auto run = read_remote_target(r, std::move(m.leaves), std::move(m.counts));
-      run_async(remote_caller_queue(m.caller), std::move(run), std::move(pending), std::move(specs), "colocated call");
+      // An idle queue runs the call on this thread while another serves: no hand-over.
+      auto task = filling(std::move(run), std::move(pending), std::move(specs), "colocated call");
+      SerialQueue& q = remote_caller_queue(m.caller);
+      if (q.claim_if_idle()) ctl::run_while_others_serve([&] { q.run_claimed(task); });
+      else q.push(std::move(task));
     } catch (...) {
       fill(pending, {}, std::current_exception());
     }
@@ -671,7 +690,7 @@ std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std:
   };
 
   // The output specs: cached, computed by out_specs_fn, or learned below.
-  const std::string key = signature(in_specs, devs);
+  Site::Signature key{in_specs, sorted_ids(devs)};
   std::optional<Specs> out_specs;
   {
     std::lock_guard lock(site.mu);
@@ -707,7 +726,7 @@ std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std:
       write_call(w);
       ctl::post(remote, "colocated.call", w.bytes());
     }
-    if (here) run_async(caller_queue(), std::move(local), outs, *out_specs, name);
+    if (here) caller_queue().push(filling(std::move(local), outs, *out_specs, name));
     return outs;
   }
 

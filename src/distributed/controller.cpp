@@ -63,7 +63,7 @@ struct State {
   std::mutex later_mu;
   std::condition_variable later_cv;
   int later_running = 0;
-  bool stop_requested = false;
+  std::atomic<bool> stop_requested{false};
 };
 State& state() {
   static auto* s = new State();  // outlives exit handlers that may still send
@@ -83,7 +83,12 @@ class Backoff {
   void pause() {
     static const auto spin = std::chrono::microseconds(detail::env_int("TESSEL_CONTROL_SPIN_US", 2000));
     auto now = std::chrono::steady_clock::now();
-    if (now - start_ < spin) return std::this_thread::yield();  // let the work run
+    if (now - start_ < spin) {
+      // Poll without a system call at first (a reply is usually microseconds away), then
+      // yield the core to the threads doing the work.
+      if (now - start_ >= std::chrono::microseconds(100)) std::this_thread::yield();
+      return;
+    }
     std::this_thread::sleep_for(sleep_);
     if (sleep_ < std::chrono::microseconds(500)) sleep_ *= 2;
   }
@@ -181,30 +186,42 @@ void send_to(int p, const std::string& bytes, const std::string& op) {
   }
 }
 
-std::string frame(const std::string& kind, int reply_tag, const std::string& payload) {
+// The arrays the driver dropped since its last message to p (under send_mu): they travel
+// in the header of the next message, which frees them before its handler runs.
+std::vector<uint64_t> take_deletes_locked(int p) {
+  State& s = state();
+  std::lock_guard lock(s.pending_mu);
+  auto it = s.pending_deletes.find(p);
+  if (it == s.pending_deletes.end()) return {};
+  std::vector<uint64_t> ids = std::move(it->second);
+  s.pending_deletes.erase(it);
+  return ids;
+}
+
+// [handler name][reply tag][ids to free][payload]
+std::string frame(const std::string& kind, int reply_tag, const std::vector<uint64_t>& deletes,
+                  const std::string& payload) {
   ir::Writer w;
   w.str(kind);
   w.u32(uint32_t(reply_tag));
+  w.count(deletes.size());
+  for (auto id : deletes) w.u64(id);
   w.raw(payload.data(), payload.size());
   return w.take();
 }
 
-// Deletes the driver dropped since its last message go first (under send_mu).
-void flush_deletes_locked(int p) {
+void free_arrays(ir::Reader& r) {
   State& s = state();
-  std::vector<uint64_t> ids;
-  {
-    std::lock_guard lock(s.pending_mu);
-    auto it = s.pending_deletes.find(p);
-    if (it == s.pending_deletes.end()) return;
-    ids = std::move(it->second);
-    s.pending_deletes.erase(it);
+  size_t n = r.count(8);
+  if (n == 0) return;
+  std::vector<Array> dying;  // destroyed outside the lock
+  std::lock_guard lock(s.table_mu);
+  for (size_t i = 0; i < n; ++i) {
+    auto it = s.table.find(r.u64());
+    if (it == s.table.end()) continue;
+    dying.push_back(std::move(it->second.array));
+    s.table.erase(it);
   }
-  if (s.procs[size_t(p)]->dead) return;
-  ir::Writer w;
-  w.count(ids.size());
-  for (auto id : ids) w.u64(id);
-  send_to(p, frame("array.delete", 0, w.bytes()), "free remote arrays");
 }
 
 int next_reply_tag() {
@@ -306,6 +323,7 @@ void dispatch(const std::string& bytes) {
   ir::Reader r(bytes, "worker message");
   std::string kind = r.str();
   Reply reply(int(r.u32()));
+  free_arrays(r);
   auto it = handlers().find(kind);
   try {
     if (it == handlers().end())
@@ -318,10 +336,59 @@ void dispatch(const std::string& bytes) {
   }
 }
 
-void serve() {
+// Serving threads: one at a time receives and dispatches messages (the server). A handler
+// may run long work on the serving thread itself (run_while_others_serve): it asks a
+// follower to take over and, when the work ends before one did, goes on serving; otherwise
+// it becomes a follower. Short work then costs no thread hand-over, and long work does not
+// hold up the messages behind it.
+struct Serving {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::thread::id server;
+  bool successor_wanted = false;
+  std::chrono::steady_clock::time_point wanted_since;
+  int idle_followers = 0;
+  std::vector<std::thread> followers;
+};
+Serving& serving() {
+  static auto* s = new Serving();
+  return *s;
+}
+
+void serve_messages();
+
+// Waits until this thread may serve (or the worker stops); true when it serves now. A
+// follower takes over only from work that has run for a while (checked every 0.5 ms), so
+// short work on the serving thread never wakes anyone.
+bool follow() {
+  Serving& sv = serving();
+  constexpr auto kTakeOverAfter = std::chrono::microseconds(500);
+  std::unique_lock lock(sv.mu);
+  ++sv.idle_followers;
+  while (!state().stop_requested &&
+         !(sv.successor_wanted && std::chrono::steady_clock::now() - sv.wanted_since >= kTakeOverAfter))
+    sv.cv.wait_for(lock, kTakeOverAfter);
+  --sv.idle_followers;
+  if (state().stop_requested) return false;
+  sv.successor_wanted = false;
+  sv.server = std::this_thread::get_id();
+  return true;
+}
+
+void follower_main() {
+  while (follow()) serve_messages();
+}
+
+// Receives and dispatches messages while this thread is the server.
+void serve_messages() {
   State& s = state();
+  Serving& sv = serving();
   Backoff backoff;
   while (!s.stop_requested) {
+    {
+      std::lock_guard lock(sv.mu);
+      if (sv.server != std::this_thread::get_id()) return;  // a follower took over
+    }
     int flag = 0;
     MPI_Status status;
     mpi::check(MPI_Iprobe(0, kControlTag, s.comm, &flag, &status), "MPI_Iprobe", "worker");
@@ -336,6 +403,21 @@ void serve() {
     dispatch(bytes);
     backoff = Backoff();
   }
+}
+
+void serve() {
+  Serving& sv = serving();
+  {
+    std::lock_guard lock(sv.mu);
+    sv.server = std::this_thread::get_id();
+  }
+  do serve_messages();
+  while (!state().stop_requested && follow());
+  {
+    std::lock_guard lock(sv.mu);
+    sv.cv.notify_all();  // followers see the stop
+  }
+  for (auto& t : sv.followers) t.join();
 }
 
 // True once every buffer is computed, waiting up to `limit` (yielding the core): the
@@ -369,14 +451,12 @@ std::vector<std::shared_ptr<detail::Buffer>> buffers_of(const Array& a) {
       std::lock_guard lock(s.table_mu);
       s.table.clear();
     }
-    s.stop_requested = true;
+    {
+      std::lock_guard lock(serving().mu);
+      s.stop_requested = true;
+      serving().cv.notify_all();
+    }
     reply.ok();
-  });
-  register_handler("array.delete", [](ir::Reader& r, Reply) {
-    State& s = state();
-    size_t n = r.count(8);
-    std::lock_guard lock(s.table_mu);
-    for (size_t i = 0; i < n; ++i) s.table.erase(r.u64());
   });
   register_handler("array.wait", [](ir::Reader& r, Reply reply) {
     Array a = lookup(r.u64(), "block_until_ready");
@@ -496,12 +576,8 @@ uint64_t new_id() { return state().next_id.fetch_add(1); }
 
 void post(const std::vector<int>& processes, const std::string& kind, const std::string& payload) {
   State& s = state();
-  std::string bytes = frame(kind, 0, payload);
   std::lock_guard lock(s.send_mu);
-  for (int p : processes) {
-    flush_deletes_locked(p);
-    send_to(p, bytes, kind);
-  }
+  for (int p : processes) send_to(p, frame(kind, 0, take_deletes_locked(p), payload), kind);
 }
 
 std::string request(int process, const std::string& kind, const std::string& payload, const std::vector<int>& watch) {
@@ -511,8 +587,7 @@ std::string request(int process, const std::string& kind, const std::string& pay
   int tag = next_reply_tag();
   {
     std::lock_guard lock(s.send_mu);
-    flush_deletes_locked(process);
-    send_to(process, frame(kind, tag, payload), kind);
+    send_to(process, frame(kind, tag, take_deletes_locked(process), payload), kind);
   }
   return wait_reply(process, tag, kind, watch);
 }
@@ -530,6 +605,22 @@ void Reply::fail(std::exception_ptr error) const {
   w.u8(0);
   write_error(w, error);
   MPI_Send(w.bytes().data(), int(w.bytes().size()), MPI_CHAR, 0, tag_, state().comm);
+}
+
+void run_while_others_serve(const std::function<void()>& fn) {
+  Serving& sv = serving();
+  const auto me = std::this_thread::get_id();
+  {
+    std::lock_guard lock(sv.mu);
+    if (sv.server != me) return fn();  // not on the serving thread
+    sv.successor_wanted = true;
+    sv.wanted_since = std::chrono::steady_clock::now();
+    if (sv.idle_followers == 0) sv.followers.emplace_back(follower_main);
+  }
+  fn();
+  std::lock_guard lock(sv.mu);
+  if (sv.server == me) sv.successor_wanted = false;  // nobody took over: go on serving
+  // else serve_messages sees another server and this thread becomes a follower
 }
 
 bool register_handler(const std::string& kind, Handler handler) {

@@ -71,6 +71,10 @@ using Handler = std::function<void(ir::Reader& payload, Reply reply)>;
 /// Registers the handler of `kind` (from a static initializer; every process of the build
 /// registers the same ones). Returns true; throws if `kind` is taken.
 bool register_handler(const std::string& kind, Handler handler);
+/// From a handler: runs `fn` on this (serving) thread while another thread takes over
+/// serving, so that messages behind it are not held up; if `fn` ends before another thread
+/// took over, this one simply goes on serving (no thread hand-over for short work).
+void run_while_others_serve(const std::function<void()>& fn);
 /// Runs `fn` on a thread of its own and sends its result (or error) as the reply: for
 /// handlers that wait (on buffers, on user code) without holding up the messages behind.
 /// With `ready` (nothing to wait for) it runs `fn` at once instead.
