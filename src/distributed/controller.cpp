@@ -385,10 +385,6 @@ void serve_messages() {
   Serving& sv = serving();
   Backoff backoff;
   while (!s.stop_requested) {
-    {
-      std::lock_guard lock(sv.mu);
-      if (sv.server != std::this_thread::get_id()) return;  // a follower took over
-    }
     int flag = 0;
     MPI_Status status;
     mpi::check(MPI_Iprobe(0, kControlTag, s.comm, &flag, &status), "MPI_Iprobe", "worker");
@@ -402,6 +398,8 @@ void serve_messages() {
     mpi::check(MPI_Recv(bytes.data(), n, MPI_CHAR, 0, kControlTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", "worker");
     dispatch(bytes);
     backoff = Backoff();
+    std::lock_guard lock(sv.mu);  // only a handler can have handed serving over
+    if (sv.server != std::this_thread::get_id()) return;
   }
 }
 

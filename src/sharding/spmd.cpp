@@ -563,6 +563,12 @@ ConcreteArray* ShardedArray::gathered(const char* what) const {
     auto indices = sharding.device_indices(aval.shape);
     std::vector<std::shared_ptr<Buffer>> pieces = shards;
     std::vector<int> sources = local_sources(*this, pieces, indices, what);
+    if (sources.size() == 1 && local_aval.shape == aval.shape && pieces[size_t(sources[0])]) {
+      // One piece holds the whole value (one device, or replicated): it is the value.
+      auto& whole = pieces[size_t(sources[0])];
+      gathered_ = std::make_shared<ConcreteArray>(aval, whole->device(), whole, true);
+      return;
+    }
     DeviceImpl* dev = nullptr;  // the first device of the mesh in this process
     for (const Device& d : sharding.device_set())
       if (!dev && d.impl()->is_local()) dev = d.impl();
