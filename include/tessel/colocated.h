@@ -13,7 +13,6 @@
 //   auto Adder = ts::colocated::colocated_class<AdderImpl>();
 //   auto adder = Adder(1);                                 // nothing is created yet
 //   ts::Array z = adder.call(&AdderImpl::add, x);          // created on x's host, then called
-#include <any>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -201,6 +200,7 @@ std::vector<Array> invoke_from_leaves(F&& f, std::span<const Array> leaves, std:
     pos += arg_leaves[k++];
     return tree_from_leaves<std::decay_t<A>>(part, what);
   };
+  (void)next;  // unused for a function without arguments
   // Braced initialization evaluates the arguments left to right.
   std::tuple<std::decay_t<Args>...> args{next(std::type_identity<Args>{})...};
   return std::apply(
@@ -269,6 +269,7 @@ template <class Tuple> std::string encode_ctor(const std::string& cls, const Tup
                                 " cannot be sent to another process; use numbers, strings or vectors of them");
         };
         (one(a), ...);
+        (void)one;  // unused without arguments
       },
       args);
   return out;
@@ -368,7 +369,7 @@ template <class T> class Object {
 
   /// A method as a colocated callable bound to this object (so it can be specialized).
   template <class R, class... P> Function<R, P...> method(R (T::*pm)(P...)) const {
-    auto site = std::make_shared<Site_>();
+    auto site = std::make_shared<detail::Site>();
     std::string name = detail::method_name(std::type_index(typeid(pm)), detail::pm_bytes(pm));
     site->target = detail::Target{state_->display() + "." + (name.empty() ? "method" : name.substr(name.find("::") + 2)),
                                   name, state_};
@@ -384,7 +385,6 @@ template <class T> class Object {
   }
 
  private:
-  using Site_ = detail::Site;
   std::shared_ptr<detail::ObjectState> state_;
 };
 

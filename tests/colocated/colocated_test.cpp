@@ -171,7 +171,7 @@ TEST_F(Colocated, InputsOnDifferentDevicesOrTracersAreErrors) {
 }
 
 TEST_F(Colocated, ExceptionsReachTheCaller) {
-  auto bad = co::colocated([](const ts::Array& a) -> ts::Array { throw ts::IndexError("no such row"); });
+  auto bad = co::colocated([](const ts::Array&) -> ts::Array { throw ts::IndexError("no such row"); });
   EXPECT_THROW(bad(x), ts::IndexError);  // synchronous first call
   auto bad_async = bad.specialize({.out_specs_fn = same_specs});
   ts::Array y = bad_async(x);
