@@ -12,6 +12,7 @@
 #include "tessel/fft.h"
 #include "tessel/host.h"
 #include "tessel/jit.h"
+#include "tessel/pipeline.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"
 #include "tessel/shard_map.h"
