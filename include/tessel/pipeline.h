@@ -6,9 +6,18 @@
 #include <variant>
 #include <vector>
 
+#include "tessel/array.h"
 #include "tessel/export.h"
 
 namespace tessel::pipeline {
+
+/// Ends one pipeline stage and begins the next: the identity on `x`, recorded as a marker in
+/// traced programs. Its transpose is the marker of the matching boundary of the backward
+/// pass, so `grad` of a staged function is staged too; under jvp the tangent crosses with
+/// the value, under vmap the batch dimension stays. Outside a pipeline it only copies.
+TESSEL_API Array enter_stage(const Array& x);
+/// Several values crossing the same boundary (one marker).
+TESSEL_API std::vector<Array> enter_stage(const std::vector<Array>& xs);
 
 /// All forwards, then all backwards (GPipe).
 struct GPipe {};

@@ -201,6 +201,13 @@ const ir::Primitive& jit_primitive() {
 [[maybe_unused]] static const ir::Primitive& registered_jit = jit_primitive();
 }  // namespace compiler
 
+namespace compiler {
+const ir::Program& program_of(const Program& p) {
+  if (!p.holder()) throw ValueError("program_of: the Program is empty (default-constructed)");
+  return *p.holder()->program;
+}
+}  // namespace compiler
+
 std::string Program::to_string() const { return p_ ? ir::print_program(*p_->program) : "<no program>"; }
 size_t Program::num_equations() const { return p_ ? p_->program->eqns.size() : 0; }
 std::vector<std::string> Program::primitive_names() const {
