@@ -83,7 +83,7 @@ int remote(int rounds) {
     ts::Array y = f(x);
     y.block_until_ready();
     tb::report("detail.issue_us", tb::seconds_per_call([&] { f(x); }, rounds, 3) * 1e6, "us");
-    tb::report("detail.read_us", tb::seconds_per_call([&] {
+    tb::report("detail.put_us", tb::seconds_per_call([&] {
       ts::Array z = ts::device_put(ts::Array(1), ts::distributed::worker_devices().at(0));
       (void)z;
     }, rounds, 3) * 1e6, "us");

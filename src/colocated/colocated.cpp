@@ -150,14 +150,12 @@ class SerialQueue {
   // Calls often come in quick succession: stay awake a little before sleeping, so the next
   // one does not pay for waking this thread.
   void spin_for_work() {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(300);
-    while (std::chrono::steady_clock::now() < deadline) {
-      {
-        std::lock_guard lock(mu_);
-        if (retired_ || (!tasks_.empty() && !running_)) return;
-      }
-      std::this_thread::yield();
-    }
+    tessel::detail::spin_until(
+        [&] {
+          std::lock_guard lock(mu_);
+          return retired_ || (!tasks_.empty() && !running_);
+        },
+        std::chrono::microseconds(300));
   }
 
   // Every queue alive, for the exit handler.
@@ -250,12 +248,6 @@ Array make_pending(const Spec& spec, const std::vector<int>& remote, uint64_t re
   return Array(std::move(out));
 }
 
-// The piece buffers of a concrete array, by position in its sharding's device set.
-std::vector<std::shared_ptr<tessel::detail::Buffer>> pieces(const Array& a) {
-  if (auto* s = tessel::detail::as_sharded(a)) return s->shards;
-  return {tessel::detail::require_concrete(a, "colocated")->buffer};
-}
-
 void check_results(const std::string& name, const std::vector<Array>& results, const Specs& specs) {
   if (results.size() != specs.size())
     throw ValueError(name + ": the function returned " + std::to_string(results.size()) + " arrays, but its output specs list " +
@@ -273,9 +265,9 @@ void check_results(const std::string& name, const std::vector<Array>& results, c
 // Copies the results' local pieces into the pending outputs (or records the error there).
 void fill(const std::vector<Array>& pending, const std::vector<Array>& results, std::exception_ptr error) {
   for (size_t j = 0; j < pending.size(); ++j) {
-    auto outs = pieces(pending[j]);
+    auto outs = tessel::detail::piece_buffers(pending[j]);
     std::vector<std::shared_ptr<tessel::detail::Buffer>> ins;
-    if (!error) ins = pieces(results[j]);
+    if (!error) ins = tessel::detail::piece_buffers(results[j]);
     for (size_t pos = 0; pos < outs.size(); ++pos) {
       auto& out = outs[pos];
       if (!out) continue;
@@ -623,10 +615,23 @@ std::shared_ptr<Site> Site::specialized(const Specialization& more) const {
 
 // ---- the call ----
 
-std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std::vector<size_t>& arg_leaves,
-                        LocalThunk local) {
-  const std::string& name = site.target.display;
+namespace {
+
+// What one call runs on: its checked inputs, its device set, and its hosts.
+struct CallPlan {
+  std::string name;
   Specs in_specs;
+  std::vector<Device> devs;
+  std::vector<int> dev_ids;      // sorted, to compare device sets
+  bool here = false;             // this process owns some of the devices
+  std::vector<int> remote;       // on a single-controller driver: the workers owning the others
+  std::vector<uint64_t> in_ids;  // the inputs' ids on those workers
+};
+
+CallPlan plan_call(const Site& site, const std::vector<Array>& leaves) {
+  CallPlan c;
+  c.name = site.target.display;
+  const std::string& name = c.name;
   for (size_t k = 0; k < leaves.size(); ++k) {
     const Array& a = leaves[k];
     if (!a.valid()) throw ValueError(name + ": input leaf " + std::to_string(k) + " is an empty Array; give it a value");
@@ -634,126 +639,135 @@ std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std:
       throw ValueError(name + ": input leaf " + std::to_string(k) +
                        " is a tracer; colocated functions run host code on concrete arrays, so call them outside "
                        "jit/grad/vmap (or use ts::host::call inside)");
-    in_specs.push_back(Spec::of(a));
+    c.in_specs.push_back(Spec::of(a));
   }
   // One common device set.
-  std::vector<Device> devs;
-  if (!in_specs.empty()) {
-    devs = in_specs[0].sharding.device_set();
-    for (size_t k = 1; k < in_specs.size(); ++k)
-      if (sorted_ids(in_specs[k].sharding.device_set()) != sorted_ids(devs))
+  if (!c.in_specs.empty()) {
+    c.devs = c.in_specs[0].sharding.device_set();
+    c.dev_ids = sorted_ids(c.devs);
+    for (size_t k = 1; k < c.in_specs.size(); ++k)
+      if (sorted_ids(c.in_specs[k].sharding.device_set()) != c.dev_ids)
         throw ValueError(name + ": input leaf " + std::to_string(k) + " is on devices " +
-                         device_set_text(in_specs[k].sharding.device_set()) + " but input leaf 0 is on " +
-                         device_set_text(devs) + "; the inputs of a colocated call share one device set (device_put them)");
+                         device_set_text(c.in_specs[k].sharding.device_set()) + " but input leaf 0 is on " +
+                         device_set_text(c.devs) + "; the inputs of a colocated call share one device set (device_put them)");
   }
   if (site.spec.devices) {
-    if (!devs.empty() && sorted_ids(devs) != sorted_ids(*site.spec.devices))
-      throw ValueError(name + ": the inputs are on devices " + device_set_text(devs) + " but the function was specialized to " +
-                       device_set_text(*site.spec.devices));
-    devs = *site.spec.devices;
+    if (!c.devs.empty() && c.dev_ids != sorted_ids(*site.spec.devices))
+      throw ValueError(name + ": the inputs are on devices " + device_set_text(c.devs) +
+                       " but the function was specialized to " + device_set_text(*site.spec.devices));
+    c.devs = *site.spec.devices;
+    c.dev_ids = sorted_ids(c.devs);
   }
-  if (devs.empty())
+  if (c.devs.empty())
     throw ValueError(name + ": the call has no input arrays, so it does not know which hosts to run on; specialize it "
                      "with devices (f.specialize({.devices = ts::colocated::colocated_cpu_devices(ts::devices())}))");
   if (site.spec.in_specs) {
     const Specs& want = *site.spec.in_specs;
-    if (want.size() != in_specs.size())
-      throw ValueError(name + ": the call has " + std::to_string(in_specs.size()) + " input leaves but in_specs lists " +
+    if (want.size() != c.in_specs.size())
+      throw ValueError(name + ": the call has " + std::to_string(c.in_specs.size()) + " input leaves but in_specs lists " +
                        std::to_string(want.size()));
     for (size_t k = 0; k < want.size(); ++k)
-      if (!(want[k] == in_specs[k]))
-        throw ValueError(name + ": input leaf " + std::to_string(k) + " is " + in_specs[k].to_string() +
+      if (!(want[k] == c.in_specs[k]))
+        throw ValueError(name + ": input leaf " + std::to_string(k) + " is " + c.in_specs[k].to_string() +
                          ", but in_specs says " + want[k].to_string());
   }
-  // The hosts: this process when it owns a device; on a single-controller driver, the
-  // workers owning the others.
-  bool here = false;
-  for (auto& d : devs) here |= d.impl()->is_local();
-  std::vector<int> remote = ctl::is_driver() ? ctl::remote_processes(devs) : std::vector<int>{};
-  if (!remote.empty() && site.target.registered.empty())
-    throw ValueError(name + " runs on the hosts of devices " + device_set_text(devs) +
+  for (auto& d : c.devs) c.here |= d.impl()->is_local();
+  if (ctl::is_driver()) c.remote = ctl::remote_processes(c.devs);
+  if (!c.remote.empty() && site.target.registered.empty())
+    throw ValueError(name + " runs on the hosts of devices " + device_set_text(c.devs) +
                      ", which are other processes, but it is not registered; C++ cannot ship code: register it in every "
                      "process (TESSEL_REGISTER_COLOCATED(fn) for a free function, TESSEL_REGISTER_COLOCATED_CLASS/_METHOD "
                      "for a class) and wrap the registered function");
-  std::vector<uint64_t> in_ids;
-  if (!remote.empty())
-    for (auto& a : leaves) in_ids.push_back(ctl::remote_id(a, name));
+  if (!c.remote.empty())
+    for (auto& a : leaves) c.in_ids.push_back(ctl::remote_id(a, name));
   if (site.target.object)
-    for (int p : remote) site.target.object->used_on(p);
-  auto write_call = [&](ir::Writer& w) {
-    w.u64(caller_id());
-    w.count(in_ids.size());
-    for (auto id : in_ids) w.u64(id);
-    w.count(arg_leaves.size());
-    for (auto c : arg_leaves) w.u64(c);
-    write_target(w, site.target);
-  };
+    for (int p : c.remote) site.target.object->used_on(p);
+  return c;
+}
 
-  // The output specs: cached, computed by out_specs_fn, or learned below.
-  Site::Signature key{in_specs, sorted_ids(devs)};
-  std::optional<Specs> out_specs;
+// A colocated function's outputs are on the devices of its inputs.
+void check_output_devices(const CallPlan& c, const std::vector<Device>& got, const std::string& what) {
+  if (sorted_ids(got) != c.dev_ids)
+    throw ValueError(c.name + ": " + what + " on " + device_set_text(got) + ", but the call runs on " +
+                     device_set_text(c.devs) + "; a colocated function's outputs are on the devices of its inputs");
+}
+
+// The call as the workers read it (read_call, read_remote_target).
+void write_call(ir::Writer& w, const CallPlan& c, const std::vector<size_t>& arg_leaves, const Target& target) {
+  w.u64(caller_id());
+  w.count(c.in_ids.size());
+  for (auto id : c.in_ids) w.u64(id);
+  w.count(arg_leaves.size());
+  for (auto n : arg_leaves) w.u64(n);
+  write_target(w, target);
+}
+
+// The output specs when known: learned by an earlier call of this signature, or computed by
+// out_specs_fn (and kept).
+std::optional<Specs> known_out_specs(Site& site, const CallPlan& c, const Site::Signature& key) {
   {
     std::lock_guard lock(site.mu);
     for (auto& [k, v] : site.cache)
-      if (k == key) out_specs = v;
+      if (k == key) return v;
   }
-  if (!out_specs && site.spec.out_specs_fn) {
-    Specs specs = site.spec.out_specs_fn(in_specs);
-    for (size_t j = 0; j < specs.size(); ++j) {
-      if (!specs[j].sharding.valid())
-        throw ValueError(name + ": out_specs_fn gave output " + std::to_string(j) + " no sharding; give each output spec the sharding of its devices");
-      if (sorted_ids(specs[j].sharding.device_set()) != sorted_ids(devs))
-        throw ValueError(name + ": out_specs_fn puts output " + std::to_string(j) + " on " +
-                         device_set_text(specs[j].sharding.device_set()) + ", but the call runs on " + device_set_text(devs) +
-                         "; a colocated function's outputs are on the devices of its inputs");
-    }
-    out_specs = specs;
-    std::lock_guard lock(site.mu);
-    site.cache.emplace_back(key, specs);
+  if (!site.spec.out_specs_fn) return std::nullopt;
+  Specs specs = site.spec.out_specs_fn(c.in_specs);
+  for (size_t j = 0; j < specs.size(); ++j) {
+    if (!specs[j].sharding.valid())
+      throw ValueError(c.name + ": out_specs_fn gave output " + std::to_string(j) +
+                       " no sharding; give each output spec the sharding of its devices");
+    check_output_devices(c, specs[j].sharding.device_set(), "out_specs_fn puts output " + std::to_string(j));
   }
+  std::lock_guard lock(site.mu);
+  site.cache.emplace_back(key, specs);
+  return specs;
+}
 
-  if (out_specs) {  // asynchronous
-    std::vector<uint64_t> out_ids;
-    for (size_t j = 0; j < out_specs->size() && !remote.empty(); ++j) out_ids.push_back(ctl::new_id());
-    std::vector<Array> outs;
-    for (size_t j = 0; j < out_specs->size(); ++j)
-      outs.push_back(make_pending((*out_specs)[j], remote, remote.empty() ? 0 : out_ids[j]));
-    if (!remote.empty()) {
-      ir::Writer w;
-      w.count(out_ids.size());
-      for (auto id : out_ids) w.u64(id);
-      write_specs(w, *out_specs);
-      write_call(w);
-      ctl::post(remote, "colocated.call", w.bytes());
-    }
-    if (here) caller_queue().push(filling(std::move(local), outs, *out_specs, name));
-    return outs;
+// Known output specs: pending outputs now, filled by the hosts later.
+std::vector<Array> call_async(const Site& site, const CallPlan& c, const std::vector<size_t>& arg_leaves,
+                              LocalThunk local, const Specs& out_specs) {
+  std::vector<uint64_t> out_ids;
+  if (!c.remote.empty())
+    for (size_t j = 0; j < out_specs.size(); ++j) out_ids.push_back(ctl::new_id());
+  std::vector<Array> outs;
+  for (size_t j = 0; j < out_specs.size(); ++j)
+    outs.push_back(make_pending(out_specs[j], c.remote, c.remote.empty() ? 0 : out_ids[j]));
+  if (!c.remote.empty()) {
+    ir::Writer w;
+    w.count(out_ids.size());
+    for (auto id : out_ids) w.u64(id);
+    write_specs(w, out_specs);
+    write_call(w, c, arg_leaves, site.target);
+    ctl::post(c.remote, "colocated.call", w.bytes());
   }
+  if (c.here) caller_queue().push(filling(std::move(local), outs, out_specs, c.name));
+  return outs;
+}
 
-  // Synchronous: run, learn the output specs, keep them for the next call.
+// Unknown output specs: run synchronously on every host, learn the specs (kept for the
+// next call), and bind the workers' results to ids.
+std::vector<Array> call_learning(Site& site, const CallPlan& c, const std::vector<size_t>& arg_leaves,
+                                 LocalThunk local, const Site::Signature& key) {
   std::vector<Array> results;
-  if (here) results = run_sync(caller_queue(), std::move(local));
   std::optional<Specs> learned;
-  if (here) {
+  if (c.here) {
+    results = run_sync(caller_queue(), std::move(local));
     learned.emplace();
     for (auto& a : results) {
       learned->push_back(Spec::of(a));
-      if (sorted_ids(a.sharding().device_set()) != sorted_ids(devs))
-        throw ValueError(name + ": the function returned an array on " + device_set_text(a.sharding().device_set()) +
-                         ", but it runs on " + device_set_text(devs) +
-                         "; a colocated function's outputs are on the devices of its inputs");
+      check_output_devices(c, learned->back().sharding.device_set(), "the function returned an array");
     }
   }
-  const uint64_t call_id = remote.empty() ? 0 : ctl::new_id();
-  for (int p : remote) {
+  const uint64_t call_id = c.remote.empty() ? 0 : ctl::new_id();
+  for (int p : c.remote) {
     ir::Writer w;
     w.u64(call_id);
-    write_call(w);
+    write_call(w, c, arg_leaves, site.target);
     std::string reply = ctl::request(p, "colocated.discover", w.bytes());
-    ir::Reader r(reply, name);
+    ir::Reader r(reply, c.name);
     Specs specs = read_specs(r);
     if (learned && !(specs == *learned))
-      throw ValueError(name + ": the hosts returned different outputs (process " + std::to_string(p) +
+      throw ValueError(c.name + ": the hosts returned different outputs (process " + std::to_string(p) +
                        " differs from an earlier host); a colocated function returns the same specs on every host");
     learned = specs;
   }
@@ -762,7 +776,7 @@ std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std:
     site.cache.emplace_back(key, *learned);
     ++site.discoveries;
   }
-  if (remote.empty()) return results;
+  if (c.remote.empty()) return results;
   std::vector<Array> outs;
   ir::Writer w;
   w.u64(call_id);
@@ -771,14 +785,26 @@ std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std:
     const Spec& s = (*learned)[j];
     const uint64_t id = ctl::new_id();
     w.u64(id);
-    auto shards = here ? pieces(results[j]) : std::vector<std::shared_ptr<tessel::detail::Buffer>>(s.sharding.device_set().size());
+    auto shards = c.here ? tessel::detail::piece_buffers(results[j])
+                         : std::vector<std::shared_ptr<tessel::detail::Buffer>>(s.sharding.device_set().size());
     auto out = std::make_shared<tessel::detail::ShardedArray>(Aval(s.shape, s.dtype), s.sharding,
                                                               Aval(s.sharding.shard_shape(s.shape), s.dtype), std::move(shards));
-    out->remote = ctl::make_ref(id, remote);
+    out->remote = ctl::make_ref(id, c.remote);
     outs.push_back(Array(std::move(out)));
   }
-  ctl::post(remote, "colocated.bind", w.bytes());
+  ctl::post(c.remote, "colocated.bind", w.bytes());
   return outs;
+}
+
+}  // namespace
+
+std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std::vector<size_t>& arg_leaves,
+                        LocalThunk local) {
+  const CallPlan c = plan_call(site, leaves);
+  const Site::Signature key{c.in_specs, c.dev_ids};
+  if (std::optional<Specs> out_specs = known_out_specs(site, c, key))
+    return call_async(site, c, arg_leaves, std::move(local), *out_specs);
+  return call_learning(site, c, arg_leaves, std::move(local), key);
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 #include "core/device_impl.h"
 #include "core/remote.h"
 #include "tessel/array.h"
+#include "tessel/error.h"
 #include "tessel/sharding.h"
 
 namespace tessel::detail {
@@ -78,6 +79,13 @@ inline ShardedArray* as_sharded(const Array& a) {
 }
 inline Tracer* as_tracer(const Array& a) {
   return a.impl() && a.impl()->is_tracer() ? static_cast<Tracer*>(a.impl().get()) : nullptr;
+}
+/// The piece buffers of a concrete array by position in its sharding's device set: one for a
+/// single-device array; null for devices of other processes.
+inline std::vector<std::shared_ptr<Buffer>> piece_buffers(const Array& a) {
+  if (auto* s = as_sharded(a)) return s->shards;
+  if (auto* c = as_concrete(a)) return {c->buffer};
+  throw ConcretizationError("piece_buffers: the array is a tracer, not a concrete value");
 }
 /// Wraps a freshly allocated buffer as an array.
 inline Array make_concrete(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer> buffer, bool committed) {

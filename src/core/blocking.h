@@ -1,5 +1,8 @@
 #pragma once
-// A hook around the places where a thread blocks on tessel work.
+// A hook around the places where a thread blocks on tessel work, and a short spin for
+// waits that are usually over within microseconds.
+#include <chrono>
+#include <thread>
 
 namespace tessel::detail {
 
@@ -19,5 +22,17 @@ struct BlockingScope {
   BlockingScope(const BlockingScope&) = delete;
   BlockingScope& operator=(const BlockingScope&) = delete;
 };
+
+/// Polls `done` until it is true or `limit` has passed, yielding the core between polls
+/// (the thread doing the work may need it); returns the last `done()`. For hand-overs that
+/// usually take microseconds, before falling back to a sleeping wait.
+template <class Done> bool spin_until(Done&& done, std::chrono::microseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+}
 
 }  // namespace tessel::detail

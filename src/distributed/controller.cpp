@@ -19,6 +19,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/blocking.h"
 #include "core/log.h"
 #include "distributed/collectives.h"
 #include "distributed/mpi.h"
@@ -128,8 +129,8 @@ bool process_gone(int p) {
   return false;
 }
 
-// Reads death notices that arrived; marks `p` dead when its process is gone.
-void check_peers(int p) {
+// Reads death notices that arrived; marks workers whose process is gone dead.
+void check_peers() {
   State& s = state();
   int flag = 0;
   MPI_Status status;
@@ -142,7 +143,6 @@ void check_peers(int p) {
   }
   for (int q = 1; q < s.size; ++q)
     if (!s.procs[size_t(q)]->dead && process_gone(q)) mark_dead(q, "its process exited or was killed");
-  (void)p;
 }
 
 // The first dead process of `watch` (a wait on one worker may depend on others: a launch
@@ -174,7 +174,7 @@ void send_to(int p, const std::string& bytes, const std::string& op) {
     mpi::check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", op);
     if (done) return;
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
-      check_peers(p);
+      check_peers();
       if (s.procs[size_t(p)]->dead) {
         MPI_Cancel(&req);
         MPI_Request_free(&req);
@@ -253,7 +253,7 @@ std::string wait_reply(int p, int tag, const std::string& op, const std::vector<
       throw_error(r, worker_name(p));
     }
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
-      check_peers(p);
+      check_peers();
       if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
       last_check = std::chrono::steady_clock::now();
     }
@@ -418,21 +418,16 @@ void serve() {
   for (auto& t : sv.followers) t.join();
 }
 
-// True once every buffer is computed, waiting up to `limit` (yielding the core): the
-// answer to a read that arrives just before its value is usually that close.
-bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs, std::chrono::microseconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    bool ready = true;
-    for (auto& b : bufs) ready &= !b || b->ready();
-    if (ready || std::chrono::steady_clock::now() > deadline) return ready;
-    std::this_thread::yield();
-  }
-}
-
-std::vector<std::shared_ptr<detail::Buffer>> buffers_of(const Array& a) {
-  if (auto* s = detail::as_sharded(a)) return s->shards;
-  return {detail::require_concrete(a, "read")->buffer};
+// True once every buffer is computed, waiting up to 0.5 ms: the answer to a read that
+// arrives just before its value is usually that close.
+bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
+  return detail::spin_until(
+      [&] {
+        for (auto& b : bufs)
+          if (b && !b->ready()) return false;
+        return true;
+      },
+      std::chrono::microseconds(500));
 }
 
 // ---- built-in handlers ----
@@ -458,7 +453,7 @@ std::vector<std::shared_ptr<detail::Buffer>> buffers_of(const Array& a) {
   });
   register_handler("array.wait", [](ir::Reader& r, Reply reply) {
     Array a = lookup(r.u64(), "block_until_ready");
-    const bool ready = ready_soon(buffers_of(a), std::chrono::microseconds(500));
+    const bool ready = ready_soon(detail::piece_buffers(a));
     reply_later(reply, [a] {
       a.block_until_ready();
       return std::string();
@@ -467,14 +462,14 @@ std::vector<std::shared_ptr<detail::Buffer>> buffers_of(const Array& a) {
   register_handler("array.fetch", [](ir::Reader& r, Reply reply) {
     Array a = lookup(r.u64(), "fetch");
     // A single-device array made here is a plain one: its only piece is its buffer.
-    std::vector<std::shared_ptr<detail::Buffer>> all = buffers_of(a);
+    std::vector<std::shared_ptr<detail::Buffer>> all = detail::piece_buffers(a);
     std::vector<std::shared_ptr<detail::Buffer>> pieces;
     for (size_t i = 0, n = r.count(8); i < n; ++i) {
       uint64_t pos = r.u64();
       if (pos >= all.size() || !all[pos]) throw Error("internal: fetch of a piece this worker lacks");
       pieces.push_back(all[pos]);
     }
-    const bool ready = ready_soon(pieces, std::chrono::microseconds(500));
+    const bool ready = ready_soon(pieces);
     reply_later(reply, [pieces = std::move(pieces), keep = a] {
       ir::Writer w;
       for (auto& b : pieces) {
@@ -549,7 +544,7 @@ void start() {
 void stop_workers() {
   State& s = state();
   if (s.role != Role::driver || s.stopped) return;
-  check_peers(0);
+  check_peers();
   for (int p = 1; p < s.size; ++p)
     if (s.procs[size_t(p)]->dead) {
       // The others may wait forever on the dead one (a collective): end the job instead.

@@ -18,6 +18,13 @@
 
 namespace {
 
+/// What `example` prints.
+std::string printed(void (*example)(std::ostream&)) {
+  std::ostringstream out;
+  example(out);
+  return out.str();
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream is(text);
@@ -46,9 +53,8 @@ std::string lines_from(const std::string& text, size_t begin) {
 }
 
 TEST(HostCallbackSeed, HostEigThroughCallInsideJit) {
-  std::ostringstream out;
-  host_callback_call::run_host_eig(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_call::run_host_eig);
+  EXPECT_EQ(out,
             "# jit(device_fun)(m), m of shape (2, 3, 3)\n"
             "[[1.         4.         6.        ]\n"
             " [0.58578644 2.         3.41421356]]\n"
@@ -57,21 +63,19 @@ TEST(HostCallbackSeed, HostEigThroughCallInsideJit) {
 }
 
 TEST(HostCallbackSeed, HostSinCallsOncePerDevice) {
-  std::ostringstream out;
-  host_callback_call::run_host_sin(out);
-  EXPECT_EQ(lines_of(out.str()).at(0), "# pmap(call(host_sin))(np.ones((2, 4))) prints (in arbitrary order)");
-  EXPECT_EQ(sorted_groups(out.str(), 1, 3, 1),
+  const std::string out = printed(&host_callback_call::run_host_sin);
+  EXPECT_EQ(lines_of(out).at(0), "# pmap(call(host_sin))(np.ones((2, 4))) prints (in arbitrary order)");
+  EXPECT_EQ(sorted_groups(out, 1, 3, 1),
             (std::vector<std::string>{"Invoking host_sin with (4,) on cpu:0\n", "Invoking host_sin with (4,) on cpu:1\n"}));
-  EXPECT_EQ(lines_from(out.str(), 3),
+  EXPECT_EQ(lines_from(out, 3),
             "# result\n"
             "[[0.84147096 0.84147096 0.84147096 0.84147096]\n"
             " [0.84147096 0.84147096 0.84147096 0.84147096]]\n");
 }
 
 TEST(HostCallbackSeed, IdTapExamples) {
-  std::ostringstream out;
-  host_callback_id_tap::run_id_tap(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_id_tap::run_id_tap);
+  EXPECT_EQ(out,
             "# id_tap\n"
             "host_func([2. 4.], [])\n"
             "host_func(([2. 4.], [3. 6.]), [])\n"
@@ -81,9 +85,8 @@ TEST(HostCallbackSeed, IdTapExamples) {
 }
 
 TEST(HostCallbackSeed, IdPrintTwins) {
-  std::ostringstream out;
-  host_callback_id_tap::run_id_print(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_id_tap::run_id_print);
+  EXPECT_EQ(out,
             "# id_print\n"
             "[2. 4.]\n"
             "( [2. 4.] [3. 6.] )\n"
@@ -96,25 +99,22 @@ TEST(HostCallbackSeed, IdPrintTwins) {
 }
 
 TEST(HostCallbackSeed, BarrierWaitSeesEveryTapInOrder) {
-  std::ostringstream out;
-  host_callback_barrier::run_barrier_wait(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_barrier::run_barrier_wait);
+  EXPECT_EQ(out,
             "# after barrier_wait\n"
             "accumulator: 1. 2. 1. 2.\n");
 }
 
 TEST(HostCallbackSeed, CallsHaveRunOnceTheResultsAreReady) {
-  std::ostringstream out;
-  host_callback_barrier::run_call_and_block(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_barrier::run_call_and_block);
+  EXPECT_EQ(out,
             "# after res1.block_until_ready(), res2.block_until_ready()\n"
             "accumulator: 1. 2. 1. 2.\n");
 }
 
 TEST(HostCallbackSeed, PrintTangents) {
-  std::ostringstream out;
-  host_callback_tangents::run_print_tangents(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_tangents::run_print_tangents);
+  EXPECT_EQ(out,
             "# jvp(power3_with_tangents, (3.,), (0.1,))\n"
             "what: x,x²\n"
             "( 3. 9. )\n"
@@ -123,9 +123,8 @@ TEST(HostCallbackSeed, PrintTangents) {
 }
 
 TEST(HostCallbackSeed, PrintCotangents) {
-  std::ostringstream out;
-  host_callback_tangents::run_print_cotangents(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_tangents::run_print_cotangents);
+  EXPECT_EQ(out,
             "# grad(power3_with_cotangents)(3.)\n"
             "what: x,x²\n"
             "( 3. 9. )\n"
@@ -134,17 +133,15 @@ TEST(HostCallbackSeed, PrintCotangents) {
 }
 
 TEST(HostCallbackSeed, PerDeviceTapsUnderShardMap) {
-  std::ostringstream out;
-  host_callback_per_device::run_per_device(out);
-  EXPECT_EQ(sorted_groups(out.str(), 0, 4, 2),
+  const std::string out = printed(&host_callback_per_device::run_per_device);
+  EXPECT_EQ(sorted_groups(out, 0, 4, 2),
             (std::vector<std::string>{"device: cpu:0 what: x,x²\n( 3. 9. )\n", "device: cpu:1 what: x,x²\n( 4. 16. )\n"}));
-  EXPECT_EQ(lines_from(out.str(), 4), "# result\n[27. 64.]\n");
+  EXPECT_EQ(lines_from(out, 4), "# result\n[27. 64.]\n");
 }
 
 TEST(HostCallbackSeed, ShardedJitTapsOnceWithTheWholeOperand) {
-  std::ostringstream out;
-  host_callback_per_device::run_sharded_jit(out);
-  EXPECT_EQ(out.str(),
+  const std::string out = printed(&host_callback_per_device::run_sharded_jit);
+  EXPECT_EQ(out,
             "# jit(power3) with its input and output split over 2 devices\n"
             "device: cpu:0 what: x,x²\n"
             "( [3. 4.] [ 9. 16.] )\n"
