@@ -29,6 +29,12 @@ Array scalar_array(const Scalar& value, bool weak) {
   return make_concrete(Aval({}, value.dtype(), weak), default_device(), std::move(buf), false);
 }
 
+Array plain_if_single_device(const Array& a) {
+  auto* s = as_sharded(a);
+  if (!s || !s->sharding.is_single_device() || !s->shards[0]) return a;
+  return make_concrete(s->aval, s->shards[0]->device(), s->shards[0], true);
+}
+
 }  // namespace detail
 
 std::string shape_to_string(const Shape& s) {

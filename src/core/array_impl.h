@@ -96,5 +96,9 @@ Array scalar_array(const Scalar& value, bool weak);
 /// The concrete value of `a` (a sharded array's assembled copy), or a ConcretizationError
 /// naming `what` if it is a tracer.
 ConcreteArray* require_concrete(const Array& a, const char* what);
+/// `a` as a plain single-device array when it is a sharded array held whole by one local
+/// device (what a worker keeps, so that operations on it take the single-device path);
+/// otherwise `a` itself.
+Array plain_if_single_device(const Array& a);
 
 }  // namespace tessel::detail

@@ -45,6 +45,7 @@ struct WorkerInfo {
 struct State {
   Role role = Role::none;
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm peers = MPI_COMM_NULL;  // worker-to-worker traffic of upper layers
   int size = 1;
   std::vector<std::unique_ptr<WorkerInfo>> procs;  // by rank (entry 0: the driver)
   std::mutex send_mu;                              // one global order of driver messages
@@ -495,12 +496,16 @@ bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
 
 bool is_driver() { return state().role == Role::driver; }
 bool is_worker() { return state().role == Role::worker; }
+MPI_Comm peer_comm() { return state().peers; }
+int tag_limit() { return state().tag_limit; }
 
 void start() {
   State& s = state();
   if (s.role != Role::none) return;
   mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &s.comm), "MPI_Comm_dup", "distributed::initialize");
   MPI_Comm_set_errhandler(s.comm, MPI_ERRORS_RETURN);
+  mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &s.peers), "MPI_Comm_dup", "distributed::initialize");
+  MPI_Comm_set_errhandler(s.peers, MPI_ERRORS_RETURN);
   s.size = mpi::world_size();
   int* ub = nullptr;
   int flag = 0;

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
 #include "core/array_impl.h"
 #include "ir/serialize.h"
 
@@ -28,6 +30,13 @@ namespace tessel::distributed::controller {
 bool is_driver();
 /// True in a worker of a single-controller job (inside its serve loop).
 bool is_worker();
+
+/// A communicator over every process of the job (ranks as in MPI_COMM_WORLD), apart from
+/// the channel's: for traffic between workers that upper layers arrange themselves (pipeline
+/// transfers). Errors return instead of aborting. MPI_COMM_NULL outside a single-controller job.
+MPI_Comm peer_comm();
+/// The largest tag MPI allows (MPI_TAG_UB).
+int tag_limit();
 
 /// Joins a single-controller job (after MPI joined the processes): the driver returns; a
 /// worker serves until the driver ends, then exits the process (status 0).

@@ -280,14 +280,6 @@ void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<cons
   ctl::post(procs, "program.run", w.bytes());
 }
 
-// On a worker: a value on one of this process's devices is kept as a plain single-device
-// array, so that operations on it take the single-device path.
-Array plain_if_single_device(const Array& a) {
-  auto* s = as_sharded(a);
-  if (!s || !s->sharding.is_single_device() || !s->shards[0]) return a;
-  return make_concrete(s->aval, s->shards[0]->device(), s->shards[0], true);
-}
-
 // On a worker: the programs the driver sent, by key.
 std::map<uint64_t, ir::ProgramRef>& worker_programs() {
   static auto* m = new std::map<uint64_t, ir::ProgramRef>();

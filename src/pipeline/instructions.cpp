@@ -1,0 +1,323 @@
+// Instruction streams (see instructions.h).
+#include "pipeline/instructions.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "ir/serialize.h"
+#include "tessel/error.h"
+
+namespace tessel::pipeline::detail {
+namespace {
+
+std::string slots(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? " %" : "%") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// Slot numbering: value v of microbatch m is v * M + m (values that do not change between
+// microbatches use m = 0); the accumulator of step output o follows all of them.
+struct Slots {
+  int64_t M, V;
+  int64_t of(int v, int m) const { return v * M + m; }
+  int64_t accumulator(int o) const { return V * M + o; }
+  bool is_value(int64_t s) const { return s < V * M; }
+  int value(int64_t s) const { return int(s / M); }
+  int microbatch(int64_t s) const { return int(s % M); }
+};
+
+Instruction make(Op op, std::vector<int64_t> ins, std::vector<int64_t> outs) {
+  Instruction i;
+  i.op = op;
+  i.ins = std::move(ins);
+  i.outs = std::move(outs);
+  return i;
+}
+Instruction transfer(Op op, int64_t s, int peer, int tag) {
+  Instruction i = op == Op::send ? make(op, {s}, {}) : make(op, {}, {s});
+  i.peer = peer;
+  i.tag = tag;
+  return i;
+}
+
+}  // namespace
+
+std::string Instruction::to_string() const {
+  switch (op) {
+    case Op::rename_in: return "rename in" + std::to_string(ext) + " -> " + slots(outs) + (donated ? " (donated)" : "");
+    case Op::recv: return "recv " + slots(outs) + " <- w" + std::to_string(peer) + " #" + std::to_string(tag) + " " +
+                          aval.to_string();
+    case Op::run: return "run " + segment_name(task.kind, task.stage) + "(m=" + std::to_string(task.microbatch) + ") " +
+                         slots(ins) + " -> " + slots(outs);
+    case Op::send: return "send " + slots(ins) + " -> w" + std::to_string(peer) + " #" + std::to_string(tag);
+    case Op::accumulate: {
+      const char* m = mode == AccumulateMode::keep    ? "keep"
+                      : mode == AccumulateMode::first ? "first"
+                      : mode == AccumulateMode::add   ? "add"
+                                                      : "add/";
+      return std::string("accumulate ") + m + (mode == AccumulateMode::add_and_scale ? std::to_string(count) : "") + " " +
+             slots(ins) + " -> " + slots(outs);
+    }
+    case Op::rename_out: return "rename " + slots(ins) + " -> out" + std::to_string(ext);
+    case Op::del: return "del " + slots(ins);
+  }
+  return "?";
+}
+
+std::string Streams::to_string() const {
+  std::ostringstream os;
+  for (size_t w = 0; w < per_worker.size(); ++w) {
+    os << "worker " << w << ":\n";
+    for (const auto& in : per_worker[w]) os << "  " << in.to_string() << "\n";
+  }
+  return os.str();
+}
+
+Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated) {
+  const int W = plan.num_workers, M = plan.num_microbatches;
+  const Slots slot{M, int64_t(staged.values.size())};
+  Streams r;
+  r.num_workers = W;
+  r.num_microbatches = M;
+  r.per_worker.resize(size_t(W));
+  r.inputs.resize(size_t(W));
+  auto worker_of_segment = [&](int seg) { return plan.stage_worker[size_t(staged.segments[size_t(seg)].stage)]; };
+
+  // Which workers read each value (other than the one computing it).
+  std::vector<std::set<int>> readers(staged.values.size());
+  for (size_t seg = 0; seg < staged.segments.size(); ++seg)
+    for (int v : staged.segments[seg].inputs) readers[size_t(v)].insert(worker_of_segment(int(seg)));
+  std::map<std::tuple<int, int, int>, int> tags;  // (value, microbatch, receiver) -> transfer
+  auto tag_of = [&](int v, int m, int to) { return tags.try_emplace({v, m, to}, int(tags.size())).first->second; };
+
+  // Step outputs: the worker computing each, and how many results each worker returns.
+  std::vector<int> results(size_t(W), 0);
+  for (size_t o = 0; o < staged.outputs.size(); ++o) {
+    const Value& v = staged.values[size_t(staged.outputs[o])];
+    const int w = v.producer < 0 ? -1 : worker_of_segment(v.producer);
+    r.output_worker.push_back(w);
+    r.output_ext.push_back(w < 0 ? -1 : results[size_t(w)]++);
+  }
+
+  for (int w = 0; w < W; ++w) {
+    auto& out = r.per_worker[size_t(w)];
+    // The step inputs this worker's segments read.
+    for (size_t v = 0; v < staged.values.size(); ++v) {
+      const Value& val = staged.values[v];
+      if (val.step_input < 0 || !readers[v].count(w)) continue;
+      for (int m = 0; m < (val.per_microbatch ? M : 1); ++m) {
+        Instruction in = make(Op::rename_in, {}, {slot.of(int(v), m)});
+        in.ext = int(r.inputs[size_t(w)].size());
+        in.donated = size_t(val.step_input) < donated.size() && donated[size_t(val.step_input)];
+        r.inputs[size_t(w)].push_back({val.step_input, val.per_microbatch ? m : -1});
+        out.push_back(in);
+      }
+    }
+    std::set<int64_t> received;
+    std::vector<int> accumulated(staged.outputs.size(), 0);
+    for (const Task& t : plan.tasks[size_t(w)]) {
+      const int seg = staged.segment(t.kind, t.stage);
+      const Segment& sg = staged.segments[size_t(seg)];
+      if (sg.empty()) continue;
+      const int m = t.microbatch;
+      auto slot_in = [&](int v) { return slot.of(v, staged.values[size_t(v)].per_microbatch ? m : 0); };
+      for (int v : sg.inputs) {
+        const Value& val = staged.values[size_t(v)];
+        if (val.producer < 0) continue;
+        const int from = worker_of_segment(val.producer);
+        if (from == w || !received.insert(slot_in(v)).second) continue;
+        out.push_back(transfer(Op::recv, slot_in(v), from, tag_of(v, m, w)));
+        out.back().aval = val.aval;
+      }
+      Instruction run = make(Op::run, {}, {});
+      run.segment = seg;
+      run.task = t;
+      for (int v : sg.inputs) run.ins.push_back(slot_in(v));
+      for (int v : sg.outputs) run.outs.push_back(slot.of(v, m));
+      out.push_back(run);
+      for (int v : sg.outputs) {
+        for (int to : readers[size_t(v)])
+          if (to != w) out.push_back(transfer(Op::send, slot.of(v, m), to, tag_of(v, m, to)));
+        for (size_t o = 0; o < staged.outputs.size(); ++o) {
+          if (staged.outputs[o] != v) continue;
+          const int k = accumulated[o]++;
+          Instruction acc = make(Op::accumulate, {slot.of(v, m)}, {slot.accumulator(int(o))});
+          acc.mode = !staged.output_per_microbatch[o] ? AccumulateMode::keep
+                     : k == 0                         ? AccumulateMode::first
+                     : k + 1 < M                      ? AccumulateMode::add
+                                                      : AccumulateMode::add_and_scale;
+          acc.count = M;
+          if (k > 0 && acc.mode != AccumulateMode::keep) acc.ins.push_back(slot.accumulator(int(o)));
+          out.push_back(acc);
+        }
+      }
+    }
+    for (size_t o = 0; o < staged.outputs.size(); ++o)
+      if (r.output_worker[o] == w) {
+        out.push_back(make(Op::rename_out, {slot.accumulator(int(o))}, {}));
+        out.back().ext = r.output_ext[o];
+      }
+    // Free every slot after its last use.
+    std::map<int64_t, size_t> last;
+    for (size_t i = 0; i < out.size(); ++i) {
+      for (int64_t s : out[i].ins) last[s] = i;
+      for (int64_t s : out[i].outs) last[s] = i;
+    }
+    std::vector<std::vector<int64_t>> frees(out.size());
+    for (auto [s, i] : last) frees[i].push_back(s);
+    std::vector<Instruction> with_frees;
+    for (size_t i = 0; i < out.size(); ++i) {
+      with_frees.push_back(out[i]);
+      for (int64_t s : frees[i]) with_frees.push_back(make(Op::del, {s}, {}));
+    }
+    out = std::move(with_frees);
+  }
+  r.num_transfers = int(tags.size());
+  return r;
+}
+
+void check_streams(const Streams& streams, const StagedProgram& staged) {
+  struct End {
+    int worker;
+    size_t index;
+    Aval aval;
+  };
+  std::map<std::tuple<int, int, int>, std::vector<End>> sends, recvs;  // (tag, from, to)
+  for (int w = 0; w < streams.num_workers; ++w) {
+    const auto& stream = streams.per_worker[size_t(w)];
+    std::map<int64_t, Aval> live;
+    std::set<int64_t> freed;
+    auto fail = [&](size_t i, const std::string& why) {
+      throw Error("pipeline: instruction " + std::to_string(i) + " of worker " + std::to_string(w) + " (" +
+                  stream[i].to_string() + ") " + why);
+    };
+    for (size_t i = 0; i < stream.size(); ++i) {
+      const Instruction& in = stream[i];
+      for (int64_t s : in.ins) {
+        if (freed.count(s)) fail(i, "reads slot %" + std::to_string(s) + " after it was freed");
+        if (!live.count(s)) fail(i, "reads slot %" + std::to_string(s) + " before it is written");
+      }
+      if (in.op == Op::del) {
+        live.erase(in.ins[0]);
+        freed.insert(in.ins[0]);
+        continue;
+      }
+      for (int64_t s : in.outs) {
+        freed.erase(s);
+        live[s] = in.op == Op::recv ? in.aval : Aval();
+      }
+      if (in.op == Op::run) {
+        const Segment& sg = staged.segments[size_t(in.segment)];
+        if (sg.inputs.size() != in.ins.size() || sg.outputs.size() != in.outs.size())
+          fail(i, "does not match its segment's inputs and outputs");
+      }
+      if (in.op == Op::send) {
+        const int v = int(in.ins[0] / streams.num_microbatches);
+        sends[{in.tag, w, in.peer}].push_back({w, i, staged.values[size_t(v)].aval});
+      }
+      if (in.op == Op::recv) recvs[{in.tag, in.peer, w}].push_back({w, i, in.aval});
+    }
+    if (!live.empty())
+      throw Error("pipeline: worker " + std::to_string(w) + " never frees slot %" + std::to_string(live.begin()->first));
+  }
+  for (const auto& [key, ends] : sends) {
+    auto it = recvs.find(key);
+    if (ends.size() != 1 || it == recvs.end() || it->second.size() != 1)
+      throw Error("pipeline: send #" + std::to_string(std::get<0>(key)) + " from worker " + std::to_string(std::get<1>(key)) +
+                  " to worker " + std::to_string(std::get<2>(key)) + " has " +
+                  std::to_string(it == recvs.end() ? 0 : it->second.size()) + " matching receives (and " +
+                  std::to_string(ends.size()) + " sends); each needs exactly one");
+    if (!(it->second[0].aval == ends[0].aval))
+      throw Error("pipeline: send #" + std::to_string(std::get<0>(key)) + " carries " + ends[0].aval.to_string() +
+                  " but its receive expects " + it->second[0].aval.to_string());
+  }
+  for (const auto& [key, ends] : recvs)
+    if (!sends.count(key))
+      throw Error("pipeline: receive #" + std::to_string(std::get<0>(key)) + " on worker " +
+                  std::to_string(std::get<2>(key)) + " has no matching send from worker " + std::to_string(std::get<1>(key)));
+}
+
+std::vector<int> peak_live_microbatches(const Streams& streams, const StagedProgram& staged) {
+  const Slots slot{streams.num_microbatches, int64_t(staged.values.size())};
+  std::vector<int> peaks;
+  for (const auto& stream : streams.per_worker) {
+    std::map<int, int> held;  // microbatch -> computed slots held
+    int peak = 0;
+    for (const Instruction& in : stream) {
+      auto counts = [&](int64_t s) {
+        return slot.is_value(s) && staged.values[size_t(slot.value(s))].step_input < 0;
+      };
+      if (in.op == Op::del) {
+        if (counts(in.ins[0]) && --held[slot.microbatch(in.ins[0])] == 0) held.erase(slot.microbatch(in.ins[0]));
+        continue;
+      }
+      if (in.op == Op::run || in.op == Op::recv)
+        for (int64_t s : in.outs)
+          if (counts(s)) ++held[slot.microbatch(s)];
+      peak = std::max(peak, int(held.size()));
+    }
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
+}  // namespace tessel::pipeline::detail
+
+namespace tessel::pipeline::detail {
+
+void write_stream(ir::Writer& w, const std::vector<Instruction>& stream) {
+  auto slots_out = [&](const std::vector<int64_t>& s) {
+    w.count(s.size());
+    for (int64_t x : s) w.i64(x);
+  };
+  w.count(stream.size());
+  for (const Instruction& in : stream) {
+    w.u8(uint8_t(in.op));
+    slots_out(in.ins);
+    slots_out(in.outs);
+    w.i64(in.segment);
+    w.u8(uint8_t(in.task.kind));
+    w.i64(in.task.stage);
+    w.i64(in.task.microbatch);
+    w.i64(in.peer);
+    w.i64(in.tag);
+    ir::write_aval(w, in.aval);
+    w.i64(in.ext);
+    w.boolean(in.donated);
+    w.u8(uint8_t(in.mode));
+    w.i64(in.count);
+  }
+}
+
+std::vector<Instruction> read_stream(ir::Reader& r) {
+  auto slots_in = [&] {
+    std::vector<int64_t> s(r.count(8));
+    for (auto& x : s) x = r.i64();
+    return s;
+  };
+  std::vector<Instruction> stream(r.count(8));
+  for (Instruction& in : stream) {
+    const uint8_t op = r.u8();
+    if (op > uint8_t(Op::del)) r.fail("unknown pipeline instruction " + std::to_string(op));
+    in.op = Op(op);
+    in.ins = slots_in();
+    in.outs = slots_in();
+    in.segment = int(r.i64());
+    in.task.kind = TaskKind(r.u8());
+    in.task.stage = int(r.i64());
+    in.task.microbatch = int(r.i64());
+    in.peer = int(r.i64());
+    in.tag = int(r.i64());
+    in.aval = ir::read_aval(r);
+    in.ext = int(r.i64());
+    in.donated = r.boolean();
+    in.mode = AccumulateMode(r.u8());
+    in.count = int(r.i64());
+  }
+  return stream;
+}
+
+}  // namespace tessel::pipeline::detail

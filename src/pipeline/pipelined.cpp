@@ -1,0 +1,339 @@
+// The driver side of pipelined(): RemoteMpmdMesh, compiling a step into per-worker
+// instruction streams, and calls (docs/pipeline.md). The workers' side is worker.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "compiler/jit_primitive.h"
+#include "core/array_impl.h"
+#include "distributed/controller.h"
+#include "ir/sharding_rule.h"
+#include "pipeline/instructions.h"
+#include "pipeline/pipelined.h"
+#include "tessel/error.h"
+#include "tessel/ops.h"
+
+namespace tessel::pipeline {
+namespace ctl = distributed::controller;
+
+RemoteMpmdMesh::RemoteMpmdMesh(int num_workers, const Shape& local_mesh_shape,
+                               const std::vector<std::string>& axis_names) {
+  if (!ctl::is_driver())
+    throw ValueError("RemoteMpmdMesh: needs the driver of a single-controller job; call "
+                     "ts::distributed::initialize({.mode = ts::distributed::Mode::single_controller}) and run under "
+                     "mpirun -np 1+W");
+  const int available = process_count() - 1;
+  if (num_workers < 1 || num_workers > available)
+    throw ValueError("RemoteMpmdMesh: asked for " + std::to_string(num_workers) + " workers but the job has " +
+                     std::to_string(available) + " worker processes; run under mpirun -np " +
+                     std::to_string(num_workers + 1) + " (or ask for fewer)");
+  int64_t per_worker = 1;
+  for (int64_t d : local_mesh_shape) per_worker *= d;
+  for (int w = 0; w < num_workers; ++w) {
+    std::vector<Device> mine;
+    for (const Device& d : devices())
+      if (d.process_index() == w + 1 && int64_t(mine.size()) < per_worker) mine.push_back(d);
+    if (int64_t(mine.size()) < per_worker)
+      throw ValueError("RemoteMpmdMesh: worker " + std::to_string(w) + " (process " + std::to_string(w + 1) + ") has " +
+                       std::to_string(mine.size()) + " devices but the local mesh needs " + std::to_string(per_worker) +
+                       "; start the job with TESSEL_CPU_DEVICES=" + std::to_string(per_worker) + " or more");
+    local_meshes_.emplace_back(std::move(mine), local_mesh_shape, axis_names);
+  }
+}
+
+const Mesh& RemoteMpmdMesh::local_mesh(int worker) const {
+  if (worker < 0 || worker >= num_workers())
+    throw IndexError("RemoteMpmdMesh::local_mesh: worker " + std::to_string(worker) + " of " +
+                     std::to_string(num_workers()));
+  return local_meshes_[size_t(worker)];
+}
+
+Mesh RemoteMpmdMesh::global_mesh() const {
+  std::vector<Device> all;
+  for (const Mesh& m : local_meshes_) all.insert(all.end(), m.devices().begin(), m.devices().end());
+  Shape shape{int64_t(num_workers())};
+  const Mesh& first = local_meshes_[0];
+  shape.insert(shape.end(), first.shape().begin(), first.shape().end());
+  std::vector<std::string> names{"mpmd"};
+  names.insert(names.end(), first.axis_names().begin(), first.axis_names().end());
+  return Mesh(std::move(all), std::move(shape), std::move(names));
+}
+
+namespace detail {
+namespace {
+
+// One signature of a pipelined step, compiled.
+struct Compiled {
+  std::vector<Aval> in_avals;  // of the whole batch
+  StagedProgram staged;
+  Plan plan;
+  Streams streams;
+  uint64_t key = 0;  // how the workers name it
+  std::shared_ptr<const void> structure;
+};
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+std::string schedule_name(const Schedule& s) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, GPipe>) return "GPipe";
+        else if constexpr (std::is_same_v<T, OneF1B>) return "OneF1B";
+        else if constexpr (std::is_same_v<T, Eager1F1B>) return "Eager1F1B";
+        else if constexpr (std::is_same_v<T, Interleaved1F1B>) return "Interleaved1F1B";
+        else return "ZeroBubbleH1";
+      },
+      s);
+}
+
+// The step's unique number across every pipeline of the job (workers tag transfers with it).
+std::atomic<uint64_t> next_step{0};
+
+}  // namespace
+
+class PipelineState {
+ public:
+  PipelineState(const RemoteMpmdMesh& mesh, PipelineOptions options) : mesh(mesh), opts(std::move(options)) {}
+  RemoteMpmdMesh mesh;
+  PipelineOptions opts;
+  std::mutex mu;
+  std::vector<std::shared_ptr<Compiled>> compiled;
+  std::shared_ptr<Compiled> last;
+  std::vector<TimelineEvent> timeline;
+
+  Sharding sharding_of(int worker, const std::vector<std::optional<PartitionSpec>>& specs, size_t leaf) const {
+    const PartitionSpec spec = leaf < specs.size() && specs[leaf] ? *specs[leaf] : PartitionSpec();
+    return NamedSharding(mesh.local_mesh(worker), spec);
+  }
+  std::shared_ptr<Compiled> compile(const tessel::detail::FlatFn& trace, std::span<const Array> leaves, const std::vector<int>& leaf_args,
+                                    const std::shared_ptr<const void>& fresh);
+  std::vector<Array> run(const Compiled& c, std::span<const Array> leaves);
+};
+
+std::shared_ptr<PipelineState> make_pipeline(const RemoteMpmdMesh& mesh, PipelineOptions options) {
+  if (options.num_microbatches < 1)
+    throw ValueError("pipelined: num_microbatches is " + std::to_string(options.num_microbatches) +
+                     "; give at least 1");
+  return std::make_shared<PipelineState>(mesh, std::move(options));
+}
+
+std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& trace, std::span<const Array> leaves,
+                                                 const std::vector<int>& leaf_args,
+                                                 const std::shared_ptr<const void>& fresh) {
+  auto c = std::make_shared<Compiled>();
+  const int M = opts.num_microbatches, W = mesh.num_workers();
+  std::vector<Aval> micro;
+  std::vector<bool> is_batch, donated;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    Aval a = leaves[i].aval();
+    c->in_avals.push_back(a);
+    const bool batch = contains(opts.batch_argnums, leaf_args[i]);
+    is_batch.push_back(batch);
+    donated.push_back(contains(opts.donate_argnums, leaf_args[i]));
+    if (batch) {
+      if (a.shape.empty() || a.shape[0] % M != 0)
+        throw ValueError("pipelined: leaf " + std::to_string(i) + " of batch argument " + std::to_string(leaf_args[i]) +
+                         " has shape " + a.to_string() + "; num_microbatches = " + std::to_string(M) +
+                         " must divide its leading dimension. Change the batch size or num_microbatches");
+      a.shape[0] /= M;
+    }
+    micro.push_back(a);
+  }
+  Program program = tessel::detail::make_program_flat(trace, micro, "step");
+  c->structure = fresh;
+  const bool split = std::holds_alternative<ZeroBubbleH1>(opts.schedule);
+  c->staged = slice_program(compiler::program_of(program), is_batch, split);
+  const int per_worker = std::holds_alternative<Interleaved1F1B>(opts.schedule)
+                             ? std::get<Interleaved1F1B>(opts.schedule).stages_per_worker
+                             : 1;
+  if (c->staged.num_stages != W * per_worker)
+    throw ValueError("pipelined: the step has " + std::to_string(c->staged.num_stages) + " stages (" +
+                     std::to_string(c->staged.num_stages - 1) + " enter_stage markers) but " +
+                     schedule_name(opts.schedule) + " over " + std::to_string(W) + " workers needs " +
+                     std::to_string(W * per_worker) + "; add or remove enter_stage markers");
+  c->plan = make_plan(opts.schedule, W, c->staged.num_stages, M);
+  simulate(c->plan);  // rejects a plan that misses the data dependencies or deadlocks
+  const auto out_avals = compiler::program_of(program).out_avals();
+  for (size_t o = 0; o < out_avals.size(); ++o)
+    if (c->staged.output_per_microbatch[o] && !is_floating(out_avals[o].dtype))
+      throw ValueError("pipelined: output " + std::to_string(o) + " (" + out_avals[o].to_string() +
+                       ") depends on the batch but is not floating-point, so it cannot be averaged over "
+                       "microbatches; return a floating-point value");
+  c->streams = make_streams(c->staged, c->plan, donated);
+  check_streams(c->streams, c->staged);
+  c->key = ctl::new_id();
+
+  // Each worker gets its segments, its stream and its output layouts, and compiles.
+  std::vector<std::future<std::string>> loads;
+  for (int w = 0; w < W; ++w) {
+    ir::Writer wr;
+    wr.u64(c->key);
+    ir::write_sharding(wr, NamedSharding(mesh.local_mesh(w), PartitionSpec()));
+    wr.i64(W);
+    wr.i64(M);
+    wr.i64(c->streams.num_transfers);
+    std::vector<int> mine;
+    for (size_t s = 0; s < c->staged.segments.size(); ++s)
+      if (c->plan.stage_worker[size_t(c->staged.segments[s].stage)] == w && !c->staged.segments[s].empty())
+        mine.push_back(int(s));
+    wr.count(mine.size());
+    for (int s : mine) {
+      wr.i64(s);
+      wr.str(ir::serialize(*c->staged.segments[size_t(s)].program));
+    }
+    write_stream(wr, c->streams.per_worker[size_t(w)]);
+    std::vector<size_t> outs;
+    for (size_t o = 0; o < c->streams.output_worker.size(); ++o)
+      if (c->streams.output_worker[o] == w) outs.push_back(o);
+    wr.count(outs.size());
+    for (size_t o : outs) ir::write_sharding(wr, sharding_of(w, opts.out_shardings, o));
+    std::vector<int> watch;
+    for (int k = 0; k < W; ++k) watch.push_back(mesh.process_of(k));
+    loads.push_back(std::async(std::launch::async, [p = mesh.process_of(w), bytes = wr.take(), watch] {
+      return ctl::request(p, "pipeline.load", bytes, watch);
+    }));
+  }
+  for (auto& f : loads) f.get();
+  return c;
+}
+
+std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> leaves) {
+  const int W = mesh.num_workers(), M = opts.num_microbatches;
+  const uint64_t step = next_step++;
+  std::vector<Array> keep;  // the pieces sent for this call
+  std::map<std::pair<size_t, int>, Array> micro;
+  auto piece = [&](size_t leaf, int m) -> Array {
+    if (m < 0) return leaves[leaf];
+    auto it = micro.find({leaf, m});
+    if (it != micro.end()) return it->second;
+    const int64_t n = leaves[leaf].shape()[0] / M;
+    return micro[{leaf, m}] = slice_in_dim(leaves[leaf], n * m, n * (m + 1));
+  };
+  std::vector<std::future<std::string>> replies;
+  std::vector<std::vector<uint64_t>> out_ids(static_cast<size_t>(W));
+  std::vector<int> watch;
+  for (int k = 0; k < W; ++k) watch.push_back(mesh.process_of(k));
+  for (int w = 0; w < W; ++w) {
+    ir::Writer wr;
+    wr.u64(c.key);
+    wr.u64(step);
+    const auto& inputs = c.streams.inputs[size_t(w)];
+    wr.count(inputs.size());
+    for (auto [leaf, m] : inputs) {
+      const Sharding target = sharding_of(w, opts.in_shardings, size_t(leaf));
+      Array x = piece(size_t(leaf), m);
+      const auto* s = tessel::detail::as_sharded(x);
+      if (!(s && s->remote && s->sharding == target)) {
+        x = device_put(x, target);
+        keep.push_back(x);
+      }
+      wr.u64(ctl::remote_id(x, "pipelined"));
+    }
+    size_t n = 0;
+    for (int ow : c.streams.output_worker) n += ow == w;
+    wr.count(n);
+    for (size_t k = 0; k < n; ++k) {
+      out_ids[size_t(w)].push_back(ctl::new_id());
+      wr.u64(out_ids[size_t(w)].back());
+    }
+    replies.push_back(std::async(std::launch::async, [p = mesh.process_of(w), bytes = wr.take(), watch] {
+      return ctl::request(p, "pipeline.step", bytes, watch);
+    }));
+  }
+  // Collect every worker's answer; a worker that failed stopped the others, whose errors
+  // only say so: report the failure itself.
+  std::vector<TimelineEvent> events;
+  std::exception_ptr first, cause;
+  for (int w = 0; w < W; ++w) {
+    try {
+      std::string bytes = replies[size_t(w)].get();
+      ir::Reader r(bytes, "pipelined");
+      for (size_t k = r.count(8); k-- > 0;) {
+        TimelineEvent e;
+        e.worker = w;
+        e.name = r.str();
+        e.kind = r.str();
+        e.stage = int(r.i64());
+        e.microbatch = int(r.i64());
+        e.start_us = r.f64();
+        e.end_us = r.f64();
+        events.push_back(std::move(e));
+      }
+    } catch (const std::exception& e) {
+      if (!first) first = std::current_exception();
+      if (!cause && std::string(e.what()).find(kStoppedByPeer) == std::string::npos) cause = std::current_exception();
+    }
+  }
+  if (cause || first) std::rethrow_exception(cause ? cause : first);
+  timeline = events;
+  if (const char* path = std::getenv("TESSEL_PIPELINE_TRACE"); path && *path) write_chrome_trace(path, events);
+
+  std::vector<Array> outs;
+  for (size_t o = 0; o < c.staged.outputs.size(); ++o) {
+    const int w = c.streams.output_worker[o];
+    if (w < 0) {  // an input returned as it is
+      outs.push_back(leaves[size_t(c.staged.values[size_t(c.staged.outputs[o])].step_input)]);
+      continue;
+    }
+    Sharding s = sharding_of(w, opts.out_shardings, o);
+    const Aval aval = c.staged.values[size_t(c.staged.outputs[o])].aval;
+    auto a = std::make_shared<tessel::detail::ShardedArray>(aval, s, Aval(s.shard_shape(aval.shape), aval.dtype, aval.weak_type),
+                                            std::vector<std::shared_ptr<tessel::detail::Buffer>>(s.mesh().size()));
+    a->remote = ctl::make_ref(out_ids[size_t(w)][size_t(c.streams.output_ext[o])], {mesh.process_of(w)});
+    outs.push_back(Array(a));
+  }
+  return outs;
+}
+
+std::vector<Array> pipeline_call(PipelineState& st, const tessel::detail::FlatFn& trace, std::span<const Array> leaves,
+                                 const std::vector<int>& leaf_args, int num_args,
+                                 const std::shared_ptr<const void>& fresh, std::shared_ptr<const void>& structure) {
+  for (int a : st.opts.batch_argnums)
+    if (a < 0 || a >= num_args)
+      throw IndexError("pipelined: batch_argnums lists argument " + std::to_string(a) + " but the step is called with " +
+                       std::to_string(num_args) + " arguments");
+  for (int a : st.opts.donate_argnums)
+    if (a < 0 || a >= num_args)
+      throw IndexError("pipelined: donate_argnums lists argument " + std::to_string(a) + " but the step is called with " +
+                       std::to_string(num_args) + " arguments");
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].valid()) throw ValueError("pipelined: input leaf " + std::to_string(i) + " is an empty Array");
+    if (leaves[i].is_tracer())
+      throw ValueError("pipelined: input leaf " + std::to_string(i) + " is traced (inside jit, grad or vmap); call the "
+                       "pipelined step outside transformations");
+  }
+  // One call at a time: workers tag transfers by step, and run one stream at a time.
+  static std::mutex call_mu;
+  std::lock_guard call_lock(call_mu);
+  std::shared_ptr<Compiled> c;
+  {
+    std::lock_guard lock(st.mu);
+    for (auto& k : st.compiled) {
+      bool same = k->in_avals.size() == leaves.size();
+      for (size_t i = 0; same && i < leaves.size(); ++i) same = k->in_avals[i] == leaves[i].aval();
+      if (same) c = k;
+    }
+  }
+  if (!c) {
+    c = st.compile(trace, leaves, leaf_args, fresh);
+    std::lock_guard lock(st.mu);
+    st.compiled.push_back(c);
+  }
+  st.last = c;
+  structure = c->structure;
+  return st.run(*c, leaves);
+}
+
+std::string pipeline_instructions(const PipelineState& st) {
+  if (!st.last) return "";
+  return st.last->streams.to_string();
+}
+Plan pipeline_plan(const PipelineState& st) { return st.last ? st.last->plan : Plan{}; }
+std::vector<TimelineEvent> pipeline_timeline(const PipelineState& st) { return st.timeline; }
+
+}  // namespace detail
+}  // namespace tessel::pipeline

@@ -1,0 +1,268 @@
+// The workers' side of pipelined() (docs/pipeline.md "Instructions"): keeps the compiled
+// stages and instruction stream the driver sent, and runs the stream once per call, one
+// instruction at a time, with transfers between workers over MPI.
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/array_impl.h"
+#include "core/buffer.h"
+#include "core/device_impl.h"
+#include "distributed/controller.h"
+#include "distributed/mpi.h"
+#include "ir/sharding_rule.h"
+#include "pipeline/instructions.h"
+#include "pipeline/pipelined.h"
+#include "tessel/error.h"
+#include "tessel/ops.h"
+
+namespace tessel::pipeline::detail {
+namespace {
+namespace ctl = distributed::controller;
+namespace mpi = distributed::mpi;
+using tessel::detail::Buffer;
+using tessel::detail::ConcreteArray;
+using tessel::detail::DeviceImpl;
+
+// A compiled pipeline, as one worker keeps it.
+struct Loaded {
+  Sharding replicated;  // over this worker's local mesh
+  int workers = 0, microbatches = 0, transfers = 0;
+  std::map<int, std::shared_ptr<tessel::detail::JitEntry>> segments;
+  std::vector<Instruction> stream;
+  std::vector<Sharding> out_shardings;
+};
+
+std::mutex loaded_mu;
+std::map<uint64_t, std::shared_ptr<Loaded>>& loaded() {
+  static auto* m = new std::map<uint64_t, std::shared_ptr<Loaded>>();
+  return *m;
+}
+
+constexpr int kAbortTag = 0;  // "step N failed here": stops the other workers' waits
+
+double now_us() {
+  using namespace std::chrono;
+  return double(duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count()) / 1e3;
+}
+
+const char* kind_name(TaskKind k) {
+  switch (k) {
+    case TaskKind::forward: return "forward";
+    case TaskKind::backward: return "backward";
+    case TaskKind::backward_input: return "backward_input";
+    case TaskKind::backward_weight: return "backward_weight";
+  }
+  return "other";
+}
+
+// The transfers of consecutive steps use different tags, so a message a failed step left
+// behind is never taken for one of a later step.
+int wire_tag(const Loaded& p, uint64_t step, int transfer) {
+  const int per_step = std::max(1, p.transfers);
+  const int windows = std::max(1, std::min(64, (ctl::tag_limit() - 1) / per_step));
+  return 1 + int(step % uint64_t(windows)) * per_step + transfer;
+}
+
+// Waits for `req`, giving up (with the error every stopped worker reports) when another
+// worker says that this step failed there.
+void wait_watching(MPI_Request& req, uint64_t step) {
+  MPI_Comm comm = ctl::peer_comm();
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, comm, &flag, &st);
+    if (flag) {
+      uint64_t failed = 0;
+      MPI_Recv(&failed, 8, MPI_BYTE, st.MPI_SOURCE, kAbortTag, comm, MPI_STATUS_IGNORE);
+      if (failed == step) {
+        MPI_Cancel(&req);
+        MPI_Request_free(&req);
+        throw Error(std::string(kStoppedByPeer) + " " + std::to_string(st.MPI_SOURCE - 1) +
+                    " failed in the same step");
+      }
+    }
+    if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    else std::this_thread::yield();
+  }
+}
+
+// Tells the other workers that `step` failed here, so that none waits for this one.
+void abort_peers(const Loaded& p, uint64_t step) {
+  const int me = mpi::world_rank() - 1;
+  for (int w = 0; w < p.workers; ++w)
+    if (w != me) MPI_Send(&step, 8, MPI_BYTE, w + 1, kAbortTag, ctl::peer_comm());
+}
+
+Array on_local_mesh(const Loaded& p, Array x) {
+  if (p.replicated.mesh().size() > 1) x = device_put(x, p.replicated);
+  return x;
+}
+
+std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std::vector<uint64_t>& in_ids,
+                                      const std::vector<uint64_t>& out_ids) {
+  std::map<int64_t, Array> slots;
+  struct Pending {
+    MPI_Request req;
+    Array keep;
+  };
+  std::vector<Pending> sends;
+  std::vector<TimelineEvent> events;
+  MPI_Comm comm = ctl::peer_comm();
+  DeviceImpl* first = p.replicated.mesh().devices()[0].impl();
+  auto slot = [&](int64_t s) -> const Array& { return slots.at(s); };
+  try {
+    for (const Instruction& in : p.stream) {
+      const double t0 = now_us();
+      switch (in.op) {
+        case Op::rename_in: {
+          const uint64_t id = in_ids.at(size_t(in.ext));
+          slots[in.outs[0]] = ctl::lookup(id, "pipelined");
+          if (in.donated)
+            ctl::store_error(id, std::make_exception_ptr(ValueError(
+                                     "this array was donated to a pipelined step (donate_argnums) and its memory "
+                                     "reused; use the step's results instead")));
+          break;
+        }
+        case Op::recv: {
+          auto buf = Buffer::allocate(in.aval.nbytes(), first);
+          mpi::Block block(MPI_BYTE, int64_t(in.aval.nbytes()));
+          MPI_Request req;
+          mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag), comm, &req),
+                     "MPI_Irecv", "pipelined");
+          wait_watching(req, step);
+          buf->set_ready();
+          slots[in.outs[0]] = on_local_mesh(p, tessel::detail::make_concrete(in.aval, first, buf, true));
+          events.push_back({0, in.to_string(), "recv", -1, -1, t0, now_us()});
+          break;
+        }
+        case Op::run: {
+          std::vector<Array> args;
+          for (int64_t s : in.ins) args.push_back(slot(s));
+          std::vector<Array> outs = tessel::detail::jit_call(*p.segments.at(in.segment), args);
+          for (size_t k = 0; k < outs.size(); ++k) {
+            outs[k].block_until_ready();
+            slots[in.outs[k]] = outs[k];
+          }
+          events.push_back({0, in.task.to_string(), kind_name(in.task.kind), in.task.stage, in.task.microbatch, t0, now_us()});
+          break;
+        }
+        case Op::send: {
+          Array a = slot(in.ins[0]);
+          ConcreteArray* c = tessel::detail::require_concrete(a, "pipelined send");
+          c->buffer->wait();
+          mpi::Block block(MPI_BYTE, int64_t(a.aval().nbytes()));
+          MPI_Request req;
+          mpi::check(MPI_Isend(c->buffer->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag),
+                               comm, &req),
+                     "MPI_Isend", "pipelined");
+          sends.push_back({req, a});
+          events.push_back({0, in.to_string(), "send", -1, -1, t0, now_us()});
+          break;
+        }
+        case Op::accumulate: {
+          const Array& v = slot(in.ins[0]);
+          switch (in.mode) {
+            case AccumulateMode::keep:
+            case AccumulateMode::first: slots[in.outs[0]] = v; break;
+            case AccumulateMode::add: slots[in.outs[0]] = slot(in.ins[1]) + v; break;
+            case AccumulateMode::add_and_scale: slots[in.outs[0]] = (slot(in.ins[1]) + v) / Array(double(in.count)); break;
+          }
+          if (in.mode == AccumulateMode::first && in.count == 1) slots[in.outs[0]] = v;
+          break;
+        }
+        case Op::rename_out: {
+          Array a = slot(in.ins[0]);
+          const Sharding& target = p.out_shardings.at(size_t(in.ext));
+          if (!(a.sharding() == target)) a = device_put(a, target);
+          a.block_until_ready();
+          ctl::store(out_ids.at(size_t(in.ext)), tessel::detail::plain_if_single_device(a));
+          break;
+        }
+        case Op::del: slots.erase(in.ins[0]); break;
+      }
+    }
+    for (auto& s : sends) wait_watching(s.req, step);
+  } catch (...) {
+    abort_peers(p, step);
+    for (auto& s : sends)
+      if (s.req != MPI_REQUEST_NULL) MPI_Request_free(&s.req);
+    throw;
+  }
+  return events;
+}
+
+[[maybe_unused]] const bool handlers_registered = [] {
+  ctl::register_handler("pipeline.load", [](ir::Reader& r, ctl::Reply reply) {
+    ctl::run_while_others_serve([&] {
+      try {
+        auto p = std::make_shared<Loaded>();
+        const uint64_t key = r.u64();
+        p->replicated = ir::read_sharding(r);
+        p->workers = int(r.i64());
+        p->microbatches = int(r.i64());
+        p->transfers = int(r.i64());
+        for (size_t k = r.count(8); k-- > 0;) {
+          const int seg = int(r.i64());
+          auto prog = std::make_shared<const ir::Program>(ir::deserialize(r.str()));
+          tessel::detail::FlatFn fn = [prog](std::span<const Array> xs) { return ir::eval_program(*prog, xs); };
+          auto entry = tessel::detail::jit_compile(fn, prog->in_avals(), prog->name);
+          // Compile now (the first call then only runs): a call on zeros laid out as
+          // received values are.
+          std::vector<Array> zeros;
+          for (const Aval& a : prog->in_avals()) zeros.push_back(on_local_mesh(*p, device_put(tessel::zeros(a.shape, a.dtype),
+                                                                                          p->replicated.mesh().devices()[0])));
+          for (Array& o : tessel::detail::jit_call(*entry, zeros)) o.block_until_ready();
+          p->segments[seg] = entry;
+        }
+        p->stream = read_stream(r);
+        for (size_t k = r.count(1); k-- > 0;) p->out_shardings.push_back(ir::read_sharding(r));
+        std::lock_guard lock(loaded_mu);
+        loaded()[key] = p;
+        reply.ok();
+      } catch (...) {
+        reply.fail(std::current_exception());
+      }
+    });
+  });
+  ctl::register_handler("pipeline.step", [](ir::Reader& r, ctl::Reply reply) {
+    const uint64_t key = r.u64(), step = r.u64();
+    std::vector<uint64_t> in_ids(r.count(8)), out_ids;
+    for (auto& id : in_ids) id = r.u64();
+    out_ids.resize(r.count(8));
+    for (auto& id : out_ids) id = r.u64();
+    ctl::run_while_others_serve([&] {
+      try {
+        std::shared_ptr<Loaded> p;
+        {
+          std::lock_guard lock(loaded_mu);
+          auto it = loaded().find(key);
+          if (it == loaded().end()) throw Error("internal: worker has no pipeline " + std::to_string(key));
+          p = it->second;
+        }
+        std::vector<TimelineEvent> events = run_stream(*p, step, in_ids, out_ids);
+        ir::Writer w;
+        w.count(events.size());
+        for (const auto& e : events) {
+          w.str(e.name);
+          w.str(e.kind);
+          w.i64(e.stage);
+          w.i64(e.microbatch);
+          w.f64(e.start_us);
+          w.f64(e.end_us);
+        }
+        reply.ok(w.bytes());
+      } catch (...) {
+        reply.fail(std::current_exception());
+      }
+    });
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace tessel::pipeline::detail
