@@ -47,7 +47,7 @@ using Schedule = std::variant<GPipe, OneF1B, Eager1F1B, Interleaved1F1B, ZeroBub
 /// and weight halves of the backward.
 enum class TaskKind { forward, backward, backward_input, backward_weight };
 
-struct Task {
+struct TESSEL_API Task {
   TaskKind kind = TaskKind::forward;
   int stage = 0;
   int microbatch = 0;
@@ -57,7 +57,7 @@ struct Task {
 };
 
 /// The shape of a pipeline: stages, microbatches, workers, and which worker runs each stage.
-struct Plan {
+struct TESSEL_API Plan {
   int num_workers = 0;
   int num_stages = 0;
   int num_microbatches = 0;
@@ -153,14 +153,15 @@ struct PipelineOptions {
   /// Arguments whose leaves are split into microbatches (the others, e.g. the parameters,
   /// go whole to every worker that reads them).
   std::vector<int> batch_argnums;
-  /// Arguments whose arrays the call may free (a train state replaced by the result).
-  /// Their handles are invalid after the call: using them is an error naming the donation.
+  /// Arguments whose arrays the call may free (a train state replaced by the result): an
+  /// ArrayRef among them is invalid after the call (using it is an error naming the
+  /// donation); a driver array is copied to the workers and stays valid.
   std::vector<int> donate_argnums;
+  Schedule schedule = OneF1B{};
   /// Per input leaf: how it is laid out over its worker's local mesh (unset: replicated).
   std::vector<std::optional<PartitionSpec>> in_shardings;
   /// Per output leaf: how it is laid out over its worker's local mesh (unset: replicated).
   std::vector<std::optional<PartitionSpec>> out_shardings;
-  Schedule schedule = OneF1B{};
 };
 
 namespace detail {

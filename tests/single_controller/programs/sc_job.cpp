@@ -10,9 +10,12 @@
 //   worker_exception  worker 1 ends by an uncaught exception on a thread of its own: its
 //                     death notice reaches the driver, whose next operation on it throws an
 //                     Error carrying the reason
+//   dead_in_pipeline  worker 2 exits 100 ms into a pipelined step over both workers: the
+//                     driver's call throws an Error naming it instead of waiting for the step
 // mpirun's exit status does not tell whether the driver saw what it should (with that flag
 // Open MPI 4.1 returns 0 although a worker exited non-zero): the tests match the driver's
 // "<mode>: ok".
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
@@ -34,6 +37,12 @@ namespace {
 // and one that ends by an exception nobody catches.
 [[maybe_unused]] const bool registered = [] {
   ctl::register_handler("test.exit", [](tessel::ir::Reader&, ctl::Reply) { std::_Exit(3); });
+  ctl::register_handler("test.exit_soon", [](tessel::ir::Reader&, ctl::Reply) {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::_Exit(3);
+    }).detach();
+  });
   ctl::register_handler("test.terminate", [](tessel::ir::Reader&, ctl::Reply) {
     std::thread([] { throw std::runtime_error("boom"); }).join();
   });
@@ -137,6 +146,41 @@ int dead_in_mesh() {
   return 0;
 }
 
+// A pipelined step long enough (16 microbatches of 2 x 4 products of 256 x 256 matrices) for
+// worker 2 to die in the middle of it.
+int dead_in_pipeline() {
+  namespace pp = ts::pipeline;
+  pp::RemoteMpmdMesh mesh(2, {1}, {"x"});
+  auto loss = [](const std::vector<ts::Array>& w, const ts::Array& x) {
+    ts::Array h = x;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (i == w.size() / 2) h = pp::enter_stage(h);
+      h = ts::tanh(ts::matmul(h, w[i]));
+    }
+    return ts::mean(h * h);
+  };
+  pp::PipelineOptions opts;
+  opts.num_microbatches = 16;
+  opts.batch_argnums = {1};
+  auto step = pp::pipelined([&](const std::vector<ts::Array>& w, const ts::Array& x) { return ts::value_and_grad(loss)(w, x); },
+                            mesh, opts);
+  std::vector<ts::Array> w(8, ts::ones({256, 256}, ts::f32) * 0.01f);
+  ts::Array x = ts::ones({16 * 128, 256}, ts::f32);
+  std::get<0>(step(w, x)).item<float>();  // compiles, and works while both workers live
+  ctl::post({2}, "test.exit_soon", {});
+  try {
+    for (int i = 0; i < 20; ++i) std::get<0>(step(w, x)).item<float>();
+    std::printf("dead_in_pipeline: unexpected success\n");
+    return 1;
+  } catch (const ts::Error& e) {
+    std::printf("dead_in_pipeline: driver got: %s\n", e.what());
+    if (!contains(e.what(), "worker process 2") || !contains(e.what(), "is gone")) return 1;
+  }
+  std::printf("dead_in_pipeline: ok\n");
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,8 +193,9 @@ int main(int argc, char** argv) {
   }
   if (mode == "dead_worker") return expect_gone(mode, 2, "test.exit", {"worker process 2", "is gone"});
   if (mode == "dead_in_mesh") return dead_in_mesh();
+  if (mode == "dead_in_pipeline") return dead_in_pipeline();
   if (mode == "worker_exception")
     return expect_gone(mode, 1, "test.terminate", {"worker process 1", "is gone", "uncaught exception", "boom"});
-  std::fprintf(stderr, "usage: sc_job dead_worker|dead_in_mesh|worker_exception\n");
+  std::fprintf(stderr, "usage: sc_job dead_worker|dead_in_mesh|worker_exception|dead_in_pipeline\n");
   return 2;
 }

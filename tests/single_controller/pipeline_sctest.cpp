@@ -1,0 +1,181 @@
+// pipelined() in a single-controller job (driver + 2 workers, 2 devices each): every
+// schedule over several (stages, microbatches) gives the plain jitted step's loss and
+// parameters; results are ArrayRefs that go back in (donated); local meshes of 2 devices
+// with sharded parameters; the errors of a bad step or batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+namespace pp = tessel::pipeline;
+
+namespace {
+
+// An MLP of `layers` layers with `stages` stages (markers spread evenly), a mean squared
+// loss, and an SGD step: affine in the gradients, so averaging over microbatches is exact.
+struct Mlp {
+  int layers, stages;
+  ts::Array loss(const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) const {
+    ts::Array h = x;
+    for (int i = 0; i < layers; ++i) {
+      if (i > 0 && i % (layers / stages) == 0) h = pp::enter_stage(h);
+      h = ts::tanh(ts::matmul(h, w[size_t(i)]));
+    }
+    ts::Array d = h - y;
+    return ts::mean(d * d);
+  }
+  std::tuple<std::vector<ts::Array>, ts::Array> step(const std::vector<ts::Array>& w, const ts::Array& x,
+                                                     const ts::Array& y) const {
+    auto [l, g] = ts::value_and_grad([this](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
+      return loss(w, x, y);
+    })(w, x, y);
+    std::vector<ts::Array> next;
+    for (size_t i = 0; i < w.size(); ++i) next.push_back(w[i] - 0.5f * g[i]);
+    return {next, l};
+  }
+};
+
+std::vector<ts::Array> weights(int layers, int width) {
+  std::vector<ts::Array> w;
+  for (int i = 0; i < layers; ++i)
+    w.push_back(ts::sin(ts::reshape(ts::arange(width * width, ts::f32), {width, width}) * float(0.37 + i)) *
+                (1.0f / std::sqrt(float(width))));
+  return w;
+}
+
+void expect_close(const ts::Array& got, const ts::Array& want, const std::string& what) {
+  auto a = got.to_vector<float>(), b = want.to_vector<float>();
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f * (1 + std::fabs(b[i]))) << what << " [" << i << "]";
+}
+
+std::string name_of(const pp::Schedule& s) {
+  const char* names[] = {"GPipe", "OneF1B", "Eager1F1B", "Interleaved1F1B", "ZeroBubbleH1"};
+  return names[s.index()];
+}
+
+TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  struct Case {
+    pp::Schedule schedule;
+    int stages, microbatches;
+  };
+  const std::vector<Case> cases = {{pp::GPipe{}, W, 2 * W},      {pp::OneF1B{}, W, 2 * W},
+                                   {pp::OneF1B{}, W, 1},         {pp::Eager1F1B{}, W, 3},
+                                   {pp::ZeroBubbleH1{}, W, 2 * W}, {pp::Interleaved1F1B{2}, 2 * W, 2 * W}};
+  const int width = 8;
+  for (const Case& c : cases) {
+    const int batch = 4 * c.microbatches;
+    Mlp mlp{2 * c.stages, c.stages};
+    auto w = weights(mlp.layers, width);
+    ts::Array x = ts::reshape(ts::cos(ts::arange(batch * width, ts::f32)), {batch, width});
+    ts::Array y = ts::reshape(ts::sin(ts::arange(batch * width, ts::f32) * 0.3f), {batch, width}) * 0.5f;
+    auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+    auto [w_ref, loss_ref] = ts::jit(plain)(w, x, y);
+    pp::PipelineOptions opts;
+    opts.num_microbatches = c.microbatches;
+    opts.batch_argnums = {1, 2};
+    opts.schedule = c.schedule;
+    auto step = pp::pipelined(plain, mesh, opts);
+    auto [w_new, loss] = step(w, x, y);
+    const std::string what = name_of(c.schedule) + " stages " + std::to_string(c.stages) + " microbatches " +
+                             std::to_string(c.microbatches);
+    expect_close(loss, loss_ref, what + " loss");
+    ASSERT_EQ(w_new.size(), w_ref.size());
+    for (size_t i = 0; i < w_new.size(); ++i) expect_close(w_new[i], w_ref[i], what + " w" + std::to_string(i));
+    // Each stage's weights stay on the worker that runs it.
+    for (size_t i = 0; i < w_new.size(); ++i) {
+      const int stage = int(i) / (mlp.layers / c.stages);
+      EXPECT_EQ(w_new[i].devices()[0].process_index(), step.plan().stage_worker[size_t(stage)] + 1) << what;
+    }
+    EXPECT_NE(step.instructions().find("send"), std::string::npos);
+    EXPECT_FALSE(step.timeline().empty());
+  }
+}
+
+TEST(Pipelined, ResultsGoBackInAndDonatedOnesAreGone) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  Mlp mlp{W, W};
+  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+  pp::PipelineOptions opts;
+  opts.num_microbatches = 4;
+  opts.batch_argnums = {1, 2};
+  opts.donate_argnums = {0};
+  auto step = pp::pipelined(plain, mesh, opts);
+  auto w = weights(W, 8);
+  ts::Array x = ts::ones({16, 8}, ts::f32) * 0.3f, y = ts::zeros({16, 8}, ts::f32);
+  auto [w1, l1] = step(w, x, y);
+  auto [w2, l2] = step(w1, x, y);  // ArrayRefs in, donated
+  auto [r1, rl1] = ts::jit(plain)(w, x, y);
+  auto [r2, rl2] = ts::jit(plain)(r1, x, y);
+  expect_close(l2, rl2, "second loss");
+  for (size_t i = 0; i < w2.size(); ++i) expect_close(w2[i], r2[i], "second step w" + std::to_string(i));
+  EXPECT_LT(l2.item<float>(), l1.item<float>());
+  try {
+    (void)w1[0].to_vector<float>();
+    FAIL() << "a donated ArrayRef was still readable";
+  } catch (const ts::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("donated"), std::string::npos) << e.what();
+  }
+  // jit on ArrayRefs runs on their worker.
+  ts::Array doubled = ts::jit([](const ts::Array& a) { return a * 2.0f; })(w2[0]);
+  expect_close(doubled, r2[0] * 2.0f, "jit on an ArrayRef");
+}
+
+TEST(Pipelined, ShardedParametersOnLocalMeshesOfTwoDevices) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {2}, {"model"});
+  EXPECT_EQ(mesh.global_mesh().shape(), (ts::Shape{W, 2}));
+  Mlp mlp{W, W};
+  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+  pp::PipelineOptions opts;
+  opts.num_microbatches = 2;
+  opts.batch_argnums = {1, 2};
+  for (int i = 0; i < W; ++i) opts.in_shardings.push_back(ts::P(ts::none, "model"));
+  auto w = weights(W, 8);
+  ts::Array x = ts::ones({8, 8}, ts::f32) * 0.2f, y = ts::ones({8, 8}, ts::f32) * 0.1f;
+  auto [w_new, loss] = pp::pipelined(plain, mesh, opts)(w, x, y);
+  auto [w_ref, loss_ref] = ts::jit(plain)(w, x, y);
+  expect_close(loss, loss_ref, "loss");
+  for (size_t i = 0; i < w_new.size(); ++i) expect_close(w_new[i], w_ref[i], "w" + std::to_string(i));
+}
+
+void expect_error(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    FAIL() << "expected an error containing: " << part;
+  } catch (const ts::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(Pipelined, ErrorsNameTheFix) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  Mlp wrong{2 * W, 2 * W};  // twice the stages the schedule places
+  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return wrong.step(w, x, y); };
+  pp::PipelineOptions opts;
+  opts.num_microbatches = 4;
+  opts.batch_argnums = {1, 2};
+  auto w = weights(2 * W, 4);
+  ts::Array x = ts::ones({8, 4}, ts::f32), y = ts::ones({8, 4}, ts::f32);
+  expect_error([&] { pp::pipelined(plain, mesh, opts)(w, x, y); }, "enter_stage markers");
+  Mlp right{W, W};
+  auto ok = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return right.step(w, x, y); };
+  opts.num_microbatches = 3;
+  expect_error([&] { pp::pipelined(ok, mesh, opts)(weights(W, 4), x, y); }, "must divide its leading dimension");
+  opts.num_microbatches = 2;
+  opts.schedule = pp::Interleaved1F1B{2};
+  expect_error([&] { pp::pipelined(ok, mesh, opts)(weights(W, 4), x, y); }, "needs " + std::to_string(2 * W));
+  opts.schedule = pp::OneF1B{};
+  opts.batch_argnums = {7};
+  expect_error([&] { pp::pipelined(ok, mesh, opts)(weights(W, 4), x, y); }, "batch_argnums lists argument 7");
+  expect_error([] { pp::RemoteMpmdMesh(64, {1}, {"x"}); }, "worker processes");
+  expect_error([] { pp::RemoteMpmdMesh(1, {16}, {"x"}); }, "TESSEL_CPU_DEVICES=16");
+}
+
+}  // namespace
