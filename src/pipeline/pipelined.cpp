@@ -109,6 +109,17 @@ class PipelineState {
     const PartitionSpec spec = leaf < specs.size() && specs[leaf] ? *specs[leaf] : PartitionSpec();
     return NamedSharding(mesh.local_mesh(worker), spec);
   }
+  // Sends every worker its message of `kind` at once (payloads[w]); one future reply each.
+  // A wait watches every worker, so one that dies ends the others' waits too.
+  std::vector<std::future<std::string>> ask_all(const std::string& kind, std::vector<std::string> payloads) const {
+    std::vector<int> watch;
+    for (int k = 0; k < mesh.num_workers(); ++k) watch.push_back(mesh.process_of(k));
+    std::vector<std::future<std::string>> replies;
+    for (int w = 0; w < mesh.num_workers(); ++w)
+      replies.push_back(std::async(std::launch::async, [kind, p = mesh.process_of(w), bytes = std::move(payloads[size_t(w)]),
+                                                        watch] { return ctl::request(p, kind, bytes, watch); }));
+    return replies;
+  }
   std::shared_ptr<Compiled> compile(const tessel::detail::FlatFn& trace, std::span<const Array> leaves, const std::vector<int>& leaf_args,
                                     const std::shared_ptr<const void>& fresh);
   std::vector<Array> run(const Compiled& c, std::span<const Array> leaves);
@@ -168,7 +179,7 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
   c->key = ctl::new_id();
 
   // Each worker gets its segments, its stream and its output layouts, and compiles.
-  std::vector<std::future<std::string>> loads;
+  std::vector<std::string> loads;
   for (int w = 0; w < W; ++w) {
     ir::Writer wr;
     wr.u64(c->key);
@@ -191,13 +202,9 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
       if (c->streams.output_worker[o] == w) outs.push_back(o);
     wr.count(outs.size());
     for (size_t o : outs) ir::write_sharding(wr, sharding_of(w, opts.out_shardings, o));
-    std::vector<int> watch;
-    for (int k = 0; k < W; ++k) watch.push_back(mesh.process_of(k));
-    loads.push_back(std::async(std::launch::async, [p = mesh.process_of(w), bytes = wr.take(), watch] {
-      return ctl::request(p, "pipeline.load", bytes, watch);
-    }));
+    loads.push_back(wr.take());
   }
-  for (auto& f : loads) f.get();
+  for (auto& f : ask_all("pipeline.load", std::move(loads))) f.get();
   return c;
 }
 
@@ -213,10 +220,8 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
     const int64_t n = leaves[leaf].shape()[0] / M;
     return micro[{leaf, m}] = slice_in_dim(leaves[leaf], n * m, n * (m + 1));
   };
-  std::vector<std::future<std::string>> replies;
+  std::vector<std::string> payloads;
   std::vector<std::vector<uint64_t>> out_ids(static_cast<size_t>(W));
-  std::vector<int> watch;
-  for (int k = 0; k < W; ++k) watch.push_back(mesh.process_of(k));
   for (int w = 0; w < W; ++w) {
     ir::Writer wr;
     wr.u64(c.key);
@@ -240,10 +245,9 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
       out_ids[size_t(w)].push_back(ctl::new_id());
       wr.u64(out_ids[size_t(w)].back());
     }
-    replies.push_back(std::async(std::launch::async, [p = mesh.process_of(w), bytes = wr.take(), watch] {
-      return ctl::request(p, "pipeline.step", bytes, watch);
-    }));
+    payloads.push_back(wr.take());
   }
+  auto replies = ask_all("pipeline.step", std::move(payloads));
   // Collect every worker's answer; a worker that failed stopped the others, whose errors
   // only say so: report the failure itself.
   std::vector<TimelineEvent> events;

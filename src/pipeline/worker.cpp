@@ -172,7 +172,6 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
             case AccumulateMode::add: slots[in.outs[0]] = slot(in.ins[1]) + v; break;
             case AccumulateMode::add_and_scale: slots[in.outs[0]] = (slot(in.ins[1]) + v) / Array(double(in.count)); break;
           }
-          if (in.mode == AccumulateMode::first && in.count == 1) slots[in.outs[0]] = v;
           break;
         }
         case Op::rename_out: {
