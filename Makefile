@@ -19,10 +19,11 @@ BENCH      ?=
 CMAKE_ARGS ?=
 TEST_TIMEOUT ?= 300
 
-# The demo on the embedded default (one process): interior size, steps, dtype, outputs.
+# The demo on the embedded default (one process): interior size, model days, dtype, outputs
+# (height field .npy, final picture .png, animation of the run .gif).
 DEMO_NX    ?= 360
 DEMO_NY    ?= 180
-DEMO_STEPS ?= 2000
+DEMO_DAYS  ?= 10
 DEMO_DTYPE ?= float32
 DEMO_OUT   ?= out
 
@@ -47,8 +48,8 @@ configure: deps
 demo: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target shallow_water
 	mkdir -p $(DEMO_OUT)
-	$(BUILD_DIR)/examples/shallow_water/shallow_water --nx $(DEMO_NX) --ny $(DEMO_NY) --steps $(DEMO_STEPS) --dtype $(DEMO_DTYPE) \
-	  --out $(DEMO_OUT)/shallow_water.npy --png $(DEMO_OUT)/shallow_water.png
+	$(BUILD_DIR)/examples/shallow_water/shallow_water --nx $(DEMO_NX) --ny $(DEMO_NY) --days $(DEMO_DAYS) --dtype $(DEMO_DTYPE) \
+	  --out $(DEMO_OUT)/shallow_water.npy --png $(DEMO_OUT)/shallow_water.png --gif $(DEMO_OUT)/shallow_water.gif
 
 test: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)

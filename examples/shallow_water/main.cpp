@@ -1,8 +1,10 @@
 // shallow_water: runs the shallow-water model of the mpi4jax paper with a jitted time
-// step, then saves the surface height (.npy) and a picture of it (.png).
+// step, then saves the surface height (.npy), a picture of it (.png) and an animation of the
+// run (.gif).
 //
-//   shallow_water --nx 360 --ny 180 --steps 1000 --dtype float32 --out h.npy --png h.png
+//   shallow_water --nx 360 --ny 180 --days 10 --dtype float32 --out h.npy --png h.png --gif h.gif
 //
+// --days D runs D model days (ceil(D * 86400 / dt) steps); --steps N runs N steps.
 // Alone it runs on one process. Under `mpirun -np N` (N = 1 or even, dividing the grid:
 // ny by 2, nx by N / 2) it runs the paper's domain decomposition: each process steps its
 // block, exchanging halos with comm::sendrecv inside the jitted step; process 0 gathers
@@ -15,19 +17,27 @@
 // fields with it (exit status 1 if they differ).
 //
 // A progress bar on process 0 is drawn by an id_tap inside the jitted step (the device hands
-// the step number to the host and goes on; --no-progress turns it off). Prints progress lines, `compile_seconds <t>` (tracing and compiling the two step
-// variants) and `seconds <t>` (the time-stepping loop alone; decomposed: from a barrier
-// before the first step to a barrier after every process finished).
+// the step number to the host and goes on; --no-progress turns it off): model days done and
+// an estimate of the time left. Prints progress lines, `compile_seconds <t>` (tracing the two
+// step variants, fusing them and generating and compiling their kernels) and `seconds <t>`
+// (the time-stepping loop alone, without the animation frames' rendering, reported as
+// `frame_seconds`; decomposed: from a barrier before the first step to a barrier after
+// every process finished).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gif.h"
 #include "npy.h"
 #include "plot.h"
 #include "shallow_water.h"
@@ -40,8 +50,10 @@ namespace {
 
 struct Options {
   int64_t nx = 360, ny = 180, steps = 1000;
+  double days = 0;  // > 0: run this many model days (overrides steps)
   ts::DType dtype = ts::f32;
-  std::string out, png;
+  std::string out, png, gif;
+  int64_t frames = 100;  // animation frames over the run (--gif)
   double eta_range = 10.0;  // PLOT_ETA_RANGE of the original; <= 0 is automatic
   bool use_jit = true;
   bool print_program = false;
@@ -52,8 +64,9 @@ struct Options {
 
 [[noreturn]] void usage(const std::string& error) {
   std::fprintf(stderr,
-               "%s\nusage: shallow_water [--nx NX] [--ny NY] [--steps N] [--dtype float32|float64]\n"
-               "                     [--out FILE.npy] [--png FILE.png] [--eta-range M (0: auto)] [--no-jit] [--check]\n"
+               "%s\nusage: shallow_water [--nx NX] [--ny NY] [--steps N | --days D] [--dtype float32|float64]\n"
+               "                     [--out FILE.npy] [--png FILE.png] [--gif FILE.gif [--frames N]]\n"
+               "                     [--eta-range M (0: auto)] [--no-jit] [--check]\n"
                "                     [--halo ROWS] [--print-program] [--no-progress]\n"
                "       under mpirun -np N: the paper's domain decomposition over N processes\n",
                error.c_str());
@@ -80,6 +93,14 @@ Options parse(int argc, char** argv) {
     else if (a == "--steps") o.steps = integer(1);
     else if (a == "--out") o.out = value();
     else if (a == "--png") o.png = value();
+    else if (a == "--gif") o.gif = value();
+    else if (a == "--frames") o.frames = integer(1);
+    else if (a == "--days") {
+      const std::string v = value();
+      char* end = nullptr;
+      o.days = std::strtod(v.c_str(), &end);
+      if (*end != '\0' || !(o.days > 0) || o.days > 1e6) usage("--days needs a number of days in (0, 1e6], got '" + v + "'");
+    }
     else if (a == "--eta-range") o.eta_range = std::atof(value().c_str());
     else if (a == "--no-jit") o.use_jit = false;
     else if (a == "--check") o.check = true;
@@ -97,7 +118,25 @@ Options parse(int argc, char** argv) {
       usage("unknown argument '" + a + "'");
     }
   }
+  if (o.days > 0) o.steps = int64_t(std::ceil(o.days * sw::kDayInSeconds / sw::ShallowWater::dt()));
   return o;
+}
+
+// Fails before any computing when an output file cannot be created (a missing directory, no
+// permission): the run may take minutes.
+void check_writable(const std::string& path, const char* option) {
+  if (path.empty()) return;
+  std::FILE* probe = std::fopen(path.c_str(), "rb");
+  const bool existed = probe != nullptr;
+  if (probe) std::fclose(probe);
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) {
+    std::fprintf(stderr, "shallow_water: error: %s '%s' cannot be written: %s\n", option, path.c_str(),
+                 std::strerror(errno));
+    std::exit(1);
+  }
+  std::fclose(f);
+  if (!existed) std::remove(path.c_str());  // leave no empty file behind should the run fail
 }
 
 double since(std::chrono::steady_clock::time_point t0) {
@@ -120,6 +159,9 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 
 int main(int argc, char** argv) try {
   const Options opt = parse(argc, argv);
+  check_writable(opt.out, "--out");
+  check_writable(opt.png, "--png");
+  check_writable(opt.gif, "--gif");
   // Under mpirun this joins the job; alone it does nothing (and MPI is never called).
   ts::distributed::initialize();
   const sw::Decomposition decomposition =
@@ -145,16 +187,20 @@ int main(int argc, char** argv) try {
   state.h.block_until_ready();
 
   // The progress bar: the jitted step hands its step number to the host (an id_tap), which
-  // redraws the bar on process 0 whenever it grows, while the device goes on.
+  // redraws the bar on process 0 whenever it grows, while the device goes on. The time left
+  // is extrapolated from the steps done since the loop started (`loop_start`, set below).
   const int64_t steps = opt.steps;
-  auto progress = [steps, root, show = opt.progress](const ts::Array& k, const ts::host::Transforms&) {
+  const auto loop_start = std::make_shared<std::atomic<int64_t>>(0);  // steady_clock ticks
+  auto progress = [steps, dt, root, loop_start, show = opt.progress](const ts::Array& k, const ts::host::Transforms&) {
     if (!show || !root) return;
-    constexpr int64_t kWidth = 50;
+    constexpr int64_t kWidth = 40;
     const int64_t done = k.item<int64_t>() + 1, filled = done * kWidth / steps;
     if (done != steps && filled == (done - 1) * kWidth / steps) return;  // the bar did not grow
-    std::printf("\rprogress [%s%s] %3lld%% %lld/%lld steps", std::string(size_t(filled), '#').c_str(),
-                std::string(size_t(kWidth - filled), ' ').c_str(), (long long)(100 * done / steps), (long long)done,
-                (long long)steps);
+    const auto start = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(loop_start->load()));
+    const double left = since(start) / double(done) * double(steps - done);
+    std::printf("\rprogress [%s%s] %3lld%%  day %.2f/%.2f  ETA %4.0f s", std::string(size_t(filled), '#').c_str(),
+                std::string(size_t(kWidth - filled), ' ').c_str(), (long long)(100 * done / steps),
+                double(done) * dt / sw::kDayInSeconds, double(steps) * dt / sw::kDayInSeconds, left);
     std::fflush(stdout);
   };
   auto step_fn = [model, progress](const sw::State& s, bool first_step, const ts::Array& k) {
@@ -167,16 +213,37 @@ int main(int argc, char** argv) try {
     return opt.use_jit ? jitted(s, first, number) : step_fn(s, first, number);
   };
 
-  // Trace and compile both variants (first step and Adams-Bashforth) before timing.
+  // Trace and compile both variants (first step and Adams-Bashforth) before timing: compile()
+  // fuses the programs and generates, compiles (or loads from the kernel cache) their code.
   auto t0 = std::chrono::steady_clock::now();
   if (opt.use_jit) {
     const ts::Array number = ts::Array(int32_t(0));
-    jitted.lower(state, true, number);
-    ts::Lowered lowered = jitted.lower(state, false, number);
+    jitted.lower(state, true, number).compile();
+    const ts::Compiled compiled = jitted.lower(state, false, number).compile();
     // The Adams-Bashforth step as compiled: its loop nests and the steps between them.
-    if (opt.print_program && root) std::printf("%s\n", lowered.compile().as_text().c_str());
+    if (opt.print_program && root) std::printf("%s\n", compiled.as_text().c_str());
   }
   if (root) std::printf("compile_seconds %.4f\n", since(t0));
+
+  // The animation: a frame of the whole domain every `frame_every` steps (gathering is
+  // collective when decomposed; process 0 renders). Its time is kept out of `seconds`.
+  std::unique_ptr<sw::GifWriter> gif;
+  const int64_t frame_every = std::max<int64_t>(1, opt.steps / opt.frames);
+  double frame_seconds = 0;
+  auto add_frame = [&](const sw::State& s, int64_t steps_done) {
+    if (opt.gif.empty()) return;
+    const auto f0 = std::chrono::steady_clock::now();
+    const ts::Array fh = model.gather_interior(s.h), fu = model.gather_interior(s.u), fv = model.gather_interior(s.v);
+    if (root) {
+      sw::PlotInput plot{.nx = opt.nx, .ny = opt.ny, .eta = host(fh - sw::kDepth), .u = host(fu), .v = host(fv),
+                         .eta_range = opt.eta_range, .time_days = double(steps_done) * dt / sw::kDayInSeconds};
+      const sw::Image img = sw::plot_surface(plot);
+      if (!gif) gif = std::make_unique<sw::GifWriter>(opt.gif, img.width, img.height, /*delay_centiseconds=*/8);
+      gif->add_frame(img);
+    }
+    frame_seconds += since(f0);
+  };
+  add_frame(state, 0);
 
   // The range of h over the whole domain (every process takes part when decomposed).
   auto h_range = [&](const sw::State& s) {
@@ -192,6 +259,7 @@ int main(int argc, char** argv) try {
   const int64_t report_every = std::max<int64_t>(1, opt.steps / 10);
   if (decomposed) ts::comm::barrier(decomposition.comm);
   t0 = std::chrono::steady_clock::now();
+  loop_start->store(t0.time_since_epoch().count());
   // Wait for h every 10 steps, as the original does after each 10-step multistep call. Eager
   // steps wait every step: each dispatches ~300 ops, and outputs are allocated at dispatch,
   // so running far ahead of the device stream would hold hundreds of megabytes.
@@ -199,12 +267,13 @@ int main(int argc, char** argv) try {
   for (int64_t k = 0; k < opt.steps; ++k) {
     state = step(state, k == 0, k);
     if ((k + 1) % sync_every == 0) state.h.block_until_ready();
+    if ((k + 1) % frame_every == 0 || k + 1 == opt.steps) add_frame(state, k + 1);
     if ((k + 1) % report_every == 0 || k + 1 == opt.steps) {
       // Reading the interior waits for the step; it costs one copy every tenth of the run.
       const auto [lo, hi] = h_range(state);
       ts::host::barrier_wait("report");  // the bar has been drawn up to this step
       if (root)
-        std::printf("%sstep %lld/%lld  t = %.3f days  h in [%.3f, %.3f] m\n", opt.progress ? "\n" : "",
+        std::printf("%sstep %lld/%lld  t = %.3f days  h in [%.3f, %.3f] m\n", opt.progress ? "\r\033[K" : "",
                     (long long)(k + 1), (long long)opt.steps, double(k + 1) * dt / sw::kDayInSeconds, lo, hi);
       std::fflush(stdout);
     }
@@ -212,9 +281,10 @@ int main(int argc, char** argv) try {
   // Wait for every field (the steps run asynchronously), so the time covers all the work.
   for (const ts::Array& a : ts::tree_leaves(state)) a.block_until_ready();
   if (decomposed) ts::comm::barrier(decomposition.comm);
-  const double seconds = since(t0);
+  const double seconds = since(t0) - frame_seconds;
   if (root) {
     std::printf("seconds %.4f\n", seconds);
+    if (gif) std::printf("frame_seconds %.4f\n", frame_seconds);
     std::printf("ms_per_step %.4f\n", 1e3 * seconds / double(opt.steps));
   }
 
@@ -256,6 +326,10 @@ int main(int argc, char** argv) try {
                        .eta_range = opt.eta_range, .time_days = double(opt.steps) * dt / sw::kDayInSeconds};
     sw::write_png(opt.png, sw::plot_surface(plot));
     std::printf("wrote %s\n", opt.png.c_str());
+  }
+  if (gif) {
+    gif->close();
+    std::printf("wrote %s (%d frames)\n", opt.gif.c_str(), gif->frames());
   }
   // Queued kernels must not outlive main (the runtime does not drain streams at exit).
   for (const ts::Array& a : ts::tree_leaves(state)) a.block_until_ready();

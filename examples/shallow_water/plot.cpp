@@ -14,17 +14,6 @@ constexpr Rgb kRdBuR[] = {{5, 48, 97},    {33, 102, 172}, {67, 147, 195},  {146,
                           {214, 96, 77},   {178, 24, 43},   {103, 0, 31}};
 constexpr Rgb kBlack = {0, 0, 0};
 
-// t in [0, 1] -> colour, interpolating the anchors linearly.
-Rgb colormap(double t) {
-  constexpr int n = int(std::size(kRdBuR)) - 1;
-  t = std::clamp(std::isfinite(t) ? t : 0.5, 0.0, 1.0) * n;
-  const int k = std::min(int(t), n - 1);
-  const double f = t - k;
-  Rgb c;
-  for (int ch = 0; ch < 3; ++ch) c[size_t(ch)] = uint8_t(std::lround(kRdBuR[k][size_t(ch)] * (1 - f) + kRdBuR[k + 1][size_t(ch)] * f));
-  return c;
-}
-
 // A 5-row pixel font for the labels: each glyph is five rows of pixels ('#' = ink), three
 // wide except 'm'.
 struct Glyph {
@@ -94,6 +83,17 @@ std::string format_number(double v, int decimals) {
 }
 
 }  // namespace
+
+// Interpolates the anchors linearly.
+Rgb colormap(double t) {
+  constexpr int n = int(std::size(kRdBuR)) - 1;
+  t = std::clamp(std::isfinite(t) ? t : 0.5, 0.0, 1.0) * n;
+  const int k = std::min(int(t), n - 1);
+  const double f = t - k;
+  Rgb c;
+  for (int ch = 0; ch < 3; ++ch) c[size_t(ch)] = uint8_t(std::lround(kRdBuR[k][size_t(ch)] * (1 - f) + kRdBuR[k + 1][size_t(ch)] * f));
+  return c;
+}
 
 Image plot_surface(const PlotInput& in) {
   const int nx = int(in.nx), ny = int(in.ny);

@@ -19,4 +19,8 @@ struct PlotInput {
 
 Image plot_surface(const PlotInput& in);
 
+/// The plot's colour map (matplotlib's RdBu_r): t in [0, 1] from dark blue through white to
+/// dark red (NaN maps to the middle).
+Rgb colormap(double t);
+
 }  // namespace shallow_water

@@ -79,6 +79,9 @@ TESSEL_API Program jit_traced_program(const JitEntry& e);
 TESSEL_API Program jit_lowered_program(const JitEntry& e);
 /// The compiled program for these arguments (the per-device program when partitioned).
 TESSEL_API std::string jit_compiled_text(const JitEntry& e, std::span<const Array> args);
+/// Builds what a call with `args` runs (fusion, generated kernels, the partitioned
+/// per-device programs) so that the first call does no code generation.
+TESSEL_API void jit_build(const JitEntry& e, std::span<const Array> args);
 /// Why in_shardings/out_shardings cannot be used as given (wrong count).
 [[noreturn]] TESSEL_API void jit_bad_shardings(const std::string& name, const char* which, size_t given, size_t expected);
 TESSEL_API Program make_program_flat(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name);
@@ -156,6 +159,8 @@ class TESSEL_API Lowered {
   /// The program that will be compiled (after DCE, CSE and constant folding).
   std::string as_text() const { return detail::jit_lowered_program(*e_).to_string(); }
   Program program() const { return detail::jit_lowered_program(*e_); }
+  /// Builds the executable now (fusion, code generation, partitioning): later calls of the
+  /// jitted function with the same signature only run it.
   class Compiled compile() const;
 
  private:
@@ -178,7 +183,10 @@ class TESSEL_API Compiled {
   std::vector<Array> args_;
 };
 
-inline Compiled Lowered::compile() const { return Compiled(e_, args_); }
+inline Compiled Lowered::compile() const {
+  detail::jit_build(*e_, args_);
+  return Compiled(e_, args_);
+}
 
 /// A jitted function (see `jit`). Copies share one cache.
 template <class F> class Jitted {

@@ -151,6 +151,13 @@ std::string jit_compiled_text(const JitEntry& e, std::span<const Array> args) {
   return e.executable().to_text();
 }
 
+void jit_build(const JitEntry& e, std::span<const Array> args) {
+  // A program closing over an enclosing transformation's values only runs under it.
+  if (!e.captured_tracers.empty() || needs_trace(args)) return;
+  if (e.partitions || any_sharded(args)) spmd_dispatch().program_text(e.lowered, args);  // prepares and caches
+  else e.executable();
+}
+
 void jit_bad_shardings(const std::string& name, const char* which, size_t given, size_t expected) {
   throw ValueError(name + ": " + which + " has " + std::to_string(given) + " entries but " + std::to_string(expected) +
                    (std::string(which) == "in_shardings" ? " arguments are passed" : " results are returned") +

@@ -160,7 +160,11 @@ TEST_P(FusionRandomPrograms, FusedAgreeWithUnfusedKernels) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, FusionRandomPrograms,
                          ::testing::Combine(::testing::Values(ts::f32, ts::i32, ts::f64),
-                                            ::testing::Values(1u, 2u, 3u, 4u)));
+                                            ::testing::Values(1u, 2u, 3u, 4u)),
+                         [](const auto& info) {
+                           return std::string(ts::dtype_name(std::get<0>(info.param))) + "_seed" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 TEST(Fusion, StencilReadsEachInputOnceAndWritesOnce) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";

@@ -79,7 +79,12 @@ INSTANTIATE_TEST_SUITE_P(
                       PromotionCase{ts::bf16, false, ts::c64, true, ts::c64, false},
                       PromotionCase{ts::bool_, false, ts::i32, true, ts::i32, true},
                       PromotionCase{ts::f32, true, ts::f64, true, ts::f64, true},
-                      PromotionCase{ts::i32, true, ts::f32, true, ts::f32, true}));
+                      PromotionCase{ts::i32, true, ts::f32, true, ts::f32, true}),
+    [](const auto& info) {
+      const PromotionCase& c = info.param;
+      auto name = [](ts::DType d, bool weak) { return std::string(ts::dtype_name(d)) + (weak ? "_weak" : ""); };
+      return name(c.a, c.a_weak) + "_and_" + name(c.b, c.b_weak);
+    });
 
 TEST(Scalar, ConvertsBetweenDtypes) {
   EXPECT_EQ(ts::Scalar(3.7, ts::i32).to<int>(), 3);
