@@ -313,6 +313,31 @@ TEST(CommCollectivesTranspose, TransposeOfTransposeIsTheOriginalForEveryOperatio
   expect_round_trip([&](const ts::Array& x) { return comm::sendrecv(x, x, prev, next); }, {3}, true, "sendrecv ring");
 }
 
+// The transposed replicated-result operations (adjoint=replicated_transposed) under vmap
+// match their per-example calls, and their values are the convention's: the identity, this
+// process's rows, the root's value and zeros elsewhere.
+TEST(CommCollectivesTranspose, TransposedOperationsUnderVmap) {
+  const int root = nproc() - 1;
+  const int64_t n = nproc();
+  const std::vector<int64_t> counts = vcounts();
+  auto t_allreduce = ts::linear_transpose([](const ts::Array& x) { return comm::allreduce(x, comm::SUM); },
+                                          data_of({2, 2}, 1));
+  auto t_allgather = ts::linear_transpose([](const ts::Array& x) { return comm::allgather(x); }, data_of({2, 2}, 1));
+  auto t_allgatherv =
+      ts::linear_transpose([&](const ts::Array& x) { return comm::allgatherv(x, counts); }, data_of({vcount(rank()), 2}, 1));
+  auto t_bcast = ts::linear_transpose([&](const ts::Array& x) { return comm::bcast(x, root); }, data_of({2, 2}, 1));
+  const ts::Array stacked = data_of({n, 2, 2}, 4);
+  EXPECT_EQ(t_allgather(stacked).to_vector<float>(), stacked.index({rank()}).to_vector<float>());
+  const ts::Array two = data_of({2, 2}, 4);
+  EXPECT_EQ(t_bcast(two).to_vector<float>(), (rank() == root ? two : two * 0.0f).to_vector<float>());
+  for (int64_t axis : {0, 1}) {
+    expect_vmap_matches(t_allreduce, batch_of({2, 2}, axis), axis, "transposed allreduce");
+    expect_vmap_matches(t_allgather, batch_of({n, 2, 2}, axis), axis, "transposed allgather");
+    expect_vmap_matches(t_allgatherv, batch_of({sum_of(counts), 2}, axis), axis, "transposed allgatherv");
+    expect_vmap_matches(t_bcast, batch_of({2, 2}, axis), axis, "transposed bcast");
+  }
+}
+
 // The example: a matrix-vector product whose columns are split over the processes,
 // y = allreduce(A_p x_p). Transposed twice it must still sum over the processes.
 TEST(CommCollectivesTranspose, SplitColumnMatvecTransposedTwiceKeepsTheSum) {
