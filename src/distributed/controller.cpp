@@ -130,20 +130,39 @@ bool process_gone(int p) {
   return false;
 }
 
-// Reads death notices that arrived; marks workers whose process is gone dead.
-void check_peers() {
+// Reads the death notices that arrived. MPI_Iprobe moves MPI's progress on only when it
+// matches nothing, so a notice already here may be matched only by a later call: probe
+// until several calls in a row find nothing.
+void read_death_notices() {
   State& s = state();
-  int flag = 0;
-  MPI_Status status;
-  while (MPI_Iprobe(MPI_ANY_SOURCE, kDeathTag, s.comm, &flag, &status) == MPI_SUCCESS && flag) {
+  for (int misses = 0; misses < 4;) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kDeathTag, s.comm, &flag, &status) != MPI_SUCCESS) return;
+    if (!flag) {
+      ++misses;
+      continue;
+    }
+    misses = 0;
     int n = 0;
     MPI_Get_count(&status, MPI_CHAR, &n);
     std::string why(size_t(n), '\0');
     MPI_Recv(why.data(), n, MPI_CHAR, status.MPI_SOURCE, kDeathTag, s.comm, MPI_STATUS_IGNORE);
     mark_dead(status.MPI_SOURCE, why);
   }
-  for (int q = 1; q < s.size; ++q)
-    if (!s.procs[size_t(q)]->dead && process_gone(q)) mark_dead(q, "its process exited or was killed");
+}
+
+// Reads death notices that arrived; marks workers whose process is gone dead. A worker
+// that sent a notice did so before it ended, so once its process is gone its notice is
+// here: read again before giving the plain reason.
+void check_peers() {
+  State& s = state();
+  read_death_notices();
+  for (int q = 1; q < s.size; ++q) {
+    if (s.procs[size_t(q)]->dead || !process_gone(q)) continue;
+    read_death_notices();
+    if (!s.procs[size_t(q)]->dead) mark_dead(q, "its process exited or was killed");
+  }
 }
 
 // The first dead process of `watch` (a wait on one worker may depend on others: a launch
@@ -249,7 +268,8 @@ std::string wait_reply(int p, int tag, const std::string& op, const std::vector<
   MPI_Request req = MPI_REQUEST_NULL;
   // A receive abandoned to a dead sender may still write into its buffer: it is never freed.
   auto abandon = [&] {
-    if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+    if (req == MPI_REQUEST_NULL) return;
+    MPI_Request_free(&req);
     (void)bytes.release();
   };
   for (;;) {
