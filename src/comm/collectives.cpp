@@ -102,13 +102,8 @@ std::vector<Array> allreduce_transpose(const ir::Primitive& self, std::span<cons
   if (op_from_params(p) != Op::Sum)
     throw NotImplementedError("comm.allreduce: transpose of op " + to_string(op_from_params(p)) +
                               " is not defined (only SUM is linear)");
-  const Array ct = ops::instantiate_zeros(cts[0], avals[0]);
-  switch (adjoint_of(p)) {
-    case Adjoint::replicated: return {ops::bind1(self, {ct}, with_adjoint(p, Adjoint::replicated_transposed))};
-    case Adjoint::replicated_transposed: return {ops::bind1(self, {ct}, with_adjoint(p, Adjoint::replicated))};
-    case Adjoint::exact: break;
-  }
-  return {ops::bind1(self, {ct}, p)};
+  if (adjoint_of(p) != Adjoint::exact) return {transpose_replicated(self, cts[0], avals, p)};
+  return {ops::bind1(self, {ops::instantiate_zeros(cts[0], avals[0])}, p)};
 }
 
 // ---- reduce ----
@@ -222,12 +217,8 @@ void bcast_kernel(const KernelCall& c) {
 // sum of their cotangents.
 std::vector<Array> bcast_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
                                    std::span<const Aval> avals, const Params& p) {
+  if (adjoint_of(p) != Adjoint::exact) return {transpose_replicated(self, cts[0], avals, p)};
   const Array ct = ops::instantiate_zeros(cts[0], avals[0]);
-  switch (adjoint_of(p)) {
-    case Adjoint::replicated: return {ops::bind1(self, {ct}, with_adjoint(p, Adjoint::replicated_transposed))};
-    case Adjoint::replicated_transposed: return {ops::bind1(self, {ct}, with_adjoint(p, Adjoint::replicated))};
-    case Adjoint::exact: break;
-  }
   Array sum = rebind1("comm_reduce", {ct}, p, {{"op", std::string("SUM")}, {"root", int64_t(root_of(p))}});
   return {rank_of(p) == root_of(p) ? sum : Array()};
 }

@@ -66,10 +66,7 @@ void allgather_kernel(const KernelCall& c) {
 // the transposed allgather, which transposes back into the allgather (see Adjoint).
 std::vector<Array> allgather_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
                                        std::span<const Aval> avals, const Params& p) {
-  const bool transposed = adjoint_of(p) == Adjoint::replicated_transposed;
-  const Aval out = self.abstract_eval(avals, p)[0];
-  return {ops::bind1(self, {ops::instantiate_zeros(cts[0], out)},
-                     with_adjoint(p, transposed ? Adjoint::replicated : Adjoint::replicated_transposed))};
+  return {transpose_replicated(self, cts[0], avals, p)};
 }
 
 // (size, *x.shape): the batch dimension d of x is d + 1 of the result. Transposed, the

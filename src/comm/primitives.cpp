@@ -5,6 +5,7 @@
 
 #include "comm/comm_impl.h"
 #include "ops/op_util.h"
+#include "ops/rule_util.h"
 #include "tessel/error.h"
 
 namespace tessel::comm::detail {
@@ -50,6 +51,13 @@ ir::Params with_adjoint(const ir::Params& p, Adjoint a) {
     if (k != "adjoint") q.set(k, v);
   if (a != Adjoint::replicated) q.set("adjoint", adjoint_name(a));
   return q;
+}
+
+Array transpose_replicated(const ir::Primitive& self, const Array& ct, std::span<const Aval> avals,
+                           const ir::Params& p) {
+  const Adjoint back =
+      adjoint_of(p) == Adjoint::replicated_transposed ? Adjoint::replicated : Adjoint::replicated_transposed;
+  return ops::bind1(self, {ops::instantiate_zeros(ct, self.abstract_eval(avals, p)[0])}, with_adjoint(p, back));
 }
 
 int root_of(const ir::Params& p) { return int(p.get_int("root")); }

@@ -57,6 +57,11 @@ Adjoint adjoint_of(const ir::Params& p);
 ir::Params with_adjoint(const ir::Params& p, Adjoint a);
 /// The parameter's value for `a` ("exact", ...), for rebind's `extra`.
 std::string adjoint_name(Adjoint a);
+/// The transpose rule of a replicated-result operation `self` with adjoint replicated or
+/// replicated_transposed: `self` with the other of the two, on the cotangent (zeros where
+/// it has none, so that every process binds the operation and its transpose communicates).
+Array transpose_replicated(const ir::Primitive& self, const Array& ct, std::span<const Aval> avals,
+                           const ir::Params& p);
 
 /// (n, *shape).
 Shape prepend(int64_t n, const Shape& shape);
