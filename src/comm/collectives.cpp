@@ -73,6 +73,10 @@ std::vector<Aval> allreduce_aval(std::span<const Aval> ins, const Params& p) {
 }
 
 void allreduce_kernel(const KernelCall& c) {
+  if (adjoint_of(c.params) == Adjoint::replicated_transposed) {  // the identity: no communication
+    copy_unless_aliased(c.ins[0], c.outs[0], c.in_avals[0].nbytes());
+    return;
+  }
   const CommImpl& comm = comm_of(c.params);
   const DType d = c.in_avals[0].dtype;
   const MPI_Op op = mpi_op(op_from_params(c.params), d);
@@ -90,13 +94,16 @@ std::vector<Array> allreduce_jvp(const ir::Primitive& self, std::span<const Arra
 }
 
 // The mpi4jax convention: every process differentiates the same replicated result, so the
-// cotangent of an allreduce(SUM) input is the output cotangent itself.
-std::vector<Array> allreduce_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
-                                       std::span<const Aval>, const Params& p) {
+// cotangent of an allreduce(SUM) input is the output cotangent itself, through a transposed
+// allreduce that transposes back into the allreduce (see Adjoint). Inside exact adjoints
+// (scan's), allreduce is its own transpose.
+std::vector<Array> allreduce_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
+                                       std::span<const Aval> avals, const Params& p) {
   if (op_from_params(p) != Op::Sum)
     throw NotImplementedError("comm.allreduce: transpose of op " + to_string(op_from_params(p)) +
                               " is not defined (only SUM is linear)");
-  return {cts[0]};
+  if (adjoint_of(p) != Adjoint::exact) return {transpose_replicated(self, cts[0], avals, p)};
+  return {ops::bind1(self, {ops::instantiate_zeros(cts[0], avals[0])}, p)};
 }
 
 // ---- reduce ----
@@ -138,7 +145,8 @@ std::vector<Array> reduce_transpose(const ir::Primitive&, std::span<const Array>
     throw NotImplementedError("comm.reduce: transpose of op " + to_string(op_from_params(p)) +
                               " is not defined (only SUM is linear)");
   const Array ct = ops::instantiate_zeros(cts[0], avals[0]);
-  Array from_root = rebind1("comm_bcast", {ct}, p, {{"root", int64_t(root_of(p))}});
+  Array from_root =
+      rebind1("comm_bcast", {ct}, p, {{"root", int64_t(root_of(p))}, {"adjoint", adjoint_name(Adjoint::exact)}});
   return {rank_of(p) == root_of(p) ? from_root : from_root + ct};
 }
 
@@ -175,7 +183,8 @@ std::vector<Array> scan_transpose(const ir::Primitive&, std::span<const Array> c
     throw NotImplementedError("comm.scan: transpose of op " + to_string(op_from_params(p)) +
                               " is not defined (only SUM is linear)");
   const Array ct = ops::instantiate_zeros(cts[0], avals[0]);
-  Array total = rebind1("comm_allreduce", {ct}, p, {{"op", std::string("SUM")}});
+  Array total =
+      rebind1("comm_allreduce", {ct}, p, {{"op", std::string("SUM")}, {"adjoint", adjoint_name(Adjoint::exact)}});
   Array upto = rebind1("comm_scan", {ct}, p, {{"op", std::string("SUM")}});
   return {total - upto + ct};
 }
@@ -191,16 +200,27 @@ void bcast_kernel(const KernelCall& c) {
   const CommImpl& comm = comm_of(c.params);
   const int root = root_of(c.params);
   const Aval& a = c.in_avals[0];
+  if (adjoint_of(c.params) == Adjoint::replicated_transposed) {  // no communication
+    if (comm.rank() == root) copy_unless_aliased(c.ins[0], c.outs[0], a.nbytes());
+    else std::memset(c.outs[0], 0, a.nbytes());
+    return;
+  }
   if (comm.rank() == root) copy_unless_aliased(c.ins[0], c.outs[0], a.nbytes());
   Block b(distributed::mpi::datatype(a.dtype), a.size());
   call_mpi("bcast", "MPI_Bcast", a.size(), comm,
            [&] { return MPI_Bcast(c.outs[0], b.count(), b.type(), root, comm.comm()); });
 }
 
-// Replicated result: the root's x gets the cotangent, the other inputs were not used.
-std::vector<Array> bcast_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
-                                   std::span<const Aval>, const Params& p) {
-  return {rank_of(p) == root_of(p) ? cts[0] : Array()};
+// Replicated result: the root's x gets the cotangent, the other inputs were not used; every
+// process binds the transposed bcast, which transposes back into the bcast (see Adjoint).
+// Exactly (inside reduce's adjoint), the root's x reached every process: the root gets the
+// sum of their cotangents.
+std::vector<Array> bcast_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
+                                   std::span<const Aval> avals, const Params& p) {
+  if (adjoint_of(p) != Adjoint::exact) return {transpose_replicated(self, cts[0], avals, p)};
+  const Array ct = ops::instantiate_zeros(cts[0], avals[0]);
+  Array sum = rebind1("comm_reduce", {ct}, p, {{"op", std::string("SUM")}, {"root", int64_t(root_of(p))}});
+  return {rank_of(p) == root_of(p) ? sum : Array()};
 }
 
 // The batch dimension goes first on every process, so the root's buffer and the buffers it

@@ -10,6 +10,7 @@
 // datatype per large block that places it at a 64-bit byte offset, so any size works;
 // alltoallv always does (see alltoallv_kernel).
 #include <climits>
+#include <cstring>
 #include <numeric>
 
 #include "comm/comm_impl.h"
@@ -157,10 +158,15 @@ Batched batch_behind_rows(const ir::Primitive& self, std::span<const Array> ins,
 
 // ---- allgatherv ----
 
+// Transposed (see Adjoint): all rows -> this process's rows, without communication.
 std::vector<Aval> allgatherv_aval(std::span<const Aval> ins, const Params& p) {
   const CommImpl& comm = comm_of(p);
   const auto& counts = p.get_ints("counts");
   check_counts("allgatherv", "counts", counts, comm);
+  if (adjoint_of(p) == Adjoint::replicated_transposed) {
+    check_rows("allgatherv (transposed)", ins[0], sum(counts), "sum(counts)");
+    return {Aval(with_rows(counts[size_t(comm.rank())], ins[0].shape), ins[0].dtype)};
+  }
   check_rows("allgatherv", ins[0], counts[size_t(comm.rank())], "counts[" + std::to_string(comm.rank()) + "]");
   return {Aval(with_rows(sum(counts), ins[0].shape), ins[0].dtype)};
 }
@@ -168,8 +174,13 @@ std::vector<Aval> allgatherv_aval(std::span<const Aval> ins, const Params& p) {
 void allgatherv_kernel(const KernelCall& c) {
   const CommImpl& comm = comm_of(c.params);
   const Layout l(c.params.get_ints("counts"), row_size(c.in_avals[0]));
-  const MPI_Datatype t = distributed::mpi::datatype(c.in_avals[0].dtype);
   const size_t me = size_t(comm.rank());
+  if (adjoint_of(c.params) == Adjoint::replicated_transposed) {
+    const size_t item = itemsize(c.in_avals[0].dtype);
+    std::memcpy(c.outs[0], static_cast<const char*>(c.ins[0]) + size_t(l.off[me]) * item, size_t(l.n[me]) * item);
+    return;
+  }
+  const MPI_Datatype t = distributed::mpi::datatype(c.in_avals[0].dtype);
   if (!l.fits()) {
     exchange_w("allgatherv", comm, t, c.ins[0], std::vector<int64_t>(l.n.size(), 0),
                std::vector<int64_t>(l.n.size(), l.n[me]), c.outs[0], l.off, l.n);
@@ -181,14 +192,11 @@ void allgatherv_kernel(const KernelCall& c) {
   });
 }
 
-// Replicated result (as allgather): this process's input gets the cotangent of its rows.
-std::vector<Array> allgatherv_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
-                                        std::span<const Aval>, const Params& p) {
-  if (ops::is_zero(cts[0])) return {Array()};
-  const auto& counts = p.get_ints("counts");
-  const size_t me = size_t(rank_of(p));
-  const int64_t start = std::accumulate(counts.begin(), counts.begin() + long(me), int64_t(0));
-  return {slice_in_dim(cts[0], start, start + counts[me])};
+// Replicated result (as allgather): this process's input gets the cotangent of its rows,
+// taken by the transposed allgatherv, which transposes back into the allgatherv (Adjoint).
+std::vector<Array> allgatherv_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
+                                        std::span<const Aval> avals, const Params& p) {
+  return {transpose_replicated(self, cts[0], avals, p)};
 }
 
 // ---- gatherv ----

@@ -31,15 +31,13 @@ CommImpl::~CommImpl() {
 
 const std::shared_ptr<CommImpl>& resolve(const Comm& c) {
   if (c.impl()) return c.impl();
-  // A duplicate of MPI_COMM_WORLD: tessel's messages never match the program's own, and
-  // errors return to check() instead of aborting. Never destroyed: work still queued at
-  // exit uses it until flush_and_finalize has run.
+  // tessel's duplicate of MPI_COMM_WORLD, made when the process joined the job (a collective
+  // here would wait for processes that never communicate): tessel's messages never match
+  // the program's own. Never destroyed: work still queued at exit uses it until
+  // flush_and_finalize has run.
   static const auto* world = [] {
     distributed::mpi::ensure_initialized();
-    MPI_Comm dup;
-    distributed::mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", "comm.world");
-    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-    return new std::shared_ptr<CommImpl>(std::make_shared<CommImpl>(dup, true, "world"));
+    return new std::shared_ptr<CommImpl>(std::make_shared<CommImpl>(distributed::mpi::world_comm(), false, "world"));
   }();
   return *world;
 }

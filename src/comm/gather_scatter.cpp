@@ -9,6 +9,8 @@
 // Blocks of more than mpi::max_count() elements travel as one derived datatype (mpi::Block).
 // Under vmap the communicated dimension stays leading (batch dimensions move behind it),
 // and on every process the batch dimension lands at the same place of the result.
+#include <cstring>
+
 #include "comm/comm_impl.h"
 #include "comm/primitives.h"
 #include "ops/rule_util.h"
@@ -37,12 +39,22 @@ void check_leading(const char* api, const Aval& x, int size, const char* fix) {
 
 // ---- allgather ----
 
+// Transposed (see Adjoint): (size, *shape) -> this process's entry, without communication.
 std::vector<Aval> allgather_aval(std::span<const Aval> ins, const Params& p) {
+  if (adjoint_of(p) == Adjoint::replicated_transposed) {
+    check_leading("allgather (transposed)", ins[0], size_of(p), "x");
+    return {Aval(Shape(ins[0].shape.begin() + 1, ins[0].shape.end()), ins[0].dtype)};
+  }
   return {Aval(prepend(size_of(p), ins[0].shape), ins[0].dtype)};
 }
 
 void allgather_kernel(const KernelCall& c) {
   const CommImpl& comm = comm_of(c.params);
+  if (adjoint_of(c.params) == Adjoint::replicated_transposed) {
+    const size_t bytes = c.out_avals[0].nbytes();
+    std::memcpy(c.outs[0], static_cast<const char*>(c.ins[0]) + size_t(comm.rank()) * bytes, bytes);
+    return;
+  }
   const int64_t n = c.in_avals[0].size();
   Block b(type_of(c.in_avals[0]), n);
   call_mpi("allgather", "MPI_Allgather", n, comm, [&] {
@@ -50,18 +62,21 @@ void allgather_kernel(const KernelCall& c) {
   });
 }
 
-// Replicated result: this process's input received the cotangent of its own entry.
-std::vector<Array> allgather_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
+// Replicated result: this process's input received the cotangent of its own entry, taken by
+// the transposed allgather, which transposes back into the allgather (see Adjoint).
+std::vector<Array> allgather_transpose(const ir::Primitive& self, std::span<const Array> cts, std::span<const Array>,
                                        std::span<const Aval> avals, const Params& p) {
-  if (ops::is_zero(cts[0])) return {Array()};
-  const int r = rank_of(p);
-  return {reshape(slice_in_dim(cts[0], r, r + 1), avals[0].shape)};
+  return {transpose_replicated(self, cts[0], avals, p)};
 }
 
-// (size, *x.shape): the batch dimension d of x is d + 1 of the result.
+// (size, *x.shape): the batch dimension d of x is d + 1 of the result. Transposed, the
+// batch moves behind the leading entry dimension and comes out one dimension lower.
 Batched allgather_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                        const BatchAxis&, const Params& p) {
-  return {{ops::bind1(self, {ins[0]}, p)}, {dims[0] + 1}};
+                        const BatchAxis& axis, const Params& p) {
+  if (adjoint_of(p) != Adjoint::replicated_transposed) return {{ops::bind1(self, {ins[0]}, p)}, {dims[0] + 1}};
+  check_example(self, ins[0], dims[0], p);
+  const int64_t d = dims[0] == 0 ? 1 : dims[0];
+  return {{ops::bind1(self, {ops::move_batch_dim(ins[0], dims[0], d, axis.size)}, p)}, {d - 1}};
 }
 
 // ---- gather ----

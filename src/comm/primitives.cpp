@@ -5,6 +5,8 @@
 
 #include "comm/comm_impl.h"
 #include "ops/op_util.h"
+#include "ops/rule_util.h"
+#include "tessel/error.h"
 
 namespace tessel::comm::detail {
 
@@ -24,6 +26,38 @@ std::vector<Array> rebind(std::string_view name, std::vector<Array> ins, const i
 Array rebind1(std::string_view name, std::vector<Array> ins, const ir::Params& from,
               std::initializer_list<std::pair<std::string, ir::ParamValue>> extra) {
   return rebind(name, std::move(ins), from, extra)[0];
+}
+
+std::string adjoint_name(Adjoint a) {
+  switch (a) {
+    case Adjoint::replicated: return "replicated";
+    case Adjoint::replicated_transposed: return "replicated_transposed";
+    case Adjoint::exact: return "exact";
+  }
+  return "?";
+}
+
+Adjoint adjoint_of(const ir::Params& p) {
+  if (!p.has("adjoint")) return Adjoint::replicated;
+  const std::string& name = p.get<std::string>("adjoint");
+  for (Adjoint a : {Adjoint::replicated, Adjoint::replicated_transposed, Adjoint::exact})
+    if (adjoint_name(a) == name) return a;
+  throw Error("internal: unknown comm adjoint '" + name + "'");
+}
+
+ir::Params with_adjoint(const ir::Params& p, Adjoint a) {
+  ir::Params q;
+  for (const auto& [k, v] : p.items())
+    if (k != "adjoint") q.set(k, v);
+  if (a != Adjoint::replicated) q.set("adjoint", adjoint_name(a));
+  return q;
+}
+
+Array transpose_replicated(const ir::Primitive& self, const Array& ct, std::span<const Aval> avals,
+                           const ir::Params& p) {
+  const Adjoint back =
+      adjoint_of(p) == Adjoint::replicated_transposed ? Adjoint::replicated : Adjoint::replicated_transposed;
+  return ops::bind1(self, {ops::instantiate_zeros(ct, self.abstract_eval(avals, p)[0])}, with_adjoint(p, back));
 }
 
 int root_of(const ir::Params& p) { return int(p.get_int("root")); }

@@ -40,6 +40,29 @@ int size_of(const ir::Params& p);
 /// names its own shape rather than a failure to move dimensions.
 void check_example(const ir::Primitive& self, const Array& x, int64_t dim, const ir::Params& p);
 
+/// How a collective whose result is the same on every process (allreduce, allgather,
+/// allgatherv, bcast) transposes: its "adjoint" parameter (docs/comm.md "Transformations").
+///  replicated: the operation users call (no parameter), transposed by mpi4jax's convention
+///    for replicated results into the same primitive marked replicated_transposed.
+///  replicated_transposed: that transpose as an operation, with no communication (allreduce:
+///    x; allgather, allgatherv: this process's rows of x; bcast: x on the root, zeros
+///    elsewhere). Its transpose is the replicated operation again, so that transposing
+///    twice gives back the original (mpi4jax keeps a transposed allreduce the same way).
+///  exact: the operation inside the exact adjoint of another (reduce's transpose broadcasts,
+///    scan's allreduces), transposed exactly (allreduce -> allreduce, bcast -> reduce to the
+///    root), so that those adjoints transpose back to the operation they came from.
+enum class Adjoint { replicated, replicated_transposed, exact };
+Adjoint adjoint_of(const ir::Params& p);
+/// `p` with the adjoint parameter `a` (none for replicated, the default).
+ir::Params with_adjoint(const ir::Params& p, Adjoint a);
+/// The parameter's value for `a` ("exact", ...), for rebind's `extra`.
+std::string adjoint_name(Adjoint a);
+/// The transpose rule of a replicated-result operation `self` with adjoint replicated or
+/// replicated_transposed: `self` with the other of the two, on the cotangent (zeros where
+/// it has none, so that every process binds the operation and its transpose communicates).
+Array transpose_replicated(const ir::Primitive& self, const Array& ct, std::span<const Aval> avals,
+                           const ir::Params& p);
+
 /// (n, *shape).
 Shape prepend(int64_t n, const Shape& shape);
 /// Copies `bytes` from `in` to `out` unless they are the same buffer (kernels whose output

@@ -130,20 +130,39 @@ bool process_gone(int p) {
   return false;
 }
 
-// Reads death notices that arrived; marks workers whose process is gone dead.
-void check_peers() {
+// Reads the death notices that arrived. MPI_Iprobe moves MPI's progress on only when it
+// matches nothing, so a notice already here may be matched only by a later call: probe
+// until several calls in a row find nothing.
+void read_death_notices() {
   State& s = state();
-  int flag = 0;
-  MPI_Status status;
-  while (MPI_Iprobe(MPI_ANY_SOURCE, kDeathTag, s.comm, &flag, &status) == MPI_SUCCESS && flag) {
+  for (int misses = 0; misses < 4;) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kDeathTag, s.comm, &flag, &status) != MPI_SUCCESS) return;
+    if (!flag) {
+      ++misses;
+      continue;
+    }
+    misses = 0;
     int n = 0;
     MPI_Get_count(&status, MPI_CHAR, &n);
     std::string why(size_t(n), '\0');
     MPI_Recv(why.data(), n, MPI_CHAR, status.MPI_SOURCE, kDeathTag, s.comm, MPI_STATUS_IGNORE);
     mark_dead(status.MPI_SOURCE, why);
   }
-  for (int q = 1; q < s.size; ++q)
-    if (!s.procs[size_t(q)]->dead && process_gone(q)) mark_dead(q, "its process exited or was killed");
+}
+
+// Reads death notices that arrived; marks workers whose process is gone dead. A worker
+// that sent a notice did so before it ended, so once its process is gone its notice is
+// here: read again before giving the plain reason.
+void check_peers() {
+  State& s = state();
+  read_death_notices();
+  for (int q = 1; q < s.size; ++q) {
+    if (s.procs[size_t(q)]->dead || !process_gone(q)) continue;
+    read_death_notices();
+    if (!s.procs[size_t(q)]->dead) mark_dead(q, "its process exited or was killed");
+  }
 }
 
 // The first dead process of `watch` (a wait on one worker may depend on others: a launch
@@ -236,26 +255,57 @@ int next_reply_tag() {
   return t;
 }
 
+// Waits for worker p's reply on `tag` and receives it, both polling, so that a worker that
+// dies is reported whenever it dies: also after its reply was announced and before it was
+// read. A long reply is read from the sender's memory (Open MPI's shared-memory single copy,
+// CMA), and that read never completes once the sender is gone, so a blocking MPI_Recv would
+// hold the driver forever.
 std::string wait_reply(int p, int tag, const std::string& op, const std::vector<int>& watch) {
   State& s = state();
   Backoff backoff;
   auto last_check = std::chrono::steady_clock::now();
+  auto bytes = std::make_unique<std::string>();
+  MPI_Request req = MPI_REQUEST_NULL;
+  // A receive abandoned to a dead sender may still write into its buffer: it is never freed.
+  auto abandon = [&] {
+    if (req == MPI_REQUEST_NULL) return;
+    MPI_Request_free(&req);
+    (void)bytes.release();
+  };
   for (;;) {
-    int flag = 0;
-    MPI_Status status;
-    mpi::check(MPI_Iprobe(p, tag, s.comm, &flag, &status), "MPI_Iprobe", op);
-    if (flag) {
-      int n = 0;
-      MPI_Get_count(&status, MPI_CHAR, &n);
-      std::string bytes(size_t(n), '\0');
-      mpi::check(MPI_Recv(bytes.data(), n, MPI_CHAR, p, tag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", op);
-      ir::Reader r(bytes, op);
-      if (r.u8() == 1) return std::string(r.raw(r.remaining()));
-      throw_error(r, worker_name(p));
+    if (req == MPI_REQUEST_NULL) {
+      int flag = 0;
+      MPI_Message message;
+      MPI_Status status;
+      mpi::check(MPI_Improbe(p, tag, s.comm, &flag, &message, &status), "MPI_Improbe", op);
+      if (flag) {
+        int n = 0;
+        MPI_Get_count(&status, MPI_CHAR, &n);
+        bytes->resize(size_t(n));
+        mpi::check(MPI_Imrecv(bytes->data(), n, MPI_CHAR, &message, &req), "MPI_Imrecv", op);
+        backoff = Backoff();
+      }
+    }
+    if (req != MPI_REQUEST_NULL) {
+      int done = 0;
+      if (int err = MPI_Test(&req, &done, MPI_STATUS_IGNORE); err != MPI_SUCCESS) {
+        abandon();
+        check_peers();  // a failed read from a dead worker names the worker
+        if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
+        mpi::check(err, "MPI_Test", op);
+      }
+      if (done) {
+        ir::Reader r(*bytes, op);
+        if (r.u8() == 1) return std::string(r.raw(r.remaining()));
+        throw_error(r, worker_name(p));
+      }
     }
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
       check_peers();
-      if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
+      if (int q = dead_among(p, watch); q >= 0) {
+        abandon();
+        throw_dead(q, op);
+      }
       last_check = std::chrono::steady_clock::now();
     }
     backoff.pause();
@@ -308,6 +358,10 @@ void worker_terminate() {
   std::string why = "it ended with an uncaught exception: " + exception_message(std::current_exception());
   std::fprintf(stderr, "[tessel %d] %s\n", mpi::world_rank(), why.c_str());
   std::fflush(stderr);
+  // A short notice travels eagerly (in the message itself), so the driver's blocking read of
+  // it (check_peers) never depends on this process still being there.
+  constexpr size_t kMaxNotice = 1024;
+  if (why.size() > kMaxNotice) why = why.substr(0, kMaxNotice - 3) + "...";
   MPI_Request req;
   if (MPI_Isend(why.data(), int(why.size()), MPI_CHAR, 0, kDeathTag, state().comm, &req) == MPI_SUCCESS) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);

@@ -25,6 +25,7 @@ struct State {
   bool joined = false;     // process_index/devices set from MPI_COMM_WORLD
   bool finalized = false;
   int rank = 0, size = 1;
+  MPI_Comm world = MPI_COMM_NULL;  // world_comm(); freed by MPI_Finalize
 };
 State& state() {
   static State s;
@@ -78,9 +79,12 @@ void abort_job_on_terminate() {
   std::_Exit(1);
 }
 
+// Every collective set-up of the job happens here, where every process takes part.
 void join(State& s) {
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &s.size);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.world), "MPI_Comm_dup", "distributed::initialize");
+  MPI_Comm_set_errhandler(s.world, MPI_ERRORS_RETURN);
   if (s.size > 1) {
     std::set_terminate(abort_job_on_terminate);
     int local = int(detail::local_device_impls().size());
@@ -132,6 +136,7 @@ void ensure_initialized() {
   (void)registered;
 }
 
+MPI_Comm world_comm() { return state().world; }
 int world_rank() { return state().rank; }
 int world_size() { return state().size; }
 

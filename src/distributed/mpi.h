@@ -23,6 +23,11 @@ bool joined();
 /// Flushes every local device's pending work, then finalizes MPI if tessel initialized
 /// it (registered at exit; distributed::shutdown calls it early).
 void flush_and_finalize();
+/// tessel's own duplicate of MPI_COMM_WORLD (errors return instead of aborting), the world
+/// communicator of ts::comm. Made while joining (ensure_initialized), where every process
+/// of the job takes part, never later on a first use: a process that never communicates
+/// must not hold up the others' first messages. MPI_COMM_NULL before joining.
+MPI_Comm world_comm();
 /// This process's rank and the job size in MPI_COMM_WORLD (after ensure_initialized).
 int world_rank();
 int world_size();

@@ -259,6 +259,104 @@ TEST(CommCollectivesGrad, NonlinearOpsHaveNoDerivative) {
 
 // ======================================== errors ========================================
 
+// ============================== transpose of the transpose ==============================
+
+using LinearFn = std::function<ts::Array(const ts::Array&)>;
+
+// Per-process data of `shape` (small integers: float sums are exact).
+ts::Array data_of(const ts::Shape& shape, int seed) {
+  return ts::reshape(ts::arange(ts::shape_size(shape), ts::f32), shape) * float(rank() + seed) - float(2 * rank());
+}
+
+float global_dot(const ts::Array& a, const ts::Array& b) {
+  return comm::allreduce(ts::sum(a * b), comm::SUM).item<float>();
+}
+
+// linear_transpose(linear_transpose(f)) is f again, eagerly and under jit. For an operation
+// with the exact adjoint (`exact`), f^T is also f's adjoint over the job:
+// sum_p <f(x)_p, y_p> == sum_p <x_p, f^T(y)_p>.
+void expect_round_trip(const LinearFn& f, const ts::Shape& x_shape, bool exact, const std::string& what) {
+  const ts::Array x = data_of(x_shape, 1), x2 = data_of(x_shape, 2);
+  const ts::Array fx = f(x);
+  auto ft = ts::linear_transpose(f, x);
+  auto ftt = ts::linear_transpose(ft, fx);
+  EXPECT_EQ(ftt(x2).to_vector<float>(), f(x2).to_vector<float>()) << what << ": transpose of the transpose";
+  EXPECT_EQ(ts::jit(ftt)(x2).to_vector<float>(), f(x2).to_vector<float>()) << what << ": under jit";
+  if (!exact) return;
+  const ts::Array y = data_of(fx.shape(), 3);
+  EXPECT_FLOAT_EQ(global_dot(f(x2), y), global_dot(x2, ft(y))) << what << ": <f(x), y> = <x, f^T(y)>";
+}
+
+TEST(CommCollectivesTranspose, TransposeOfTransposeIsTheOriginalForEveryOperation) {
+  const int root = nproc() - 1;
+  const int64_t n = nproc();
+  const int prev = (rank() + nproc() - 1) % nproc(), next = (rank() + 1) % nproc();
+  const std::vector<int64_t> counts = vcounts();
+  // Replicated results (mpi4jax's convention: their transposes do not communicate).
+  expect_round_trip([](const ts::Array& x) { return comm::allreduce(x, comm::SUM); }, {3}, false, "allreduce");
+  expect_round_trip([](const ts::Array& x) { return comm::allgather(x); }, {2, 2}, false, "allgather");
+  expect_round_trip([&](const ts::Array& x) { return comm::allgatherv(x, counts); }, {vcount(rank()), 2}, false,
+                    "allgatherv");
+  expect_round_trip([&](const ts::Array& x) { return comm::bcast(x, root); }, {3}, false, "bcast");
+  // Exact adjoints.
+  expect_round_trip([&](const ts::Array& x) { return comm::reduce(x, comm::SUM, root); }, {3}, true, "reduce");
+  expect_round_trip([&](const ts::Array& x) { return comm::reduce(x, comm::SUM, 0); }, {3}, true, "reduce to 0");
+  expect_round_trip([](const ts::Array& x) { return comm::scan(x, comm::SUM); }, {3}, true, "scan");
+  expect_round_trip([&](const ts::Array& x) { return comm::gather(x, root); }, {2}, true, "gather");
+  expect_round_trip([&](const ts::Array& x) { return comm::scatter(x, root); }, rank() == root ? ts::Shape{n, 2} : ts::Shape{2},
+                    true, "scatter");
+  expect_round_trip([](const ts::Array& x) { return comm::alltoall(x); }, {n, 2}, true, "alltoall");
+  expect_round_trip([&](const ts::Array& x) { return comm::gatherv(x, counts, root); }, {vcount(rank()), 2}, true,
+                    "gatherv");
+  expect_round_trip([](const ts::Array& x) { return comm::alltoallv(x, send_counts(), recv_counts()); },
+                    {sum_of(send_counts()), 2}, true, "alltoallv");
+  expect_round_trip([&](const ts::Array& x) { return comm::sendrecv(x, x, prev, next); }, {3}, true, "sendrecv ring");
+}
+
+// The transposed replicated-result operations (adjoint=replicated_transposed) under vmap
+// match their per-example calls, and their values are the convention's: the identity, this
+// process's rows, the root's value and zeros elsewhere.
+TEST(CommCollectivesTranspose, TransposedOperationsUnderVmap) {
+  const int root = nproc() - 1;
+  const int64_t n = nproc();
+  const std::vector<int64_t> counts = vcounts();
+  auto t_allreduce = ts::linear_transpose([](const ts::Array& x) { return comm::allreduce(x, comm::SUM); },
+                                          data_of({2, 2}, 1));
+  auto t_allgather = ts::linear_transpose([](const ts::Array& x) { return comm::allgather(x); }, data_of({2, 2}, 1));
+  auto t_allgatherv =
+      ts::linear_transpose([&](const ts::Array& x) { return comm::allgatherv(x, counts); }, data_of({vcount(rank()), 2}, 1));
+  auto t_bcast = ts::linear_transpose([&](const ts::Array& x) { return comm::bcast(x, root); }, data_of({2, 2}, 1));
+  const ts::Array stacked = data_of({n, 2, 2}, 4);
+  EXPECT_EQ(t_allgather(stacked).to_vector<float>(), stacked.index({rank()}).to_vector<float>());
+  const ts::Array two = data_of({2, 2}, 4);
+  EXPECT_EQ(t_bcast(two).to_vector<float>(), (rank() == root ? two : two * 0.0f).to_vector<float>());
+  for (int64_t axis : {0, 1}) {
+    expect_vmap_matches(t_allreduce, batch_of({2, 2}, axis), axis, "transposed allreduce");
+    expect_vmap_matches(t_allgather, batch_of({n, 2, 2}, axis), axis, "transposed allgather");
+    expect_vmap_matches(t_allgatherv, batch_of({sum_of(counts), 2}, axis), axis, "transposed allgatherv");
+    expect_vmap_matches(t_bcast, batch_of({2, 2}, axis), axis, "transposed bcast");
+  }
+}
+
+// The example: a matrix-vector product whose columns are split over the processes,
+// y = allreduce(A_p x_p). Transposed twice it must still sum over the processes.
+TEST(CommCollectivesTranspose, SplitColumnMatvecTransposedTwiceKeepsTheSum) {
+  const ts::Array a = data_of({4, 3}, 1);  // this process's columns
+  auto matvec = [&](const ts::Array& x) { return comm::allreduce(ts::matmul(a, x), comm::SUM); };
+  const ts::Array x = data_of({3}, 2);
+  auto t = ts::linear_transpose(matvec, x);
+  auto tt = ts::linear_transpose(t, matvec(x));
+  const std::vector<float> want = matvec(x).to_vector<float>();
+  EXPECT_EQ(tt(x).to_vector<float>(), want);
+  // The sum is there: with more than one process, it differs from the local product.
+  if (nproc() > 1) {
+    EXPECT_NE(ts::matmul(a, x).to_vector<float>(), want);
+  }
+  // And the transpose itself is the local A_p^T (the replicated convention).
+  const ts::Array y = data_of({4}, 3);
+  EXPECT_EQ(t(y).to_vector<float>(), ts::matmul(ts::transpose(a), y).to_vector<float>());
+}
+
 TEST(CommCollectivesErrors, RootOutsideTheCommunicatorThrows) {
   ts::Array x = ts::ones({nproc()}, ts::f32);
   const std::string n = std::to_string(nproc());

@@ -513,6 +513,48 @@ TEST(ShardMap, GradThroughEveryCollective) {
       {uniform({4, 16}, 6), uniform({4, 2, 4}, 7)}, 1e-6);
 }
 
+// Transposing twice gives the function back, and the transpose is f's adjoint:
+// <f(x), y> == <x, f^T(y)> for random x and y.
+void expect_transpose_round_trip(const std::function<ts::Array(const ts::Array&)>& f, const ts::Array& x,
+                                 const std::string& what) {
+  const ts::Array fx = f(x);
+  auto ft = ts::linear_transpose(f, x);
+  auto ftt = ts::linear_transpose(ft, fx);
+  const ts::Array x2 = uniform(x.shape(), 21), y = uniform(fx.shape(), 22);
+  expect_close(ftt(x2), f(x2), 1e-12, what + ": transpose of the transpose");
+  expect_close(ts::sum(f(x2) * y), ts::sum(x2 * ft(y)), 1e-9, what + ": <f(x), y> = <x, f^T(y)>");
+}
+
+TEST(ShardMap, TransposeOfTransposeIsTheOriginalForEveryCollective) {
+  using Fn = std::function<ts::Array(const ts::Array&)>;
+  auto on8 = [](Fn body, ts::PartitionSpec in, ts::PartitionSpec out) -> Fn {
+    return [=](const ts::Array& x) { return ts::shard_map(body, mesh8(), {in}, {out})(x); };
+  };
+  std::vector<std::pair<int64_t, int64_t>> ring, shift;
+  for (int i = 0; i < 8; ++i) ring.emplace_back(i, (i + 3) % 8);
+  for (int i = 0; i < 7; ++i) shift.emplace_back(i, i + 1);
+  const ts::Array v16 = uniform({16, 3}, 11);
+  expect_transpose_round_trip(on8([](const ts::Array& p) { return ts::psum(p * 2.0, "x"); }, ts::P("x"), ts::P()), v16,
+                              "psum");
+  expect_transpose_round_trip(
+      on8([](const ts::Array& p) { return ts::all_gather(p, "x", {.axis = 1, .tiled = true}); }, ts::P("x"), ts::P()),
+      v16, "tiled all_gather");
+  expect_transpose_round_trip(on8([](const ts::Array& p) { return ts::all_gather(p, "x"); }, ts::P("x"), ts::P()), v16,
+                              "stacked all_gather");
+  expect_transpose_round_trip(
+      on8([](const ts::Array& p) { return ts::psum_scatter(p, "x", {.scatter_dimension = 0, .tiled = true}); },
+          ts::P(ts::none, "x"), ts::P("x")),
+      uniform({16, 8}, 12), "psum_scatter");
+  expect_transpose_round_trip(
+      on8([](const ts::Array& p) { return ts::all_to_all(p, "x", 1, 0, {.tiled = true}); }, ts::P("x", ts::none),
+          ts::P(ts::none, "x")),
+      uniform({8, 16}, 13), "all_to_all");
+  expect_transpose_round_trip(on8([&](const ts::Array& p) { return ts::ppermute(p, "x", ring); }, ts::P("x"), ts::P("x")),
+                              v16, "ppermute ring");
+  expect_transpose_round_trip(on8([&](const ts::Array& p) { return ts::ppermute(p, "x", shift); }, ts::P("x"), ts::P("x")),
+                              v16, "ppermute shift (zeros where nothing arrives)");
+}
+
 TEST(ShardMap, VmapOfShardMap) {
   auto f = ts::shard_map([](const ts::Array& x) { return ts::psum(x * 2.0, "x"); }, mesh8(), {ts::P("x")}, {ts::P()});
   transform_testing::check_vmap([&](const std::vector<ts::Array>& a) { return f(a[0]); }, {uniform({3, 16}, 4)}, {0});

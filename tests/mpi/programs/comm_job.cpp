@@ -6,11 +6,16 @@
 //   exit_pending  every rank queues communication and returns from main at once: the
 //                 work is flushed before MPI_Finalize, the job exits 0
 //   log           TESSEL_LOG=debug prints one line per call
+//   idle_rank     (3 processes) rank 2 never communicates while ranks 0 and 1 exchange
+//                 messages on comm.world and run a psum over a mesh of their own devices: nothing they do may wait for rank 2 (every collective set-up
+//                 happens in distributed::initialize, or involves only the processes that
+//                 take part)
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tessel/comm.h"
 #include "tessel/distributed.h"
@@ -46,6 +51,31 @@ int main(int argc, char** argv) {
     comm::allreduce(x, comm::SUM).block_until_ready();
     return 0;
   }
-  std::fprintf(stderr, "usage: comm_job bad_root|dead_peer|exit_pending|log\n");
+  if (mode == "idle_rank") {
+    if (rank >= 2) {
+      std::printf("idle_rank: rank %d never communicates\n", rank);
+      return 0;
+    }
+    const int peer = 1 - rank;
+    ts::Array got = comm::sendrecv(x, x, peer, peer);
+    comm::send(x * 10.0f, peer);
+    ts::Array got10 = comm::recv(x, {.source = peer});
+    // A mesh of the devices of processes 0 and 1 only: its communicator involves only them.
+    std::vector<ts::Device> pair;
+    for (const ts::Device& d : ts::devices())
+      if (d.process_index() < 2) pair.push_back(d);
+    ts::Mesh mesh(pair, {int64_t(pair.size())}, {"i"});
+    ts::Array v = ts::device_put(ts::arange(int64_t(pair.size()), ts::f32), ts::NamedSharding(mesh, ts::P("i")));
+    const float total =
+        ts::shard_map([](const ts::Array& p) { return ts::psum(ts::sum(p), "i"); }, mesh, {ts::P("i")}, {ts::P()})(v)
+            .item<float>();
+    const float want_total = float(pair.size() * (pair.size() - 1) / 2);
+    const bool ok = got.to_vector<float>() == std::vector<float>(3, float(peer + 1)) &&
+                    got10.to_vector<float>() == std::vector<float>(3, float(10 * (peer + 1))) && total == want_total;
+    std::printf("idle_rank: rank %d %s (received %g and %g from rank %d, psum %g)\n", rank, ok ? "ok" : "WRONG",
+                double(got.to_vector<float>()[0]), double(got10.to_vector<float>()[0]), peer, double(total));
+    return ok ? 0 : 1;
+  }
+  std::fprintf(stderr, "usage: comm_job bad_root|dead_peer|exit_pending|log|idle_rank\n");
   return 2;
 }

@@ -12,9 +12,16 @@
 //                     Error carrying the reason
 //   dead_in_pipeline  worker 2 exits 100 ms into a pipelined step over both workers: the
 //                     driver's call throws an Error naming it instead of waiting for the step
+//   dead_while_read   worker 2's long reply is announced to the driver, then worker 2 exits
+//                     before the driver reads it (the driver is stopped meanwhile, SIGSTOP
+//                     then SIGCONT): the driver reports worker 2 gone instead of waiting
+//                     forever on its read of the dead process's memory
 // mpirun's exit status does not tell whether the driver saw what it should (with that flag
 // Open MPI 4.1 returns 0 although a worker exited non-zero): the tests match the driver's
 // "<mode>: ok".
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +49,24 @@ namespace {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       std::_Exit(3);
     }).detach();
+  });
+  // Stops the driver (pid in the payload), sends it a 1 MiB reply (too long to travel in the
+  // message: the driver reads it from this process's memory, by CMA under Open MPI's
+  // shared-memory transport) and exits 5 ms later; a child process wakes the driver as soon
+  // as this process is gone. The driver, a few milliseconds after its last liveness check,
+  // finds a reply announced by a process that no longer exists.
+  ctl::register_handler("test.reply_after_death", [](tessel::ir::Reader& r, ctl::Reply reply) {
+    const pid_t driver = pid_t(r.u64());
+    kill(driver, SIGSTOP);
+    const pid_t me = getpid();
+    if (fork() == 0) {
+      while (getppid() == me) usleep(100);  // re-parented: this worker has exited
+      kill(driver, SIGCONT);
+      _exit(0);
+    }
+    std::thread([reply] { reply.ok(std::string(size_t(1) << 20, 'x')); }).detach();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::_Exit(3);
   });
   ctl::register_handler("test.terminate", [](tessel::ir::Reader&, ctl::Reply) {
     std::thread([] { throw std::runtime_error("boom"); }).join();
@@ -181,6 +206,28 @@ int dead_in_pipeline() {
   return 0;
 }
 
+// Worker 2 announces a long reply and dies before the driver reads it: the driver's request
+// throws an Error naming worker 2, and worker 1 goes on serving.
+int dead_while_read() {
+  tessel::ir::Writer w;
+  w.u64(uint64_t(getpid()));
+  try {
+    ctl::request(2, "test.reply_after_death", w.bytes());
+    std::printf("dead_while_read: unexpected success\n");
+    return 1;
+  } catch (const ts::Error& e) {
+    std::printf("dead_while_read: driver got: %s\n", e.what());
+    if (!contains(e.what(), "worker process 2") || !contains(e.what(), "is gone")) return 1;
+  }
+  if (!round_trip_ok(device_of(1))) {
+    std::printf("dead_while_read: worker 1 gave wrong values\n");
+    return 1;
+  }
+  std::printf("dead_while_read: ok\n");
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -194,8 +241,9 @@ int main(int argc, char** argv) {
   if (mode == "dead_worker") return expect_gone(mode, 2, "test.exit", {"worker process 2", "is gone"});
   if (mode == "dead_in_mesh") return dead_in_mesh();
   if (mode == "dead_in_pipeline") return dead_in_pipeline();
+  if (mode == "dead_while_read") return dead_while_read();
   if (mode == "worker_exception")
     return expect_gone(mode, 1, "test.terminate", {"worker process 1", "is gone", "uncaught exception", "boom"});
-  std::fprintf(stderr, "usage: sc_job dead_worker|dead_in_mesh|worker_exception|dead_in_pipeline\n");
+  std::fprintf(stderr, "usage: sc_job dead_worker|dead_in_mesh|worker_exception|dead_in_pipeline|dead_while_read\n");
   return 2;
 }
