@@ -28,7 +28,7 @@
 #include "tessel/array.h"
 #include "tessel/error.h"
 #include "tessel/sharding.h"
-#include "tessel/tree.h"
+#include "tessel/tree_structure.h"
 
 namespace tessel::colocated {
 
@@ -73,16 +73,23 @@ TESSEL_API Mesh colocated_cpu_devices(const Mesh& mesh);
 
 namespace detail {
 
-/// Runs user code on this host: the leaves of its result.
-using LocalThunk = std::function<std::vector<Array>()>;
-/// Runs a registered function from the leaves of its arguments (and the number of leaves
-/// of each argument): what a worker calls.
-using RemoteFn = std::function<std::vector<Array>(std::span<const Array> leaves, std::span<const size_t> arg_leaves)>;
+/// What a colocated function returned: the leaves of its result and the result's
+/// tree_structure (a std::map's keys, a std::vector's size), from which the caller rebuilds
+/// the result's C++ value.
+struct Outputs {
+  std::vector<Array> leaves;
+  std::string structure;
+};
+/// Runs user code on this host: its result's leaves and structure.
+using LocalThunk = std::function<Outputs()>;
+/// Runs a registered function from the leaves of its arguments and each argument's
+/// tree_structure: what a worker calls.
+using RemoteFn = std::function<Outputs(std::span<const Array> leaves, std::span<const std::string> arg_structures)>;
 /// Makes a registered class's object from its constructor arguments' bytes; calls one of
 /// its registered methods.
 using RemoteFactory = std::function<std::shared_ptr<void>(std::string_view ctor_bytes)>;
-using RemoteMethod =
-    std::function<std::vector<Array>(void* object, std::span<const Array> leaves, std::span<const size_t> arg_leaves)>;
+using RemoteMethod = std::function<Outputs(void* object, std::span<const Array> leaves,
+                                           std::span<const std::string> arg_structures)>;
 
 TESSEL_API bool register_function(const std::string& name, const void* address, RemoteFn fn);
 TESSEL_API bool register_class(const std::string& name, std::type_index type, RemoteFactory factory);
@@ -144,73 +151,99 @@ struct TESSEL_API Site {
     std::vector<int> devices;
     bool operator==(const Signature& o) const { return in == o.in && devices == o.devices; }
   };
-  std::vector<std::pair<Signature, Specs>> cache;  // input signature -> output specs
+  /// What is known of the outputs of one input signature: their specs, and the result's
+  /// tree_structure once a call returned it (empty when out_specs_fn gave the specs).
+  struct Known {
+    Specs specs;
+    std::string structure;
+  };
+  std::vector<std::pair<Signature, Known>> cache;
   size_t discoveries = 0;
   std::shared_ptr<Site> specialized(const Specialization& more) const;
 };
 
+/// What the C++ result type alone tells of the result's structure: all of it when the type
+/// holds no std::vector or std::map (`fixed`), or, for std::vector<Array>, one element per
+/// leaf. Otherwise (keys, sizes) the first call of each input signature learns it.
+struct ResultType {
+  std::string fixed;
+  bool flat_vector = false;
+};
+template <class R> ResultType result_type() {
+  if constexpr (std::is_void_v<R>) {
+    return {"", false};
+  } else if constexpr (std::is_same_v<R, std::vector<Array>>) {
+    return {"", true};
+  } else {
+    std::string s = tree_structure(R{});
+    return {s.find_first_of("[{") == std::string::npos ? s : "", false};
+  }
+}
+
 /// Runs a colocated call: checks the inputs, finds the hosts, learns or computes the output
-/// specs, runs `local` here and the registered target on remote hosts; the output leaves.
-TESSEL_API std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std::vector<size_t>& arg_leaves,
-                                   LocalThunk local);
+/// specs (and the result's structure), runs `local` here and the registered target on
+/// remote hosts; the output leaves and the result's structure.
+TESSEL_API Outputs call(Site& site, const std::vector<Array>& leaves, const std::vector<std::string>& arg_structures,
+                        LocalThunk local, const ResultType& result);
 [[noreturn]] TESSEL_API void bad_rebuild(const std::string& what, size_t want, size_t got);
 
-template <class T> struct is_std_vector : std::false_type {};
-template <class T> struct is_std_vector<std::vector<T>> : std::true_type {};
-
-/// A value of tree type T from `count` leaves: T's fixed structure (a default-constructed
-/// T), or, for std::vector<Array>, one element per leaf.
-template <class T> T tree_from_leaves(std::span<const Array> leaves, const std::string& what) {
-  if constexpr (std::is_same_v<T, std::vector<Array>>) {
-    return T(leaves.begin(), leaves.end());
-  } else {
-    T like{};
-    size_t want = tree_leaves(like).size();
-    if (want != leaves.size()) bad_rebuild(what, want, leaves.size());
-    std::vector<Array> v(leaves.begin(), leaves.end());
-    size_t pos = 0;
-    return tree_replace_leaves(like, v, pos);
-  }
+/// A value of tree type T with structure `structure` (tree_structure) and these leaves.
+template <class T>
+T tree_from_leaves(std::span<const Array> leaves, std::string_view structure, const std::string& what) {
+  T out = tree_skeleton<T>(structure, what);
+  std::vector<Array> v(leaves.begin(), leaves.end());
+  const size_t want = tree_leaves(out).size();
+  if (want != v.size()) bad_rebuild(what, want, v.size());
+  size_t pos = 0;
+  return tree_replace_leaves(out, v, pos);
 }
 
-template <class R> std::vector<Array> result_leaves(R&& r) {
-  using D = std::decay_t<R>;
-  static_assert(TreeTraits<D>::is_tree, "a colocated function returns an Array, a tree of Arrays, or void");
-  return tree_leaves(r);
+template <class R> Outputs result_outputs(const R& r) {
+  static_assert(TreeTraits<R>::is_tree, "a colocated function returns an Array, a tree of Arrays, or void");
+  return {tree_leaves(r), tree_structure(r)};
 }
 
-template <class R> R rebuild_result(const std::vector<Array>& leaves, const std::string& what) {
+template <class R> R rebuild_result(const Outputs& outs, const std::string& what) {
   if constexpr (std::is_void_v<R>) {
-    (void)leaves;
+    (void)outs;
     (void)what;
   } else {
-    return tree_from_leaves<R>(leaves, what);
+    return tree_from_leaves<R>(outs.leaves, outs.structure, what);
   }
 }
 
-/// Runs callable `f` on the typed arguments rebuilt from leaves (a registered function or
-/// method, on a worker).
+/// Runs callable `f` on the typed arguments rebuilt from leaves and their structures (a
+/// registered function or method, on a worker).
 template <class... Args, class F>
-std::vector<Array> invoke_from_leaves(F&& f, std::span<const Array> leaves, std::span<const size_t> arg_leaves,
-                                      const std::string& what) {
-  if (arg_leaves.size() != sizeof...(Args)) bad_rebuild(what + " (arguments)", sizeof...(Args), arg_leaves.size());
+Outputs invoke_from_leaves(F&& f, std::span<const Array> leaves, std::span<const std::string> arg_structures,
+                           const std::string& what) {
+  if (arg_structures.size() != sizeof...(Args))
+    throw ValueError(what + ": the call passes " + std::to_string(arg_structures.size()) +
+                     " arguments but the registered function takes " + std::to_string(sizeof...(Args)));
   size_t pos = 0, k = 0;
   auto next = [&]<class A>(std::type_identity<A>) {
-    auto part = leaves.subspan(pos, arg_leaves[k]);
-    pos += arg_leaves[k++];
-    return tree_from_leaves<std::decay_t<A>>(part, what);
+    const std::string arg_what = what + " (argument " + std::to_string(k + 1) + ")";
+    A value = tree_skeleton<A>(arg_structures[k++], arg_what);
+    std::vector<Array> part;
+    TreeTraits<A>::for_each(value, [&](const Array&) {
+      if (pos >= leaves.size()) bad_rebuild(what + " (arguments)", pos + 1, leaves.size());
+      part.push_back(leaves[pos++]);
+    });
+    size_t p = 0;
+    return tree_replace_leaves(value, part, p);
   };
   (void)next;  // unused for a function without arguments
   // Braced initialization evaluates the arguments left to right.
-  std::tuple<std::decay_t<Args>...> args{next(std::type_identity<Args>{})...};
+  std::tuple<std::decay_t<Args>...> args{next(std::type_identity<std::decay_t<Args>>{})...};
+  if (pos != leaves.size()) bad_rebuild(what + " (arguments)", pos, leaves.size());
   return std::apply(
       [&](auto&... a) {
         using R = std::invoke_result_t<F, std::decay_t<Args>&...>;
         if constexpr (std::is_void_v<R>) {
           f(a...);
-          return std::vector<Array>{};
+          return Outputs{};
         } else {
-          return result_leaves(f(a...));
+          return result_outputs(f(a...));
         }
       },
       args);
@@ -284,10 +317,10 @@ template <class PM> std::string pm_bytes(PM pm) {
   return std::string(reinterpret_cast<const char*>(&pm), sizeof(PM));
 }
 
-template <class... Args> std::vector<size_t> leaf_counts(const Args&... args) {
+template <class... Args> std::vector<std::string> arg_structures(const Args&... args) {
   static_assert((TreeTraits<std::decay_t<Args>>::is_tree && ...),
                 "colocated calls take Arrays or trees of Arrays (std::vector, std::tuple, TESSEL_TREE structs, ...)");
-  return {tree_leaves(args).size()...};
+  return {tree_structure(args)...};
 }
 template <class... Args> std::vector<Array> all_leaves(const Args&... args) {
   std::vector<Array> out;
@@ -310,16 +343,17 @@ template <class R, class... Params> class Function {
   /// without out_specs_fn runs synchronously to learn them.
   R operator()(const std::decay_t<Params>&... args) const {
     std::vector<Array> leaves = detail::all_leaves(args...);
-    std::vector<size_t> counts = detail::leaf_counts(args...);
-    detail::LocalThunk local = [invoke = invoke_, args...]() -> std::vector<Array> {
+    std::vector<std::string> structures = detail::arg_structures(args...);
+    detail::LocalThunk local = [invoke = invoke_, args...]() -> detail::Outputs {
       if constexpr (std::is_void_v<R>) {
         invoke(args...);
         return {};
       } else {
-        return detail::result_leaves(invoke(args...));
+        return detail::result_outputs(invoke(args...));
       }
     };
-    std::vector<Array> outs = detail::call(*site_, leaves, counts, std::move(local));
+    static const detail::ResultType result = detail::result_type<R>();
+    detail::Outputs outs = detail::call(*site_, leaves, structures, std::move(local), result);
     return detail::rebuild_result<R>(outs, site_->target.display + ": the result");
   }
 
@@ -413,8 +447,8 @@ template <class T> Class<T> colocated_class() { return Class<T>(); }
 #define TESSEL_REGISTER_COLOCATED(fn)                                                                    \
   [[maybe_unused]] static const bool tessel_colocated_fn_##fn = ::tessel::colocated::detail::register_function( \
       #fn, reinterpret_cast<const void*>(&fn), [](std::span<const ::tessel::Array> leaves,                   \
-                                                  std::span<const size_t> counts) {                          \
-        return ::tessel::colocated::detail::call_registered(&fn, leaves, counts, #fn);                       \
+                                                  std::span<const std::string> structures) {                 \
+        return ::tessel::colocated::detail::call_registered(&fn, leaves, structures, #fn);                   \
       })
 
 /// Registers class T, made on remote hosts from constructor arguments of types `...`.
@@ -427,20 +461,20 @@ template <class T> Class<T> colocated_class() { return Class<T>(); }
   [[maybe_unused]] static const bool tessel_colocated_method_##T##_##m =                              \
       ::tessel::colocated::detail::register_method(                                                    \
           #T "::" #m, std::type_index(typeid(&T::m)), ::tessel::colocated::detail::pm_bytes(&T::m), \
-          [](void* obj, std::span<const ::tessel::Array> leaves, std::span<const size_t> counts) {      \
-            return ::tessel::colocated::detail::call_registered_method(static_cast<T*>(obj), &T::m, leaves, counts, \
+          [](void* obj, std::span<const ::tessel::Array> leaves, std::span<const std::string> structures) {\
+            return ::tessel::colocated::detail::call_registered_method(static_cast<T*>(obj), &T::m, leaves, structures, \
                                                                        #T "::" #m);                     \
           })
 
 namespace tessel::colocated::detail {
 template <class R, class... P>
-std::vector<Array> call_registered(R (*fn)(P...), std::span<const Array> leaves, std::span<const size_t> counts,
-                                   const std::string& what) {
-  return invoke_from_leaves<P...>([fn](auto&... a) { return fn(a...); }, leaves, counts, what);
+Outputs call_registered(R (*fn)(P...), std::span<const Array> leaves, std::span<const std::string> structures,
+                        const std::string& what) {
+  return invoke_from_leaves<P...>([fn](auto&... a) { return fn(a...); }, leaves, structures, what);
 }
 template <class T, class R, class... P>
-std::vector<Array> call_registered_method(T* obj, R (T::*pm)(P...), std::span<const Array> leaves,
-                                          std::span<const size_t> counts, const std::string& what) {
-  return invoke_from_leaves<P...>([obj, pm](auto&... a) { return (obj->*pm)(a...); }, leaves, counts, what);
+Outputs call_registered_method(T* obj, R (T::*pm)(P...), std::span<const Array> leaves,
+                               std::span<const std::string> structures, const std::string& what) {
+  return invoke_from_leaves<P...>([obj, pm](auto&... a) { return (obj->*pm)(a...); }, leaves, structures, what);
 }
 }  // namespace tessel::colocated::detail

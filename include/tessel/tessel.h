@@ -12,6 +12,7 @@
 #include "tessel/fft.h"
 #include "tessel/host.h"
 #include "tessel/jit.h"
+#include "tessel/make_array.h"
 #include "tessel/pipeline.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"
@@ -19,3 +20,4 @@
 #include "tessel/sharding.h"
 #include "tessel/transforms.h"
 #include "tessel/tree.h"
+#include "tessel/tree_structure.h"

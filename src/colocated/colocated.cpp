@@ -248,6 +248,15 @@ Array make_pending(const Spec& spec, const std::vector<int>& remote, uint64_t re
   return Array(std::move(out));
 }
 
+// A result tree of another structure than the one callers were given (a std::map's keys or
+// a std::vector's size that changed for the same input specs).
+void check_structure(const std::string& name, const std::string& got, const std::string& want) {
+  if (!want.empty() && got != want)
+    throw ValueError(name + ": the function returned a result of tree structure '" + got + "', but an earlier call "
+                     "with the same input specs returned '" + want + "' (its callers rebuilt that one); return the "
+                     "same containers, sizes and keys for the same input specs");
+}
+
 void check_results(const std::string& name, const std::vector<Array>& results, const Specs& specs) {
   if (results.size() != specs.size())
     throw ValueError(name + ": the function returned " + std::to_string(results.size()) + " arrays, but its output specs list " +
@@ -286,25 +295,28 @@ void fill(const std::vector<Array>& pending, const std::vector<Array>& results, 
   }
 }
 
-// The task that runs `run` and fills `pending` with its results.
-std::function<void()> filling(std::function<std::vector<Array>()> run, std::vector<Array> pending, Specs specs,
-                              std::string name) {
-  return [run = std::move(run), pending = std::move(pending), specs = std::move(specs), name = std::move(name)] {
-    std::vector<Array> results;
+// The task that runs `run` and fills `pending` with its results, which must have `specs`
+// and the result structure `structure` (when not empty).
+std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending, Specs specs,
+                              std::string structure, std::string name) {
+  return [run = std::move(run), pending = std::move(pending), specs = std::move(specs),
+          structure = std::move(structure), name = std::move(name)] {
+    Outputs results;
     std::exception_ptr error;
     try {
       results = run();
-      check_results(name, results, specs);
+      check_results(name, results.leaves, specs);
+      check_structure(name, results.structure, structure);
     } catch (...) {
       error = std::current_exception();
     }
-    fill(pending, results, error);
+    fill(pending, results.leaves, error);
   };
 }
 
 // Runs `run` on `queue` and waits for its results.
-std::vector<Array> run_sync(SerialQueue& queue, std::function<std::vector<Array>()> run) {
-  auto done = std::make_shared<std::promise<std::vector<Array>>>();
+Outputs run_sync(SerialQueue& queue, std::function<Outputs()> run) {
+  auto done = std::make_shared<std::promise<Outputs>>();
   auto result = done->get_future();
   queue.push([run = std::move(run), done] {
     try {
@@ -364,7 +376,8 @@ WorkerState& worker() {
 
 // What a worker runs for one call message: the registered function, or the method of the
 // object (made on first use, from its constructor arguments' bytes).
-std::function<std::vector<Array>()> read_remote_target(ir::Reader& r, std::vector<Array> leaves, std::vector<size_t> counts) {
+std::function<Outputs()> read_remote_target(ir::Reader& r, std::vector<Array> leaves,
+                                            std::vector<std::string> structures) {
   std::string name = r.str();
   const bool is_method = r.boolean();
   Registry& reg = registry();
@@ -376,7 +389,7 @@ std::function<std::vector<Array>()> read_remote_target(ir::Reader& r, std::vecto
       if (it == reg.functions.end()) throw ValueError("colocated: no function '" + name + "' is registered in this worker");
       fn = it->second;
     }
-    return [fn, leaves = std::move(leaves), counts = std::move(counts)] { return fn(leaves, counts); };
+    return [fn, leaves = std::move(leaves), structures = std::move(structures)] { return fn(leaves, structures); };
   }
   const uint64_t object_id = r.u64();
   std::string cls = r.str();
@@ -400,7 +413,8 @@ std::function<std::vector<Array>()> read_remote_target(ir::Reader& r, std::vecto
     if (!slot) slot = std::make_shared<RemoteObject>();
     obj = slot;
   }
-  return [obj, factory, method, ctor = std::move(ctor), leaves = std::move(leaves), counts = std::move(counts)] {
+  return [obj, factory, method, ctor = std::move(ctor), leaves = std::move(leaves),
+          structures = std::move(structures)] {
     std::call_once(obj->made, [&] {
       try {
         obj->instance = factory(ctor);
@@ -409,22 +423,22 @@ std::function<std::vector<Array>()> read_remote_target(ir::Reader& r, std::vecto
       }
     });
     if (obj->error) std::rethrow_exception(obj->error);
-    return method(obj->instance.get(), leaves, counts);
+    return method(obj->instance.get(), leaves, structures);
   };
 }
 
 struct CallMessage {
   uint64_t caller;
   std::vector<Array> leaves;
-  std::vector<size_t> counts;
+  std::vector<std::string> structures;  // of each argument
 };
 CallMessage read_call(ir::Reader& r) {
   CallMessage m;
   m.caller = r.u64();
   std::vector<uint64_t> ids(r.count(8));
   for (auto& id : ids) id = r.u64();
-  m.counts.resize(r.count(8));
-  for (auto& c : m.counts) c = size_t(r.u64());
+  m.structures.resize(r.count(1));
+  for (auto& s : m.structures) s = r.str();
   for (auto id : ids) m.leaves.push_back(ctl::lookup(id, "colocated call"));
   return m;
 }
@@ -434,6 +448,7 @@ CallMessage read_call(ir::Reader& r) {
     std::vector<uint64_t> out_ids(r.count(8));
     for (auto& id : out_ids) id = r.u64();
     Specs specs = read_specs(r);
+    std::string structure = r.str();
     std::vector<Array> pending;
     for (size_t j = 0; j < specs.size(); ++j) {
       pending.push_back(make_pending(specs[j], {}, 0));
@@ -441,9 +456,9 @@ CallMessage read_call(ir::Reader& r) {
     }
     try {
       CallMessage m = read_call(r);
-      auto run = read_remote_target(r, std::move(m.leaves), std::move(m.counts));
+      auto run = read_remote_target(r, std::move(m.leaves), std::move(m.structures));
       // An idle queue runs the call on this thread while another serves: no hand-over.
-      auto task = filling(std::move(run), std::move(pending), std::move(specs), "colocated call");
+      auto task = filling(std::move(run), std::move(pending), std::move(specs), std::move(structure), "colocated call");
       SerialQueue& q = remote_caller_queue(m.caller);
       if (q.claim_if_idle()) ctl::run_while_others_serve([&] { q.run_claimed(task); });
       else q.push(std::move(task));
@@ -454,18 +469,19 @@ CallMessage read_call(ir::Reader& r) {
   ctl::register_handler("colocated.discover", [](ir::Reader& r, ctl::Reply reply) {
     const uint64_t call_id = r.u64();
     CallMessage m = read_call(r);
-    auto run = read_remote_target(r, std::move(m.leaves), std::move(m.counts));
+    auto run = read_remote_target(r, std::move(m.leaves), std::move(m.structures));
     remote_caller_queue(m.caller).push([run = std::move(run), reply, call_id] {
       try {
-        std::vector<Array> results = run();
+        Outputs results = run();
         Specs specs;
-        for (auto& a : results) specs.push_back(Spec::of(a));
+        for (auto& a : results.leaves) specs.push_back(Spec::of(a));
         ir::Writer w;
         write_specs(w, specs);
+        w.str(results.structure);
         {
           WorkerState& ws = worker();
           std::lock_guard lock(ws.mu);
-          ws.discovered[call_id] = std::move(results);
+          ws.discovered[call_id] = std::move(results.leaves);
         }
         reply.ok(w.bytes());
       } catch (...) {
@@ -544,7 +560,7 @@ std::string method_name(std::type_index pm_type, const std::string& pm_bytes) {
 
 void bad_rebuild(const std::string& what, size_t want, size_t got) {
   throw ValueError(what + ": expected " + std::to_string(want) + " array leaves, got " + std::to_string(got) +
-                   " (remote calls rebuild arguments of fixed structure, or std::vector<Array>)");
+                   "; the tree structure and the leaves of a colocated call's values disagree");
 }
 
 // ---- objects ----
@@ -693,22 +709,32 @@ void check_output_devices(const CallPlan& c, const std::vector<Device>& got, con
 }
 
 // The call as the workers read it (read_call, read_remote_target).
-void write_call(ir::Writer& w, const CallPlan& c, const std::vector<size_t>& arg_leaves, const Target& target) {
+void write_call(ir::Writer& w, const CallPlan& c, const std::vector<std::string>& arg_structures,
+                const Target& target) {
   w.u64(caller_id());
   w.count(c.in_ids.size());
   for (auto id : c.in_ids) w.u64(id);
-  w.count(arg_leaves.size());
-  for (auto n : arg_leaves) w.u64(n);
+  w.count(arg_structures.size());
+  for (auto& s : arg_structures) w.str(s);
   write_target(w, target);
 }
 
-// The output specs when known: learned by an earlier call of this signature, or computed by
-// out_specs_fn (and kept).
-std::optional<Specs> known_out_specs(Site& site, const CallPlan& c, const Site::Signature& key) {
+// The output specs when known — learned by an earlier call of this signature, or computed
+// by out_specs_fn (and kept) — with the result's structure: learned, or told by its type.
+// Unknown when the result's structure needs a call to learn it (a std::map's keys).
+std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Site::Signature& key,
+                                         const ResultType& result) {
+  auto with_structure = [&](Site::Known k) -> std::optional<Site::Known> {
+    if (!k.structure.empty()) return k;
+    if (result.flat_vector) k.structure = "[" + std::string(k.specs.size(), '*') + "]";
+    else k.structure = result.fixed;
+    if (k.structure.empty() && !k.specs.empty()) return std::nullopt;
+    return k;
+  };
   {
     std::lock_guard lock(site.mu);
     for (auto& [k, v] : site.cache)
-      if (k == key) return v;
+      if (k == key) return with_structure(v);
   }
   if (!site.spec.out_specs_fn) return std::nullopt;
   Specs specs = site.spec.out_specs_fn(c.in_specs);
@@ -719,13 +745,14 @@ std::optional<Specs> known_out_specs(Site& site, const CallPlan& c, const Site::
     check_output_devices(c, specs[j].sharding.device_set(), "out_specs_fn puts output " + std::to_string(j));
   }
   std::lock_guard lock(site.mu);
-  site.cache.emplace_back(key, specs);
-  return specs;
+  site.cache.emplace_back(key, Site::Known{specs, ""});
+  return with_structure(Site::Known{specs, ""});
 }
 
 // Known output specs: pending outputs now, filled by the hosts later.
-std::vector<Array> call_async(const Site& site, const CallPlan& c, const std::vector<size_t>& arg_leaves,
-                              LocalThunk local, const Specs& out_specs) {
+Outputs call_async(const Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures, LocalThunk local,
+                   const Site::Known& known) {
+  const Specs& out_specs = known.specs;
   std::vector<uint64_t> out_ids;
   if (!c.remote.empty())
     for (size_t j = 0; j < out_specs.size(); ++j) out_ids.push_back(ctl::new_id());
@@ -737,21 +764,25 @@ std::vector<Array> call_async(const Site& site, const CallPlan& c, const std::ve
     w.count(out_ids.size());
     for (auto id : out_ids) w.u64(id);
     write_specs(w, out_specs);
-    write_call(w, c, arg_leaves, site.target);
+    w.str(known.structure);
+    write_call(w, c, arg_structures, site.target);
     ctl::post(c.remote, "colocated.call", w.bytes());
   }
-  if (c.here) caller_queue().push(filling(std::move(local), outs, out_specs, c.name));
-  return outs;
+  if (c.here) caller_queue().push(filling(std::move(local), outs, out_specs, known.structure, c.name));
+  return {outs, known.structure};
 }
 
 // Unknown output specs: run synchronously on every host, learn the specs (kept for the
 // next call), and bind the workers' results to ids.
-std::vector<Array> call_learning(Site& site, const CallPlan& c, const std::vector<size_t>& arg_leaves,
-                                 LocalThunk local, const Site::Signature& key) {
+Outputs call_learning(Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures, LocalThunk local,
+                      const Site::Signature& key) {
   std::vector<Array> results;
   std::optional<Specs> learned;
+  std::string structure;
   if (c.here) {
-    results = run_sync(caller_queue(), std::move(local));
+    Outputs outs = run_sync(caller_queue(), std::move(local));
+    results = std::move(outs.leaves);
+    structure = std::move(outs.structure);
     learned.emplace();
     for (auto& a : results) {
       learned->push_back(Spec::of(a));
@@ -762,21 +793,25 @@ std::vector<Array> call_learning(Site& site, const CallPlan& c, const std::vecto
   for (int p : c.remote) {
     ir::Writer w;
     w.u64(call_id);
-    write_call(w, c, arg_leaves, site.target);
+    write_call(w, c, arg_structures, site.target);
     std::string reply = ctl::request(p, "colocated.discover", w.bytes());
     ir::Reader r(reply, c.name);
     Specs specs = read_specs(r);
-    if (learned && !(specs == *learned))
+    std::string remote_structure = r.str();
+    if ((learned && !(specs == *learned)) || (!structure.empty() && remote_structure != structure))
       throw ValueError(c.name + ": the hosts returned different outputs (process " + std::to_string(p) +
-                       " differs from an earlier host); a colocated function returns the same specs on every host");
+                       " differs from an earlier host); a colocated function returns the same specs and tree "
+                       "structure on every host");
     learned = specs;
+    structure = remote_structure;
   }
   {
     std::lock_guard lock(site.mu);
-    site.cache.emplace_back(key, *learned);
+    std::erase_if(site.cache, [&](const auto& entry) { return entry.first == key; });  // out_specs_fn's, if any
+    site.cache.emplace_back(key, Site::Known{*learned, structure});
     ++site.discoveries;
   }
-  if (c.remote.empty()) return results;
+  if (c.remote.empty()) return {results, structure};
   std::vector<Array> outs;
   ir::Writer w;
   w.u64(call_id);
@@ -793,18 +828,18 @@ std::vector<Array> call_learning(Site& site, const CallPlan& c, const std::vecto
     outs.push_back(Array(std::move(out)));
   }
   ctl::post(c.remote, "colocated.bind", w.bytes());
-  return outs;
+  return {outs, structure};
 }
 
 }  // namespace
 
-std::vector<Array> call(Site& site, const std::vector<Array>& leaves, const std::vector<size_t>& arg_leaves,
-                        LocalThunk local) {
+Outputs call(Site& site, const std::vector<Array>& leaves, const std::vector<std::string>& arg_structures,
+             LocalThunk local, const ResultType& result) {
   const CallPlan c = plan_call(site, leaves);
   const Site::Signature key{c.in_specs, c.dev_ids};
-  if (std::optional<Specs> out_specs = known_out_specs(site, c, key))
-    return call_async(site, c, arg_leaves, std::move(local), *out_specs);
-  return call_learning(site, c, arg_leaves, std::move(local), key);
+  if (std::optional<Site::Known> known = known_outputs(site, c, key, result))
+    return call_async(site, c, arg_structures, std::move(local), *known);
+  return call_learning(site, c, arg_structures, std::move(local), key);
 }
 
 }  // namespace detail

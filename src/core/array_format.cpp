@@ -232,6 +232,8 @@ namespace detail {
 std::string array_to_string(const Array& a, int64_t threshold) {
   if (!a.valid()) return "Array(<empty>)";
   if (a.is_tracer()) return "Traced<" + a.aval().to_string() + ">";
+  // NumPy prints every empty array as `[]`, whatever its shape: (0,), (2, 0), (0, 3).
+  if (a.size() == 0 && !a.shape().empty()) return "[]";
   auto* c = require_concrete(a, "to_string");
   c->buffer->wait();
   std::vector<size_t> shown;

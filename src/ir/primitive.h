@@ -23,7 +23,7 @@ enum Effect : uint32_t {
   kNoEffect = 0,
   kSideEffect = 1u << 0,  ///< must run even if its outputs are unused
   kOrdered = 1u << 1,     ///< must run in program order with other ordered effects
-  kRematReplay = 1u << 2, ///< runs again where checkpoint recomputes its function (host taps)
+  kRematReplay = 1u << 2, ///< repeats are harmless: checkpoint replays it, vmap repeats it (host taps)
 };
 
 /// How the fusion pass may group the primitive (used by the compiler issue).

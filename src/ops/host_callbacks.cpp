@@ -1,18 +1,23 @@
 // The host-callback primitives (include/tessel/host.h, docs/host_callbacks.md):
 //
-//   host_tap[callback, transforms, device_index](leaves...) -> token bool[0]
+//   host_tap[callback, transforms, device_index, per_example](leaves...) -> token bool[0]
 //       hands host copies of the leaves to the callback on the device's receiver thread
 //       (src/runtime/host_callbacks.cpp); the device goes on at once.
-//   host_call[callback, result](leaves...) -> result        (side effect, ordered)
-//   host_io_call[callback, result](leaves...) -> result     (side effect)
-//   host_pure_call[callback, result](leaves...) -> result   (pure: dropped when unused)
+//   host_call[callback, results](leaves...) -> results...        (side effect, ordered)
+//   host_io_call[callback, results](leaves...) -> results...     (side effect)
+//   host_pure_call[callback, results](leaves...) -> results...   (pure: dropped when unused)
 //       run the callback on the device's stream, after the device's earlier taps, and
-//       copy its result (checked against `result`) into the computation.
+//       copy its results (checked against `results`: avals and tree structure) into the
+//       computation. A call without results returns a token bool[0], as a tap does.
 //
 // Rules: a tap passes only primal values (jvp: zero tangent for its token; partial
 // evaluation runs it with the primal computation), and under vmap taps the batched values
-// once, recording ("batch", batch_dims) in its transforms. A call has no derivative (the
-// error names custom_jvp/custom_vjp) and under vmap calls the host once per batch element.
+// once, recording ("batch", batch_dims) in its transforms — or, `per_example`
+// (debug::print, debug::callback, like jax.debug), once per example. A tap's effect may
+// repeat (kRematReplay), so vmap runs it under a batched while_loop or cond predicate too
+// (transforms/control_flow.cpp). A call has no
+// derivative (the error names custom_jvp/custom_vjp) and under vmap calls the host once
+// per batch element.
 // Under a sharded jit (`spmd` rules) the operands are gathered whole and only the mesh's
 // device `device_index` calls back; a call's result reaches the other devices by a sum in
 // which they contribute zeros.
@@ -120,8 +125,27 @@ const CallbackParam& callback_of(const Params& p) {
 const Transforms& transforms_of(const Params& p) {
   return static_cast<const TransformsParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("transforms")).value;
 }
-ShapeDtype result_of(const Params& p) {
-  return ShapeDtype(p.get<std::vector<int64_t>>("shape"), p.get<DType>("dtype"));
+/// A call's results: the avals of their leaves and their tree structure (tree_structure).
+class ResultsParam final : public ir::ParamObject {
+ public:
+  ResultsParam(std::vector<ShapeDtype> avals, std::string structure)
+      : avals(std::move(avals)), structure(std::move(structure)) {}
+  size_t hash() const override { return std::hash<std::string>()(to_string()); }
+  bool equals(const ir::ParamObject& o) const override {
+    auto* r = dynamic_cast<const ResultsParam*>(&o);
+    return r && r->avals == avals && r->structure == structure;
+  }
+  std::string to_string() const override {
+    std::string s = "(";
+    for (size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].to_string();
+    return s + (avals.size() == 1 ? ",)" : ")");
+  }
+  std::vector<ShapeDtype> avals;
+  std::string structure;  // empty: no results (ts::none)
+};
+
+const ResultsParam& results_of(const Params& p) {
+  return static_cast<const ResultsParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("results"));
 }
 
 /// Only this device calls back (a sharded jit's gathered operand), or every device (-1).
@@ -165,9 +189,29 @@ void tap_kernel(const KernelCall& c) {
   });
 }
 
-// One batched tap: the transforms record which dimension of each leaf is the batch.
+/// Runs `bind_example(operands)` once per example of a batch, in order: batched operands
+/// indexed (their batch dimension moved first, once), the others as they are.
+template <class F>
+void for_each_example(std::span<const Array> ins, std::span<const int64_t> dims, int64_t size, F&& bind_example) {
+  std::vector<Array> leading;
+  for (size_t i = 0; i < ins.size(); ++i)
+    leading.push_back(dims[i] == ir::kNotBatched ? ins[i] : ops::move_batch_dim(ins[i], dims[i], 0, size));
+  for (int64_t b = 0; b < size; ++b) {
+    std::vector<Array> example;
+    for (size_t i = 0; i < ins.size(); ++i) example.push_back(dims[i] == ir::kNotBatched ? leading[i] : leading[i][{b}]);
+    bind_example(example);
+  }
+}
+
+// One batched tap: the transforms record which dimension of each leaf is the batch. A
+// per-example tap (jax.debug's) instead runs once per example, in order.
 ir::Batched tap_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                      const ir::BatchAxis&, const Params& p) {
+                      const ir::BatchAxis& axis, const Params& p) {
+  if (p.has("per_example") && p.get<bool>("per_example")) {
+    Array token = zeros({0}, DType::bool_);
+    for_each_example(ins, dims, axis.size, [&](const std::vector<Array>& example) { token = ops::bind(self, example, p)[0]; });
+    return {{token}, {ir::kNotBatched}};
+  }
   Transform t{"batch", {}};
   for (int64_t d : dims) t.batch_dims.push_back(d == ir::kNotBatched ? std::nullopt : std::optional<int64_t>(d));
   Transforms all = transforms_of(p);
@@ -179,21 +223,47 @@ ir::Batched tap_batch(const ir::Primitive& self, std::span<const Array> ins, std
 
 // ---- host_call, host_io_call, host_pure_call ----
 
+// The results' avals, or a token when there are none (every primitive has an output).
 std::vector<Aval> call_aval(std::span<const Aval>, const Params& p) {
-  const ShapeDtype r = result_of(p);
-  return {Aval(r.shape, r.dtype)};
+  const ResultsParam& r = results_of(p);
+  if (r.avals.empty()) return {Aval({0}, DType::bool_)};
+  return r.avals;
+}
+
+/// Checks what callback `name` returned against its results' structure and avals.
+void check_call_result(const std::string& name, const CallResult& got, const ResultsParam& want) {
+  if (got.structure != want.structure)
+    throw ValueError("host callback '" + name + "' returned a result of tree structure '" + got.structure +
+                    "' but its result_shape has structure '" + want.structure +
+                    "'; return the containers result_shape describes (same sizes and keys), or fix result_shape");
+  if (got.leaves.size() != want.avals.size())
+    throw ShapeError("host callback '" + name + "' returned " + std::to_string(got.leaves.size()) +
+                     " arrays but its result_shape lists " + std::to_string(want.avals.size()));
+  for (size_t i = 0; i < got.leaves.size(); ++i) {
+    const Array& a = got.leaves[i];
+    const Aval& w = want.avals[i];
+    const std::string which = want.avals.size() == 1 ? "" : " result " + std::to_string(i) + " as";
+    if (!a.valid())
+      throw ValueError("host callback '" + name + "' returned" + which + " an empty Array; it must return " +
+                       w.to_string());
+    if (a.shape() != w.shape || a.dtype() != w.dtype)
+      throw ShapeError("host callback '" + name + "' returned" + which + " " + Aval(a.shape(), a.dtype()).to_string() +
+                       " but its result_shape is " + w.to_string() +
+                       "; return an array of that shape and dtype (astype/reshape it) or fix result_shape");
+  }
 }
 
 void call_kernel(const KernelCall& c) {
   const CallbackParam& cb = callback_of(c.params);
-  const size_t out_bytes = c.out_avals[0].nbytes();
+  const ResultsParam& want = results_of(c.params);
   if (!fires_on(c.params, c.device)) {  // a sharded jit's other devices contribute zeros
-    if (out_bytes) std::memset(c.outs[0], 0, out_bytes);
+    for (size_t j = 0; j < c.outs.size(); ++j)
+      if (c.out_avals[j].nbytes()) std::memset(c.outs[j], 0, c.out_avals[j].nbytes());
     return;
   }
   size_t bytes = 0;
   std::vector<Array> leaves = host_copies(c, bytes);
-  Array result;
+  CallResult result;
   tessel::detail::host::run_in_order(c.device, [&] {
     try {
       result = cb.call(std::move(leaves), Device(c.device));
@@ -203,16 +273,12 @@ void call_kernel(const KernelCall& c) {
       throw Error("host callback '" + cb.name + "' threw an exception that is not a std::exception");
     }
   });
-  const Aval& want = c.out_avals[0];
-  if (!result.valid())
-    throw ValueError("host callback '" + cb.name + "' returned an empty Array; it must return " + want.to_string());
-  if (result.shape() != want.shape || result.dtype() != want.dtype)
-    throw ShapeError("host callback '" + cb.name + "' returned " + Aval(result.shape(), result.dtype()).to_string() +
-                     " but its result_shape is " + want.to_string() +
-                     "; return an array of that shape and dtype (astype/reshape it) or fix result_shape");
-  tessel::detail::ConcreteArray* r = tessel::detail::require_concrete(result, "a host callback's result");
-  r->buffer->wait();
-  if (out_bytes) std::memcpy(c.outs[0], r->buffer->data(), out_bytes);
+  check_call_result(cb.name, result, want);
+  for (size_t j = 0; j < result.leaves.size(); ++j) {
+    tessel::detail::ConcreteArray* r = tessel::detail::require_concrete(result.leaves[j], "a host callback's result");
+    r->buffer->wait();
+    if (const size_t n = c.out_avals[j].nbytes()) std::memcpy(c.outs[j], r->buffer->data(), n);
+  }
 }
 
 std::vector<Array> call_jvp(const ir::Primitive& self, std::span<const Array>, std::span<const Array>,
@@ -226,16 +292,15 @@ std::vector<Array> call_jvp(const ir::Primitive& self, std::span<const Array>, s
 // written for.
 ir::Batched call_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                        const ir::BatchAxis& axis, const Params& p) {
-  std::vector<Array> leading;  // batch dimension first, moved once
-  for (size_t i = 0; i < ins.size(); ++i)
-    leading.push_back(dims[i] == ir::kNotBatched ? ins[i] : ops::move_batch_dim(ins[i], dims[i], 0, axis.size));
-  std::vector<Array> results;
-  for (int64_t b = 0; b < axis.size; ++b) {
-    std::vector<Array> example;
-    for (size_t i = 0; i < ins.size(); ++i) example.push_back(dims[i] == ir::kNotBatched ? leading[i] : leading[i][{b}]);
-    results.push_back(ops::bind1(self, example, p));
-  }
-  return {{stack(results)}, {0}};
+  std::vector<std::vector<Array>> per_output;
+  for_each_example(ins, dims, axis.size, [&](const std::vector<Array>& example) {
+    std::vector<Array> outs = ops::bind(self, example, p);
+    per_output.resize(outs.size());
+    for (size_t j = 0; j < outs.size(); ++j) per_output[j].push_back(outs[j]);
+  });
+  std::vector<Array> stacked;
+  for (auto& results : per_output) stacked.push_back(stack(results));
+  return {stacked, std::vector<int64_t>(stacked.size(), 0)};
 }
 
 // ---- under a sharded jit ----
@@ -262,9 +327,11 @@ void host_partition(ir::SpmdBuilder& b, std::span<const Aval> ins, std::span<con
   Params q = p;
   q.set("only_device", int64_t(mesh.devices()[size_t(index)].id()));
   std::vector<Array> louts = ops::bind(ir::lookup_primitive(kName), locals, q);
-  if (outs[0].size() > 0 && mesh.size() > 1)
-    louts[0] = tessel::detail::all_reduce(louts[0], mesh.axis_names(), ir::Combine::kSum);
-  b.set_result(0, louts[0], whole);
+  for (size_t j = 0; j < louts.size(); ++j) {
+    if (outs[j].size() > 0 && mesh.size() > 1)
+      louts[j] = tessel::detail::all_reduce(louts[j], mesh.axis_names(), ir::Combine::kSum);
+    b.set_result(j, louts[j], whole);
+  }
 }
 
 constexpr uint32_t kTapEffects = ir::kSideEffect | ir::kOrdered | ir::kRematReplay;
@@ -309,21 +376,24 @@ std::mutex& emit_mutex() {
 }  // namespace
 
 void tap_leaves(LeafTap fn, const std::vector<Array>& leaves, const std::string& name, bool with_device,
-                int device_index) {
+                int device_index, bool per_example) {
   Params p{{"callback", std::make_shared<const CallbackParam>(name, std::move(fn), nullptr, with_device)},
            {"transforms", std::make_shared<const TransformsParam>(Transforms{})},
-           {"device_index", int64_t(device_index)}};
+           {"device_index", int64_t(device_index)},
+           {"per_example", per_example}};
   ops::bind(tap_p, leaves, p);
 }
 
-Array call_leaves(LeafCall fn, const std::vector<Array>& leaves, const ShapeDtype& result, const std::string& name,
-                  bool with_device, int device_index, CallKind kind) {
+std::vector<Array> call_leaves(LeafCall fn, const std::vector<Array>& leaves, const std::vector<ShapeDtype>& results,
+                               const std::string& structure, const std::string& name, bool with_device,
+                               int device_index, CallKind kind) {
   Params p{{"callback", std::make_shared<const CallbackParam>(name, nullptr, std::move(fn), with_device)},
-           {"shape", result.shape},
-           {"dtype", result.dtype},
+           {"results", std::make_shared<const ResultsParam>(results, structure)},
            {"device_index", int64_t(device_index)}};
   const ir::Primitive& prim = kind == CallKind::kPure ? pure_call_p : kind == CallKind::kOrdered ? call_p : io_call_p;
-  return ops::bind1(prim, leaves, p);
+  std::vector<Array> outs = ops::bind(prim, leaves, p);
+  if (results.empty()) outs.clear();  // the token
+  return outs;
 }
 
 std::string format_array(const Array& a, int64_t threshold) { return tessel::detail::array_to_string(a, threshold); }

@@ -44,6 +44,24 @@ std::vector<size_t> group_order(const std::vector<size_t>& sizes, const std::vec
   return order;
 }
 
+/// Whether every effect of `p` (nested programs included) may repeat harmlessly — a host
+/// tap's, which checkpoint replays (kRematReplay), JAX's debug effect: vmap may then run it
+/// for every example under a batched predicate (examples a while_loop finished keep tapping
+/// their final carry; both branches of a cond tap), as JAX does. Other effects (calls,
+/// communication) must run exactly as written.
+bool only_debug_effects(const ir::Program& p) {
+  for (const ir::Equation& e : p.eqns) {
+    if (e.prim->effects != ir::kNoEffect && !(e.prim->effects & ir::kRematReplay)) return false;
+    for (const auto& [key, v] : e.params.items()) {
+      if (auto* r = std::get_if<ProgramRef>(&v); r && !only_debug_effects(**r)) return false;
+      if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
+        for (const auto& q : *rs)
+          if (!only_debug_effects(*q)) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<bool> valid_mask(std::span<const Array> xs) {
   std::vector<bool> m;
   for (auto& x : xs) m.push_back(x.valid());
@@ -220,10 +238,11 @@ ir::Batched cond_batch(const ir::Primitive& self, std::span<const Array> ins, st
   if (dims[0] == ir::kNotBatched) return {bind(self, ins, with_branches(params, bb)), out_dims};
   // A batched predicate: run every branch and select per example (as JAX does).
   for (auto& b : branches)
-    if (ir::program_effects(*b) != ir::kNoEffect)
+    if (!only_debug_effects(*b))
       throw NotImplementedError("cond: under vmap the predicate depends on the mapped inputs, so every branch would "
-                                "run; branches with side effects cannot be batched this way. Make the predicate "
-                                "unbatched or move the effect out of the cond");
+                                "run; branches with side effects other than host taps (calls, io_callback, "
+                                "communication) cannot be batched this way. Make the predicate unbatched or move "
+                                "the effect out of the cond");
   Array idx = ops::move_batch_dim(ins[0], dims[0], 0, axis.size);
   idx = clip(idx, Array(0).astype(idx.dtype()), Array(int64_t(branches.size()) - 1).astype(idx.dtype()));
   std::vector<Array> result;
@@ -392,10 +411,13 @@ ir::Batched while_batch(const ir::Primitive& self, std::span<const Array> ins, s
   std::vector<Array> consts(ins.begin(), ins.begin() + long(cn + bn));
   if (cb.out_dims[0] == ir::kNotBatched)
     return {bind(self, cat(consts, carry), while_params(params, cb.program, bb.program, cn, bn)), out_dims};
-  if (ir::program_effects(body) != ir::kNoEffect)
-    throw NotImplementedError("while_loop: under vmap the loop condition depends on the mapped inputs, so finished "
-                              "examples would keep stepping; a body with side effects cannot be batched this way");
-  // A batched predicate: loop while any example continues; finished examples keep their carry.
+  if (!only_debug_effects(body) || !only_debug_effects(cond))
+    throw NotImplementedError("while_loop: under vmap the loop condition depends on the mapped inputs, so the body "
+                              "runs for finished examples too; side effects other than host taps (host::call, "
+                              "io_callback, communication) cannot be batched this way. Make the condition "
+                              "unbatched, or move the effect out of the loop");
+  // A batched predicate: loop while any example continues; finished examples keep their
+  // carry (and their taps see it again, as in JAX).
   std::vector<Aval> cconst_avals = avals_of(span_vec(ins, 0, cn)), bconst_avals = avals_of(span_vec(ins, cn, bn)),
                     carry_avals = avals_of(carry);
   ProgramRef any_cond = std::make_shared<const ir::Program>(trace_to_program(

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "tessel/colocated.h"
@@ -296,6 +297,64 @@ TEST_F(Colocated, ConstructorErrorIsKeptForEveryCaller) {
   EXPECT_THROW(b.call(&Broken::get, x), ts::ValueError);
   EXPECT_THROW(b.call(&Broken::get, x), ts::ValueError);
   EXPECT_EQ(g_created, 1) << "the constructor runs once";
+}
+
+// JAX's colocated functions return any pytree: `[1, (2, {"v": 3})]` comes back with its list,
+// tuple and dict. The result's tree structure (a std::map's keys, a std::vector's size) is
+// learned with the specs and kept for the asynchronous calls.
+using Nested = std::tuple<ts::Array, std::tuple<ts::Array, std::map<std::string, ts::Array>>>;
+Nested nested_of(const ts::Array& x) { return Nested{x, {x + 1, {{"v", x + 2}}}}; }
+
+void expect_nested(const Nested& r, int base) {
+  EXPECT_EQ(std::get<0>(r).item<int>(), base);
+  EXPECT_EQ(std::get<0>(std::get<1>(r)).item<int>(), base + 1);
+  const auto& m = std::get<1>(std::get<1>(r));
+  ASSERT_EQ(m.size(), 1u);
+  ASSERT_EQ(m.count("v"), 1u);
+  EXPECT_EQ(m.at("v").item<int>(), base + 2);
+}
+
+TEST_F(Colocated, ResultTreesWithMapsAndVectorsKeepTheirStructure) {
+  auto f = co::colocated(nested_of);
+  expect_nested(f(x), 1);  // learns specs and structure
+  expect_nested(f(x), 1);  // asynchronous, rebuilt from the learned structure
+  EXPECT_EQ(f.out_spec_discoveries(), 1u);
+  // With out_specs_fn the structure of a result holding a map is still learned once (the
+  // specs alone do not name the keys); a fixed structure needs no call.
+  auto g = f.specialize({.out_specs_fn = [](const co::Specs& in) { return co::Specs(3, in[0]); }});
+  expect_nested(g(x), 1);
+  expect_nested(g(x), 1);
+  EXPECT_EQ(g.out_spec_discoveries(), 1u);
+  auto pair = co::colocated([](const ts::Array& a) { return std::pair{a, std::array<ts::Array, 2>{a, a + 1}}; })
+                  .specialize({.out_specs_fn = [](const co::Specs& in) { return co::Specs(3, in[0]); }});
+  EXPECT_EQ(pair(x).second[1].item<int>(), 2);
+  EXPECT_EQ(pair.out_spec_discoveries(), 0u);
+  // Vectors of any size, inside other containers; map and vector arguments.
+  auto h = co::colocated([](const std::map<std::string, ts::Array>& in) {
+    std::vector<ts::Array> parts;
+    for (const auto& [k, v] : in) parts.push_back(v * int(k.size()));
+    return std::make_tuple(parts, std::map<std::string, ts::Array>{{"n", in.begin()->second}});
+  });
+  auto out = h(std::map<std::string, ts::Array>{{"a", x}, {"bbb", x}});
+  ASSERT_EQ(std::get<0>(out).size(), 2u);
+  EXPECT_EQ(std::get<0>(out)[1].item<int>(), 3);
+  EXPECT_EQ(std::get<1>(out).at("n").item<int>(), 1);
+}
+
+TEST_F(Colocated, AResultStructureThatChangesForTheSameSpecsFailsTheOutputs) {
+  std::atomic<int> calls = 0;
+  auto f = co::colocated([&](const ts::Array& a) {
+    return std::map<std::string, ts::Array>{{"k" + std::to_string(calls++), a}};
+  });
+  EXPECT_EQ(f(x).count("k0"), 1u);
+  auto second = f(x);  // asynchronous: rebuilt with the learned key "k0"
+  try {
+    second.at("k0").block_until_ready();
+    FAIL() << "expected a ValueError";
+  } catch (const ts::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("tree structure '{2:k1*}'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'{2:k0*}'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -69,4 +69,13 @@ TEST(ArrayFormat, SummariesFormatOnlyTheShownValues) {
   EXPECT_EQ(ts::detail::array_to_string(f32s({1, 2, 3, 4, 5, 6, 7, 8}), 4), "[1. 2. 3. ... 6. 7. 8.]");
 }
 
+TEST(ArrayFormat, EmptyArraysPrintAsNumpy) {
+  // str(np.zeros(shape, dtype)) is "[]" for every empty shape (NumPy 2.4): (0,), (2, 0),
+  // (0, 3), (2, 0, 3), (3, 1, 0); int and bool alike.
+  for (const ts::Shape& shape : std::vector<ts::Shape>{{0}, {2, 0}, {0, 3}, {2, 0, 3}, {3, 1, 0}})
+    for (ts::DType d : {ts::f32, ts::i32, ts::bool_})
+      EXPECT_EQ(ts::zeros(shape, d).to_string(), "[]") << ts::shape_to_string(shape);
+  EXPECT_EQ(ts::detail::array_to_string(ts::zeros({4, 0}, ts::f32), 1), "[]");  // summarized alike
+}
+
 }  // namespace

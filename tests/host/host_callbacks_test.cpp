@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -604,6 +605,236 @@ TEST_F(HostCallbacks, IdPrintToStream) {
   f(ts::Array(3.0f));
   th::barrier_wait();
   EXPECT_EQ(out.str(), "what: power\n( 3. 9. )\n");
+}
+
+// =================== taps under batched predicates, per-example debug ===================
+// Values recorded from JAX 0.10.2 (jax.debug.print / jax.debug.callback under jax.vmap).
+
+/// What `run()` prints to std::cout (callbacks included: it waits for them).
+template <class F> std::string printed(F run) {
+  std::ostringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  try {
+    run();
+    th::barrier_wait();
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  return captured.str();
+}
+
+ts::Array i32s(std::vector<int32_t> v) { return ts::Array(v); }
+ts::Array i32(int32_t v) { return ts::Array(ts::Scalar(v)); }
+
+TEST_F(HostCallbacks, DebugPrintUnderVmapPrintsOncePerExample) {
+  // jax.vmap(lambda x: jax.debug.print("x: {}", x))(jnp.arange(3))
+  auto f = ts::vmap([](const ts::Array& x) {
+    ts::debug::print("x: {}", x);
+    return x;
+  });
+  EXPECT_EQ(printed([&] { f(i32s({0, 1, 2})); }), "x: 0\nx: 1\nx: 2\n");
+  EXPECT_EQ(printed([&] { ts::jit(f)(i32s({0, 1, 2})); }), "x: 0\nx: 1\nx: 2\n");
+  std::vector<std::vector<int32_t>> seen;
+  auto g = ts::vmap([&](const ts::Array& x, const ts::Array& y) {
+    ts::debug::callback([&](const ts::Array& a, const ts::Array& b) { seen.push_back({a.item<int32_t>(), b.item<int32_t>()}); },
+                        x, y);
+    return x;
+  }, {0, ts::none});
+  g(i32s({4, 5}), i32(7));
+  th::barrier_wait();
+  EXPECT_EQ(seen, (std::vector<std::vector<int32_t>>{{4, 7}, {5, 7}}));
+}
+
+// A while_loop whose condition depends on the mapped value: the loop runs while any example
+// continues, and the body's taps run for every example, finished ones with their final carry
+// (JAX does not mask them).
+TEST_F(HostCallbacks, VmapOfWhileLoopWithBatchedPredicateRunsTaps) {
+  using C = std::tuple<ts::Array, ts::Array>;
+  auto f = [](const ts::Array& n) {
+    return ts::while_loop([&](const C& c) { return std::get<0>(c) < n; },
+                          [](const C& c) {
+                            auto [i, acc] = c;
+                            ts::debug::print("i={} acc={}", i, acc);
+                            return C(i + i32(1), acc + i);
+                          },
+                          C(i32(0), i32(0)));
+  };
+  const ts::Array ns = i32s({1, 3, 2});
+  // def f(n): lax.while_loop(lambda c: c[0] < n, body, (0, 0)), jax.vmap(f)(jnp.array([1, 3, 2]))
+  const std::string jax_printed =
+      "i=0 acc=0\ni=0 acc=0\ni=0 acc=0\ni=1 acc=0\ni=1 acc=0\ni=1 acc=0\ni=1 acc=0\ni=2 acc=1\ni=2 acc=1\n";
+  for (bool jitted : {false, true}) {
+    C out;
+    auto batched = ts::vmap(f);
+    EXPECT_EQ(printed([&] { out = jitted ? ts::jit(batched)(ns) : batched(ns); }), jax_printed) << jitted;
+    EXPECT_EQ(std::get<0>(out).to_vector<int32_t>(), (std::vector<int32_t>{1, 3, 2}));
+    EXPECT_EQ(std::get<1>(out).to_vector<int32_t>(), (std::vector<int32_t>{0, 3, 1}));
+  }
+  // id_tap sees the batched carry once per iteration, with its "batch" transform.
+  std::vector<std::vector<int32_t>> seen;
+  std::vector<th::Transforms> transforms;
+  auto g = ts::jit(ts::vmap([&](const ts::Array& n) {
+    return ts::while_loop([&](const ts::Array& i) { return i < n; },
+                          [&](const ts::Array& i) {
+                            th::id_tap([&](const ts::Array& v, const th::Transforms& t) {
+                              seen.push_back(v.to_vector<int32_t>());
+                              transforms.push_back(t);
+                            }, i);
+                            return i + i32(1);
+                          },
+                          i32(0));
+  }));
+  EXPECT_EQ(g(ns).to_vector<int32_t>(), (std::vector<int32_t>{1, 3, 2}));
+  th::barrier_wait();
+  EXPECT_EQ(seen, (std::vector<std::vector<int32_t>>{{0, 0, 0}, {1, 1, 1}, {1, 2, 2}}));
+  EXPECT_EQ(transforms, std::vector<th::Transforms>(3, th::Transforms{{"batch", {0}}}));
+}
+
+TEST_F(HostCallbacks, VmapOfCondWithBatchedPredicateTapsBothBranches) {
+  // lax.cond(x > 1, print "T", print "F" and double), jax.vmap over jnp.arange(4)
+  auto f = ts::vmap([](const ts::Array& x) {
+    return ts::cond(
+        x > i32(1),
+        [](const ts::Array& a) {
+          ts::debug::print("T {}", a);
+          return a;
+        },
+        [](const ts::Array& a) {
+          ts::debug::print("F {}", a);
+          return a * i32(2);
+        },
+        x);
+  });
+  ts::Array y;
+  EXPECT_EQ(printed([&] { y = f(i32s({0, 1, 2, 3})); }), "F 0\nF 1\nF 2\nF 3\nT 0\nT 1\nT 2\nT 3\n");
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{0, 2, 2, 3}));
+}
+
+// Calls must run exactly as written: under a batched predicate they stay refused (JAX
+// refuses io_callback there too).
+TEST_F(HostCallbacks, VmapOfWhileLoopWithBatchedPredicateRefusesCalls) {
+  auto with_io = ts::vmap([](const ts::Array& n) {
+    return ts::while_loop([&](const ts::Array& i) { return i < n; },
+                          [](const ts::Array& i) {
+                            ts::io_callback([](const ts::Array&) {}, ts::none, i);
+                            return i + i32(1);
+                          },
+                          i32(0));
+  });
+  auto with_call = ts::vmap([](const ts::Array& n) {
+    return ts::while_loop([&](const ts::Array& i) { return i < n; },
+                          [](const ts::Array& i) {
+                            return th::call([](const ts::Array& v) { return v + i32(1); }, i,
+                                            {.result_shape = ts::ShapeDtype({}, ts::i32)});
+                          },
+                          i32(0));
+  });
+  auto expect_refused = [](auto&& run) {
+    try {
+      run(i32s({1, 2}));
+      ADD_FAILURE() << "expected NotImplementedError";
+    } catch (const ts::NotImplementedError& e) {
+      EXPECT_NE(std::string(e.what()).find("while_loop"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("host taps"), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(with_io);
+  expect_refused(with_call);
+}
+
+// ============================ results: trees, none, result= ============================
+
+TEST_F(HostCallbacks, IdPrintWithResultReturnsResult) {
+  std::ostringstream out;
+  auto f = ts::jit([&](const ts::Array& x) { return th::id_print(x * 2.0f, x + 1.0f, {.what = "x", .output_stream = &out}); });
+  EXPECT_EQ(floats(f(f32s({1, 2}))), (std::vector<float>{2, 3}));
+  th::barrier_wait();
+  EXPECT_EQ(out.str(), "what: x\n[2. 4.]\n");
+}
+
+using SD = ts::ShapeDtype;
+
+TEST_F(HostCallbacks, CallsReturnATreeOfResults) {
+  // jax.pure_callback(lambda v: (v * 2, {"s": (v + 1).sum()}),
+  //                   (ShapeDtypeStruct((2,), f32), {"s": ShapeDtypeStruct((), f32)}), x)
+  const auto shapes = std::tuple{SD({2}, ts::f32), std::map<std::string, SD>{{"s", SD({}, ts::f32)}}};
+  using Result = std::tuple<ts::Array, std::map<std::string, ts::Array>>;
+  auto host_fn = [](const ts::Array& v) {
+    return Result{doubled_on_host(v), {{"s", ts::Array(ts::sum(v + 1.0f).item<float>())}}};
+  };
+  auto check = [](const Result& r, std::vector<float> doubled, std::vector<float> s) {
+    EXPECT_EQ(floats(std::get<0>(r)), doubled);
+    ASSERT_EQ(std::get<1>(r).count("s"), 1u);
+    EXPECT_EQ(floats(std::get<1>(r).at("s")), s);
+  };
+  check(ts::jit([&](const ts::Array& x) { return ts::pure_callback(host_fn, shapes, x); })(f32s({1, 2})), {2, 4}, {5});
+  check(ts::io_callback(host_fn, shapes, f32s({1, 2})), {2, 4}, {5});
+  check(th::call(host_fn, f32s({1, 2}), th::CallOptions{.result_shape = shapes}), {2, 4}, {5});
+  // Under vmap: once per example, each result leaf stacked.
+  auto batched = ts::vmap([&](const ts::Array& x) { return ts::pure_callback(host_fn, shapes, x); });
+  check(batched(ts::Array(std::vector<float>{1, 2, 3, 4}, {2, 2})), {2, 4, 6, 8}, {5, 9});
+  // Vectors and pairs too.
+  auto pair = ts::pure_callback([](const ts::Array& v) { return std::pair{v, std::vector<ts::Array>{v, v * 3.0f}}; },
+                                std::pair{SD({1}, ts::f32), std::vector<SD>(2, SD({1}, ts::f32))}, f32s({2}));
+  EXPECT_EQ(floats(pair.first), (std::vector<float>{2}));
+  ASSERT_EQ(pair.second.size(), 2u);
+  EXPECT_EQ(floats(pair.second[1]), (std::vector<float>{6}));
+}
+
+TEST_F(HostCallbacks, CallsWithoutResults) {
+  std::vector<float> io_seen, call_seen;
+  auto f = ts::jit([&](const ts::Array& x) {
+    ts::io_callback([&](const ts::Array& v) { io_seen.push_back(v.item<float>()); }, ts::none, x, {.ordered = true});
+    th::call([&](const ts::Array& v) { call_seen.push_back(v.item<float>()); }, x * 2.0f,
+             th::CallOptions{.result_shape = ts::none});
+    return x + 1.0f;
+  });
+  EXPECT_EQ(f(ts::Array(1.0f)).item<float>(), 2.0f);
+  ts::io_callback([&](const ts::Array& v) { io_seen.push_back(v.item<float>()); }, ts::none, ts::Array(5.0f));
+  auto g = ts::vmap([&](const ts::Array& x) {
+    ts::io_callback([&](const ts::Array& v) { io_seen.push_back(v.item<float>()); }, ts::none, x);
+    return x;
+  });
+  g(f32s({7, 8}));
+  th::barrier_wait();
+  EXPECT_EQ(io_seen, (std::vector<float>{1, 5, 7, 8}));
+  EXPECT_EQ(call_seen, (std::vector<float>{2}));
+}
+
+TEST_F(HostCallbacks, CallResultOfAnotherTreeStructureFailsTheComputation) {
+  const auto shapes = std::map<std::string, SD>{{"a", SD({1}, ts::f32)}};
+  auto f = ts::jit([&](const ts::Array& x) {
+    return ts::pure_callback([](const ts::Array& v) { return std::map<std::string, ts::Array>{{"b", v}}; }, shapes, x)
+        .at("a");
+  });
+  std::string msg = error_of([&] { return f(f32s({1})); });
+  EXPECT_NE(msg.find("pure_callback"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("{1:b*}"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("{1:a*}"), std::string::npos) << msg;
+  auto g = ts::jit([&](const ts::Array& x) {
+    return std::get<0>(ts::pure_callback([](const ts::Array& v) { return std::tuple{v}; },
+                                         std::tuple{SD({1}, ts::f32), SD({1}, ts::f32)}, x));
+  });
+  msg = error_of([&] { return g(f32s({1})); });
+  EXPECT_NE(msg.find("'(*)'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'(**)'"), std::string::npos) << msg;
+}
+
+TEST_F(HostCallbacks, IdPrintEmptyContainersAsHostCallbackDid) {
+  // The removed jax.experimental.host_callback's pp_val, run with JAX 0.10.2's pretty printer:
+  // (  ), [  ], {  }, ( (  ) ), ( [] ), { a=(  ) }.
+  std::ostringstream out;
+  auto print = [&](const auto& v) { th::id_print(v, {.output_stream = &out}); };
+  print(std::tuple<>{});
+  print(std::vector<ts::Array>{});
+  print(std::map<std::string, ts::Array>{});
+  print(std::tuple{std::tuple<>{}});
+  print(std::tuple{ts::zeros({2, 0}, ts::f32)});
+  print(std::map<std::string, std::vector<ts::Array>>{{"a", {}}});
+  th::barrier_wait();
+  EXPECT_EQ(out.str(), "(  )\n[  ]\n{  }\n( (  ) )\n( [] )\n{ a=[  ] }\n");
 }
 
 // ================================= back-pressure =================================

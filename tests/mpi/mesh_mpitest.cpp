@@ -178,6 +178,30 @@ TEST(MeshJit, ElementwiseAndReductionMatchOneDevice) {
   EXPECT_EQ(again[1].to_vector<float>(), (std::vector<float>{2 * want[1].to_vector<float>()[0]}));
 }
 
+// jax.make_array_from_single_device_arrays under mpirun: each process passes only the pieces
+// of its own devices, and the array computes like the one device_put makes.
+TEST(MeshJit, MakeArrayFromEachProcesssOwnPieces) {
+  REQUIRE_DEVICES(2);
+  const int64_t N = ts::device_count();
+  ts::Mesh mesh = ts::make_mesh({N}, {"x"});
+  ts::NamedSharding rows(mesh, ts::P("x")), repl(mesh, ts::P());
+  const ts::Shape shape{2 * N + 1, 3};  // uneven: the last piece is smaller
+  ts::Array whole = range_f32(shape);
+  const auto blocks = rows.device_indices(shape);
+  std::vector<ts::Array> mine;
+  for (size_t pos = 0; pos < blocks.size(); ++pos) {
+    const ts::Device d = rows.device_set()[pos];
+    if (d.process_index() != ts::process_index()) continue;
+    mine.push_back(ts::device_put(ts::slice(whole, {blocks[pos][0].first, 0}, {blocks[pos][0].second, 3}), d));
+  }
+  ts::Array a = ts::make_array_from_single_device_arrays(shape, rows, mine);
+  EXPECT_EQ(a.sharding(), ts::Sharding(rows));
+  expect_pieces(a, whole, "make_array_from_single_device_arrays");
+  auto total = ts::jit([](const ts::Array& x) { return ts::sum(x * x, {0}); },
+                       {.in_shardings = {rows}, .out_shardings = {repl}});
+  EXPECT_EQ(total(a).to_vector<float>(), ts::sum(whole * whole, {0}).to_vector<float>());
+}
+
 TEST(MeshJit, UnevenSizesDtypesAndGrad) {
   REQUIRE_DEVICES(2);
   const int64_t N = ts::device_count();

@@ -221,3 +221,67 @@ TEST(Partition, PlannerPrefersSlicingThenPermute) {
   EXPECT_EQ(count(t3, "all_gather"), 1) << t3;
   expect_same(less(a), a);
 }
+
+// jax.make_array_from_single_device_arrays: the pieces, one per device in any order, make
+// the array device_put would make, sharing their buffers.
+TEST(Sharding, MakeArrayFromSingleDeviceArrays) {
+  ts::Mesh m = ts::make_mesh({4, 2}, {"x", "y"});
+  for (const ts::Shape& shape : std::vector<ts::Shape>{{8, 2}, {6, 10}, {7, 3}}) {  // even and uneven pieces
+    for (const ts::PartitionSpec& spec : {ts::P("x", "y"), ts::P(ts::none, "y"), ts::P()}) {
+      ts::NamedSharding s(m, spec);
+      ts::Array x = range_f32(shape);
+      const auto indices = s.device_indices(shape);
+      std::vector<ts::Array> pieces;
+      for (size_t pos = s.device_set().size(); pos-- > 0;) {  // reversed: order does not matter
+        ts::Shape start, limit;
+        for (auto [b, e] : indices[pos]) start.push_back(b), limit.push_back(e);
+        pieces.push_back(ts::device_put(ts::slice(x, start, limit), s.device_set()[pos]));
+      }
+      ts::Array a = ts::make_array_from_single_device_arrays(shape, s, pieces);
+      const std::string what = ts::shape_to_string(shape) + " " + spec.to_string();
+      EXPECT_EQ(a.shape(), shape) << what;
+      EXPECT_EQ(a.sharding(), ts::Sharding(s)) << what;
+      expect_same(a, x);
+      auto shards = a.addressable_shards();
+      ASSERT_EQ(shards.size(), 8u) << what;
+      for (size_t pos = 0; pos < 8; ++pos)
+        EXPECT_EQ(shards[pos].data.to_vector<float>(), pieces[7 - pos].to_vector<float>()) << what << " piece " << pos;
+      // It computes like device_put's array.
+      expect_same(ts::jit([](const ts::Array& v) { return ts::sum(v * v, {0}); })(a),
+                  ts::sum(x * x, {0}));
+    }
+  }
+  // A single-device sharding takes the one array.
+  ts::Array one = ts::device_put(range_f32({3}), ts::devices()[5]);
+  ts::Array same = ts::make_array_from_single_device_arrays({3}, ts::SingleDeviceSharding(ts::devices()[5]), {one});
+  EXPECT_EQ(same.device(), ts::devices()[5]);
+  EXPECT_EQ(same.to_vector<float>(), (std::vector<float>{0, 1, 2}));
+}
+
+TEST(Sharding, MakeArrayFromSingleDeviceArraysErrors) {
+  ts::Mesh m = ts::make_mesh({4}, {"x"});
+  ts::NamedSharding s(m, ts::P("x"));
+  std::vector<ts::Array> pieces;
+  for (int i = 0; i < 4; ++i) pieces.push_back(ts::device_put(ts::full({2}, float(i)), m.devices()[size_t(i)]));
+  auto message = [&](const std::vector<ts::Array>& ps, const ts::Shape& shape = {8}) {
+    try {
+      ts::make_array_from_single_device_arrays(shape, s, ps);
+    } catch (const ts::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto has = [](const std::string& msg, const std::string& part) {
+    EXPECT_NE(msg.find(part), std::string::npos) << msg;
+  };
+  EXPECT_EQ(ts::make_array_from_single_device_arrays({8}, s, pieces).to_vector<float>(),
+            (std::vector<float>{0, 0, 1, 1, 2, 2, 3, 3}));
+  has(message({pieces[0], pieces[1], pieces[2]}), "no array for cpu:3");
+  has(message({pieces[0], pieces[1], pieces[2], pieces[2]}), "array 3 is a second piece for cpu:2");
+  has(message({pieces[0], pieces[1], pieces[2], ts::device_put(ts::full({2}, 3.0f), ts::devices()[7])}),
+      "array 3 is on cpu:7, which is not a device of");
+  has(message(pieces, {9}), "array 0 on cpu:0 has shape (2,), but");
+  has(message({pieces[0], pieces[1], pieces[2], ts::device_put(ts::zeros({2}, ts::i32), m.devices()[3])}),
+      "array 3 has dtype int32 but array 0 has float32");
+  has(message({pieces[0], pieces[1], pieces[2], ts::Array()}), "array 3 is empty");
+}

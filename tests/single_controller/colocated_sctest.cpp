@@ -4,6 +4,10 @@
 
 #include <unistd.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "distributed/controller.h"
 #include "tessel/tessel.h"
 
@@ -29,8 +33,24 @@ struct Counter {
 
 co::Specs same(const co::Specs& in) { return in; }
 
+// JAX's `[1, (2, {"v": 3})]`: a result tree with a map, rebuilt on the driver from the
+// structure the worker sends.
+using Nested = std::tuple<ts::Array, std::tuple<ts::Array, std::map<std::string, ts::Array>>>;
+Nested nested_of(const ts::Array& x) { return Nested{x, {x + 1, {{"v", x + 2}}}}; }
+
+// Map and vector arguments reach the worker with their keys and sizes.
+std::vector<ts::Array> scaled_by_key_length(const std::map<std::string, ts::Array>& in,
+                                            const std::vector<ts::Array>& extra) {
+  std::vector<ts::Array> out;
+  for (const auto& [k, v] : in) out.push_back(v * int(k.size()));
+  for (const auto& e : extra) out.push_back(e);
+  return out;
+}
+
 }  // namespace
 
+TESSEL_REGISTER_COLOCATED(nested_of);
+TESSEL_REGISTER_COLOCATED(scaled_by_key_length);
 TESSEL_REGISTER_COLOCATED(times_ten);
 TESSEL_REGISTER_COLOCATED(process_of);
 TESSEL_REGISTER_COLOCATED_CLASS(Counter, int);
@@ -89,6 +109,27 @@ TEST_F(SingleControllerColocated, ObjectsLiveInEachWorkerAndKeepState) {
   EXPECT_EQ(counter.call(&Counter::add, on2).item<int>(), 101) << "a second host makes its own instance";
   auto add = counter.method(&Counter::add).specialize({.out_specs_fn = same});
   EXPECT_EQ(add(on1).item<int>(), 103);
+}
+
+TEST_F(SingleControllerColocated, ResultAndArgumentTreesWithMapsAndVectors) {
+  ts::Array x = ts::device_put(ts::Array(1), workers.back());
+  auto f = co::colocated(nested_of);
+  for (int round = 0; round < 2; ++round) {  // learned, then asynchronous
+    Nested r = f(x);
+    EXPECT_EQ(std::get<0>(r).item<int>(), 1);
+    EXPECT_EQ(std::get<0>(std::get<1>(r)).item<int>(), 2);
+    const auto& m = std::get<1>(std::get<1>(r));
+    ASSERT_EQ(m.count("v"), 1u);
+    EXPECT_EQ(m.at("v").item<int>(), 3);
+    EXPECT_EQ(m.at("v").device(), workers.back());
+  }
+  EXPECT_EQ(f.out_spec_discoveries(), 1u);
+  auto g = co::colocated(scaled_by_key_length);
+  std::vector<ts::Array> out = g(std::map<std::string, ts::Array>{{"a", x}, {"bbb", x}}, std::vector<ts::Array>{x, x});
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].item<int>(), 1);
+  EXPECT_EQ(out[1].item<int>(), 3);
+  EXPECT_EQ(out[3].item<int>(), 1);
 }
 
 TEST_F(SingleControllerColocated, UnregisteredCodeCannotRunRemotely) {
