@@ -92,10 +92,10 @@ struct IndexOptions {
   /// "fill" (reads give fill_value, updates are dropped; "drop" is the same), "clip"
   /// (clamp into range), "wrap" (modulo the axis size) or "promise_in_bounds" (the caller
   /// guarantees the indices are in range). Empty picks the operation's JAX default.
-  std::string mode;
+  std::string mode = {};
   /// The value "fill" reads give. Default: NaN for floating and complex dtypes, the minimum
   /// for signed integers, the maximum for unsigned integers, true for bool (as JAX).
-  std::optional<Scalar> fill_value;
+  std::optional<Scalar> fill_value = std::nullopt;
 };
 
 /// The proxy that `x.at(index)` returns: functional indexed updates like JAX's `x.at[i]`.

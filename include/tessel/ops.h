@@ -169,10 +169,10 @@ struct PadOptions {
   Scalar constant_values = 0;
   /// "maximum", "minimum", "mean", "median": how many values at each edge (before, after)
   /// the statistic reads, per axis or one pair for all; empty: the whole axis.
-  std::vector<std::pair<int64_t, int64_t>> stat_length;
+  std::vector<std::pair<int64_t, int64_t>> stat_length = {};
   /// "linear_ramp": the values the ramps end at (before, after), per axis or one pair for
   /// all; empty: 0.
-  std::vector<std::pair<Scalar, Scalar>> end_values;
+  std::vector<std::pair<Scalar, Scalar>> end_values = {};
   /// "reflect", "symmetric": "even" mirrors the values, "odd" mirrors them through the edge
   /// value (2 * edge - value).
   std::string reflect_type = "even";
@@ -189,7 +189,7 @@ TESSEL_API Array tile(const Array& x, const Shape& reps);
 struct RepeatOptions {
   /// The length of the result along the axis: needed when the counts are traced (under
   /// jit); extra positions repeat the last element, surplus ones are cut off.
-  std::optional<int64_t> total_repeat_length;
+  std::optional<int64_t> total_repeat_length = std::nullopt;
 };
 /// Repeats each element `repeats` times along `axis` (none: of the flattened array).
 TESSEL_API Array repeat(const Array& x, int64_t repeats, std::optional<int64_t> axis = std::nullopt,
