@@ -86,16 +86,30 @@ class TESSEL_API Index {
   std::variant<int64_t, Slice, NewAxis, Ellipsis, std::shared_ptr<detail::ArrayImpl>> v_;
 };
 
+/// What an indexing operation does with out-of-bounds indices: JAX's `mode=` and
+/// `fill_value=` arguments of jnp.take, jnp.take_along_axis and `x.at[i]` (docs/arrays.md).
+struct IndexOptions {
+  /// "fill" (reads give fill_value, updates are dropped; "drop" is the same), "clip"
+  /// (clamp into range), "wrap" (modulo the axis size) or "promise_in_bounds" (the caller
+  /// guarantees the indices are in range). Empty picks the operation's JAX default.
+  std::string mode = {};
+  /// The value "fill" reads give. Default: NaN for floating and complex dtypes, the minimum
+  /// for signed integers, the maximum for unsigned integers, true for bool (as JAX).
+  std::optional<Scalar> fill_value = std::nullopt;
+};
+
 /// The proxy that `x.at(index)` returns: functional indexed updates like JAX's `x.at[i]`.
+/// Negative indices count from the end. Out-of-bounds indices follow `options.mode`: by
+/// default get() clamps them (like `x[index]`) and the updates drop them, as in JAX.
 class TESSEL_API AtProxy {
  public:
   AtProxy(const Array& x, std::vector<Index> index);
-  Array get() const;                ///< x[index]
-  Array set(const Array& v) const;  ///< x with x[index] = v
-  Array add(const Array& v) const;  ///< x with x[index] += v
-  Array mul(const Array& v) const;  ///< x with x[index] *= v
-  Array min(const Array& v) const;  ///< x with x[index] = min(x[index], v)
-  Array max(const Array& v) const;  ///< x with x[index] = max(x[index], v)
+  Array get(const IndexOptions& options = {}) const;                ///< x[index]
+  Array set(const Array& v, const IndexOptions& options = {}) const;  ///< x with x[index] = v
+  Array add(const Array& v, const IndexOptions& options = {}) const;  ///< x with x[index] += v
+  Array mul(const Array& v, const IndexOptions& options = {}) const;  ///< x with x[index] *= v
+  Array min(const Array& v, const IndexOptions& options = {}) const;  ///< x with x[index] = min(x[index], v)
+  Array max(const Array& v, const IndexOptions& options = {}) const;  ///< x with x[index] = max(x[index], v)
 
  private:
   std::shared_ptr<detail::ArrayImpl> x_;
@@ -166,7 +180,8 @@ class TESSEL_API Array {
   /// NumPy-style text: `[[1. 2.]\n [3. 4.]]`.
   std::string to_string() const;
 
-  /// Indexed read `x[i, 1:3]` → `x.index({i, Slice(1, 3)})`.
+  /// Indexed read `x[i, 1:3]` → `x.index({i, Slice(1, 3)})`. Out-of-bounds integers and
+  /// index-array entries are clamped into range, as in JAX (`x.at(i).get` picks other modes).
   Array operator[](std::vector<Index> index) const;
   Array index(std::vector<Index> index) const { return (*this)[std::move(index)]; }
   /// Functional indexed update: `x.at({Slice(1, -1)}).set(y)`.

@@ -157,31 +157,68 @@ TESSEL_API Array broadcast_in_dim(const Array& x, const Shape& shape, const Axes
 TESSEL_API Shape broadcast_shapes(const std::vector<Shape>& shapes);
 TESSEL_API Array concatenate(const std::vector<Array>& xs, int64_t axis = 0);
 TESSEL_API Array stack(const std::vector<Array>& xs, int64_t axis = 0);
-/// Pads with `value` (mode "constant"), or by repeating the edge (mode "edge"). `widths`
-/// holds (before, after) per axis, or one pair for all axes.
+/// jnp.pad: `widths` holds (before, after) per axis, or one pair for all axes. Modes:
+/// "constant" (pads with `value`), "edge", "reflect", "symmetric", "wrap", "linear_ramp",
+/// "maximum", "minimum", "mean", "median" and "empty" (zeros), as jnp.pad; the overload
+/// with PadOptions takes their arguments.
 TESSEL_API Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& widths,
                      const std::string& mode = "constant", Scalar value = 0);
+/// The keyword arguments of jnp.pad's modes.
+struct PadOptions {
+  /// "constant": the padding value.
+  Scalar constant_values = 0;
+  /// "maximum", "minimum", "mean", "median": how many values at each edge (before, after)
+  /// the statistic reads, per axis or one pair for all; empty: the whole axis.
+  std::vector<std::pair<int64_t, int64_t>> stat_length = {};
+  /// "linear_ramp": the values the ramps end at (before, after), per axis or one pair for
+  /// all; empty: 0.
+  std::vector<std::pair<Scalar, Scalar>> end_values = {};
+  /// "reflect", "symmetric": "even" mirrors the values, "odd" mirrors them through the edge
+  /// value (2 * edge - value).
+  std::string reflect_type = "even";
+};
+TESSEL_API Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& widths, const std::string& mode,
+                     const PadOptions& options);
 /// lax.pad: low/high/interior padding per axis (negative low/high crop).
 TESSEL_API Array lax_pad(const Array& x, Scalar value, const std::vector<std::array<int64_t, 3>>& config);
 TESSEL_API Array flip(const Array& x, std::optional<Axes> axes = std::nullopt);
 /// Rolls elements along `axis` by `shift` (periodic).
 TESSEL_API Array roll(const Array& x, int64_t shift, int64_t axis);
 TESSEL_API Array tile(const Array& x, const Shape& reps);
-TESSEL_API Array repeat(const Array& x, int64_t repeats, int64_t axis);
+/// jnp.repeat's keyword arguments.
+struct RepeatOptions {
+  /// The length of the result along the axis: needed when the counts are traced (under
+  /// jit); extra positions repeat the last element, surplus ones are cut off.
+  std::optional<int64_t> total_repeat_length = std::nullopt;
+};
+/// Repeats each element `repeats` times along `axis` (none: of the flattened array).
+TESSEL_API Array repeat(const Array& x, int64_t repeats, std::optional<int64_t> axis = std::nullopt,
+                        const RepeatOptions& options = {});
+/// Repeats element i along `axis` repeats[i] times (a scalar `repeats` applies to all;
+/// negative counts act as 0), as jnp.repeat.
+TESSEL_API Array repeat(const Array& x, const Array& repeats, std::optional<int64_t> axis = std::nullopt,
+                        const RepeatOptions& options = {});
 
 // ---- slicing and indexing (src/ops/indexing.cpp; NumPy index expressions in numpy_indexing.cpp) ----
 /// lax.slice: static start (inclusive), limit (exclusive), optional strides.
 TESSEL_API Array slice(const Array& x, const Shape& start, const Shape& limit, const Shape& strides = {});
 /// Slices one axis.
 TESSEL_API Array slice_in_dim(const Array& x, int64_t start, int64_t limit, int64_t stride = 1, int64_t axis = 0);
-/// lax.dynamic_slice: start indices are scalar integer arrays (clamped into range).
+/// lax.dynamic_slice: start indices are scalar integer arrays; as in JAX, a negative start
+/// counts from the end, then the start is clamped so that the window fits.
 TESSEL_API Array dynamic_slice(const Array& x, const std::vector<Array>& start, const Shape& sizes);
-/// lax.dynamic_update_slice.
+/// lax.dynamic_update_slice (start indices as in dynamic_slice).
 TESSEL_API Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<Array>& start);
-/// Elements at integer `indices` along `axis` (jnp.take; out-of-range indices are clamped).
-TESSEL_API Array take(const Array& x, const Array& indices, int64_t axis = 0);
-/// jnp.take_along_axis.
-TESSEL_API Array take_along_axis(const Array& x, const Array& indices, int64_t axis);
+/// jnp.take: elements at integer `indices` along `axis` (none: of the flattened array).
+/// Negative indices count from the end. Modes: "fill" (the default: out-of-range indices
+/// read options.fill_value, NaN for floats), "clip" (clamps raw indices, so -1 reads 0,
+/// as jnp.take) and "wrap".
+TESSEL_API Array take(const Array& x, const Array& indices, std::optional<int64_t> axis = std::nullopt,
+                      const IndexOptions& options = {});
+/// jnp.take_along_axis (none: of the flattened array, with 1-D indices). Modes: "fill"
+/// (the default), "clip", "wrap" and "promise_in_bounds".
+TESSEL_API Array take_along_axis(const Array& x, const Array& indices, std::optional<int64_t> axis = -1,
+                                 const IndexOptions& options = {});
 
 // ---- reductions (src/ops/reduction.cpp); axes empty = all axes ----
 TESSEL_API Array sum(const Array& x, Axes axes = {}, bool keepdims = false);
@@ -189,12 +226,16 @@ TESSEL_API Array prod(const Array& x, Axes axes = {}, bool keepdims = false);
 TESSEL_API Array max(const Array& x, Axes axes = {}, bool keepdims = false);
 TESSEL_API Array min(const Array& x, Axes axes = {}, bool keepdims = false);
 TESSEL_API Array mean(const Array& x, Axes axes = {}, bool keepdims = false);
-TESSEL_API Array var(const Array& x, Axes axes = {}, bool keepdims = false);
+/// Variance, dividing by N - ddof (NaN where N - ddof <= 0, as jnp.var); real for complex x.
+TESSEL_API Array var(const Array& x, Axes axes = {}, bool keepdims = false, double ddof = 0);
+/// Standard deviation: sqrt(var(x, axes, keepdims, ddof)) (jnp.std).
+TESSEL_API Array std(const Array& x, Axes axes = {}, bool keepdims = false, double ddof = 0);
 TESSEL_API Array any(const Array& x, Axes axes = {}, bool keepdims = false);
 TESSEL_API Array all(const Array& x, Axes axes = {}, bool keepdims = false);
-/// Index of the maximum along `axis` (first occurrence; NaN counts as maximal), int32.
-TESSEL_API Array argmax(const Array& x, int64_t axis, bool keepdims = false);
-TESSEL_API Array argmin(const Array& x, int64_t axis, bool keepdims = false);
+/// Index of the maximum along `axis` (none: in the flattened array; first occurrence; NaN
+/// counts as maximal), int32. keepdims keeps the reduced axes (all of them for none).
+TESSEL_API Array argmax(const Array& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
+TESSEL_API Array argmin(const Array& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
 TESSEL_API Array cumsum(const Array& x, int64_t axis, bool reverse = false);
 TESSEL_API Array cumprod(const Array& x, int64_t axis, bool reverse = false);
 TESSEL_API Array cummax(const Array& x, int64_t axis, bool reverse = false);
@@ -217,6 +258,8 @@ TESSEL_API Array vdot(const Array& a, const Array& b);
 TESSEL_API Array outer(const Array& a, const Array& b);
 /// jnp.einsum with explicit output ("ij,jk->ik") or implicit output ("ij,jk").
 TESSEL_API Array einsum(const std::string& spec, const std::vector<Array>& operands);
-TESSEL_API Array trace(const Array& x);
+/// Sum of diagonal `offset` (above the main one when positive) of the planes spanned by
+/// axes axis1 and axis2 (jnp.trace); the result drops those two axes.
+TESSEL_API Array trace(const Array& x, int64_t offset = 0, int64_t axis1 = 0, int64_t axis2 = 1);
 
 }  // namespace tessel

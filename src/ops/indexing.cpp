@@ -13,8 +13,11 @@
 // out-of-range behaviours, so that each has an exact transpose: gather["fill"] reads 0 at
 // out-of-range indices, scatter["clip"] clamps them (gather's default), so the transpose of
 // gather is scatter-add with the same handling of out-of-range indices, and vice versa.
+// gather["fill"] may carry a `fill_value` (a scalar of the operand's dtype, JAX's NaN for
+// jnp.take) read instead of 0; the gather is then affine, and its tangent reads 0.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "ops/indexing.h"
 #include "ops/rule_util.h"
@@ -65,13 +68,14 @@ void check_index_dtype(const std::string& op, DType d) {
 
 namespace {
 
-/// Reads an integer scalar of any integer dtype.
+/// Reads an integer scalar of any integer dtype (unsigned values past int64 saturate).
 int64_t load_int(DType d, const void* p) {
   return visit_dtype(d, [&](auto z) -> int64_t {
     using T = decltype(z);
     if constexpr (std::is_integral_v<T>) {
       T v;
       std::memcpy(&v, p, sizeof(T));
+      if constexpr (std::is_unsigned_v<T> && sizeof(T) == 8) return v > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(v);
       return int64_t(v);
     } else {
       return 0;  // unreachable: abstract evaluation accepts integer dtypes only
@@ -169,7 +173,8 @@ const ir::Primitive& slice_p = ir::register_primitive({
     .localize = slice_localize});
 
 // ---- dynamic_slice[slice_sizes](operand, *start_indices) and
-//      dynamic_update_slice(operand, update, *start_indices); starts clamp so the window fits ----
+//      dynamic_update_slice(operand, update, *start_indices); as in JAX, a negative start
+//      counts from the end, then starts clamp so the window fits ----
 
 void check_starts(const std::string& op, std::span<const Aval> starts, const Aval& x) {
   if (int64_t(starts.size()) != x.ndim())
@@ -197,12 +202,14 @@ std::vector<Aval> dynamic_slice_aval(std::span<const Aval> ins, const Params& p)
   return {Aval(sizes, x.dtype, x.weak_type)};
 }
 
-/// Offset of the clamped window start of shape `window` in an array of shape `s`.
+/// Offset of the window start of shape `window` in an array of shape `s`: negative starts
+/// wrapped from the end, then clamped.
 int64_t clamped_base(const KernelCall& c, size_t first_start, const Shape& s, const Shape& window) {
   auto st = strides_of(s);
   int64_t base = 0;
   for (size_t d = 0; d < s.size(); ++d) {
     int64_t i = load_int(c.in_avals[first_start + d].dtype, c.ins[first_start + d]);
+    if (i < 0) i += s[d];
     base += std::clamp<int64_t>(i, 0, s[d] - window[d]) * st[d];
   }
   return base;
@@ -271,8 +278,8 @@ std::vector<Array> starts_with_batch(std::span<const Array> starts, size_t b) {
 }
 
 /// Index arrays addressing, for each example k of a batch of `size`, the window of `sizes`
-/// that starts at starts[d][k] clamped into [0, shape[d] - sizes[d]] (the dynamic_slice
-/// rule) in an operand of per-example `shape`: one array per dimension, all of shape
+/// that starts at starts[d][k] wrapped when negative and clamped into [0, shape[d] -
+/// sizes[d]] (the dynamic_slice rule) in an operand of per-example `shape`: one array per dimension, all of shape
 /// (size, sizes...), preceded by an iota over the batch when the operand is batched (at 0).
 std::vector<Array> batched_window_indices(std::span<const Array> starts, std::span<const int64_t> dims,
                                           const Shape& shape, const Shape& sizes, int64_t size, bool with_iota) {
@@ -285,6 +292,7 @@ std::vector<Array> batched_window_indices(std::span<const Array> starts, std::sp
   if (with_iota) idx.push_back(iota(dt, full, 0));
   for (size_t d = 0; d < starts.size(); ++d) {
     Array s = convert(move_batch_dim(starts[d], dims[d], 0, size), dt);
+    s = where(s < zeros({}, dt), s + Array(Scalar(shape[d], dt)), s);
     s = clip(s, zeros({}, dt), Array(Scalar(shape[d] - sizes[d], dt)));
     idx.push_back(broadcast_in_dim(s, full, {0}) + iota(dt, full, int64_t(d) + 1));
   }
@@ -494,6 +502,9 @@ std::vector<Aval> gather_aval(std::span<const Aval> ins, const Params& p) {
       p.get<std::string>("out_of_bounds") != "fill")
     throw ValueError("gather: out_of_bounds must be \"clip\" or \"fill\", got '" +
                      p.get<std::string>("out_of_bounds") + "'");
+  if (p.has("fill_value") && p.get<Scalar>("fill_value").dtype() != ins[0].dtype)
+    throw DTypeError("gather: fill_value of dtype " + std::string(dtype_name(p.get<Scalar>("fill_value").dtype())) +
+                     " differs from the operand dtype " + dtype_name(ins[0].dtype) + "; convert it first");
   if (shape_size(v.shape) > 0)  // clamping needs an element to clamp to
     for (auto d : p.get_ints("axes"))
       if (ins[0].shape[size_t(d)] == 0)
@@ -507,7 +518,9 @@ void gather_kernel(const KernelCall& c) {
     using E = decltype(z);
     const E* in = c.in<E>(0);
     E* out = c.out<E>(0);
-    for_each_indexed(c, 1, !gather_fills(c.params), [&](int64_t o, int64_t off) { out[o] = off >= 0 ? in[off] : E{}; });
+    E fill{};
+    if (c.params.has("fill_value")) std::memcpy(&fill, c.params.get<Scalar>("fill_value").data(), sizeof(E));
+    for_each_indexed(c, 1, !gather_fills(c.params), [&](int64_t o, int64_t off) { out[o] = off >= 0 ? in[off] : fill; });
   });
 }
 
@@ -534,9 +547,17 @@ Params scatter_params_of_gather(const Params& p, const std::string& mode) {
   return with_out_of_bounds(s, gather_fills(p) ? "drop" : "clip", "drop");
 }
 
+/// The linear part of a gather: the same params without a fill_value (reading 0).
+Params without_fill_value(const Params& p) {
+  Params q;
+  for (const auto& [k, v] : p.items())
+    if (k != "fill_value") q.set(k, v);
+  return q;
+}
+
 std::vector<Array> gather_jvp(const ir::Primitive& self, std::span<const Array> primals,
                               std::span<const Array> tangents, std::span<const Array>, const Params& p) {
-  return jvp_linear_in_first(1, self, primals, tangents, p);
+  return jvp_linear_in_first(1, self, primals, tangents, without_fill_value(p));
 }
 
 /// The transpose of a gather adds the cotangent into zeros where the gather read.
@@ -902,6 +923,48 @@ Params indexed_params(const Axes& axes, int64_t batch_pos, const Shape& start, c
                 {"strides", strides}};
 }
 
+OutOfBounds index_mode(const std::string& op, const IndexOptions& o, OutOfBounds dflt) {
+  if (o.mode.empty()) return dflt;
+  if (o.mode == "fill" || o.mode == "drop") return OutOfBounds::fill;
+  if (o.mode == "clip") return OutOfBounds::clip;
+  if (o.mode == "wrap") return OutOfBounds::wrap;
+  if (o.mode == "promise_in_bounds") return OutOfBounds::promise_in_bounds;
+  throw ValueError(op + ": unknown mode '" + o.mode +
+                   "'; use \"fill\" (or \"drop\"), \"clip\", \"wrap\" or \"promise_in_bounds\"");
+}
+
+namespace {
+
+/// A signed dtype that holds the indices of dtype `d` and the axis size `n`.
+DType index_work_dtype(DType d, int64_t n) {
+  return n > INT32_MAX || d == int64 || d == uint32 || d == uint64 ? int64 : int32;
+}
+
+/// JAX's fill value for out-of-bounds reads: NaN for floating and complex dtypes, the
+/// minimum of signed integers, the maximum of unsigned ones, true for bool.
+Scalar default_fill_value(DType d) {
+  return visit_dtype(d, [&](auto z) -> Scalar {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, bool>) return Scalar(true, d);
+    else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return Scalar(std::numeric_limits<T>::lowest(), d);
+    else if constexpr (std::is_integral_v<T>) return Scalar(std::numeric_limits<T>::max(), d);
+    else return Scalar(std::numeric_limits<double>::quiet_NaN(), d);
+  });
+}
+
+}  // namespace
+
+Array wrap_indices(const Array& i, int64_t n) {
+  const DType dt = index_work_dtype(i.dtype(), n);
+  return remainder(convert(i, dt), Array(Scalar(n, dt)));
+}
+
+Params with_fill(Params p, const IndexOptions& o, DType dtype) {
+  p.set("out_of_bounds", std::string("fill"));
+  p.set("fill_value", o.fill_value ? o.fill_value->astype(dtype) : default_fill_value(dtype));
+  return p;
+}
+
 }  // namespace tessel::ops
 
 namespace tessel {
@@ -943,21 +1006,44 @@ Array dynamic_update_slice(const Array& x, const Array& update, const std::vecto
   return ops::bind1(ops::dynamic_update_slice_p, ins);
 }
 
-Array take(const Array& x, const Array& indices, int64_t axis) {
-  if (x.ndim() == 0) throw IndexError("take: cannot take from a rank-0 array; reshape it first");
-  axis = ops::canonicalize_axis("take", axis, x.ndim());
+Array take(const Array& x_in, const Array& indices, std::optional<int64_t> axis_in, const IndexOptions& options) {
+  using ops::OutOfBounds;
+  if (!x_in.valid() || !indices.valid()) throw ValueError("take: an argument is an empty Array (default-constructed)");
   ops::check_index_dtype("take", indices.dtype());
+  const Array x = axis_in ? x_in : ravel(x_in);
+  if (x.ndim() == 0) throw IndexError("take: cannot take from a rank-0 array; reshape it first");
+  const int64_t axis = ops::canonicalize_axis("take", axis_in.value_or(0), x.ndim());
+  const OutOfBounds mode = ops::index_mode("take", options, OutOfBounds::fill);
+  const int64_t n = x.dim(axis);
+  Array idx = indices;
+  if (mode == OutOfBounds::wrap) {
+    idx = ops::wrap_indices(idx, n);
+  } else if (mode == OutOfBounds::clip && n > 0) {  // jnp.take clamps the raw index: -1 reads element 0
+    const DType dt = ops::index_work_dtype(idx.dtype(), n);
+    idx = clip(ops::convert(idx, dt), zeros({}, dt), Array(Scalar(n - 1, dt)));
+  }
   Shape start(size_t(x.ndim()), 0), st(size_t(x.ndim()), 1);
-  return ops::bind1(ops::gather_p, {x, indices}, ops::indexed_params({axis}, axis, start, x.shape(), st));
+  ops::Params p = ops::indexed_params({axis}, axis, start, x.shape(), st);
+  if (mode == OutOfBounds::fill) p = ops::with_fill(p, options, x.dtype());
+  return ops::bind1(ops::gather_p, {x, idx}, p);
 }
 
-Array take_along_axis(const Array& x, const Array& indices, int64_t axis) {
+Array take_along_axis(const Array& x_in, const Array& indices, std::optional<int64_t> axis_in,
+                      const IndexOptions& options) {
+  using ops::OutOfBounds;
+  if (!x_in.valid() || !indices.valid())
+    throw ValueError("take_along_axis: an argument is an empty Array (default-constructed)");
+  if (!axis_in && indices.ndim() != 1)
+    throw ShapeError("take_along_axis: without an axis the indices must be 1-D (they index the flattened array), "
+                     "got shape " + shape_to_string(indices.shape()));
+  const Array x = axis_in ? x_in : ravel(x_in);
   const int64_t n = x.ndim();
   if (indices.ndim() != n)
     throw ShapeError("take_along_axis: indices of shape " + shape_to_string(indices.shape()) +
                      " must have the rank of the array of shape " + shape_to_string(x.shape()));
-  axis = ops::canonicalize_axis("take_along_axis", axis, n);
+  const int64_t axis = ops::canonicalize_axis("take_along_axis", axis_in.value_or(0), n);
   ops::check_index_dtype("take_along_axis", indices.dtype());
+  const OutOfBounds mode = ops::index_mode("take_along_axis", options, OutOfBounds::fill);
   // Other dimensions broadcast; index them with iotas so one gather reads every element.
   Shape out = indices.shape(), xs = x.shape();
   for (int64_t d = 0; d < n; ++d) {
@@ -970,10 +1056,14 @@ Array take_along_axis(const Array& x, const Array& indices, int64_t axis) {
   Axes axes;
   for (int64_t d = 0; d < n; ++d) {
     axes.push_back(d);
-    ins.push_back(d == axis ? broadcast_to(indices, out) : iota(int32, out, d));
+    Array i = d == axis ? broadcast_to(indices, out) : iota(int32, out, d);
+    if (d == axis && mode == OutOfBounds::wrap) i = ops::wrap_indices(i, x.dim(axis));
+    ins.push_back(i);
   }
   Shape start(size_t(n), 0), st(size_t(n), 1);
-  return ops::bind1(ops::gather_p, ins, ops::indexed_params(axes, 0, start, xs, st));
+  ops::Params p = ops::indexed_params(axes, 0, start, xs, st);
+  if (mode == OutOfBounds::fill) p = ops::with_fill(p, options, x.dtype());
+  return ops::bind1(ops::gather_p, ins, p);
 }
 
 }  // namespace tessel

@@ -35,4 +35,16 @@ IndexedView indexed_view(const std::string& op, const Aval& x, std::span<const A
 /// Rejects boolean masks (with advice) and non-integer index dtypes, naming `op`.
 void check_index_dtype(const std::string& op, DType d);
 
+// ---- out-of-bounds modes of the jnp-level functions (IndexOptions) ----
+
+/// IndexOptions::mode: "fill" (alias "drop"), "clip", "wrap", "promise_in_bounds".
+enum class OutOfBounds { fill, clip, wrap, promise_in_bounds };
+/// The mode `o` asks for (`dflt` when empty); an unknown one is an error naming `op`.
+OutOfBounds index_mode(const std::string& op, const IndexOptions& o, OutOfBounds dflt);
+/// Integer indices `i` into an axis of size `n`, reduced modulo n into [0, n) ("wrap").
+Array wrap_indices(const Array& i, int64_t n);
+/// Gather params `p` made to read o.fill_value (JAX's default for `dtype` when unset) at
+/// out-of-bounds indices.
+Params with_fill(Params p, const IndexOptions& o, DType dtype);
+
 }  // namespace tessel::ops

@@ -337,10 +337,19 @@ Array vdot(const Array& a, const Array& b) {
 
 Array outer(const Array& a, const Array& b) { return multiply(reshape(a, {a.size(), 1}), reshape(b, {1, b.size()})); }
 
-Array trace(const Array& x) {
+Array trace(const Array& x, int64_t offset, int64_t axis1, int64_t axis2) {
   if (x.ndim() < 2)
     throw ValueError("trace: the array must be at least 2-D, got shape " + shape_to_string(x.shape()));
-  return sum(ops::diagonal_front(x, 0, 1), {0});
+  const int64_t a = ops::canonicalize_axis("trace", axis1, x.ndim()), b = ops::canonicalize_axis("trace", axis2, x.ndim());
+  if (a == b)
+    throw ValueError("trace: axis1 and axis2 must differ, got " + std::to_string(axis1) + " and " +
+                     std::to_string(axis2));
+  // Diagonal `offset` of (a, b) is the main diagonal once the first |offset| columns
+  // (offset > 0) or rows (offset < 0) are cut off; an offset past the edge leaves none.
+  const int64_t cut_axis = offset >= 0 ? b : a, cut = offset >= 0 ? offset : -offset;
+  const int64_t n = x.dim(cut_axis);
+  const Array y = cut == 0 ? x : slice_in_dim(x, std::min(cut, n), n, 1, cut_axis);
+  return sum(ops::diagonal_front(y, a, b), {0});
 }
 
 }  // namespace tessel

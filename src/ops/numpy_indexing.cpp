@@ -1,6 +1,7 @@
 // NumPy-style indexing: `x[...]` with ints, slices, newaxis, ellipsis and integer index
 // arrays, and functional updates (`x.at(...).set/add/mul/min/max`), planned as a strided
-// window plus gather/scatter (src/ops/indexing.cpp).
+// window plus gather/scatter (src/ops/indexing.cpp). Out-of-bounds indices follow JAX:
+// reads clamp by default, updates drop; IndexOptions picks another mode.
 #include <algorithm>
 
 #include "ops/indexing.h"
@@ -32,7 +33,10 @@ struct IndexPlan {
   }
 };
 
-IndexPlan plan_index(const std::string& op, const Array& x, const std::vector<Index>& index) {
+/// Plans x[index]. An in-range integer becomes a one-element window; an out-of-range one is
+/// clamped or wrapped into a window for those modes, else (fill/drop) it becomes a rank-0
+/// index array, so that the gather fills or the scatter drops at it.
+IndexPlan plan_index(const std::string& op, const Array& x, const std::vector<Index>& index, OutOfBounds mode) {
   const int64_t ndim = x.ndim();
   int64_t consumed = 0, ellipses = 0;
   for (const Index& it : index) {
@@ -70,11 +74,17 @@ IndexPlan plan_index(const std::string& op, const Array& x, const std::vector<In
       continue;
     }
     const int64_t n = x.shape()[size_t(d)];
-    if (const auto* i = std::get_if<int64_t>(&v)) {
-      if (*i < -n || *i >= n)
+    const auto* i = std::get_if<int64_t>(&v);
+    std::optional<Array> oob_index;
+    if (i && (*i < -n || *i >= n)) {
+      if (n == 0)
         throw IndexError(op + ": index " + std::to_string(*i) + " is out of bounds for axis " + std::to_string(d) +
-                         " with size " + std::to_string(n));
-      const int64_t k = *i < 0 ? *i + n : *i;
+                         " with size 0 (it has no element to clamp to)");
+      if (mode == OutOfBounds::fill) oob_index = Array(Scalar(*i, DType::int64));
+    }
+    if (i && !oob_index) {
+      const int64_t w = *i < 0 ? *i + n : *i;  // negative indices count from the end once
+      const int64_t k = mode == OutOfBounds::wrap ? ((*i % n) + n) % n : std::clamp<int64_t>(w, 0, n - 1);
       plan.start.push_back(k);
       plan.limit.push_back(k + 1);
       plan.stride.push_back(1);
@@ -100,10 +110,16 @@ IndexPlan plan_index(const std::string& op, const Array& x, const std::vector<In
       if (step < 0 && count > 1) plan.reversed.push_back(d);
       plan.result.push_back(count);
     } else {
-      const auto& impl = std::get<std::shared_ptr<detail::ArrayImpl>>(v);
-      if (!impl) throw ValueError(op + ": an index Array is empty (default-constructed)");
-      Array a(impl);
-      check_index_dtype(op, a.dtype());
+      Array a;
+      if (oob_index) {
+        a = *oob_index;
+      } else {
+        const auto& impl = std::get<std::shared_ptr<detail::ArrayImpl>>(v);
+        if (!impl) throw ValueError(op + ": an index Array is empty (default-constructed)");
+        a = Array(impl);
+        check_index_dtype(op, a.dtype());
+        if (mode == OutOfBounds::wrap && n > 0) a = wrap_indices(a, n);
+      }
       plan.start.push_back(0);
       plan.limit.push_back(n);
       plan.stride.push_back(1);
@@ -127,23 +143,30 @@ IndexPlan plan_index(const std::string& op, const Array& x, const std::vector<In
   return plan;
 }
 
-Array index_get(const Array& x, const std::vector<Index>& index) {
-  IndexPlan plan = plan_index("index", x, index);
+Array index_get(const std::string& op, const Array& x, const std::vector<Index>& index, const IndexOptions& o) {
+  const OutOfBounds mode = index_mode(op, o, OutOfBounds::clip);  // JAX's reads clamp by default
+  IndexPlan plan = plan_index(op, x, index, mode);
   Array y;
   if (plan.arrays.empty()) {
     y = slice(x, plan.start, plan.limit, plan.stride);
   } else {
     std::vector<Array> ins{x};
     ins.insert(ins.end(), plan.arrays.begin(), plan.arrays.end());
-    y = bind1(gather_p, ins, indexed_params(plan.axes, plan.batch_pos, plan.start, plan.limit, plan.stride));
+    Params p = indexed_params(plan.axes, plan.batch_pos, plan.start, plan.limit, plan.stride);
+    y = bind1(gather_p, ins, mode == OutOfBounds::fill ? with_fill(p, o, x.dtype()) : p);
   }
   if (!plan.reversed.empty()) y = flip(y, plan.reversed_in_view());
   return reshape(y, plan.result);
 }
 
-Array index_update(const char* mode, const Array& x, const std::vector<Index>& index, const Array& v) {
+Array index_update(const char* mode, const Array& x, const std::vector<Index>& index, const Array& v,
+                   const IndexOptions& o) {
   const std::string op = std::string("at().") + mode;
-  IndexPlan plan = plan_index(op, x, index);
+  if (o.fill_value)
+    throw ValueError(op + ": fill_value applies to reads (at().get, take) only; out-of-bounds updates are dropped "
+                          "in mode \"fill\"/\"drop\"");
+  const OutOfBounds oob = index_mode(op, o, OutOfBounds::fill);  // JAX drops out-of-bounds updates
+  IndexPlan plan = plan_index(op, x, index, oob);
   if (!v.valid()) throw ValueError(op + ": the update value is an empty Array (default-constructed)");
   bool fits = v.ndim() <= int64_t(plan.result.size());
   for (int64_t k = 1; fits && k <= v.ndim(); ++k) {
@@ -169,6 +192,7 @@ Array index_update(const char* mode, const Array& x, const std::vector<Index>& i
   ins.insert(ins.end(), plan.arrays.begin(), plan.arrays.end());
   Params p = indexed_params(plan.axes, plan.batch_pos, plan.start, plan.limit, plan.stride);
   p.set("mode", std::string(mode));
+  if (oob == OutOfBounds::clip) p.set("out_of_bounds", std::string("clip"));
   return bind1(scatter_p, ins, p);
 }
 
@@ -179,14 +203,24 @@ namespace tessel {
 
 Index::Index(const Array& a) : v_(a.impl()) {}
 
-Array Array::operator[](std::vector<Index> index) const { return ops::index_get(*this, index); }
+Array Array::operator[](std::vector<Index> index) const { return ops::index_get("index", *this, index, {}); }
 
 AtProxy::AtProxy(const Array& x, std::vector<Index> index) : x_(x.impl()), index_(std::move(index)) {}
-Array AtProxy::get() const { return ops::index_get(Array(x_), index_); }
-Array AtProxy::set(const Array& v) const { return ops::index_update("set", Array(x_), index_, v); }
-Array AtProxy::add(const Array& v) const { return ops::index_update("add", Array(x_), index_, v); }
-Array AtProxy::mul(const Array& v) const { return ops::index_update("mul", Array(x_), index_, v); }
-Array AtProxy::min(const Array& v) const { return ops::index_update("min", Array(x_), index_, v); }
-Array AtProxy::max(const Array& v) const { return ops::index_update("max", Array(x_), index_, v); }
+Array AtProxy::get(const IndexOptions& o) const { return ops::index_get("at().get", Array(x_), index_, o); }
+Array AtProxy::set(const Array& v, const IndexOptions& o) const {
+  return ops::index_update("set", Array(x_), index_, v, o);
+}
+Array AtProxy::add(const Array& v, const IndexOptions& o) const {
+  return ops::index_update("add", Array(x_), index_, v, o);
+}
+Array AtProxy::mul(const Array& v, const IndexOptions& o) const {
+  return ops::index_update("mul", Array(x_), index_, v, o);
+}
+Array AtProxy::min(const Array& v, const IndexOptions& o) const {
+  return ops::index_update("min", Array(x_), index_, v, o);
+}
+Array AtProxy::max(const Array& v, const IndexOptions& o) const {
+  return ops::index_update("max", Array(x_), index_, v, o);
+}
 
 }  // namespace tessel

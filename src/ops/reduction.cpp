@@ -2,6 +2,7 @@
 // reduce_or over a set of axes; argmax/argmin over one axis) and the jax.numpy reductions
 // built on them (sum, prod, max, min, mean, var, any, all).
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "ops/reduction_ops.h"
@@ -478,9 +479,14 @@ Array mean_impl(const Array& xc, const Axes& axes) {
   return divide(bind_reduce(reduce_sum_p, xc, axes), Array(double(reduced_count(xc.shape(), axes))));
 }
 
-Array arg_reduction(bool is_max, const Array& x, int64_t axis_in, bool keepdims) {
+Array arg_reduction(bool is_max, const Array& x_in, std::optional<int64_t> axis_in, bool keepdims) {
   const char* op = is_max ? "argmax" : "argmin";
-  const int64_t axis = canonicalize_axis(op, axis_in, x.ndim());
+  if (!axis_in) {  // the index in the flattened array; keepdims keeps every axis as size 1
+    Array r = arg_reduction(is_max, ravel(x_in), 0, false);
+    return keepdims ? reshape(r, Shape(size_t(x_in.ndim()), 1)) : r;
+  }
+  const Array& x = x_in;
+  const int64_t axis = canonicalize_axis(op, *axis_in, x.ndim());
   if (x.shape()[size_t(axis)] == 0)
     throw ValueError(std::string(op) + ": attempt to get " + op + " of an empty sequence (axis " +
                      std::to_string(axis) + " of shape " + shape_to_string(x.shape()) + " has size 0)");
@@ -515,18 +521,28 @@ Array mean(const Array& x, Axes axes_in, bool keepdims) {
   return keepdims ? ops::keep_dims(r, x.shape(), axes) : r;
 }
 
-// var = mean(|x - mean(x)|^2) (population variance, ddof = 0); real for complex input.
-Array var(const Array& x, Axes axes_in, bool keepdims) {
+// var = sum(|x - mean(x)|^2) / (N - ddof); real for complex input. As jnp.var, NaN where
+// N - ddof <= 0.
+Array var(const Array& x, Axes axes_in, bool keepdims, double ddof) {
   const Axes axes = ops::canonicalize_axes("var", axes_in, x.ndim(), true);
   const auto t = ops::mean_types(x.dtype());
   const Array xc = ops::convert(x, t.compute);
   const Array centered = subtract(xc, ops::keep_dims(ops::mean_impl(xc, axes), x.shape(), axes));
   const Array sq = is_complex(t.compute) ? real(multiply(centered, conj(centered))) : multiply(centered, centered);
-  Array r = ops::convert(ops::mean_impl(sq, axes), real_dtype(t.result));
+  const double normalizer = double(ops::reduced_count(x.shape(), axes)) - ddof;
+  Array r = ops::bind_reduce(ops::reduce_sum_p, sq, axes);
+  r = normalizer > 0 ? divide(r, Array(normalizer)) : full_like(r, std::numeric_limits<double>::quiet_NaN());
+  r = ops::convert(r, real_dtype(t.result));
   return keepdims ? ops::keep_dims(r, x.shape(), axes) : r;
 }
 
-Array argmax(const Array& x, int64_t axis, bool keepdims) { return ops::arg_reduction(true, x, axis, keepdims); }
-Array argmin(const Array& x, int64_t axis, bool keepdims) { return ops::arg_reduction(false, x, axis, keepdims); }
+Array std(const Array& x, Axes axes, bool keepdims, double ddof) { return sqrt(var(x, std::move(axes), keepdims, ddof)); }
+
+Array argmax(const Array& x, std::optional<int64_t> axis, bool keepdims) {
+  return ops::arg_reduction(true, x, axis, keepdims);
+}
+Array argmin(const Array& x, std::optional<int64_t> axis, bool keepdims) {
+  return ops::arg_reduction(false, x, axis, keepdims);
+}
 
 }  // namespace tessel

@@ -1,5 +1,6 @@
 // Shape primitives: reshape, transpose, concatenate, pad, rev, and the jax.numpy functions
-// built on them (ravel, moveaxis, squeeze, stack, pad modes, flip, roll, tile, repeat).
+// built on them (ravel, moveaxis, squeeze, stack, flip, roll, tile, repeat; jnp.pad's
+// modes are in numpy_pad.cpp).
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -519,48 +520,6 @@ Array lax_pad(const Array& x, Scalar value, const std::vector<std::array<int64_t
   return ops::bind1(ops::pad_p, {x, v}, ops::Params{{"padding_config", flat}});
 }
 
-Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& widths, const std::string& mode,
-          Scalar value) {
-  const int64_t n = x.ndim();
-  if (widths.size() != 1 && int64_t(widths.size()) != n)
-    throw ShapeError("pad: widths must hold one (before, after) pair, or one per axis of shape " +
-                     shape_to_string(x.shape()) + "; got " + std::to_string(widths.size()) + " pairs");
-  auto width = [&](int64_t d) { return widths.size() == 1 ? widths[0] : widths[size_t(d)]; };
-  for (int64_t d = 0; d < n; ++d)
-    if (width(d).first < 0 || width(d).second < 0)
-      throw ValueError("pad: widths must be >= 0, got (" + std::to_string(width(d).first) + ", " +
-                       std::to_string(width(d).second) + ") for axis " + std::to_string(d) +
-                       " (lax_pad crops with negative padding)");
-  if (mode == "constant") {
-    std::vector<std::array<int64_t, 3>> cfg;
-    for (int64_t d = 0; d < n; ++d) cfg.push_back({width(d).first, width(d).second, 0});
-    return lax_pad(x, value, cfg);
-  }
-  if (mode != "edge")
-    throw ValueError("pad: unknown mode '" + mode + "'; supported modes are \"constant\" and \"edge\"");
-  // Edge mode, one axis at a time: repeat the first and last slices.
-  Array y = x;
-  for (int64_t d = 0; d < n; ++d) {
-    auto [lo, hi] = width(d);
-    if (lo == 0 && hi == 0) continue;
-    const int64_t size = y.dim(d);
-    if (size == 0)
-      throw ValueError("pad: cannot pad the empty axis " + std::to_string(d) + " of shape " +
-                       shape_to_string(y.shape()) + " in \"edge\" mode (it has no edge values)");
-    std::vector<Array> parts;
-    auto edge = [&](int64_t at, int64_t count) {
-      Shape s = y.shape();
-      s[size_t(d)] = count;
-      return broadcast_to(slice_in_dim(y, at, at + 1, 1, d), s);
-    };
-    if (lo) parts.push_back(edge(0, lo));
-    parts.push_back(y);
-    if (hi) parts.push_back(edge(size - 1, hi));
-    y = concatenate(parts, d);
-  }
-  return y;
-}
-
 Array flip(const Array& x, std::optional<Axes> axes) {
   Axes dims = ops::canonicalize_axes("flip", axes.value_or(Axes{}), x.ndim(), !axes.has_value());
   if (dims.empty()) return x;
@@ -595,9 +554,12 @@ Array tile(const Array& x, const Shape& reps) {
   return reshape(broadcast_in_dim(reshape(x, s), big, dims), out);
 }
 
-Array repeat(const Array& x, int64_t repeats, int64_t axis) {
+Array repeat(const Array& x_in, int64_t repeats, std::optional<int64_t> axis_in, const RepeatOptions& options) {
   if (repeats < 0) throw ValueError("repeat: repeats must be >= 0, got " + std::to_string(repeats));
-  axis = ops::canonicalize_axis("repeat", axis, x.ndim());
+  const Array x = axis_in ? x_in : ravel(x_in);
+  const int64_t axis = ops::canonicalize_axis("repeat", axis_in.value_or(0), x.ndim());
+  if (options.total_repeat_length && *options.total_repeat_length != x.dim(axis) * repeats)
+    return repeat(x, full({x.dim(axis)}, repeats, int64), axis, options);
   // (..., n, ...) -> broadcast to (..., n, repeats, ...) -> (..., n * repeats, ...).
   Shape big = x.shape(), out = x.shape();
   big.insert(big.begin() + axis + 1, repeats);
@@ -607,4 +569,54 @@ Array repeat(const Array& x, int64_t repeats, int64_t axis) {
   return reshape(broadcast_in_dim(x, big, dims), out);
 }
 
+Array repeat(const Array& x_in, const Array& repeats, std::optional<int64_t> axis_in, const RepeatOptions& options) {
+  if (!repeats.valid()) throw ValueError("repeat: repeats is an empty Array (default-constructed)");
+  if (!is_integer(repeats.dtype()))
+    throw DTypeError("repeat: repeats must have an integer dtype, got " + std::string(dtype_name(repeats.dtype())));
+  if (repeats.ndim() > 1)
+    throw ShapeError("repeat: repeats must be a scalar or 1-D, got shape " + shape_to_string(repeats.shape()));
+  const Array x = axis_in ? x_in : ravel(x_in);
+  const int64_t axis = ops::canonicalize_axis("repeat", axis_in.value_or(0), x.ndim());
+  const int64_t n = x.dim(axis);
+  const auto& total_opt = options.total_repeat_length;
+  if (total_opt && *total_opt < 0)
+    throw ValueError("repeat: total_repeat_length must be >= 0, got " + std::to_string(*total_opt));
+  if (repeats.size() == 1 && !repeats.is_tracer()) {  // one count for all: the broadcast above
+    const int64_t r = ravel(repeats).to_vector<int64_t>()[0];
+    if (!total_opt || *total_opt == r * n) return repeat(x, r, axis);
+  }
+  if (repeats.size() != 1 && repeats.size() != n)
+    throw ShapeError("repeat: repeats of shape " + shape_to_string(repeats.shape()) + " must hold one count, or one " +
+                     "per element along axis " + std::to_string(axis) + " of shape " + shape_to_string(x.shape()));
+  const Array counts = broadcast_to(reshape(repeats, {repeats.size()}), {n});
+  int64_t total = 0;
+  if (total_opt) {
+    total = *total_opt;
+  } else if (counts.is_tracer()) {
+    throw ConcretizationError("repeat: the counts are traced (under jit), so the length of the result is unknown; "
+                              "pass RepeatOptions{.total_repeat_length = ...}, or concrete counts");
+  } else {
+    for (int64_t c : counts.to_vector<int64_t>()) {
+      if (c < 0) throw ValueError("repeat: repeats must be >= 0, got " + std::to_string(c));
+      total += c;
+    }
+  }
+  Shape out = x.shape();
+  out[size_t(axis)] = total;
+  if (total == 0 || n == 0) {
+    if (total > 0)
+      throw ValueError("repeat: cannot fill " + std::to_string(total) + " positions from the empty axis " +
+                       std::to_string(axis) + " of shape " + shape_to_string(x.shape()));
+    return zeros(out, x.dtype());
+  }
+  // Element k starts at position sum(counts[:k]): mark each start, and a running count of
+  // the marks is the element each position reads (past the last start: the last element;
+  // starts beyond `total` are dropped, cutting the result off).
+  const DType dt = total > INT32_MAX ? int64 : int32;
+  const Array c = ops::convert(counts, dt);
+  const Array starts = cumsum(c, 0) - c;
+  const Array marks = zeros({total}, dt).at({starts}).add(ones({n}, dt));
+  const Array which = cumsum(marks, 0) - Array(Scalar(1, dt));
+  return take(x, which, axis, {.mode = "clip"});
+}
 }  // namespace tessel

@@ -29,12 +29,12 @@ TEST_P(IndexingDtypes, StridedSliceOfTransposedInput) {
   EXPECT_EQ(vals(z), (std::vector<double>{v[11], v[9]}));
 }
 
-TEST_P(IndexingDtypes, TakeAndGatherClampOutOfRange) {
+TEST_P(IndexingDtypes, IndexArraysClampOutOfRange) {
   const ts::DType d = GetParam();
   auto v = ramp_values(6, d);
   ts::Array x = ramp({2, 3}, d);
   ts::Array i = ts::Array({2, 0, -1, 7, -9});  // -1 wraps to 2; 7 and -9 (-6) clamp to 2 and 0
-  EXPECT_EQ(vals(ts::take(x, i, 1)),
+  EXPECT_EQ(vals(x[{Slice(), i}]),
             (std::vector<double>{v[2], v[0], v[2], v[2], v[0], v[5], v[3], v[5], v[5], v[3]}));
   EXPECT_EQ(vals(x[{ts::Array({1, 0})}]), (std::vector<double>{v[3], v[4], v[5], v[0], v[1], v[2]}));
 }
@@ -151,15 +151,12 @@ TEST(Indexing, IntsNewaxisAndEllipsis) {
 
 TEST(Indexing, BadIndicesRaiseIndexError) {
   ts::Array x = ts::zeros({2, 3});
-  expect_error<ts::IndexError>([&] { x[{0, 3}]; }, "index: index 3 is out of bounds for axis 1 with size 3");
-  expect_error<ts::IndexError>([&] { x[{-3}]; }, "index -3 is out of bounds for axis 0 with size 2");
   expect_error<ts::IndexError>([&] { x[{0, 0, 0}]; }, "index: too many indices for an array of shape (2, 3)");
   expect_error<ts::IndexError>([&] { x[{ellipsis, 0, ellipsis}]; }, "index: an index can only have a single ellipsis");
   ts::Array mask = ts::ones({2, 3}, ts::bool_);
   expect_error<ts::IndexError>([&] { x[{mask}]; }, "boolean mask indices are not supported");
   expect_error<ts::IndexError>([&] { x.at({mask}).set(0.0); }, "where(");
   expect_error<ts::DTypeError>([&] { x[{ts::Array({0.5f, 1.5f})}]; }, "index: dtype float32 is not supported");
-  expect_error<ts::IndexError>([&] { x.at({5}).set(1.0); }, "at().set: index 5 is out of bounds for axis 0");
 }
 
 TEST(Indexing, IntegerArraysFollowNumPyAdvancedIndexing) {
