@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -198,6 +199,8 @@ class TESSEL_API Array {
 
  private:
   void read(DType as, void* out) const;
+  /// Throws ResourceExhaustedError: no host memory for `op`'s copy of this array.
+  [[noreturn]] void host_out_of_memory(const char* op, size_t item_bytes) const;
   static Array from_host(const void* data, const Shape& shape, DType dtype, bool weak);
   std::shared_ptr<detail::ArrayImpl> impl_;
 };
@@ -234,9 +237,15 @@ template <class V> Array::Array(std::initializer_list<std::initializer_list<V>> 
 }
 
 template <class V> std::vector<V> Array::to_vector() const {
-  std::vector<V> out(static_cast<size_t>(size()));
+  std::vector<V> out;
+  std::vector<uint8_t> b;
+  try {
+    out.resize(static_cast<size_t>(size()));
+    if constexpr (std::is_same_v<V, bool>) b.resize(out.size());
+  } catch (const std::bad_alloc&) {
+    host_out_of_memory("to_vector", sizeof(V));
+  }
   if constexpr (std::is_same_v<V, bool>) {
-    std::vector<uint8_t> b(out.size());
     read(DType::bool_, b.data());
     for (size_t i = 0; i < b.size(); ++i) out[i] = b[i] != 0;
   } else {

@@ -49,4 +49,12 @@ class TESSEL_API NotImplementedError : public Error {
   using Error::Error;
 };
 
+/// The system could not provide a resource an operation needs: memory for an array (the
+/// message names the bytes, shape, dtype and device), a thread, or a file. Raised instead
+/// of std::bad_alloc, std::system_error or std::filesystem::filesystem_error.
+class TESSEL_API ResourceExhaustedError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace tessel

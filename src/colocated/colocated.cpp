@@ -17,7 +17,9 @@
 #include <unordered_map>
 
 #include "core/array_impl.h"
+#include "core/lifetime.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "distributed/controller.h"
 #include "ir/serialize.h"
 #include "ir/sharding_rule.h"
@@ -79,7 +81,7 @@ class SerialQueue {
  public:
   static std::shared_ptr<SerialQueue> make() {
     std::shared_ptr<SerialQueue> q(new SerialQueue());
-    std::thread([q] {
+    tessel::detail::start_thread("a colocated call queue", [q] {
       tessel::detail::ScopedPrivateStreams scope(&q->streams_);
       q->loop();
     }).detach();
@@ -163,7 +165,8 @@ class SerialQueue {
     std::mutex mu;
     std::vector<std::weak_ptr<SerialQueue>> queues;
     void add(const std::shared_ptr<SerialQueue>& q) {
-      static const bool registered = (std::atexit([] { live().finish_all(); }), true);
+      static const bool registered =
+          (tessel::detail::at_exit(tessel::detail::ExitPhase::kCallers, [] { live().finish_all(); }), true);
       (void)registered;
       std::lock_guard lock(mu);
       std::erase_if(queues, [](auto& w) { return w.expired(); });

@@ -188,9 +188,9 @@ void check_tag(const std::string& api, const char* what, int tag, bool allow_any
 
 Op op_from_params(const ir::Params& params) {
   // Kernels call this on every run: compare without making strings.
-  static const std::array<std::string, std::size(kAllOps)> names = [] {
-    std::array<std::string, std::size(kAllOps)> n;
-    for (size_t i = 0; i < n.size(); ++i) n[i] = to_string(kAllOps[i]);
+  static const auto& names = *[] {  // never destroyed: kernels may run during exit
+    auto* n = new std::array<std::string, std::size(kAllOps)>;
+    for (size_t i = 0; i < n->size(); ++i) (*n)[i] = to_string(kAllOps[i]);
     return n;
   }();
   const std::string& name = params.get<std::string>("op");

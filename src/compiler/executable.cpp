@@ -283,7 +283,7 @@ void Executable::run_steps(RunState& rs, const std::vector<StepPlan>& plan, deta
         // The planned memory may be missing: a donated argument that was not donatable.
         Memory m = r >= 0 && rs.owned[size_t(r)] && rs.owned[size_t(r)].capacity() >= nbytes
                        ? std::move(rs.owned[size_t(r)])
-                       : Memory(nbytes);
+                       : Memory::for_value(nbytes, dev, &slot_aval_[s]);
         if (rs.attach[s]) {
           rs.attach[s]->attach(std::move(m));
           rs.ptr[s] = rs.attach[s]->data();

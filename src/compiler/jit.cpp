@@ -7,6 +7,7 @@
 #include "compiler/fusion.h"
 #include "compiler/jit_primitive.h"
 #include "compiler/passes.h"
+#include "core/lifetime.h"
 #include "core/log.h"
 #include "ir/trace.h"
 #include "runtime/spmd_dispatch.h"
@@ -52,7 +53,8 @@ std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& progr
     std::shared_ptr<compiler::Executable> exe;
   };
   static std::mutex mu;
-  static std::map<const ir::Program*, Entry> cache;
+  // Owned by the runtime: kernels still queued at exit may call programs (core/lifetime.h).
+  static auto& cache = tessel::detail::make_global<std::map<const ir::Program*, Entry>>();
   std::lock_guard lock(mu);
   auto it = cache.find(program.get());
   if (it != cache.end() && !it->second.program.expired()) return it->second.exe;

@@ -38,7 +38,7 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 /// Read once, like the version line it is keyed with.
 const std::string& compiler_path() {
-  static const std::string path = env_or("TESSEL_CXX", "c++");
+  static const std::string& path = *new std::string(env_or("TESSEL_CXX", "c++"));  // never destroyed
   return path;
 }
 
@@ -77,7 +77,7 @@ std::string unique_suffix() {
 
 /// The compiler's first --version line, or "" when it does not run.
 const std::string& compiler_version() {
-  static const std::string v = [] {
+  static const std::string& v = *new std::string([] {  // never destroyed: jit may run during exit
     std::error_code ec;
     fs::path dir = fs::temp_directory_path(ec);
     const std::string log = (dir / ("tessel-cxx-version." + unique_suffix())).string();
@@ -88,7 +88,7 @@ const std::string& compiler_version() {
     }
     fs::remove(log, ec);
     return line;
-  }();
+  }());
   return v;
 }
 
@@ -168,7 +168,7 @@ std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
   const fs::path so = dir / (key + ".so");
   auto t0 = std::chrono::steady_clock::now();
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (fs::exists(so)) {
+    if (fs::exists(so, ec)) {
       if (void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
         auto lib = std::make_shared<KernelLibrary>(h);
         st.loaded[key] = lib;

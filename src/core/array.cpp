@@ -71,7 +71,8 @@ Array Array::from_host(const void* data, const Shape& shape, DType dtype, bool w
     if (d < 0) throw ShapeError("Array: negative dimension in shape " + shape_to_string(shape));
   size_t n = size_t(shape_size(shape)) * itemsize(dtype);
   auto* dev = detail::default_device();
-  auto buf = detail::Buffer::allocate(n, dev);
+  const Aval aval(shape, dtype, weak);
+  auto buf = detail::Buffer::allocate(n, dev, &aval);
   if (n) std::memcpy(buf->data(), data, n);
   buf->set_ready();
   return detail::make_concrete(Aval(shape, dtype, weak), dev, std::move(buf), false);
@@ -149,6 +150,12 @@ void Array::read(DType as, void* out) const {
       for (size_t i = 0; i < n; ++i) d[i] = convert_value<D>(s[i]);
     });
   });
+}
+
+void Array::host_out_of_memory(const char* op, size_t item_bytes) const {
+  throw ResourceExhaustedError(std::string(op) + ": out of host memory for a copy of the array " + aval().to_string() +
+                               " (" + std::to_string(size_t(size()) * item_bytes) +
+                               " bytes); read a slice of it at a time, or free memory you no longer need");
 }
 
 Scalar Array::scalar() const {

@@ -17,9 +17,12 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <vector>
 
 #include "core/device_impl.h"
+#include "tessel/array.h"
 #include "tessel/error.h"
 
 namespace tessel::detail {
@@ -109,6 +112,15 @@ BlockCache& cache() {
   return *c;
 }
 
+[[noreturn]] void out_of_memory(size_t nbytes, DeviceImpl* device, const ShapeDtype* aval) {
+  const std::string what = aval ? "an array of " + aval->to_string() + " (" + std::to_string(nbytes) + " bytes)"
+                                : std::to_string(nbytes) + " bytes";
+  throw ResourceExhaustedError("allocate: out of memory for " + what + " on " +
+                               (device ? "cpu:" + std::to_string(device->id()) : std::string("the host")) +
+                               "; free arrays you no longer need, use a smaller shape or dtype, or split the array "
+                               "over several devices or processes with a sharding");
+}
+
 }  // namespace
 
 size_t allocator_size_class(size_t nbytes) {
@@ -128,8 +140,8 @@ Memory::Memory(size_t nbytes) : capacity_(allocator_size_class(nbytes)) {
   }
   if (!ptr_) {
     capacity_ = 0;
-    throw Error("allocate: out of memory allocating " + std::to_string(nbytes) +
-                " bytes; free arrays you no longer need, or lower TESSEL_ALLOCATOR_CACHE_BYTES");
+    throw ResourceExhaustedError("allocate: out of memory allocating " + std::to_string(nbytes) +
+                                 " bytes; free arrays you no longer need, or use smaller or fewer arrays");
   }
 }
 
@@ -155,6 +167,44 @@ AllocatorStats allocator_stats() { return cache().stats(); }
 void allocator_trim() { cache().trim(); }
 
 Buffer::Buffer(size_t nbytes, DeviceImpl* device) : memory_(nbytes), nbytes_(nbytes), device_(device) {}
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes, DeviceImpl* device, const ShapeDtype* aval) {
+  try {
+    return std::make_shared<Buffer>(nbytes, device);
+  } catch (const ResourceExhaustedError&) {
+    out_of_memory(nbytes, device, aval);
+  } catch (const std::bad_alloc&) {  // the shared_ptr's control block
+    out_of_memory(nbytes, device, aval);
+  }
+}
+
+Memory Memory::for_value(size_t nbytes, DeviceImpl* device, const ShapeDtype* aval) {
+  try {
+    return Memory(nbytes);
+  } catch (const ResourceExhaustedError&) {
+    out_of_memory(nbytes, device, aval);
+  }
+}
+
+std::exception_ptr as_tessel_error(std::exception_ptr e, const Buffer* buffer) {
+  if (!e) return e;
+  const std::string where = "computing " + std::to_string(buffer->nbytes()) + " bytes on " +
+                            (buffer->device() ? "cpu:" + std::to_string(buffer->device()->id()) : std::string("the host"));
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error&) {
+    return e;
+  } catch (const std::bad_alloc& x) {
+    return std::make_exception_ptr(ResourceExhaustedError(
+        std::string("out of memory while ") + where + " (" + x.what() + "); free arrays you no longer need or use smaller ones"));
+  } catch (const std::system_error& x) {
+    return std::make_exception_ptr(ResourceExhaustedError("the system refused a resource while " + where + ": " + x.what()));
+  } catch (const std::exception& x) {
+    return std::make_exception_ptr(Error(where + " failed: " + x.what()));
+  } catch (...) {
+    return std::make_exception_ptr(Error(where + " failed with an exception that is not a std::exception"));
+  }
+}
 
 std::shared_ptr<Buffer> Buffer::donated(size_t nbytes, DeviceImpl* device, const std::string& message) {
   auto b = deferred(nbytes, device);

@@ -10,6 +10,10 @@
 
 #include "core/blocking.h"
 
+namespace tessel {
+struct ShapeDtype;
+}
+
 namespace tessel::detail {
 
 class DeviceImpl;
@@ -21,8 +25,11 @@ class Memory {
  public:
   Memory() = default;
   /// Allocates at least `nbytes` (a cached block of the same size class when there is one).
-  /// Throws tessel::Error when the system is out of memory.
+  /// Throws tessel::ResourceExhaustedError naming the bytes when the system is out of memory.
   explicit Memory(size_t nbytes);
+  /// As Memory(nbytes), for a value of `aval` on `device`: out of memory is a
+  /// ResourceExhaustedError naming the bytes, the shape and dtype, and the device.
+  static Memory for_value(size_t nbytes, DeviceImpl* device, const ShapeDtype* aval);
   ~Memory() { reset(); }
   Memory(Memory&& o) noexcept : ptr_(o.ptr_), capacity_(o.capacity_) { o.ptr_ = nullptr, o.capacity_ = 0; }
   Memory& operator=(Memory&& o) noexcept;
@@ -55,6 +62,11 @@ AllocatorStats allocator_stats();
 /// Returns every cached block to the system.
 void allocator_trim();
 
+class Buffer;
+/// `e` if it is a tessel::Error; else a tessel::Error with its message, saying what computed
+/// `buffer` (a ResourceExhaustedError for std::bad_alloc and std::system_error: memory, threads).
+std::exception_ptr as_tessel_error(std::exception_ptr e, const Buffer* buffer);
+
 /// A block of (CPU) device memory plus the event that says when its contents are
 /// computed. Written once by the stream that computes it; read by anyone after `wait()`.
 class Buffer {
@@ -67,9 +79,9 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  static std::shared_ptr<Buffer> allocate(size_t nbytes, DeviceImpl* device) {
-    return std::make_shared<Buffer>(nbytes, device);
-  }
+  /// Out of memory is a tessel::ResourceExhaustedError naming the bytes, the device and,
+  /// when given, the shape and dtype of the value the buffer holds.
+  static std::shared_ptr<Buffer> allocate(size_t nbytes, DeviceImpl* device, const ShapeDtype* aval = nullptr);
   /// A buffer whose memory the computation producing it attaches (`attach`) before it
   /// calls `set_ready`: an executable may write it into memory that died during the run.
   /// Its `data()` is null until then; readers only look after `wait()`.
@@ -92,9 +104,10 @@ class Buffer {
     state_.store(kReady, std::memory_order_release);
     state_.notify_all();
   }
-  /// Records that the computation producing this buffer failed; readers rethrow.
+  /// Records that the computation producing this buffer failed; readers rethrow (a
+  /// tessel::Error: other exceptions are wrapped, see as_tessel_error).
   void set_error(std::exception_ptr e) {
-    error_ = std::move(e);
+    error_ = as_tessel_error(std::move(e), this);
     state_.store(kError, std::memory_order_release);
     state_.notify_all();
   }

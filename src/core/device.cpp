@@ -4,6 +4,7 @@
 
 #include "core/buffer.h"
 #include "core/device_impl.h"
+#include "core/lifetime.h"
 #include "tessel/error.h"
 
 namespace tessel {
@@ -20,21 +21,18 @@ long env_int(const char* name, long default_value) {
 }
 
 std::vector<DeviceImpl*>& local_device_impls() {
-  // Devices live until exit; their streams are joined by the static destructor below.
-  static std::vector<std::unique_ptr<DeviceImpl>> owned;
-  static std::vector<DeviceImpl*> devices = [] {
+  // Never destroyed: arrays and meshes refer to their devices until the process ends. Exit's
+  // teardown waits for the work queued on them and stops their streams (core/lifetime.h).
+  static std::vector<DeviceImpl*>& devices = *[] {
     long n = env_int("TESSEL_CPU_DEVICES", 1);
     if (n < 1 || n > 1024)
       throw ValueError("TESSEL_CPU_DEVICES=" + std::to_string(n) + " is out of range; use 1 to 1024");
-    std::vector<DeviceImpl*> d;
-    for (long i = 0; i < n; ++i) {
-      owned.push_back(std::make_unique<DeviceImpl>(int(i), 0, int(i)));
-      d.push_back(owned.back().get());
-    }
-    // Pending work finishes before static objects it may use are destroyed.
-    std::atexit([] {
-      for (auto& dev : owned) dev->stream().synchronize();
+    auto* d = new std::vector<DeviceImpl*>;
+    for (long i = 0; i < n; ++i) d->push_back(new DeviceImpl(int(i), 0, int(i)));
+    at_exit(ExitPhase::kDevices, [d] {
+      for (DeviceImpl* dev : *d) dev->own_stream().synchronize();
     });
+    register_teardown();
     return d;
   }();
   return devices;
@@ -46,8 +44,22 @@ namespace {
 thread_local PrivateStreams* t_private_streams = nullptr;
 }
 
-PrivateStreams::~PrivateStreams() {
-  for (auto& [dev, s] : streams_) s->synchronize();
+PrivateStreams::~PrivateStreams() { synchronize(); }
+
+void PrivateStreams::synchronize() {
+  std::vector<Stream*> all;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [dev, s] : streams_) all.push_back(s.get());
+  }
+  for (Stream* s : all) s->synchronize();
+}
+
+bool PrivateStreams::idle() {
+  std::lock_guard lock(mu_);
+  for (auto& [dev, s] : streams_)
+    if (!s->idle()) return false;
+  return true;
 }
 
 Stream& PrivateStreams::get(DeviceImpl* device) {
@@ -79,8 +91,8 @@ struct Job {
   std::vector<DeviceImpl*> all;                     // empty until join_job
 };
 Job& job() {
-  static Job j;
-  return j;
+  static auto* j = new Job;  // never destroyed, like the devices it lists
+  return *j;
 }
 }  // namespace
 

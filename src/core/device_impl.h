@@ -19,8 +19,11 @@ class DeviceImpl {
   int process_index() const { return process_index_; }
   int local_index() const { return local_index_; }
   bool is_local() const { return stream_ != nullptr; }
-  /// The device's stream; an internal error for a device of another process.
+  /// The device's stream (or the calling thread's private one for it, see PrivateStreams);
+  /// an internal error for a device of another process.
   Stream& stream();
+  /// The device's own stream, whatever the calling thread installed (a local device only).
+  Stream& own_stream() { return *stream_; }
   /// Renumbers a local device when the process joins a job (distributed::initialize).
   void set_identity(int id, int process_index) { id_ = id, process_index_ = process_index; }
 
@@ -40,6 +43,10 @@ class PrivateStreams {
   PrivateStreams(const PrivateStreams&) = delete;
   PrivateStreams& operator=(const PrivateStreams&) = delete;
   Stream& get(DeviceImpl* device);
+  /// Waits until every task enqueued on them so far has run.
+  void synchronize();
+  /// True when none of them has a task queued or running (see Stream::idle).
+  bool idle();
 
  private:
   std::mutex mu_;
@@ -56,6 +63,7 @@ class ScopedPrivateStreams {
 };
 
 /// The devices of this process, made on first use from TESSEL_CPU_DEVICES (default 1).
+/// Making them registers exit's teardown (core/lifetime.h), which waits for their work.
 std::vector<DeviceImpl*>& local_device_impls();
 /// Every device of the job in global id order: the local ones alone, or, once this
 /// process joined a multi-process job, every process's devices in process order.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/device_impl.h"
+#include "core/thread.h"
 
 namespace tessel::detail {
 
@@ -25,15 +26,23 @@ struct Running {
 
 Stream::Stream(int device_id)
     : device_id_(device_id), max_queue_(size_t(std::max(1L, env_int("TESSEL_STREAM_MAX_QUEUE", 64)))),
-      worker_([this] { loop(); }) {}
+      worker_(start_thread("the stream of cpu:" + std::to_string(device_id), [this] { loop(); })) {}
 
-Stream::~Stream() {
+Stream::~Stream() { stop(); }
+
+void Stream::stop() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  worker_.join();
+  // The worker itself may end the process (a host callback calling exit): it cannot join itself.
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+}
+
+bool Stream::idle() {
+  std::lock_guard lock(mu_);
+  return queue_.empty() && (!busy_ || t_running == this);
 }
 
 void Stream::enqueue(Task task) {
@@ -43,6 +52,11 @@ void Stream::enqueue(Task task) {
   }
   {
     std::unique_lock lock(mu_);
+    if (stop_) {  // stopped at exit: nothing runs the queue any more
+      lock.unlock();
+      run_inline_or_enqueue(std::move(task));
+      return;
+    }
     if (std::this_thread::get_id() != worker_.get_id() && queue_.size() >= max_queue_) {
       BlockingScope blocking;
       idle_cv_.wait(lock, [this] { return queue_.size() < max_queue_; });
@@ -58,7 +72,9 @@ bool Stream::run_inline_or_enqueue(Task task) {
     return true;
   }
   std::unique_lock lock(mu_);
-  if (!queue_.empty() || busy_) {
+  if (stop_) {  // stopped at exit: run it here, after what was queued before and in order
+    idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  } else if (!queue_.empty() || busy_) {
     lock.unlock();
     enqueue(std::move(task));
     return false;

@@ -28,6 +28,11 @@ class Stream {
   bool run_inline_or_enqueue(Task task);
   /// Waits until every task enqueued so far has run.
   void synchronize();
+  /// True when no task is queued or running, but for the caller's own (a task asking).
+  bool idle();
+  /// Ends the worker thread after the queued tasks (exit's teardown). Tasks given later run
+  /// at once on the calling thread.
+  void stop();
 
  private:
   void loop();

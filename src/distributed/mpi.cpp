@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/device_impl.h"
+#include "core/lifetime.h"
 #include "core/log.h"
 #include "distributed/controller.h"
 #include "tessel/distributed.h"
@@ -85,8 +86,9 @@ void join(State& s) {
   MPI_Comm_size(MPI_COMM_WORLD, &s.size);
   check(MPI_Comm_dup(MPI_COMM_WORLD, &s.world), "MPI_Comm_dup", "distributed::initialize");
   MPI_Comm_set_errhandler(s.world, MPI_ERRORS_RETURN);
+  // In a world of one process too: the same documented line, not a bare std::terminate.
+  std::set_terminate(abort_job_on_terminate);
   if (s.size > 1) {
-    std::set_terminate(abort_job_on_terminate);
     int local = int(detail::local_device_impls().size());
     std::vector<int> counts(size_t(s.size));
     check(MPI_Allgather(&local, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather",
@@ -129,11 +131,10 @@ void ensure_initialized() {
     s.started = true;
     join(s);
   }
-  // The devices must exist before the handler is registered: exit destroys them before
-  // it runs the handlers registered earlier (a job of one process creates them only here).
-  (void)detail::local_device_impls();
-  static const bool registered = [] { return std::atexit(flush_and_finalize) == 0; }();
+  // At exit, after the devices' pending work (which may communicate) finished.
+  static const bool registered = (detail::at_exit(detail::ExitPhase::kProcesses, flush_and_finalize), true);
   (void)registered;
+  detail::register_teardown();
 }
 
 MPI_Comm world_comm() { return state().world; }

@@ -77,7 +77,7 @@ std::vector<Array> device_put_eager(std::span<const Array> ins, const Params& p)
   detail::DeviceImpl* dev = device_by_id(p.get_int("device"));
   // Arrays are immutable, so an array already on the device shares its buffer.
   if (src->device == dev) return {detail::make_concrete(src->aval, dev, src->buffer, true)};
-  auto buf = detail::Buffer::allocate(src->aval.nbytes(), dev);
+  auto buf = detail::Buffer::allocate(src->aval.nbytes(), dev, &src->aval);
   dev->stream().enqueue([in = src->buffer, buf] {
     try {
       in->wait();

@@ -91,9 +91,9 @@ template <class T, Out R> using out_t = decltype(out_tag<T, R>());
 // ---- the definition machinery ----
 /// The printed name; identifiers that would be C++ keywords (and_, not_) drop their '_'.
 template <class Op> const std::string& name_of() {
-  static const std::string n = [] {
-    std::string s = Op::name;
-    if (s.back() == '_') s.pop_back();
+  static const std::string& n = *[] {  // never destroyed: kernels may run during exit
+    auto* s = new std::string(Op::name);
+    if (s->back() == '_') s->pop_back();
     return s;
   }();
   return n;

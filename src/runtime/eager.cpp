@@ -74,7 +74,7 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   std::vector<std::shared_ptr<Buffer>> out_bufs;
   size_t out_bytes = 0;
   for (const Aval& av : e.out_avals) {
-    out_bufs.push_back(Buffer::allocate(av.nbytes(), dev));
+    out_bufs.push_back(Buffer::allocate(av.nbytes(), dev, &av));
     out_bytes += av.nbytes();
     outs.push_back(make_concrete(av, dev, out_bufs.back(), committed));
   }

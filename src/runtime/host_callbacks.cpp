@@ -14,7 +14,9 @@
 
 #include "core/blocking.h"
 #include "core/device_impl.h"
+#include "core/lifetime.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "tessel/host.h"
 
 namespace tessel::detail::host {
@@ -57,7 +59,7 @@ class Receiver {
 
   void push(size_t bytes, std::string name, std::function<void()> fn) {
     std::unique_lock lock(mu_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    if (!thread_.joinable()) thread_ = start_thread("the host-callback receiver of cpu:" + std::to_string(device_id_), [this] { loop(); });
     // Back-pressure: an item that fits, or any item into an empty queue; never while the
     // running callback waits on tessel (it may wait on the device that is pushing).
     if (!(queue_.empty() || bytes_ + bytes <= max_bytes_)) {
@@ -81,6 +83,18 @@ class Receiver {
     BlockingScope blocking;
     done_cv_.wait(lock, [&] { return done_ >= target || (from_device && callback_waits_ > 0); });
   }
+
+  /// True when every item pushed so far has run (or only the caller's own item runs).
+  bool idle() {
+    std::lock_guard lock(mu_);
+    return done_ >= pushed_.load(std::memory_order_relaxed) || t_receiver == this;
+  }
+
+  /// Where the tessel work of the device's synchronous callbacks (call, pure_callback,
+  /// io_callback) runs: streams of their own. A callback's device runs it in the middle of
+  /// a launch, and the other devices of that launch may be waiting for this device (a
+  /// collective, a gather of the results): work queued behind them would never run.
+  PrivateStreams& callback_streams() { return callback_streams_; }
 
   void set_callback_waits(bool waiting) {
     {
@@ -180,26 +194,46 @@ class Receiver {
   uint64_t done_ = 0;                   // written by the receiver thread (under mu_)
   int callback_waits_ = 0;
   bool sleeping_ = false;
+  PrivateStreams callback_streams_;
   std::thread thread_;  // never joined: the receivers live as long as the process
 };
 
-/// The receivers of the local devices, made on first use; leaked, so that callbacks still
-/// queued at exit can run (the exit handler drains them first).
+void finish_at_exit();
+
+/// The receivers of the local devices, made on first use; never destroyed, so that callbacks
+/// still queued at exit can run (exit's teardown drains them first, core/lifetime.h).
 std::vector<std::unique_ptr<Receiver>>& receivers() {
   static auto* r = [] {
     auto* v = new std::vector<std::unique_ptr<Receiver>>;
     for (DeviceImpl* d : local_device_impls()) v->push_back(std::make_unique<Receiver>(d->id()));
-    // Pending taps are flushed at exit, after main returns (an error is printed, not thrown).
-    std::atexit([] {
-      try {
-        barrier_wait("at_exit");
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "tessel: %s\n", e.what());
-      }
-    });
+    at_exit(ExitPhase::kDevices, finish_at_exit);
     return v;
   }();
   return *r;
+}
+
+/// At exit: runs every pending callback and the device work the callbacks issue, until all
+/// is quiet (a tap may queue device work that taps again); a callback's error is printed.
+void finish_at_exit() {
+  auto quiet = [] {
+    for (DeviceImpl* d : local_device_impls())
+      if (!d->own_stream().idle()) return false;
+    for (auto& r : receivers())
+      if (!r->idle() || !r->callback_streams().idle()) return false;
+    return true;
+  };
+  do {
+    for (DeviceImpl* d : local_device_impls()) d->own_stream().synchronize();
+    for (auto& r : receivers()) {
+      r->drain();
+      r->callback_streams().synchronize();
+    }
+  } while (!quiet());
+  try {
+    barrier_wait("at_exit");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessel: %s\n", e.what());
+  }
 }
 
 Receiver& receiver_of(DeviceImpl* device) { return *receivers().at(size_t(device->local_index())); }
@@ -219,7 +253,9 @@ void push(DeviceImpl* device, size_t bytes, std::string name, std::function<void
 }
 
 void run_in_order(DeviceImpl* device, const std::function<void()>& fn) {
-  receiver_of(device).drain(/*from_device=*/true);
+  Receiver& r = receiver_of(device);
+  r.drain(/*from_device=*/true);
+  ScopedPrivateStreams scope(&r.callback_streams());
   fn();
 }
 

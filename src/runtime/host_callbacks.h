@@ -24,7 +24,9 @@ void push(DeviceImpl* device, size_t bytes, std::string name, std::function<void
 /// Runs `fn` on the calling thread (a device's stream, for `call`) after every callback
 /// the device queued before it has run, so that one device's callbacks keep their order —
 /// unless the receiver's running callback waits on tessel work (perhaps on this device,
-/// which is busy with the call): then `fn` runs at once rather than deadlock.
+/// which is busy with the call): then `fn` runs at once rather than deadlock. The tessel
+/// work `fn` issues runs on streams of the device's callbacks (PrivateStreams), not on the
+/// devices' own: those may be waiting for this device in the middle of a launch.
 void run_in_order(DeviceImpl* device, const std::function<void()>& fn);
 
 /// Waits until every device stream of this process has run the work enqueued so far and

@@ -75,15 +75,15 @@ Mesh::Mesh(std::vector<Device> devices, Shape shape, std::vector<std::string> ax
 }
 
 const Shape& Mesh::shape() const {
-  static const Shape empty;
+  static const Shape& empty = *new Shape;  // never destroyed: read during exit too
   return impl_ ? impl_->shape : empty;
 }
 const std::vector<std::string>& Mesh::axis_names() const {
-  static const std::vector<std::string> empty;
+  static const std::vector<std::string>& empty = *new std::vector<std::string>;  // never destroyed: read during exit too
   return impl_ ? impl_->names : empty;
 }
 const std::vector<Device>& Mesh::devices() const {
-  static const std::vector<Device> empty;
+  static const std::vector<Device>& empty = *new std::vector<Device>;  // never destroyed: read during exit too
   return impl_ ? impl_->devices : empty;
 }
 int64_t Mesh::size() const { return int64_t(devices().size()); }
@@ -158,11 +158,11 @@ SingleDeviceSharding::SingleDeviceSharding(const Device& device)
 
 bool Sharding::is_single_device() const { return impl_ && impl_->single_device; }
 const Mesh& Sharding::mesh() const {
-  static const Mesh empty;
+  static const Mesh& empty = *new Mesh;  // never destroyed: read during exit too
   return impl_ ? impl_->mesh : empty;
 }
 const PartitionSpec& Sharding::spec() const {
-  static const PartitionSpec empty;
+  static const PartitionSpec& empty = *new PartitionSpec;  // never destroyed: read during exit too
   return impl_ ? impl_->spec : empty;
 }
 const std::vector<Device>& Sharding::device_set() const { return mesh().devices(); }

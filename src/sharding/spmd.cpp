@@ -8,6 +8,7 @@
 #include "compiler/executable.h"
 #include "compiler/fusion.h"
 #include "compiler/passes.h"
+#include "core/lifetime.h"
 #include "core/log.h"
 #include "distributed/controller.h"
 #include "ir/serialize.h"
@@ -94,7 +95,7 @@ Array split_array(const Array& x, const Sharding& s) {
       shards.push_back(nullptr);
       continue;
     }
-    auto buf = Buffer::allocate(local_aval.nbytes(), dev);
+    auto buf = Buffer::allocate(local_aval.nbytes(), dev, &local_aval);
     Shape start, block;
     for (auto& [b, e] : indices[size_t(pos)]) {
       start.push_back(b);
@@ -250,7 +251,7 @@ void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<cons
   std::vector<int> procs = ctl::remote_processes(mesh.devices());
   if (procs.empty()) return;
   static std::mutex mu;
-  static std::map<const ir::Program*, ShippedProgram> shipped;
+  static auto& shipped = make_global<std::map<const ir::Program*, ShippedProgram>>();  // core/lifetime.h
   std::string bytes;
   uint64_t key;
   {
@@ -348,7 +349,7 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
     std::vector<std::shared_ptr<Buffer>> ins, outs;
     for (const Array& a : args) ins.push_back(as_sharded(a)->shards[size_t(pos)]);
     for (size_t j = 0; j < nout; ++j) {
-      outs.push_back(Buffer::allocate(x.local_out[j].nbytes(), dev));
+      outs.push_back(Buffer::allocate(x.local_out[j].nbytes(), dev, &x.local_out[j]));
       out_bufs[j].push_back(outs.back());
     }
     dev->stream().enqueue([exe = x.executable(), hub, contexts, pos, dev, ins = std::move(ins), outs = std::move(outs)] {
@@ -401,7 +402,7 @@ std::vector<Array> eval_primitive(const ir::Primitive& prim, std::span<const Arr
     ir::ProgramRef program;
   };
   static std::mutex mu;
-  static std::vector<Entry> cache;
+  static auto& cache = make_global<std::vector<Entry>>();  // used by work still queued at exit (core/lifetime.h)
   std::vector<Aval> avals;
   for (const Array& a : ins) avals.push_back(a.aval());
   ir::ProgramRef program;
@@ -565,7 +566,7 @@ ConcreteArray* ShardedArray::gathered(const char* what) const {
     for (const Device& d : sharding.device_set())
       if (!dev && d.impl()->is_local()) dev = d.impl();
     if (!dev) dev = default_device();  // a value with no elements held elsewhere
-    auto buf = Buffer::allocate(aval.nbytes(), dev);
+    auto buf = Buffer::allocate(aval.nbytes(), dev, &aval);
     run_on_stream(dev, aval.nbytes(), [buf, shards = std::move(pieces), sources, indices, global = aval.shape, local = local_aval.shape,
                            item = itemsize(aval.dtype)] {
       try {

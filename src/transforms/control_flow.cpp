@@ -293,7 +293,7 @@ struct Slots {
   std::vector<void*> ptrs;
   Slots(std::span<const Aval> avals, DeviceImpl* dev) {
     for (auto& a : avals) {
-      bufs.push_back(Buffer::allocate(a.nbytes(), dev));
+      bufs.push_back(Buffer::allocate(a.nbytes(), dev, &a));
       ptrs.push_back(bufs.back()->data());
     }
   }

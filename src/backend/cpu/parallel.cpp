@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/device_impl.h"
+#include "core/lifetime.h"
 #include "tessel/error.h"
 
 namespace tessel::cpu {
@@ -23,7 +24,8 @@ int threads_from_env() {
 }
 
 oneapi::tbb::task_arena& arena() {
-  static oneapi::tbb::task_arena a(num_threads());
+  // Owned by the runtime: kernels still queued at exit use it (core/lifetime.h).
+  static oneapi::tbb::task_arena& a = detail::make_global<oneapi::tbb::task_arena>(num_threads());
   return a;
 }
 
