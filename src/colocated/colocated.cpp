@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "core/array_impl.h"
+#include "core/dtype_check.h"
 #include "core/log.h"
 #include "distributed/controller.h"
 #include "ir/serialize.h"
@@ -713,6 +714,7 @@ std::optional<Specs> known_out_specs(Site& site, const CallPlan& c, const Site::
   if (!site.spec.out_specs_fn) return std::nullopt;
   Specs specs = site.spec.out_specs_fn(c.in_specs);
   for (size_t j = 0; j < specs.size(); ++j) {
+    tessel::detail::checked_dtype(specs[j].dtype, c.name + ": out_specs_fn's output " + std::to_string(j));
     if (!specs[j].sharding.valid())
       throw ValueError(c.name + ": out_specs_fn gave output " + std::to_string(j) +
                        " no sharding; give each output spec the sharding of its devices");

@@ -25,6 +25,7 @@
 #include "core/array_impl.h"
 #include "core/buffer.h"
 #include "core/device_impl.h"
+#include "core/dtype_check.h"
 #include "core/log.h"
 #include "ir/serialize.h"
 #include "ops/op_util.h"
@@ -320,7 +321,7 @@ Array call_leaves(LeafCall fn, const std::vector<Array>& leaves, const ShapeDtyp
                   bool with_device, int device_index, CallKind kind) {
   Params p{{"callback", std::make_shared<const CallbackParam>(name, nullptr, std::move(fn), with_device)},
            {"shape", result.shape},
-           {"dtype", result.dtype},
+           {"dtype", tessel::detail::checked_dtype(result.dtype, name + ": the result dtype")},
            {"device_index", int64_t(device_index)}};
   const ir::Primitive& prim = kind == CallKind::kPure ? pure_call_p : kind == CallKind::kOrdered ? call_p : io_call_p;
   return ops::bind1(prim, leaves, p);
