@@ -335,7 +335,12 @@ template <class... Args> std::vector<Array> all_leaves(const Args&... args) {
 template <class R, class... Params> class Function {
  public:
   using Invoke = std::function<R(const std::decay_t<Params>&...)>;
-  Function(std::shared_ptr<detail::Site> site, Invoke invoke) : site_(std::move(site)), invoke_(std::move(invoke)) {}
+  /// Made by `colocated(fn)` and `Object::method`; a null site or an empty `invoke` is a
+  /// ValueError (there is no empty Function).
+  Function(std::shared_ptr<detail::Site> site, Invoke invoke) : site_(std::move(site)), invoke_(std::move(invoke)) {
+    if (!site_ || !invoke_)
+      throw ValueError("colocated::Function: no call site or function (null); make one with colocated(fn)");
+  }
 
   /// Runs the function on the hosts of the arguments' devices (or of the specialized
   /// devices). Returns at once when the output specs are known (out_specs_fn, or learned
@@ -399,7 +404,11 @@ template <class F> auto colocated(F fn) -> decltype(detail::make_function_of(fn,
 /// host that made one, asynchronously.
 template <class T> class Object {
  public:
-  explicit Object(std::shared_ptr<detail::ObjectState> state) : state_(std::move(state)) {}
+  /// Made by `colocated_class<T>()(args...)`; a null state is a ValueError (there is no
+  /// empty Object).
+  explicit Object(std::shared_ptr<detail::ObjectState> state) : state_(std::move(state)) {
+    if (!state_) throw ValueError("colocated::Object: no object state (null); make one with colocated_class<T>()(args...)");
+  }
 
   /// A method as a colocated callable bound to this object (so it can be specialized).
   template <class R, class... P> Function<R, P...> method(R (T::*pm)(P...)) const {

@@ -118,25 +118,48 @@ template <class F, class C, class X> auto scan(const F& f, const C& init, const 
   return std::make_pair(std::move(carry), std::move(ys));
 }
 
-/// for i in [lower, upper): carry = body(i, carry), with i an int32 scalar Array. Static
-/// bounds run as a scan (reverse-mode differentiable).
-template <class B, class T> T fori_loop(int64_t lower, int64_t upper, const B& body, const T& init) {
-  using Carry = std::pair<Array, T>;
-  auto [final_carry, unused] = scan(
-      [&](const Carry& c, const std::nullopt_t&) {
-        return std::make_pair(Carry(c.first + 1, body(c.first, c.second)), std::tuple<>());
-      },
-      Carry(Array(int32_t(lower)), init), std::nullopt, {.length = std::max<int64_t>(0, upper - lower)});
-  return final_carry.second;
-}
+namespace detail {
+/// The dtype of fori_loop's index for bounds `lower` and `upper`, by lax.fori_loop's rule:
+/// their common dtype, or for two signed integer dtypes of which one is weak (a C++
+/// literal), the strong one. Other pairs (an integer and a float bound) are a DTypeError.
+TESSEL_API DType fori_index_dtype(const Array& lower, const Array& upper);
+}  // namespace detail
 
-/// fori_loop with bounds known only at run time (Array scalars): a while_loop.
+/// fori_loop with bounds known only at run time (Array scalars): a while_loop whose index
+/// has the bounds' dtype (see detail::fori_index_dtype; mixed integer and float bounds are
+/// a DTypeError, as in JAX).
 template <class B, class T> T fori_loop(const Array& lower, const Array& upper, const B& body, const T& init) {
+  const DType d = detail::fori_index_dtype(lower, upper);
   using Carry = std::tuple<Array, Array, T>;
   Carry c = while_loop([](const Carry& c) { return std::get<0>(c) < std::get<1>(c); },
                        [&](const Carry& c) { return Carry(std::get<0>(c) + 1, std::get<1>(c), body(std::get<0>(c), std::get<2>(c))); },
-                       Carry(lower, upper, init));
+                       Carry(lower.dtype() == d ? lower : astype(lower, d), upper.dtype() == d ? upper : astype(upper, d), init));
   return std::get<2>(c);
+}
+
+/// for i in [lower, upper): carry = body(i, carry). Integer C++ bounds run as a scan
+/// (reverse-mode differentiable) with i an int32 scalar Array; floating C++ bounds run as
+/// the Array overload does, and an integer bound with a floating one is a DTypeError
+/// (`fori_loop(0, 5.5, ...)`: JAX refuses it too).
+template <class L, class U, class B, class T>
+  requires(std::is_arithmetic_v<L> && std::is_arithmetic_v<U>)
+T fori_loop(L lower, U upper, const B& body, const T& init) {
+  if constexpr (std::is_integral_v<L> && std::is_integral_v<U>) {
+    using Carry = std::pair<Array, T>;
+    auto [final_carry, unused] = scan(
+        [&](const Carry& c, const std::nullopt_t&) {
+          return std::make_pair(Carry(c.first + 1, body(c.first, c.second)), std::tuple<>());
+        },
+        Carry(Array(int32_t(lower)), init), std::nullopt,
+        {.length = std::max<int64_t>(0, int64_t(upper) - int64_t(lower))});
+    return final_carry.second;
+  } else {
+    auto bound = [](auto v) {
+      if constexpr (std::is_integral_v<decltype(v)>) return Array(int32_t(v));  // the static loops' index dtype
+      else return Array(double(v));
+    };
+    return fori_loop(bound(lower), bound(upper), body, init);
+  }
 }
 
 }  // namespace tessel

@@ -177,7 +177,12 @@ template <class To, class From> inline To convert_value(From v) {
   }
 }
 
-/// Calls `f(T{})` with T the storage type of `d`.
+namespace detail {
+/// Throws DTypeError for a value that is not a DType enumerator (an integer cast to DType).
+[[noreturn]] TESSEL_API void invalid_dtype(DType d);
+}  // namespace detail
+
+/// Calls `f(T{})` with T the storage type of `d`; throws DTypeError when `d` is not a dtype.
 template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
   switch (d) {
     case DType::bool_: return f(bool{});
@@ -194,9 +199,9 @@ template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
     case DType::float32: return f(float{});
     case DType::float64: return f(double{});
     case DType::complex64: return f(complex64_t{});
-    case DType::complex128: break;
+    case DType::complex128: return f(complex128_t{});
   }
-  return f(complex128_t{});
+  detail::invalid_dtype(d);
 }
 
 /// A single value of any dtype (a literal in a program, a fill value, `item()`), stored in

@@ -28,8 +28,10 @@ class TESSEL_API Program {
  public:
   Program() = default;
   explicit Program(std::shared_ptr<const detail::ProgramHolder> p) : p_(std::move(p)) {}
+  /// The printed program ("<no program>" for an empty one).
   std::string to_string() const;
-  /// Number of equations (top level).
+  /// Number of equations (top level). An empty (default-constructed) Program throws
+  /// ValueError here and in primitive_names.
   size_t num_equations() const;
   /// Names of the primitives of the top-level equations, in order.
   std::vector<std::string> primitive_names() const;
@@ -154,8 +156,11 @@ Tuple replace_arg_leaves(const Tuple& args, const std::vector<Array>& leaves, st
 /// Returned by `jit(f).lower(args...)`: the simplified program for those arguments.
 class TESSEL_API Lowered {
  public:
+  /// Made by `Jitted::lower`; a null entry is a ValueError (there is no empty Lowered).
   explicit Lowered(std::shared_ptr<detail::JitEntry> e, std::vector<Array> args = {})
-      : e_(std::move(e)), args_(std::move(args)) {}
+      : e_(std::move(e)), args_(std::move(args)) {
+    if (!e_) throw ValueError("Lowered: no jit entry (null); get a Lowered from jit(f).lower(args...)");
+  }
   /// The program that will be compiled (after DCE, CSE and constant folding).
   std::string as_text() const { return detail::jit_lowered_program(*e_).to_string(); }
   Program program() const { return detail::jit_lowered_program(*e_); }
@@ -171,8 +176,11 @@ class TESSEL_API Lowered {
 /// The executable for one input signature; call it with the flat list of Array leaves.
 class TESSEL_API Compiled {
  public:
+  /// Made by `Lowered::compile`; a null entry is a ValueError (there is no empty Compiled).
   explicit Compiled(std::shared_ptr<detail::JitEntry> e, std::vector<Array> args = {})
-      : e_(std::move(e)), args_(std::move(args)) {}
+      : e_(std::move(e)), args_(std::move(args)) {
+    if (!e_) throw ValueError("Compiled: no jit entry (null); get a Compiled from jit(f).lower(args...).compile()");
+  }
   /// What runs on each device: the executable's program with its buffer plan; for a
   /// partitioned program, the per-device program with its collectives.
   std::string as_text() const { return detail::jit_compiled_text(*e_, args_); }

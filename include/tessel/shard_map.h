@@ -25,13 +25,17 @@ namespace tessel {
 /// group then spans all of them, numbered row-major with the first axis major).
 class TESSEL_API AxisNames {
  public:
-  AxisNames(const char* axis) : names_{axis} {}                                    // NOLINT
+  AxisNames(const char* axis) : names_{checked_name(axis)} {}                      // NOLINT
   AxisNames(std::string axis) : names_{std::move(axis)} {}                         // NOLINT
   AxisNames(std::initializer_list<std::string> axes) : names_(axes) {}             // NOLINT
   AxisNames(std::vector<std::string> axes) : names_(std::move(axes)) {}            // NOLINT
   const std::vector<std::string>& names() const { return names_; }
 
  private:
+  static std::string checked_name(const char* axis) {
+    if (!axis) throw ValueError("AxisNames: the axis name is a null pointer; name a mesh axis (\"x\")");
+    return axis;
+  }
   std::vector<std::string> names_;
 };
 

@@ -60,7 +60,7 @@ class TESSEL_API SpecEntry {
  public:
   SpecEntry() = default;
   SpecEntry(std::nullopt_t) {}                                       // NOLINT: ts::none
-  SpecEntry(const char* axis) : axes_{axis} {}                       // NOLINT: "x"
+  SpecEntry(const char* axis) : axes_{checked_name(axis)} {}         // NOLINT: "x"
   SpecEntry(std::string axis) : axes_{std::move(axis)} {}            // NOLINT
   SpecEntry(std::vector<std::string> axes) : axes_(std::move(axes)) {}  // NOLINT: several axes
   const std::vector<std::string>& axes() const { return axes_; }
@@ -68,6 +68,10 @@ class TESSEL_API SpecEntry {
   bool operator==(const SpecEntry& o) const { return axes_ == o.axes_; }
 
  private:
+  static std::string checked_name(const char* axis) {
+    if (!axis) throw ValueError("PartitionSpec: a mesh axis name is a null pointer; name an axis (\"x\") or use ts::none");
+    return axis;
+  }
   std::vector<std::string> axes_;
 };
 

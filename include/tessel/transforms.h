@@ -51,7 +51,9 @@ TESSEL_API std::vector<Array> custom_vjp_flat(const FlatFn& f, const CustomFwdRu
                                               std::span<const Array> args);
 [[noreturn]] TESSEL_API void transform_error(const std::string& message);
 TESSEL_API void check_grad_output(const char* op, const Array& out, size_t num_outputs);
-TESSEL_API void check_differentiable(const char* op, const Array& x, int argnum);
+/// Throws DTypeError naming `op` unless `x` is floating or complex; `fix` says what to do
+/// instead (default: grad's advice, convert it or leave it out of argnums).
+TESSEL_API void check_differentiable(const char* op, const Array& x, int argnum, const char* fix = nullptr);
 
 template <class T> struct is_pair : std::false_type {};
 template <class A, class B> struct is_pair<std::pair<A, B>> : std::true_type {};
@@ -148,6 +150,8 @@ template <class Tuple> auto unwrap_single(Tuple&& t) {
 
 /// (f(primals...), the derivative of f at primals applied to tangents). `primals` and
 /// `tangents` are tuples of the arguments (trees of Arrays with equal shapes and dtypes).
+/// An integer or bool primal takes an empty `Array()` as tangent (JAX's float0 zero); any
+/// other tangent for it is a DTypeError.
 template <class F, class... Args>
 auto jvp(const F& f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
   using R = std::invoke_result_t<const F&, const Args&...>;
@@ -394,6 +398,7 @@ template <class F> auto remat(F f, CheckpointOptions opts = {}) { return checkpo
 
 template <class F> auto jacfwd(F f) {
   return [f = std::move(f)](const Array& x, const auto&... rest) {
+    detail::check_differentiable("jacfwd", x, 0, "Convert it with astype, or use jvp directly");
     Array y = f(x, rest...);
     int64_t n = x.size();
     Array basis = reshape(eye(n, std::nullopt, 0, x.dtype()), [&] {
@@ -411,6 +416,7 @@ template <class F> auto jacfwd(F f) {
 
 template <class F> auto jacrev(F f) {
   return [f = std::move(f)](const Array& x, const auto&... rest) {
+    detail::check_differentiable("jacrev", x, 0, "Convert it with astype, or use vjp directly");
     auto [y, pullback] = vjp([&](const Array& z) { return f(z, rest...); }, x);
     int64_t m = y.size();
     Shape bs{m};

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "core/array_impl.h"
+#include "core/dtype_check.h"
 #include "core/lifetime.h"
 #include "core/log.h"
 #include "core/thread.h"
@@ -742,6 +743,7 @@ std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Si
   if (!site.spec.out_specs_fn) return std::nullopt;
   Specs specs = site.spec.out_specs_fn(c.in_specs);
   for (size_t j = 0; j < specs.size(); ++j) {
+    tessel::detail::checked_dtype(specs[j].dtype, c.name + ": out_specs_fn's output " + std::to_string(j));
     if (!specs[j].sharding.valid())
       throw ValueError(c.name + ": out_specs_fn gave output " + std::to_string(j) +
                        " no sharding; give each output spec the sharding of its devices");

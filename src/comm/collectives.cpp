@@ -290,9 +290,9 @@ const ir::Primitive& barrier_p = ir::register_primitive({
     .effects = kCommEffects,
 });
 
-Params op_params(const Comm& comm, Op op) {
+Params op_params(const Comm& comm, Op op, const std::string& api) {
   Params p = comm_params(comm);
-  p.set("op", to_string(op));
+  p.set("op", to_string(checked_op(op, api)));
   return p;
 }
 
@@ -305,15 +305,15 @@ Params root_params(Params p, int root) {
 }  // namespace detail
 
 Array allreduce(const Array& x, Op op, const Comm& comm) {
-  return ops::bind1(detail::allreduce_p, {x}, detail::op_params(comm, op));
+  return ops::bind1(detail::allreduce_p, {x}, detail::op_params(comm, op, "allreduce"));
 }
 
 Array reduce(const Array& x, Op op, int root, const Comm& comm) {
-  return ops::bind1(detail::reduce_p, {x}, detail::root_params(detail::op_params(comm, op), root));
+  return ops::bind1(detail::reduce_p, {x}, detail::root_params(detail::op_params(comm, op, "reduce"), root));
 }
 
 Array scan(const Array& x, Op op, const Comm& comm) {
-  return ops::bind1(detail::scan_p, {x}, detail::op_params(comm, op));
+  return ops::bind1(detail::scan_p, {x}, detail::op_params(comm, op, "scan"));
 }
 
 Array bcast(const Array& x, int root, const Comm& comm) {

@@ -146,6 +146,14 @@ Op bool_equivalent(Op op) {
 
 std::string op_name(Op op) { return to_string(op); }
 
+Op checked_op(Op op, const std::string& api) {
+  for (Op o : kAllOps)
+    if (o == op) return op;
+  throw ValueError("comm." + api + ": Op(" + std::to_string(int(op)) +
+                   ") is not a reduction operator (an integer cast to Op?); use one of SUM, PROD, MIN, MAX, LAND, LOR, "
+                   "BAND, BOR, LXOR, BXOR");
+}
+
 void check_op(const std::string& api, Op op, DType d) {
   const std::string head = "comm." + api + ": op " + to_string(op) + " is not defined for " + dtype_name(d);
   if (d == DType::bool_) {
@@ -264,7 +272,7 @@ std::string to_string(Op op) {
     case Op::LXor: return "LXOR";
     case Op::BXor: return "BXOR";
   }
-  return "?";
+  return "Op(" + std::to_string(int(op)) + ")";  // not an operator: checked_op refuses it
 }
 
 }  // namespace tessel::comm

@@ -61,6 +61,8 @@ const CommImpl& comm_of(const ir::Params& params);
 
 /// The "op" parameter: the operator's name ("SUM"), and back.
 std::string op_name(Op op);
+/// `op` itself when it is one of the Op enumerators; else a ValueError naming `api`.
+Op checked_op(Op op, const std::string& api);
 Op op_from_params(const ir::Params& params);
 /// Throws DTypeError naming `api` where reducing `dtype` with `op` is not defined (Min/Max
 /// of complex, arithmetic on bool, logical or bitwise ops of floating types), with the fix.

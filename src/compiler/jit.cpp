@@ -218,11 +218,20 @@ const ir::Program& program_of(const Program& p) {
 }  // namespace compiler
 
 std::string Program::to_string() const { return p_ ? ir::print_program(*p_->program) : "<no program>"; }
-size_t Program::num_equations() const { return p_ ? p_->program->eqns.size() : 0; }
+namespace {
+const ir::Program& nonempty(const std::shared_ptr<const detail::ProgramHolder>& p, const char* accessor) {
+  if (!p)
+    throw ValueError(std::string("Program::") + accessor +
+                     ": this Program is empty (default-constructed); get one from make_program(f, args...) or "
+                     "jit(f).lower(args...).program()");
+  return *p->program;
+}
+}  // namespace
+
+size_t Program::num_equations() const { return nonempty(p_, "num_equations").eqns.size(); }
 std::vector<std::string> Program::primitive_names() const {
   std::vector<std::string> r;
-  if (p_)
-    for (auto& e : p_->program->eqns) r.push_back(e.prim->name);
+  for (auto& e : nonempty(p_, "primitive_names").eqns) r.push_back(e.prim->name);
   return r;
 }
 std::ostream& operator<<(std::ostream& os, const Program& p) { return os << p.to_string(); }

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,9 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -47,7 +50,7 @@ const std::string& compiler_path() {
 int run_process(const std::vector<std::string>& argv, const std::string& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -79,8 +82,11 @@ std::string unique_suffix() {
 const std::string& compiler_version() {
   static const std::string& v = *new std::string([] {  // never destroyed: jit may run during exit
     std::error_code ec;
-    fs::path dir = fs::temp_directory_path(ec);
-    const std::string log = (dir / ("tessel-cxx-version." + unique_suffix())).string();
+    // mkstemp: a fresh file of our own, not a predictable name in a shared directory.
+    std::string log = (fs::temp_directory_path(ec) / "tessel-cxx-version.XXXXXX").string();
+    const int fd = mkstemp(log.data());
+    if (fd < 0) return std::string();
+    close(fd);
     std::string line;
     if (run_process({compiler_path(), "--version"}, log) == 0) {
       std::ifstream f(log);
@@ -108,6 +114,7 @@ struct State {
   std::mutex mu;
   std::unordered_map<std::string, std::weak_ptr<KernelLibrary>> loaded;
   CodegenStats stats;
+  std::set<std::string> warned;  // refusals already reported, one warning each
 };
 State& state() {
   static State* s = new State;  // outlives static destructors of users
@@ -116,6 +123,88 @@ State& state() {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---- trust ----
+// Loading a shared object runs its code, so the cache may hold only files that no one but
+// this user (or root) could have written: the directory and each .so must belong to this
+// user or root and be writable by neither group nor others, and neither may be a symbolic
+// link. Then no other user can place or swap a file there between our check and dlopen.
+
+/// Why a file or directory with status `st` (from lstat) cannot be trusted, or "".
+std::string distrust(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return std::string("writable by group or others (mode ") + mode + ")";
+  }
+  return "";
+}
+
+/// Warns once per distinct message (the caller holds state().mu).
+void warn_once(State& st, const std::string& message) {
+  if (st.warned.insert(message).second) TESSEL_WARN_LOG(message);
+}
+
+/// A directory of this process's own (mkdtemp, mode 0700), removed at exit: the cache when
+/// the configured one cannot be trusted. Made again if something (a tmp cleaner) removed it.
+/// The caller holds state().mu.
+fs::path private_cache_dir() {
+  static std::string* dir = nullptr;  // never destroyed: the exit handler reads it
+  struct stat info;
+  if (dir && ::lstat(dir->c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return *dir;
+  std::error_code ec;
+  std::string templ =
+      (fs::temp_directory_path(ec) / ("tessel-kernels-" + std::to_string(geteuid()) + "-XXXXXX")).string();
+  if (!mkdtemp(templ.data()))
+    throw Error("codegen: cannot create a private kernel cache directory from '" + templ + "': " +
+                std::strerror(errno) + "; set TESSEL_CACHE_DIR to a directory of your own, or TESSEL_DISABLE_CODEGEN=1");
+  if (!dir) {
+    dir = new std::string(templ);
+    std::atexit([] {
+      std::error_code e;
+      fs::remove_all(*dir, e);
+    });
+  }
+  *dir = templ;
+  return *dir;
+}
+
+/// kernel_cache_dir() made (mode 0700) if missing, when it can be trusted; otherwise, after
+/// a warning, the private directory.
+fs::path trusted_cache_dir(State& st) {
+  fs::path dir = fs::path(kernel_cache_dir()).lexically_normal();
+  if (dir.has_parent_path() && dir.filename().empty()) dir = dir.parent_path();  // "a/b/" names "a/b"
+  std::error_code ec;
+  if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw Error("codegen: cannot create the kernel cache directory '" + dir.string() + "': " + std::strerror(errno) +
+                "; set TESSEL_CACHE_DIR to a writable directory, or TESSEL_DISABLE_CODEGEN=1");
+  struct stat info;
+  std::string why = ::lstat(dir.c_str(), &info) != 0 ? std::string("not readable: ") + std::strerror(errno)
+                    : !S_ISDIR(info.st_mode) && !S_ISLNK(info.st_mode) ? "not a directory"
+                                                                       : distrust(info);
+  if (why.empty()) return dir;
+  const fs::path own = private_cache_dir();
+  warn_once(st, "codegen: not using the kernel cache directory '" + dir.string() + "': it is " + why +
+                    ", so another user could put code there that this process would load. Using the private directory '" +
+                    own.string() + "' for this process instead; set TESSEL_CACHE_DIR to a directory of your own (mode "
+                    "0700) to keep kernels between runs");
+  return own;
+}
+
+/// Whether the shared object at `so` may be loaded: it exists, is a regular file (not a
+/// symbolic link) and can be trusted. A refused file is reported and recompiled over.
+bool loadable(State& st, const fs::path& so) {
+  struct stat info;
+  if (::lstat(so.c_str(), &info) != 0) return false;
+  std::string why = S_ISREG(info.st_mode) || S_ISLNK(info.st_mode) ? distrust(info) : "not a regular file";
+  if (why.empty()) return true;
+  warn_once(st, "codegen: not loading " + so.string() + ": it is " + why + "; compiling the kernels again in its place");
+  return false;
 }
 
 }  // namespace
@@ -151,24 +240,24 @@ std::string kernel_cache_dir() {
   return (fs::temp_directory_path(ec) / ("tessel-kernels-" + std::to_string(getuid()))).string();
 }
 
-std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
+std::string kernel_key(const std::string& source) {
   std::string flags;
   for (const auto& f : kFlags) flags += f + " ";
-  const std::string key = hash_key(source + '\0' + compiler_version() + '\0' + flags);
+  return hash_key(source + '\0' + compiler_version() + '\0' + flags);
+}
+
+std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
+  const std::string key = kernel_key(source);
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   if (auto lib = st.loaded[key].lock()) return lib;
 
-  const fs::path dir = kernel_cache_dir();
+  const fs::path dir = trusted_cache_dir(st);
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw Error("codegen: cannot create the kernel cache directory '" + dir.string() + "': " + ec.message() +
-                "; set TESSEL_CACHE_DIR to a writable directory, or TESSEL_DISABLE_CODEGEN=1");
   const fs::path so = dir / (key + ".so");
   auto t0 = std::chrono::steady_clock::now();
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (fs::exists(so, ec)) {
+    if (loadable(st, so)) {
       if (void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
         auto lib = std::make_shared<KernelLibrary>(h);
         st.loaded[key] = lib;

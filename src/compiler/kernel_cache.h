@@ -4,7 +4,8 @@
 // A translation unit is keyed by a hash of its source, the compiler's version line and the
 // flags. The shared object lives at <cache dir>/<key>.so; it is compiled into a temporary
 // file and renamed into place, so concurrent processes never see a partial file (the loser
-// of a race renames an identical file over the winner's). Warm runs only dlopen.
+// of a race renames an identical file over the winner's). Warm runs only dlopen. Only a
+// directory and files no other user can write are trusted (see kernel_cache_dir).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,8 +45,15 @@ CodegenStats codegen_stats();
 /// Forgets libraries loaded by this process (kernels in use stay loaded), so the next
 /// load_or_compile of a source reads the disk cache again; for the warm-load benchmark.
 void forget_loaded_libraries();
-/// The cache directory: TESSEL_CACHE_DIR, else $XDG_CACHE_HOME/tessel/kernels, else
-/// $HOME/.cache/tessel/kernels, else <tmp>/tessel-kernels-<uid>.
+/// The configured cache directory: TESSEL_CACHE_DIR, else $XDG_CACHE_HOME/tessel/kernels,
+/// else $HOME/.cache/tessel/kernels, else <tmp>/tessel-kernels-<uid>. load_or_compile uses
+/// it only if it belongs to this user (or root), is writable by no one else and is not a
+/// symbolic link (it is created with mode 0700); otherwise it warns once and caches in a
+/// private mkdtemp directory for the process. Each <key>.so passes the same test before
+/// it is loaded; one that fails is compiled again over it.
 std::string kernel_cache_dir();
+/// The name of the shared object for `source` in the cache directory, less ".so" (a hash
+/// of the source, the compiler's version line and the flags).
+std::string kernel_key(const std::string& source);
 
 }  // namespace tessel::compiler

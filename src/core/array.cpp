@@ -4,6 +4,7 @@
 
 #include "core/array_format.h"
 #include "core/array_impl.h"
+#include "core/dtype_check.h"
 #include "tessel/array.h"
 
 namespace tessel {
@@ -79,6 +80,11 @@ Array Array::from_host(const void* data, const Shape& shape, DType dtype, bool w
 }
 
 Array Array::from_bytes(const void* data, const Shape& shape, DType dtype) {
+  detail::checked_dtype(dtype, "Array::from_bytes");
+  if (!data && shape_size(shape) != 0)
+    throw ValueError("Array::from_bytes: data is a null pointer for shape " + shape_to_string(shape) + " of " +
+                     dtype_name(dtype) + "; pass the address of " + std::to_string(shape_size(shape)) +
+                     " elements in row-major order");
   return from_host(data, shape, dtype, false);
 }
 

@@ -125,9 +125,23 @@ void join_job(int process_index, const std::vector<int>& devices_per_process) {
 
 }  // namespace detail
 
-int Device::id() const { return impl_->id(); }
-int Device::process_index() const { return impl_->process_index(); }
-std::string Device::platform() const { return "cpu"; }
+namespace {
+// Printing and comparing an empty Device works; everything else names the mistake.
+detail::DeviceImpl& checked(detail::DeviceImpl* impl, const char* accessor) {
+  if (!impl)
+    throw ValueError(std::string("Device::") + accessor +
+                     ": this Device is empty (default-constructed); take one from ts::devices() or "
+                     "ts::local_devices()");
+  return *impl;
+}
+}  // namespace
+
+int Device::id() const { return checked(impl_, "id").id(); }
+int Device::process_index() const { return checked(impl_, "process_index").process_index(); }
+std::string Device::platform() const {
+  checked(impl_, "platform");
+  return "cpu";
+}
 std::string Device::to_string() const { return impl_ ? "cpu:" + std::to_string(impl_->id()) : "<no device>"; }
 
 std::vector<Device> devices() {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/dtype_check.h"
 #include "tessel/error.h"
 
 namespace tessel {
@@ -129,9 +130,29 @@ DType dtype_of_node(Node n) {
 
 }  // namespace
 
-size_t itemsize(DType d) { return kInfo[size_t(d)].size; }
-const char* dtype_name(DType d) { return kInfo[size_t(d)].name; }
-const char* dtype_short_name(DType d) { return kInfo[size_t(d)].short_name; }
+namespace detail {
+
+DType checked_dtype(DType d, const std::string& op) {
+  if (is_valid_dtype(d)) return d;
+  throw DTypeError(op + ": DType(" + std::to_string(int(d)) + ") is not a dtype (an integer cast to DType?); use one "
+                   "of the named dtypes, such as ts::f32, ts::i32 or ts::bool_, or dtype_from_name(\"float32\")");
+}
+
+void invalid_dtype(DType d) {
+  checked_dtype(d, "visit_dtype");
+  throw DTypeError("internal: invalid_dtype called for the valid dtype " + std::string(dtype_name(d)));
+}
+
+}  // namespace detail
+
+namespace {
+// The tables below are indexed by the dtype: an invalid value must not read past them.
+const DTypeInfo& info(DType d, const char* op) { return kInfo[size_t(detail::checked_dtype(d, op))]; }
+}  // namespace
+
+size_t itemsize(DType d) { return info(d, "itemsize").size; }
+const char* dtype_name(DType d) { return info(d, "dtype_name").name; }
+const char* dtype_short_name(DType d) { return info(d, "dtype_short_name").short_name; }
 
 DType dtype_from_name(std::string_view name) {
   for (int i = 0; i < kNumDTypes; ++i) {
@@ -163,7 +184,8 @@ DType complex_dtype(DType d) {
 
 PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
   const auto& up = kUp();
-  Node na = node_of(a, a_weak), nb = node_of(b, b_weak);
+  Node na = node_of(detail::checked_dtype(a, "promote_types"), a_weak);
+  Node nb = node_of(detail::checked_dtype(b, "promote_types"), b_weak);
   uint32_t common = up[na] & up[nb];
   for (int n = 0; n < kNodes; ++n) {
     if ((common & bit(n)) && up[n] == common) {

@@ -221,9 +221,16 @@ namespace tessel::distributed {
 
 namespace {
 Mode g_mode = Mode::multi_controller;
+
+Mode checked_mode(Mode m, const char* api) {
+  if (m == Mode::multi_controller || m == Mode::single_controller) return m;
+  throw ValueError(std::string(api) + ": Mode(" + std::to_string(int(m)) +
+                   ") is not a mode (an integer cast to Mode?); use Mode::multi_controller or Mode::single_controller");
 }
+}  // namespace
 
 void initialize(InitOptions options) {
+  checked_mode(options.mode, "distributed::initialize");  // also alone, so a bad value shows before mpirun
   int init = 0;
   MPI_Initialized(&init);
   if (!mpi::launched_by_mpirun() && !init) return;  // alone: the embedded default

@@ -1,4 +1,5 @@
 // convert_element_type: dtype conversion (jnp astype, lax.convert_element_type).
+#include "core/dtype_check.h"
 #include "ops/rule_util.h"
 
 namespace tessel::ops {
@@ -77,7 +78,7 @@ Array convert(const Array& x, DType dtype, bool weak) {
 
 namespace tessel {
 
-Array astype(const Array& x, DType dtype) { return ops::convert(x, dtype, false); }
+Array astype(const Array& x, DType dtype) { return ops::convert(x, detail::checked_dtype(dtype, "astype"), false); }
 Array Array::astype(DType d) const { return tessel::astype(*this, d); }
 
 }  // namespace tessel

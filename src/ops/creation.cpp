@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/dtype_check.h"
 #include "ops/rule_util.h"
 #include "tessel/distributed.h"
 #include "tessel/sharding.h"
@@ -134,10 +135,15 @@ Array affine_iota(DType c, int64_t n, double start, double step) {
 
 namespace tessel {
 
-Array zeros(const Shape& shape, DType dtype) { return ops::filled("zeros", shape, Scalar(0, dtype), false); }
-Array ones(const Shape& shape, DType dtype) { return ops::filled("ones", shape, Scalar(1, dtype), false); }
+Array zeros(const Shape& shape, DType dtype) {
+  return ops::filled("zeros", shape, Scalar(0, detail::checked_dtype(dtype, "zeros")), false);
+}
+Array ones(const Shape& shape, DType dtype) {
+  return ops::filled("ones", shape, Scalar(1, detail::checked_dtype(dtype, "ones")), false);
+}
 Array full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
-  return ops::filled("full", shape, value.astype(dtype.value_or(value.dtype())), false);
+  detail::checked_dtype(value.dtype(), "full");
+  return ops::filled("full", shape, value.astype(detail::checked_dtype(dtype.value_or(value.dtype()), "full")), false);
 }
 // The *_like functions keep weak types, as lax.full_like does.
 Array full_like(const Array& x, Scalar value) {
@@ -148,14 +154,18 @@ Array ones_like(const Array& x) { return full_like(x, 1); }
 Array empty_like(const Array& x) { return zeros_like(x); }
 
 Array iota(DType dtype, const Shape& shape, int64_t dimension) {
+  detail::checked_dtype(dtype, "iota");
   dimension = ops::canonicalize_axis("iota", dimension, int64_t(shape.size()));
   return ops::bind1(ops::iota_p, {},
                     ops::Params{{"dtype", dtype}, {"shape", shape}, {"dimension", dimension}});
 }
 
-Array arange(int64_t stop, DType dtype) { return iota(dtype, {std::max<int64_t>(0, stop)}, 0); }
+Array arange(int64_t stop, DType dtype) {
+  return iota(detail::checked_dtype(dtype, "arange"), {std::max<int64_t>(0, stop)}, 0);
+}
 
 Array arange(double start, double stop, double step, DType dtype) {
+  detail::checked_dtype(dtype, "arange");
   if (step == 0) throw ValueError("arange: step must not be zero");
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     throw ValueError("arange: start, stop and step must be finite");
@@ -166,6 +176,7 @@ Array arange(double start, double stop, double step, DType dtype) {
 }
 
 Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtype) {
+  detail::checked_dtype(dtype, "linspace");
   if (num < 0) throw ValueError("linspace: num must be >= 0, got " + std::to_string(num));
   const DType c = ops::compute_dtype(dtype, false);
   if (num == 0) return zeros({0}, dtype);
@@ -178,6 +189,7 @@ Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtyp
 }
 
 Array eye(int64_t n, std::optional<int64_t> m_, int64_t k, DType dtype) {
+  detail::checked_dtype(dtype, "eye");
   const int64_t m = m_.value_or(n);
   if (n < 0 || m < 0)
     throw ValueError("eye: sizes must be >= 0, got n=" + std::to_string(n) + ", m=" + std::to_string(m));

@@ -30,6 +30,7 @@
 #include "core/array_impl.h"
 #include "core/buffer.h"
 #include "core/device_impl.h"
+#include "core/dtype_check.h"
 #include "core/log.h"
 #include "ir/serialize.h"
 #include "ops/op_util.h"
@@ -384,11 +385,18 @@ void tap_leaves(LeafTap fn, const std::vector<Array>& leaves, const std::string&
   ops::bind(tap_p, leaves, p);
 }
 
+// The declared results with every dtype validated (a DType made by a cast is refused here).
+std::vector<ShapeDtype> checked_results(std::vector<ShapeDtype> results, const std::string& name) {
+  for (size_t i = 0; i < results.size(); ++i)
+    results[i].dtype = tessel::detail::checked_dtype(results[i].dtype, name + ": the dtype of result " + std::to_string(i));
+  return results;
+}
+
 std::vector<Array> call_leaves(LeafCall fn, const std::vector<Array>& leaves, const std::vector<ShapeDtype>& results,
                                const std::string& structure, const std::string& name, bool with_device,
                                int device_index, CallKind kind) {
   Params p{{"callback", std::make_shared<const CallbackParam>(name, nullptr, std::move(fn), with_device)},
-           {"results", std::make_shared<const ResultsParam>(results, structure)},
+           {"results", std::make_shared<const ResultsParam>(checked_results(results, name), structure)},
            {"device_index", int64_t(device_index)}};
   const ir::Primitive& prim = kind == CallKind::kPure ? pure_call_p : kind == CallKind::kOrdered ? call_p : io_call_p;
   std::vector<Array> outs = ops::bind(prim, leaves, p);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/dtype_check.h"
 #include "ops/fft.h"
 #include "tessel/fft.h"
 
@@ -154,7 +155,7 @@ Array shift_axes(const char* op, const Array& x, const std::optional<Axes>& axes
 
 Array frequencies(const char* op, int64_t n, double d, DType dtype, bool real_only) {
   if (n < 1) throw ValueError(std::string(op) + ": n must be >= 1, got " + std::to_string(n));
-  if (!is_inexact(dtype))
+  if (!is_inexact(detail::checked_dtype(dtype, op)))
     throw DTypeError(std::string(op) + ": dtype must be floating or complex, got " + dtype_name(dtype));
   const int64_t count = real_only ? n / 2 + 1 : n;
   std::vector<double> v(static_cast<size_t>(count));

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numbers>
 
+#include "core/dtype_check.h"
 #include "ops/rule_util.h"
 #include "tessel/random.h"
 
@@ -192,7 +193,7 @@ const ir::Primitive& erf_inv_p = ir::register_primitive({
 namespace tessel {
 
 Array bitcast_convert_type(const Array& x, DType dtype) {
-  if (x.dtype() == dtype) return x;
+  if (x.dtype() == detail::checked_dtype(dtype, "bitcast_convert_type")) return x;
   return ops::bind1(ops::bitcast_p, {x}, ops::Params{{"new_dtype", dtype}});
 }
 
@@ -251,7 +252,7 @@ DType uint_of_width(int bits) {
 }
 
 void check_float(const char* op, DType dtype) {
-  if (!is_floating(dtype))
+  if (!is_floating(detail::checked_dtype(dtype, op)))
     throw DTypeError(std::string(op) + ": dtype must be a floating dtype (float16, bfloat16, float32, float64), got " +
                      dtype_name(dtype));
 }
@@ -337,6 +338,7 @@ Array fold_in(const Array& key, const Array& data) {
 }
 
 Array bits(const Array& key, const Shape& shape, DType dtype) {
+  detail::checked_dtype(dtype, "bits");
   if (dtype != DType::uint8 && dtype != DType::uint16 && dtype != DType::uint32 && dtype != DType::uint64)
     throw DTypeError(std::string("bits: dtype must be uint8, uint16, uint32 or uint64, got ") + dtype_name(dtype));
   return random_bits("bits", key, shape, int(itemsize(dtype)) * 8);
@@ -355,7 +357,7 @@ Array uniform(const Array& key, const Shape& shape, DType dtype, const Array& mi
 }
 
 Array normal(const Array& key, const Shape& shape, DType dtype) {
-  if (is_complex(dtype)) {
+  if (is_complex(detail::checked_dtype(dtype, "normal"))) {
     Array ks = split(key, 2);
     const DType rt = real_dtype(dtype);
     Array re = normal_real(reshape(slice(ks, {0, 0}, {1, 2}), {2}), shape, rt);

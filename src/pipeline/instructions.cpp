@@ -306,7 +306,9 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
     in.ins = slots_in();
     in.outs = slots_in();
     in.segment = int(r.i64());
-    in.task.kind = TaskKind(r.u8());
+    const uint8_t kind = r.u8();
+    if (kind > uint8_t(TaskKind::backward_weight)) r.fail("unknown pipeline task kind " + std::to_string(kind));
+    in.task.kind = TaskKind(kind);
     in.task.stage = int(r.i64());
     in.task.microbatch = int(r.i64());
     in.peer = int(r.i64());

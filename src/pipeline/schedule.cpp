@@ -8,11 +8,20 @@
 
 namespace tessel::pipeline {
 
+namespace {
+bool is_task_kind(TaskKind k) {
+  return k == TaskKind::forward || k == TaskKind::backward || k == TaskKind::backward_input ||
+         k == TaskKind::backward_weight;
+}
+}  // namespace
+
 std::string Task::to_string() const {
-  const char* k = kind == TaskKind::forward ? "F" : kind == TaskKind::backward ? "B"
-                  : kind == TaskKind::backward_input                         ? "Bi"
-                                                                             : "Bw";
-  return std::string(k) + "(s=" + std::to_string(stage) + ",m=" + std::to_string(microbatch) + ")";
+  const std::string k = kind == TaskKind::forward          ? "F"
+                        : kind == TaskKind::backward       ? "B"
+                        : kind == TaskKind::backward_input ? "Bi"
+                        : kind == TaskKind::backward_weight ? "Bw"
+                                                            : "TaskKind(" + std::to_string(int(kind)) + ")";
+  return k + "(s=" + std::to_string(stage) + ",m=" + std::to_string(microbatch) + ")";
 }
 
 std::string Plan::to_string() const {
@@ -175,6 +184,10 @@ Simulation simulate(const Plan& p) {
   std::map<Key, int> seen;
   for (int w = 0; w < W; ++w)
     for (auto& t : p.tasks[size_t(w)]) {
+      if (!is_task_kind(t.kind))
+        throw ValueError("simulate: worker " + std::to_string(w) + " runs " + t.to_string() +
+                         ", whose kind is not a TaskKind (an integer cast to TaskKind?); use TaskKind::forward, "
+                         "backward, backward_input or backward_weight");
       if (t.stage < 0 || t.stage >= S || t.microbatch < 0 || t.microbatch >= M)
         throw ValueError("simulate: worker " + std::to_string(w) + " runs " + t.to_string() + ", outside " +
                          std::to_string(S) + " stages and " + std::to_string(M) + " microbatches");

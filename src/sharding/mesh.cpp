@@ -46,6 +46,28 @@ std::string quoted_list(const std::vector<std::string>& v) {
   for (size_t i = 0; i < v.size(); ++i) r += (i ? ", '" : "'") + v[i] + "'";
   return r;
 }
+
+void check_axis_sizes(const Shape& shape, const char* op) {
+  for (auto d : shape)
+    if (d < 1)
+      throw ValueError(std::string(op) + ": axis sizes must be positive, got shape " + shape_to_string(shape) +
+                       "; give every mesh axis at least one device");
+}
+
+// Comparing and printing an empty Mesh or Sharding works; its accessors name the mistake.
+const detail::MeshImpl& checked(const std::shared_ptr<const detail::MeshImpl>& impl, const char* accessor) {
+  if (!impl)
+    throw ValueError(std::string("Mesh::") + accessor +
+                     ": this Mesh is empty (default-constructed); make one with make_mesh(shape, axis_names)");
+  return *impl;
+}
+const detail::ShardingImpl& checked(const std::shared_ptr<const detail::ShardingImpl>& impl, const char* accessor) {
+  if (!impl)
+    throw ValueError(std::string("Sharding::") + accessor +
+                     ": this Sharding is empty (default-constructed); make a NamedSharding(mesh, spec) or a "
+                     "SingleDeviceSharding(device)");
+  return *impl;
+}
 }  // namespace
 
 Mesh::Mesh(std::vector<Device> devices, Shape shape, std::vector<std::string> axis_names) {
@@ -60,8 +82,7 @@ Mesh::Mesh(std::vector<Device> devices, Shape shape, std::vector<std::string> ax
       throw ValueError("Mesh: the axis name '" + n + "' is used twice in (" + quoted_list(axis_names) +
                        "); give every axis its own name");
   }
-  for (auto d : shape)
-    if (d < 1) throw ValueError("Mesh: axis sizes must be positive, got shape " + shape_to_string(shape));
+  check_axis_sizes(shape, "Mesh");
   if (int64_t(devices.size()) != shape_size(shape))
     throw ValueError("Mesh: shape " + shape_to_string(shape) + " needs " + std::to_string(shape_size(shape)) +
                      " devices but " + std::to_string(devices.size()) + " were given");
@@ -74,21 +95,12 @@ Mesh::Mesh(std::vector<Device> devices, Shape shape, std::vector<std::string> ax
   impl_ = std::make_shared<const detail::MeshImpl>(detail::MeshImpl{std::move(devices), std::move(shape), std::move(axis_names)});
 }
 
-const Shape& Mesh::shape() const {
-  static const Shape& empty = *new Shape;  // never destroyed: read during exit too
-  return impl_ ? impl_->shape : empty;
-}
-const std::vector<std::string>& Mesh::axis_names() const {
-  static const std::vector<std::string>& empty = *new std::vector<std::string>;  // never destroyed: read during exit too
-  return impl_ ? impl_->names : empty;
-}
-const std::vector<Device>& Mesh::devices() const {
-  static const std::vector<Device>& empty = *new std::vector<Device>;  // never destroyed: read during exit too
-  return impl_ ? impl_->devices : empty;
-}
-int64_t Mesh::size() const { return int64_t(devices().size()); }
+const Shape& Mesh::shape() const { return checked(impl_, "shape").shape; }
+const std::vector<std::string>& Mesh::axis_names() const { return checked(impl_, "axis_names").names; }
+const std::vector<Device>& Mesh::devices() const { return checked(impl_, "devices").devices; }
+int64_t Mesh::size() const { return int64_t(checked(impl_, "size").devices.size()); }
 int Mesh::axis_index(const std::string& name) const {
-  const auto& n = axis_names();
+  const auto& n = checked(impl_, "axis_index").names;
   auto it = std::find(n.begin(), n.end(), name);
   if (it == n.end())
     throw ValueError("unknown mesh axis '" + name + "': the mesh " + to_string() + " has axes (" + quoted_list(n) +
@@ -97,6 +109,7 @@ int Mesh::axis_index(const std::string& name) const {
 }
 int64_t Mesh::axis_size(const std::string& name) const { return shape()[size_t(axis_index(name))]; }
 std::string Mesh::to_string() const {
+  if (!impl_) return "Mesh(<empty>)";
   std::string r = "Mesh(";
   for (size_t i = 0; i < axis_names().size(); ++i)
     r += (i ? ", '" : "'") + axis_names()[i] + "': " + std::to_string(shape()[i]);
@@ -109,6 +122,7 @@ bool Mesh::operator==(const Mesh& o) const {
 }
 
 Mesh make_mesh(const Shape& shape, const std::vector<std::string>& axis_names, std::vector<Device> devs) {
+  check_axis_sizes(shape, "make_mesh");
   int64_t n = shape_size(shape);
   if (devs.empty()) {
     std::vector<Device> all = devices();
@@ -156,23 +170,17 @@ SingleDeviceSharding::SingleDeviceSharding(const Device& device)
     : Sharding(std::make_shared<const detail::ShardingImpl>(
           detail::ShardingImpl{true, Mesh({device}, {}, {}), PartitionSpec()})) {}
 
-bool Sharding::is_single_device() const { return impl_ && impl_->single_device; }
-const Mesh& Sharding::mesh() const {
-  static const Mesh& empty = *new Mesh;  // never destroyed: read during exit too
-  return impl_ ? impl_->mesh : empty;
-}
-const PartitionSpec& Sharding::spec() const {
-  static const PartitionSpec& empty = *new PartitionSpec;  // never destroyed: read during exit too
-  return impl_ ? impl_->spec : empty;
-}
-const std::vector<Device>& Sharding::device_set() const { return mesh().devices(); }
+bool Sharding::is_single_device() const { return checked(impl_, "is_single_device").single_device; }
+const Mesh& Sharding::mesh() const { return checked(impl_, "mesh").mesh; }
+const PartitionSpec& Sharding::spec() const { return checked(impl_, "spec").spec; }
+const std::vector<Device>& Sharding::device_set() const { return checked(impl_, "device_set").mesh.devices(); }
 bool Sharding::is_fully_replicated() const {
-  for (const auto& e : spec().entries())
+  for (const auto& e : checked(impl_, "is_fully_replicated").spec.entries())
     if (detail::axes_size(mesh(), e.axes()) > 1) return false;
   return true;
 }
 void Sharding::check_rank(size_t rank, const std::string& what) const {
-  if (spec().size() > rank)
+  if (checked(impl_, "check_rank").spec.size() > rank)
     throw ValueError(what + ": the sharding " + to_string() + " has " + std::to_string(spec().size()) +
                      " entries but the array has rank " + std::to_string(rank) +
                      "; give at most one entry per dimension");

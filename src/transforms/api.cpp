@@ -50,11 +50,11 @@ void check_grad_output(const char* op, const Array& out, size_t num_outputs) {
                      "; for other outputs use vjp, jacrev or jacfwd (or sum the output first)");
 }
 
-void check_differentiable(const char* op, const Array& x, int i) {
+void check_differentiable(const char* op, const Array& x, int i, const char* fix) {
   if (!is_inexact(x.dtype()))
     throw DTypeError(std::string(op) + ": argument leaf " + std::to_string(i) + " has dtype " +
-                     dtype_name(x.dtype()) + "; gradients are defined for floating and complex inputs only. "
-                     "Convert it with astype, or leave it out of argnums");
+                     dtype_name(x.dtype()) + "; gradients are defined for floating and complex inputs only. " +
+                     (fix ? std::string(fix) : "Convert it with astype, or leave it out of argnums"));
 }
 
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, std::span<const Array> primals,
@@ -64,6 +64,13 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, std
                      std::to_string(tangents.size()) + " tangent arrays; give one tangent per primal");
   std::vector<Array> ts;
   for (size_t i = 0; i < primals.size(); ++i) {
+    // Integer and bool inputs have no tangent space: JAX wants a float0 tangent for them,
+    // which is tessel's empty Array (a symbolic zero).
+    if (tangents[i].valid() && !is_inexact(primals[i].dtype()))
+      throw DTypeError("jvp: primal leaf " + std::to_string(i) + " has dtype " + dtype_name(primals[i].dtype()) +
+                       " and tangent dtype " + dtype_name(tangents[i].dtype()) +
+                       "; integer and bool inputs have no tangent. Pass an empty ts::Array() as its tangent (JAX's "
+                       "float0 zero), or convert the primal to a floating dtype with astype");
     if (tangents[i].valid()) check_same("jvp", "tangent", i, tangents[i].aval(), primals[i].aval());
     ts.push_back(tangents[i]);
   }

@@ -795,8 +795,25 @@ std::vector<Array> while_flat(const FlatFn& cond, const FlatFn& body, std::span<
                      {"body_nconsts", int64_t(b.captured.size())}});
 }
 
+DType fori_index_dtype(const Array& lower, const Array& upper) {
+  if (!lower.valid() || !upper.valid()) throw ValueError("fori_loop: a loop bound is an empty Array; give it a value");
+  const DType lo = lower.dtype(), hi = upper.dtype();
+  if (lo == hi) return lo;
+  // As in JAX: a weak signed integer (a C++ literal) takes the other bound's signed type.
+  if (is_signed_int(lo) && is_signed_int(hi) && lower.weak_type() != upper.weak_type())
+    return lower.weak_type() ? hi : lo;
+  throw DTypeError(std::string("fori_loop: the lower and upper bounds must have the same dtype, got ") +
+                   dtype_name(lo) + (lower.weak_type() ? " (weak)" : "") + " and " + dtype_name(hi) +
+                   (upper.weak_type() ? " (weak)" : "") +
+                   "; give both bounds as integers (C++ integers, or integer Arrays of one dtype), or convert one "
+                   "with astype");
+}
+
 std::vector<Array> scan_flat(const FlatFn& body, std::span<const Array> init, std::span<const Array> xs,
                              std::optional<int64_t> length, bool reverse) {
+  if (length && *length < 0)
+    throw ValueError("scan: length must be >= 0, got " + std::to_string(*length) +
+                     "; pass the number of steps (0 runs none and returns the initial carry)");
   int64_t n = -1;
   for (size_t i = 0; i < xs.size(); ++i) {
     if (xs[i].ndim() == 0)

@@ -40,15 +40,26 @@ const ir::Primitive& remat_p = ir::register_primitive({
 
 }  // namespace
 
+namespace {
+const char* policy_name(CheckpointPolicy policy) {
+  switch (policy) {
+    case CheckpointPolicy::nothing_saveable: return "nothing_saveable";
+    case CheckpointPolicy::dots_saveable: return "dots_saveable";
+    case CheckpointPolicy::everything_saveable: return "everything_saveable";
+  }
+  throw ValueError("checkpoint: CheckpointPolicy(" + std::to_string(int(policy)) +
+                   ") is not a policy (an integer cast to CheckpointPolicy?); use nothing_saveable, dots_saveable or "
+                   "everything_saveable");
+}
+}  // namespace
+
 std::vector<Array> checkpoint_flat(const FlatFn& f, std::span<const Array> args, CheckpointPolicy policy) {
+  const char* name = policy_name(policy);  // before tracing: a bad policy is the caller's first mistake
   std::vector<Aval> avals;
   for (auto& a : args) avals.push_back(a.aval());
   std::vector<Array> ins;
   auto p = std::make_shared<const ir::Program>(ir::hoist_tracer_consts(trace_to_program(f, avals, "checkpointed"), ins));
   ins.insert(ins.end(), args.begin(), args.end());
-  const char* name = policy == CheckpointPolicy::dots_saveable        ? "dots_saveable"
-                     : policy == CheckpointPolicy::everything_saveable ? "everything_saveable"
-                                                                       : "nothing_saveable";
   return bind(remat_p, ins, Params{{"program", p}, {"policy", std::string(name)}});
 }
 

@@ -60,15 +60,20 @@ inline void check_grads(const Fn& f, const std::vector<ts::Array>& args, double 
   };
   ts::Array fd = (shifted(eps) - shifted(-eps)) / (2 * eps);
   using V = std::vector<ts::Array>;
-  std::vector<ts::Array> tz;
-  for (size_t i = 0; i < args.size(); ++i) tz.push_back(tangents[i].valid() ? tangents[i] : ts::zeros_like(args[i]));
-  auto [y, t] = ts::jvp([&](const V& xs) { return f(xs); }, std::tuple<V>(args), std::tuple<V>(tz));
+  // Integer arguments take an empty tangent (JAX's float0).
+  auto [y, t] = ts::jvp([&](const V& xs) { return f(xs); }, std::tuple<V>(args), std::tuple<V>(tangents));
   expect_close(t, fd, tol, "jvp vs finite differences");
-  // jvp under jit agrees with eager jvp.
-  auto jitted = ts::jit([&](const V& xs, const V& ts_) {
-    return ts::jvp([&](const V& z) { return f(z); }, std::tuple<V>(xs), std::tuple<V>(ts_)).second;
+  // jvp under jit agrees with eager jvp (the float tangents are arguments, the empty ones not).
+  V float_tangents;
+  for (auto& x : tangents)
+    if (x.valid()) float_tangents.push_back(x);
+  auto jitted = ts::jit([&](const V& xs, const V& fts) {
+    V all;
+    size_t k = 0;
+    for (auto& x : tangents) all.push_back(x.valid() ? fts[k++] : ts::Array());
+    return ts::jvp([&](const V& z) { return f(z); }, std::tuple<V>(xs), std::tuple<V>(all)).second;
   });
-  expect_close(jitted(args, tz), t, 1e-12, "jit(jvp) vs jvp");
+  expect_close(jitted(args, float_tangents), t, 1e-12, "jit(jvp) vs jvp");
   // Reverse mode: <ct, J t> == <J^T ct, t>.
   auto [y2, pullback] = ts::vjp([&](const V& xs) { return f(xs); }, args);
   ts::Array ct = uniform(y2.shape(), 99, -1, 1, y2.dtype());
