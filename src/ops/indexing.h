@@ -11,7 +11,8 @@ namespace tessel::ops {
 
 /// gather(operand, *indices) and scatter[mode](operand, update, *indices), with the
 /// parameters of indexed_params (plus an optional out_of_bounds: "clip"/"fill" for gather,
-/// "drop"/"clip" for scatter, used by their transposes); indexing.cpp describes their semantics.
+/// "drop"/"clip" for scatter, and gather["fill"]'s optional fill_value, a Scalar of the
+/// operand's dtype); indexing.cpp describes their semantics.
 extern const ir::Primitive& gather_p;
 extern const ir::Primitive& scatter_p;
 

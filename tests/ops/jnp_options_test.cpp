@@ -13,6 +13,7 @@ using namespace shape_testing;
 namespace {
 
 const double nan = std::numeric_limits<double>::quiet_NaN();
+const float nanf = std::numeric_limits<float>::quiet_NaN();
 using Fn1 = std::function<ts::Array(const ts::Array&)>;
 
 /// Element-wise closeness (relative 1e-6) where NaN matches NaN, and the shape.
@@ -87,7 +88,7 @@ TEST(PadModes, ModeArguments) {
   EXPECT_EQ(padded(ts::Array({1, 2}), {1, 1}, "mean", {}).dtype(), ts::i32);
   expect_values(padded(ts::Array({4.0f, 1.0f, 3.0f, 2.0f}), {1, 1}, "median", {}), {6}, {2.5, 4, 1, 3, 2, 2.5},
                 "even-length median");
-  expect_values(padded(ts::Array({4.0f, nan, 3.0f}), {1, 1}, "median", {}), {5}, {nan, 4, nan, 3, nan}, "NaN median");
+  expect_values(padded(ts::Array({4.0f, nanf, 3.0f}), {1, 1}, "median", {}), {5}, {nan, 4, nan, 3, nan}, "NaN median");
   const ts::Array v = ts::Array({1.0f, 2.0f, 4.0f, 8.0f});
   expect_values(padded(v, {1, 1}, "mean", {.stat_length = {{2, 2}}}), {6}, {1.5, 1, 2, 4, 8, 6}, "stat_length 2");
   expect_values(padded(v, {1, 1}, "maximum", {.stat_length = {{1, 3}}}), {6}, {1, 1, 2, 4, 8, 8}, "stat_length (1, 3)");
@@ -236,7 +237,7 @@ TEST(ArgReductions, WithoutAxisUseTheFlattenedArray) {
   EXPECT_EQ(ts::argmin(ts::Array({{3.0f, 1.0f}, {0.0f, 0.0f}})).item<int>(), 2);
   EXPECT_EQ(ts::argmax(m, ts::none, true).shape(), (ts::Shape{1, 1}));
   EXPECT_EQ(ts::argmax(m, ts::none, true).item<int>(), 5);
-  EXPECT_EQ(ts::argmax(ts::Array({{1.0f, nan}, {3.0f, nan}})).item<int>(), 1);
+  EXPECT_EQ(ts::argmax(ts::Array({{1.0f, nanf}, {3.0f, nanf}})).item<int>(), 1);
   EXPECT_EQ(ts::argmax(ts::Array(3.0f)).item<int>(), 0);
   EXPECT_EQ(ts::argmin(m, 1, true).shape(), (ts::Shape{2, 1}));
   EXPECT_EQ(ts::jit([](const ts::Array& a) { return ts::argmax(a); })(m).item<int>(), 5);

@@ -53,7 +53,9 @@ TEST(OutOfBounds, TakeFillsWithJaxsFillValuePerDtype) {
                          {0, four, w.fill, four, 0, w.fill, w.fill}, "take " + name);
     ts::Array t = ts::take(x, i);
     EXPECT_EQ(t.dtype(), w.d) << name;
-    if (w.d == ts::c64) EXPECT_EQ(ts::imag(t).to_vector<float>()[2], 0.0f);  // NaN + 0j
+    if (w.d == ts::c64) {
+      EXPECT_EQ(ts::imag(t).to_vector<float>()[2], 0.0f);  // NaN + 0j
+    }
   }
 }
 
