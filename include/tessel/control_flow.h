@@ -139,7 +139,7 @@ template <class B, class T> T fori_loop(const Array& lower, const Array& upper, 
 
 /// for i in [lower, upper): carry = body(i, carry). Integer C++ bounds run as a scan
 /// (reverse-mode differentiable) with i an int32 scalar Array; floating C++ bounds run as
-/// the Array overload does, and an integer bound with a floating one is a DTypeError
+/// the Array overload does, with a float32 i, and an integer bound with a floating one is a DTypeError
 /// (`fori_loop(0, 5.5, ...)`: JAX refuses it too).
 template <class L, class U, class B, class T>
   requires(std::is_arithmetic_v<L> && std::is_arithmetic_v<U>)
@@ -154,9 +154,10 @@ T fori_loop(L lower, U upper, const B& body, const T& init) {
         {.length = std::max<int64_t>(0, int64_t(upper) - int64_t(lower))});
     return final_carry.second;
   } else {
+    // Index dtypes as JAX gives Python numbers: int32, and float32 (not a C++ double's float64).
     auto bound = [](auto v) {
-      if constexpr (std::is_integral_v<decltype(v)>) return Array(int32_t(v));  // the static loops' index dtype
-      else return Array(double(v));
+      if constexpr (std::is_integral_v<decltype(v)>) return Array(int32_t(v));
+      else return Array(float(v));
     };
     return fori_loop(bound(lower), bound(upper), body, init);
   }

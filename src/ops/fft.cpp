@@ -162,6 +162,9 @@ const ir::Primitive& fft_p = ir::register_primitive({.name = "fft",
 namespace tessel::fft {
 
 Array lax_fft(const Array& x, FftType type, const Shape& fft_lengths) {
+  if (type != FftType::FFT && type != FftType::IFFT && type != FftType::RFFT && type != FftType::IRFFT)
+    throw ValueError("lax_fft: FftType(" + std::to_string(int(type)) +
+                     ") is not a transform type (an integer cast to FftType?); use FftType::FFT, IFFT, RFFT or IRFFT");
   Array y;
   if (type == FftType::RFFT) {
     if (is_complex(x.dtype()))

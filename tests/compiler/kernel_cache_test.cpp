@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "compiler/kernel_cache.h"
@@ -34,8 +35,7 @@ class KernelCacheTrust : public ::testing::Test {
   void SetUp() override {
     if (!codegen_enabled()) GTEST_SKIP() << "code generation is off (no compiler)";
     if (geteuid() != 0) GTEST_SKIP() << "making files of another user needs root";
-    root_ = fs::temp_directory_path() / ("tessel-cache-trust-" + std::to_string(getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() / ("tessel-cache-trust-" + std::to_string(getpid()) + "-" + name());
     fs::remove_all(root_);
     fs::create_directories(root_);
     marker_ = root_ / "planted-code-ran";
@@ -61,6 +61,8 @@ class KernelCacheTrust : public ::testing::Test {
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
 
+  static std::string name() { return ::testing::UnitTest::GetInstance()->current_test_info()->name(); }
+
   // Loads `source` through the cache and returns what its tessel_probe returns.
   int probe(const std::string& source) {
     auto lib = load_or_compile(source);
@@ -74,7 +76,7 @@ class KernelCacheTrust : public ::testing::Test {
 TEST_F(KernelCacheTrust, OwnDirectoryIsCreatedPrivateAndReusedAcrossLoads) {
   const fs::path dir = root_ / "cache";
   setenv("TESSEL_CACHE_DIR", dir.c_str(), 1);
-  const std::string src = honest_source(test_info_->name(), 7);
+  const std::string src = honest_source(name(), 7);
   EXPECT_EQ(probe(src), 7);
   struct stat st{};
   ASSERT_EQ(lstat(dir.c_str(), &st), 0);
@@ -90,7 +92,7 @@ TEST_F(KernelCacheTrust, OwnDirectoryIsCreatedPrivateAndReusedAcrossLoads) {
 TEST_F(KernelCacheTrust, DirectoryOfAnotherUserIsRefused) {
   const fs::path dir = root_ / "cache";
   fs::create_directories(dir);
-  const std::string src = honest_source(test_info_->name(), 1);
+  const std::string src = honest_source(name(), 1);
   plant(dir / (kernel_key(src) + ".so"));
   ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
   ASSERT_EQ(chown(dir.c_str(), kOtherUser, kOtherUser), 0);
@@ -105,7 +107,7 @@ TEST_F(KernelCacheTrust, DirectoryOfAnotherUserIsRefused) {
 TEST_F(KernelCacheTrust, DirectoryWritableByOthersIsRefused) {
   const fs::path dir = root_ / "cache";
   fs::create_directories(dir);
-  const std::string src = honest_source(test_info_->name(), 2);
+  const std::string src = honest_source(name(), 2);
   plant(dir / (kernel_key(src) + ".so"));
   ASSERT_EQ(chmod(dir.c_str(), 0777), 0);  // ours, but anyone could have put the file there
   setenv("TESSEL_CACHE_DIR", dir.c_str(), 1);
@@ -119,7 +121,7 @@ TEST_F(KernelCacheTrust, DefaultTmpDirectoryMadeByAnotherUserIsRefused) {
   const fs::path tmp = root_ / "tmp";
   const fs::path dir = tmp / ("tessel-kernels-" + std::to_string(getuid()));
   fs::create_directories(dir);
-  const std::string src = honest_source(test_info_->name(), 3);
+  const std::string src = honest_source(name(), 3);
   plant(dir / (kernel_key(src) + ".so"));
   ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
   ASSERT_EQ(chown(dir.c_str(), kOtherUser, kOtherUser), 0);
@@ -145,7 +147,7 @@ TEST_F(KernelCacheTrust, SharedObjectOfAnotherUserIsRefusedAndReplaced) {
   fs::create_directories(dir);
   ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
   setenv("TESSEL_CACHE_DIR", dir.c_str(), 1);
-  const std::string src = honest_source(test_info_->name(), 4);
+  const std::string src = honest_source(name(), 4);
   const fs::path so = dir / (kernel_key(src) + ".so");
   plant(so);
   ASSERT_EQ(chown(so.c_str(), kOtherUser, kOtherUser), 0);
@@ -161,7 +163,7 @@ TEST_F(KernelCacheTrust, SharedObjectWritableByOthersIsRefused) {
   fs::create_directories(dir);
   ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
   setenv("TESSEL_CACHE_DIR", dir.c_str(), 1);
-  const std::string src = honest_source(test_info_->name(), 5);
+  const std::string src = honest_source(name(), 5);
   const fs::path so = dir / (kernel_key(src) + ".so");
   plant(so);
   ASSERT_EQ(chmod(so.c_str(), 0666), 0);
@@ -177,7 +179,7 @@ TEST_F(KernelCacheTrust, SymbolicLinksAreNeverFollowed) {
   const fs::path elsewhere = root_ / "elsewhere.so";
   plant(elsewhere);
   setenv("TESSEL_CACHE_DIR", dir.c_str(), 1);
-  const std::string src = honest_source(test_info_->name(), 6);
+  const std::string src = honest_source(name(), 6);
   const fs::path so = dir / (kernel_key(src) + ".so");
   fs::create_symlink(elsewhere, so);
   EXPECT_EQ(probe(src), 6);
@@ -189,7 +191,7 @@ TEST_F(KernelCacheTrust, SymbolicLinksAreNeverFollowed) {
   const fs::path target = root_ / "target";
   fs::create_directories(target);
   ASSERT_EQ(chmod(target.c_str(), 0700), 0);
-  const std::string src2 = honest_source(std::string(test_info_->name()) + " (directory)", 8);
+  const std::string src2 = honest_source(std::string(name()) + " (directory)", 8);
   plant(target / (kernel_key(src2) + ".so"));
   const fs::path link = root_ / "linked-cache";
   fs::create_directory_symlink(target, link);

@@ -99,7 +99,7 @@ TEST(InvalidEnums, CommOpIsRefused) {
 
 TEST(InvalidEnums, FftTypeIsRefused) {
   const ts::Array z = ts::astype(ts::arange(4, ts::f32), ts::c64);
-  expect_refused<ts::ValueError>("fft", "unknown fft_type", [&] { (void)ts::fft::lax_fft(z, ts::fft::FftType(7), {4}); });
+  expect_refused<ts::ValueError>("lax_fft", "FftType(7) is not a transform type", [&] { (void)ts::fft::lax_fft(z, ts::fft::FftType(7), {4}); });
   expect_refused<ts::ValueError>("fft.fft", "unknown norm \"sideways\"", [&] { (void)ts::fft::fft(z, std::nullopt, -1, "sideways"); });
 }
 

@@ -33,7 +33,7 @@ TEST(JaxInputChecks, ForiLoopRefusesAnIntegerAndAFloatBound) {
   // and float32" for fori_loop(0, 5.0, ...), fori_loop(0, 5.5, ...) and int32/float32 arrays.
   const ts::Array init(0.0f);
   std::string m = error_of<ts::DTypeError>([&] { (void)ts::fori_loop(0, 5.0, add_index, init); });
-  EXPECT_TRUE(contains(m, "fori_loop: the lower and upper bounds must have the same dtype, got int32 (weak) and float64 "
+  EXPECT_TRUE(contains(m, "fori_loop: the lower and upper bounds must have the same dtype, got int32 (weak) and float32 "
                           "(weak); give both bounds as integers"))
       << m;
   m = error_of<ts::DTypeError>([&] { (void)ts::fori_loop(0, 5.5, add_index, init); });
