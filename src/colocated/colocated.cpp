@@ -462,7 +462,8 @@ CallMessage read_call(ir::Reader& r) {
       CallMessage m = read_call(r);
       auto run = read_remote_target(r, std::move(m.leaves), std::move(m.structures));
       // An idle queue runs the call on this thread while another serves: no hand-over.
-      auto task = filling(std::move(run), std::move(pending), std::move(specs), std::move(structure), "colocated call");
+      auto task =
+          filling(std::move(run), std::move(pending), std::move(specs), std::move(structure), "colocated call");
       SerialQueue& q = remote_caller_queue(m.caller);
       if (q.claim_if_idle()) ctl::run_while_others_serve([&] { q.run_claimed(task); });
       else q.push(std::move(task));
@@ -755,8 +756,8 @@ std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Si
 }
 
 // Known output specs: pending outputs now, filled by the hosts later.
-Outputs call_async(const Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures, LocalThunk local,
-                   const Site::Known& known) {
+Outputs call_async(const Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures,
+                   LocalThunk local, const Site::Known& known) {
   const Specs& out_specs = known.specs;
   std::vector<uint64_t> out_ids;
   if (!c.remote.empty())

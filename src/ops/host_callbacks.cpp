@@ -199,7 +199,8 @@ void for_each_example(std::span<const Array> ins, std::span<const int64_t> dims,
     leading.push_back(dims[i] == ir::kNotBatched ? ins[i] : ops::move_batch_dim(ins[i], dims[i], 0, size));
   for (int64_t b = 0; b < size; ++b) {
     std::vector<Array> example;
-    for (size_t i = 0; i < ins.size(); ++i) example.push_back(dims[i] == ir::kNotBatched ? leading[i] : leading[i][{b}]);
+    for (size_t i = 0; i < ins.size(); ++i)
+      example.push_back(dims[i] == ir::kNotBatched ? leading[i] : leading[i][{b}]);
     bind_example(example);
   }
 }
@@ -210,7 +211,8 @@ ir::Batched tap_batch(const ir::Primitive& self, std::span<const Array> ins, std
                       const ir::BatchAxis& axis, const Params& p) {
   if (p.has("per_example") && p.get<bool>("per_example")) {
     Array token = zeros({0}, DType::bool_);
-    for_each_example(ins, dims, axis.size, [&](const std::vector<Array>& example) { token = ops::bind(self, example, p)[0]; });
+    for_each_example(ins, dims, axis.size,
+                     [&](const std::vector<Array>& example) { token = ops::bind(self, example, p)[0]; });
     return {{token}, {ir::kNotBatched}};
   }
   Transform t{"batch", {}};

@@ -830,7 +830,7 @@ TEST_F(HostCallbacks, IdPrintEmptyContainersAsHostCallbackDid) {
   print(std::tuple<>{});
   print(std::vector<ts::Array>{});
   print(std::map<std::string, ts::Array>{});
-  print(std::tuple{std::tuple<>{}});
+  print(std::tuple<std::tuple<>>{});
   print(std::tuple{ts::zeros({2, 0}, ts::f32)});
   print(std::map<std::string, std::vector<ts::Array>>{{"a", {}}});
   th::barrier_wait();
