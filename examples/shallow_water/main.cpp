@@ -19,10 +19,13 @@
 // variants) and `seconds <t>` (the time-stepping loop alone; decomposed: from a barrier
 // before the first step to a barrier after every process finished).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -100,6 +103,17 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// Fails now, not after the run, when `path` (given with `flag`) cannot be written.
+void check_writable(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) usage(flag + ": cannot write '" + path + "': " + std::strerror(errno) + "; choose a writable path");
+  std::fclose(f);
+  if (!existed) std::remove(path.c_str());
+}
+
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -125,6 +139,10 @@ int main(int argc, char** argv) try {
   const sw::Decomposition decomposition =
       ts::process_count() > 1 ? sw::Decomposition::of(ts::comm::world(), opt.halo) : sw::Decomposition{};
   const bool decomposed = decomposition.size() > 1, root = decomposition.rank() == 0;
+  if (root) {  // process 0 writes them, after the run
+    check_writable("--out", opt.out);
+    check_writable("--png", opt.png);
+  }
   const sw::ShallowWater model({.nx = opt.nx, .ny = opt.ny, .dtype = opt.dtype}, decomposition);
   const double dt = sw::ShallowWater::dt();
   if (root) {

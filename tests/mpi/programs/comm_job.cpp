@@ -6,6 +6,9 @@
 //   exit_pending  every rank queues communication and returns from main at once: the
 //                 work is flushed before MPI_Finalize, the job exits 0
 //   log           TESSEL_LOG=debug prints one line per call
+//   uncaught      an error escapes main (run in a world of one process too): the job ends
+//                 with `[tessel R] fatal error on rank R of N: <message>`, not a bare
+//                 std::terminate
 #include <unistd.h>
 
 #include <cstdio>
@@ -46,6 +49,10 @@ int main(int argc, char** argv) {
     comm::allreduce(x, comm::SUM).block_until_ready();
     return 0;
   }
-  std::fprintf(stderr, "usage: comm_job bad_root|dead_peer|exit_pending|log\n");
+  if (mode == "uncaught") {
+    comm::allreduce(x, comm::SUM).block_until_ready();
+    throw ts::ValueError("uncaught: an error escaping main on rank " + std::to_string(rank));
+  }
+  std::fprintf(stderr, "usage: comm_job bad_root|dead_peer|exit_pending|log|uncaught\n");
   return 2;
 }
