@@ -79,7 +79,7 @@ const Shape& Mesh::shape() const {
   return impl_ ? impl_->shape : empty;
 }
 const std::vector<std::string>& Mesh::axis_names() const {
-  static const std::vector<std::string>& empty = *new std::vector<std::string>;  // never destroyed: read during exit too
+  static const auto& empty = *new std::vector<std::string>;  // never destroyed: read during exit too
   return impl_ ? impl_->names : empty;
 }
 const std::vector<Device>& Mesh::devices() const {
