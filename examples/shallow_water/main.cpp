@@ -25,14 +25,15 @@
 // every process finished).
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,21 +123,15 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Fails before any computing when an output file cannot be created (a missing directory, no
-// permission): the run may take minutes.
-void check_writable(const std::string& path, const char* option) {
+// Fails now, not after the run, when `path` (given with `flag`) cannot be written.
+void check_writable(const std::string& flag, const std::string& path) {
   if (path.empty()) return;
-  std::FILE* probe = std::fopen(path.c_str(), "rb");
-  const bool existed = probe != nullptr;
-  if (probe) std::fclose(probe);
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
   std::FILE* f = std::fopen(path.c_str(), "ab");
-  if (!f) {
-    std::fprintf(stderr, "shallow_water: error: %s '%s' cannot be written: %s\n", option, path.c_str(),
-                 std::strerror(errno));
-    std::exit(1);
-  }
+  if (!f) usage(flag + ": cannot write '" + path + "': " + std::strerror(errno) + "; choose a writable path");
   std::fclose(f);
-  if (!existed) std::remove(path.c_str());  // leave no empty file behind should the run fail
+  if (!existed) std::remove(path.c_str());
 }
 
 double since(std::chrono::steady_clock::time_point t0) {
@@ -159,14 +154,16 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 
 int main(int argc, char** argv) try {
   const Options opt = parse(argc, argv);
-  check_writable(opt.out, "--out");
-  check_writable(opt.png, "--png");
-  check_writable(opt.gif, "--gif");
   // Under mpirun this joins the job; alone it does nothing (and MPI is never called).
   ts::distributed::initialize();
   const sw::Decomposition decomposition =
       ts::process_count() > 1 ? sw::Decomposition::of(ts::comm::world(), opt.halo) : sw::Decomposition{};
   const bool decomposed = decomposition.size() > 1, root = decomposition.rank() == 0;
+  if (root) {  // process 0 writes them, after the run
+    check_writable("--out", opt.out);
+    check_writable("--png", opt.png);
+    check_writable("--gif", opt.gif);
+  }
   const sw::ShallowWater model({.nx = opt.nx, .ny = opt.ny, .dtype = opt.dtype}, decomposition);
   const double dt = sw::ShallowWater::dt();
   if (root) {

@@ -188,17 +188,19 @@ Memory Memory::for_value(size_t nbytes, DeviceImpl* device, const ShapeDtype* av
 
 std::exception_ptr as_tessel_error(std::exception_ptr e, const Buffer* buffer) {
   if (!e) return e;
+  const DeviceImpl* device = buffer->device();
   const std::string where = "computing " + std::to_string(buffer->nbytes()) + " bytes on " +
-                            (buffer->device() ? "cpu:" + std::to_string(buffer->device()->id()) : std::string("the host"));
+                            (device ? "cpu:" + std::to_string(device->id()) : std::string("the host"));
   try {
     std::rethrow_exception(e);
   } catch (const Error&) {
     return e;
   } catch (const std::bad_alloc& x) {
-    return std::make_exception_ptr(ResourceExhaustedError(
-        std::string("out of memory while ") + where + " (" + x.what() + "); free arrays you no longer need or use smaller ones"));
+    return std::make_exception_ptr(ResourceExhaustedError("out of memory while " + where + " (" + x.what() +
+                                                          "); free arrays you no longer need or use smaller ones"));
   } catch (const std::system_error& x) {
-    return std::make_exception_ptr(ResourceExhaustedError("the system refused a resource while " + where + ": " + x.what()));
+    return std::make_exception_ptr(
+        ResourceExhaustedError("the system refused a resource while " + where + ": " + x.what()));
   } catch (const std::exception& x) {
     return std::make_exception_ptr(Error(where + " failed: " + x.what()));
   } catch (...) {

@@ -32,7 +32,9 @@ std::vector<DeviceImpl*>& local_device_impls() {
     at_exit(ExitPhase::kDevices, [d] {
       for (DeviceImpl* dev : *d) dev->own_stream().synchronize();
     });
-    register_teardown();
+    at_exit(ExitPhase::kStop, [d] {
+      for (DeviceImpl* dev : *d) dev->own_stream().stop();
+    });
     return d;
   }();
   return devices;

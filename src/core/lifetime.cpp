@@ -1,18 +1,15 @@
 #include "core/lifetime.h"
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <vector>
 
-#include "core/device_impl.h"
-
 namespace tessel::detail {
 namespace {
 
-constexpr ExitPhase kPhases[] = {ExitPhase::kCallers, ExitPhase::kDevices, ExitPhase::kProcesses};
+constexpr ExitPhase kPhases[] = {ExitPhase::kCallers, ExitPhase::kDevices, ExitPhase::kProcesses, ExitPhase::kStop};
 
 struct Owned {
   void* object;
@@ -23,7 +20,6 @@ struct Lifetime {
   std::mutex mu;
   std::vector<std::pair<ExitPhase, std::function<void()>>> steps;
   std::vector<Owned> owned;  // in order of creation
-  std::atomic<bool> tearing_down = false;
 };
 
 Lifetime& lifetime() {
@@ -44,7 +40,6 @@ void run_step(const std::function<void()>& step) {
 
 void teardown() {
   Lifetime& l = lifetime();
-  l.tearing_down = true;
   for (ExitPhase phase : kPhases)
     for (size_t i = 0;; ++i) {  // by index: a step may add steps
       std::function<void()> step;
@@ -56,7 +51,6 @@ void teardown() {
       }
       run_step(step);
     }
-  for (DeviceImpl* d : local_device_impls()) run_step([d] { d->own_stream().stop(); });
   for (;;) {
     Owned o;
     {
@@ -90,7 +84,5 @@ void register_teardown() {
   static const bool registered = (std::atexit(teardown), true);
   (void)registered;
 }
-
-bool tearing_down() { return lifetime().tearing_down; }
 
 }  // namespace tessel::detail

@@ -9,11 +9,11 @@
 // state with a destructor is made with `make_global` and owned here, and a single exit
 // handler, registered when the devices are made (before that no work can be pending), ends
 // everything in this order:
-//   1. pending work finishes: the steps added with `at_exit`, phase by phase (callers,
-//      devices, processes), each phase's steps in the order they were added;
-//   2. the device streams stop (their threads are joined; work given to them later runs at
-//      once on the caller's thread);
-//   3. the state made with `make_global` is destroyed, newest first.
+//   1. the steps added with `at_exit` run phase by phase, each phase's steps in the order
+//      they were added: pending work finishes (callers, devices, processes), then the
+//      device streams stop (their threads are joined; work given to them later runs at once
+//      on the caller's thread);
+//   2. the state made with `make_global` is destroyed, newest first.
 // The devices themselves stay: arrays and meshes that static objects of the program hold
 // refer to them until the process ends.
 #include <functional>
@@ -26,10 +26,11 @@ enum class ExitPhase {
   kCallers,    ///< threads that issue device work for the program (colocated calls)
   kDevices,    ///< device streams and the host callbacks their work issues
   kProcesses,  ///< the other processes of a job (pipeline workers, MPI)
+  kStop,       ///< threads of the runtime end (the device streams)
 };
 
-/// Adds a step that waits, at exit, for one kind of pending work (see above); registers the
-/// exit handler if no device did yet.
+/// Adds a step to exit's teardown (see above); registers the exit handler if no device did
+/// yet.
 void at_exit(ExitPhase phase, std::function<void()> step);
 
 /// Takes ownership of `object`: `destroy(object)` runs in exit's teardown, after pending work
@@ -46,8 +47,5 @@ template <class T, class... Args> T& make_global(Args&&... args) {
 
 /// Registers the exit handler that runs the teardown (once; the devices call it when made).
 void register_teardown();
-
-/// True once exit's teardown began.
-bool tearing_down();
 
 }  // namespace tessel::detail

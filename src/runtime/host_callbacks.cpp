@@ -59,7 +59,8 @@ class Receiver {
 
   void push(size_t bytes, std::string name, std::function<void()> fn) {
     std::unique_lock lock(mu_);
-    if (!thread_.joinable()) thread_ = start_thread("the host-callback receiver of cpu:" + std::to_string(device_id_), [this] { loop(); });
+    if (!thread_.joinable())
+      thread_ = start_thread("the host-callback receiver of cpu:" + std::to_string(device_id_), [this] { loop(); });
     // Back-pressure: an item that fits, or any item into an empty queue; never while the
     // running callback waits on tessel (it may wait on the device that is pushing).
     if (!(queue_.empty() || bytes_ + bytes <= max_bytes_)) {

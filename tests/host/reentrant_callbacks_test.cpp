@@ -104,10 +104,11 @@ TEST(ReentrantCallbacksShardedJit, OneDeviceCallsBackWhileTheOthersWait) {
     ts::Mesh mesh = first_devices(n);
     ts::Array x = ts::device_put(ts::arange(n * kBlock, ts::f32), ts::NamedSharding(mesh, ts::P("i")));
     auto f = ts::jit([](const ts::Array& v) {
-      return ts::host::call([](const ts::Array& whole) { return whole + ts::zeros_like(whole) * ts::arange(1, ts::f32); },
-                            v, {.result_shape = ts::ShapeDtype(v.shape(), v.dtype()), .device_index = 1});
+      auto on_host = [](const ts::Array& whole) { return whole + ts::zeros_like(whole) * ts::arange(1, ts::f32); };
+      return ts::host::call(on_host, v, {.result_shape = ts::ShapeDtype(v.shape(), v.dtype()), .device_index = 1});
     });
-    for (int r = 0; r < kRepeats; ++r) EXPECT_EQ(f(x).to_vector<float>(), expected(Body::kZerosLike, n)) << n << " devices, run " << r;
+    for (int r = 0; r < kRepeats; ++r)
+      EXPECT_EQ(f(x).to_vector<float>(), expected(Body::kZerosLike, n)) << n << " devices, run " << r;
   }
 }
 

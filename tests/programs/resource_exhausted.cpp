@@ -39,7 +39,8 @@ template <class F> void expect_exhausted(const std::string& what, F f, std::init
     expect(false, what + ": no error");
   } catch (const ts::ResourceExhaustedError& e) {
     std::printf("%s: %s\n", what.c_str(), e.what());
-    for (const char* p : parts) expect(std::string(e.what()).find(p) != std::string::npos, what + ": message lacks '" + p + "'");
+    for (const char* p : parts)
+      expect(std::string(e.what()).find(p) != std::string::npos, what + ": message lacks '" + p + "'");
   } catch (const std::exception& e) {
     expect(false, what + ": threw another exception: " + e.what());
   }
@@ -72,7 +73,8 @@ void memory() {
                    {"f32[100000,100000]", "40000000000 bytes", "cpu:0"});
   expect_exhausted("jit", [&] { grow(ts::ones({100000}, ts::f32)).block_until_ready(); },
                    {"f32[100000,100000]", "40000000000 bytes", "cpu:0"});
-  expect_exhausted("to_vector", [&] { (void)big.to_vector<double>(); }, {"to_vector", "f32[67108864]", "536870912 bytes"});
+  expect_exhausted("to_vector", [&] { (void)big.to_vector<double>(); },
+                   {"to_vector", "f32[67108864]", "536870912 bytes"});
   // Smaller work still runs afterwards.
   expect(ts::sum(ts::ones({1000}, ts::f32)).item<float>() == 1000.0f, "a small sum after the failures");
 }

@@ -10,6 +10,9 @@
 //                 messages on comm.world and run a psum over a mesh of their own devices: nothing they do may wait for rank 2 (every collective set-up
 //                 happens in distributed::initialize, or involves only the processes that
 //                 take part)
+//   uncaught      an error escapes main (run in a world of one process too): the job ends
+//                 with `[tessel R] fatal error on rank R of N: <message>`, not a bare
+//                 std::terminate
 #include <unistd.h>
 
 #include <cstdio>
@@ -76,6 +79,10 @@ int main(int argc, char** argv) {
                 double(got.to_vector<float>()[0]), double(got10.to_vector<float>()[0]), peer, double(total));
     return ok ? 0 : 1;
   }
-  std::fprintf(stderr, "usage: comm_job bad_root|dead_peer|exit_pending|log|idle_rank\n");
+  if (mode == "uncaught") {
+    comm::allreduce(x, comm::SUM).block_until_ready();
+    throw ts::ValueError("uncaught: an error escaping main on rank " + std::to_string(rank));
+  }
+  std::fprintf(stderr, "usage: comm_job bad_root|dead_peer|exit_pending|log|idle_rank|uncaught\n");
   return 2;
 }
