@@ -328,7 +328,7 @@ int main(int argc, char** argv) try {
     gif->close();
     std::printf("wrote %s (%d frames)\n", opt.gif.c_str(), gif->frames());
   }
-  // Queued kernels must not outlive main (the runtime does not drain streams at exit).
+  // Wait here rather than in the runtime's exit handler (which would also drain them).
   for (const ts::Array& a : ts::tree_leaves(state)) a.block_until_ready();
   if (h.valid()) h.block_until_ready();
   return status;

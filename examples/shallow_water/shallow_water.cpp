@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <numbers>
 #include <string>
 #include <utility>
@@ -17,6 +18,18 @@ const ts::Slice I(1, -1);          // 1:-1, the interior
 const ts::Slice P(2, ts::none);    // 2:, one cell further (east / north)
 const ts::Slice M(ts::none, -2);   // :-2, one cell back (west / south)
 const ts::Slice All;               // :
+
+// A host field of rows x cols doubles; running out of memory is a tessel ResourceExhaustedError
+// naming the field and its size, like an allocation of tessel's own.
+std::vector<double> host_field(int64_t rows, int64_t cols, const char* what) {
+  try {
+    return std::vector<double>(size_t(rows) * size_t(cols));
+  } catch (const std::bad_alloc&) {
+    throw ts::ResourceExhaustedError("shallow_water: out of memory for the host field " + std::string(what) +
+                                     " f64[" + std::to_string(rows) + "," + std::to_string(cols) + "] (" +
+                                     std::to_string(8 * rows * cols) + " bytes); use a smaller --nx/--ny");
+  }
+}
 
 ts::Array from_host(const std::vector<double>& v, int64_t rows, int64_t cols, ts::DType dtype) {
   return ts::Array(v, {rows, cols}).astype(dtype);
@@ -164,7 +177,7 @@ ShallowWater::ShallowWater(Config config, Decomposition decomposition)
   // shared with a neighbour) are interior rows of the domain too.
   const int64_t nxl = nx_local(), rows = ny_local() + d.halo_south() + d.halo_north() - 2;
   const int64_t j0 = d.py * ny_local() - (d.halo_south() - 1);
-  std::vector<double> f(size_t(rows * nxl));
+  std::vector<double> f = host_field(rows, nxl, "coriolis");
   for (int64_t j = 0; j < rows; ++j)
     for (int64_t i = 0; i < nxl; ++i) f[size_t(j * nxl + i)] = kCoriolisF + double(j0 + j) * kDy * kCoriolisBeta;
   coriolis_ = from_host(f, rows, nxl, config_.dtype);
@@ -179,7 +192,8 @@ State ShallowWater::initial_state() const {
   auto y = [](int64_t j) { return double(j - 1) * kDy; };
   const double length_x = x(nxg - 2) - x(1), length_y = y(nyg - 2) - y(1);
   const size_t n = size_t(nxg * nyg);
-  std::vector<double> u0(n), h_geo(n), h0(n);
+  std::vector<double> u0 = host_field(nyg, nxg, "u0"), h_geo = host_field(nyg, nxg, "h_geo"),
+                      h0 = host_field(nyg, nxg, "h0");
   for (int64_t j = 0; j < nyg; ++j)
     for (int64_t i = 0; i < nxg; ++i) {
       const double d = y(j) - 0.5 * length_y, w = 0.02 * length_x;
