@@ -45,6 +45,23 @@ inline void expect_close(const ts::Array& got, const ts::Array& want, double tol
     ASSERT_NEAR(g[i], w[i], tol * scale) << what << " at flat index " << i;
 }
 
+/// The tangent output of f's jvp under jit: the float tangents are jit's arguments, the empty
+/// ones (integer inputs, JAX's float0) stay empty inside.
+inline ts::Array jitted_jvp_tangent(const Fn& f, const std::vector<ts::Array>& args,
+                                    const std::vector<ts::Array>& tangents) {
+  using V = std::vector<ts::Array>;
+  V float_tangents;
+  for (auto& x : tangents)
+    if (x.valid()) float_tangents.push_back(x);
+  auto jitted = ts::jit([&](const V& xs, const V& fts) {
+    V all;
+    size_t k = 0;
+    for (auto& x : tangents) all.push_back(x.valid() ? fts[k++] : ts::Array());
+    return ts::jvp([&](const V& z) { return f(z); }, std::tuple<V>(xs), std::tuple<V>(all)).second;
+  });
+  return jitted(args, float_tangents);
+}
+
 /// Checks f's jvp against central differences and its vjp against its jvp, at `args`
 /// (float64 arrays; integer arrays are held fixed). `tol` is relative to the largest value.
 inline void check_grads(const Fn& f, const std::vector<ts::Array>& args, double tol = 1e-6, double eps = 1e-6) {
@@ -63,17 +80,7 @@ inline void check_grads(const Fn& f, const std::vector<ts::Array>& args, double 
   // Integer arguments take an empty tangent (JAX's float0).
   auto [y, t] = ts::jvp([&](const V& xs) { return f(xs); }, std::tuple<V>(args), std::tuple<V>(tangents));
   expect_close(t, fd, tol, "jvp vs finite differences");
-  // jvp under jit agrees with eager jvp (the float tangents are arguments, the empty ones not).
-  V float_tangents;
-  for (auto& x : tangents)
-    if (x.valid()) float_tangents.push_back(x);
-  auto jitted = ts::jit([&](const V& xs, const V& fts) {
-    V all;
-    size_t k = 0;
-    for (auto& x : tangents) all.push_back(x.valid() ? fts[k++] : ts::Array());
-    return ts::jvp([&](const V& z) { return f(z); }, std::tuple<V>(xs), std::tuple<V>(all)).second;
-  });
-  expect_close(jitted(args, float_tangents), t, 1e-12, "jit(jvp) vs jvp");
+  expect_close(jitted_jvp_tangent(f, args, tangents), t, 1e-12, "jit(jvp) vs jvp");
   // Reverse mode: <ct, J t> == <J^T ct, t>.
   auto [y2, pullback] = ts::vjp([&](const V& xs) { return f(xs); }, args);
   ts::Array ct = uniform(y2.shape(), 99, -1, 1, y2.dtype());

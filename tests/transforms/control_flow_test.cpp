@@ -40,16 +40,7 @@ void check_jvp_fd(const Fn& f, const V& args, double tol = 1e-6, double eps = 1e
   auto [y, t] = ts::jvp([&](const V& xs) { return f(xs); }, std::tuple<V>(args), std::tuple<V>(tangents));
   expect_close(y, f(args), 1e-12, "jvp primal output vs f");
   expect_close(t, fd, tol, "jvp vs finite differences");
-  V float_tangents;  // jit's arguments: the empty tangents are not arrays to pass
-  for (auto& x : tangents)
-    if (x.valid()) float_tangents.push_back(x);
-  auto jitted = ts::jit([&](const V& xs, const V& fts) {
-    V all;
-    size_t k = 0;
-    for (auto& x : tangents) all.push_back(x.valid() ? fts[k++] : ts::Array());
-    return ts::jvp([&](const V& z) { return f(z); }, std::tuple<V>(xs), std::tuple<V>(all)).second;
-  });
-  expect_close(jitted(args, float_tangents), t, 1e-12, "jit(jvp) vs jvp");
+  expect_close(jitted_jvp_tangent(f, args, tangents), t, 1e-12, "jit(jvp) vs jvp");
 }
 
 // Rows of mixed sign, so that a predicate on sum(row) differs per example.
