@@ -43,7 +43,9 @@ template <class T, class E> inline T int_pow(T base, E exp) {
   return T(acc);
 }
 
-/// max (Max) or min, propagating NaN; complex numbers compare lexicographically.
+/// max (Max) or min, propagating NaN and ordering -0 below +0 (as XLA does); complex
+/// numbers compare lexicographically. Written as selects, so loops over it vectorize (the
+/// reduction kernels combine with it too).
 template <bool Max, class T> inline T pick(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
     return Max ? (a || b) : (a && b);
@@ -52,11 +54,12 @@ template <bool Max, class T> inline T pick(T a, T b) {
     if (b != b) return b;
     bool greater = a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
     return greater == Max ? a : b;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    // On a tie of zeros, max gives +0 if either is +0 and min gives -0 if either is -0.
+    const bool take_a = Max ? (a > b || (a == b && std::signbit(b))) : (a < b || (a == b && std::signbit(a)));
+    const T r = take_a ? a : b;  // b when b is NaN: every comparison is false
+    return a != a ? a : r;
   } else {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (a != a) return a;
-      if (b != b) return b;
-    }
     return (a > b) == Max ? a : b;
   }
 }

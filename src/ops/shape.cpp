@@ -597,6 +597,7 @@ Array tile(const Array& x, const Shape& reps) {
 
 Array repeat(const Array& x, int64_t repeats, int64_t axis) {
   if (repeats < 0) throw ValueError("repeat: repeats must be >= 0, got " + std::to_string(repeats));
+  if (x.ndim() == 0) return broadcast_to(x, {repeats});  // a scalar repeats into 1-D, whatever the axis (jnp)
   axis = ops::canonicalize_axis("repeat", axis, x.ndim());
   // (..., n, ...) -> broadcast to (..., n, repeats, ...) -> (..., n * repeats, ...).
   Shape big = x.shape(), out = x.shape();
