@@ -92,8 +92,11 @@ Array remainder(const Array& a, const Array& b) {
 }
 
 Array fmod(const Array& a, const Array& b) {
+  // jnp.fmod replaces zero divisors only for integer operands: two bools divide as int32 by
+  // lax.rem (x rem 0 = x).
+  const bool bools = is_bool(result_type({a, b}).dtype);
   auto xs = promoted("fmod", a, b, Promote::kNumeric, kReal);
-  return bind1(rem_p.prim, {xs[0], nonzero_divisor(xs[1])});
+  return bind1(rem_p.prim, {xs[0], bools ? xs[1] : nonzero_divisor(xs[1])});
 }
 
 Array negative(const Array& x) { return unary(neg_p, "negative", x); }
@@ -138,8 +141,17 @@ TESSEL_FLOAT_FN(erfc, erfc)
 TESSEL_FLOAT_FN(logistic, logistic)
 #undef TESSEL_FLOAT_FN
 
-Array log2(const Array& x) { return log(x) / Array(std::numbers::ln2); }
-Array log10(const Array& x) { return log(x) / Array(std::numbers::ln10); }
+namespace {
+/// log(x) / log(base); a complex logarithm is divided part by part (a complex division of
+/// log(0) = -inf + 0i would make the imaginary part NaN).
+Array log_base(const Array& x, double ln_base) {
+  const Array l = log(x);
+  if (is_complex(l.dtype())) return complex(real(l) / Array(ln_base), imag(l) / Array(ln_base));
+  return l / Array(ln_base);
+}
+}  // namespace
+Array log2(const Array& x) { return log_base(x, std::numbers::ln2); }
+Array log10(const Array& x) { return log_base(x, std::numbers::ln10); }
 // Bool squares as the default int (jnp.square).
 Array square(const Array& x) {
   const Array y = is_bool(x.dtype()) ? convert(x, default_int) : x;

@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <functional>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/kernel_cache.h"
 #include "tessel/tessel.h"
@@ -58,25 +60,36 @@ const char* path_name(Path p) {
   return "?";
 }
 
-/// f(a, b) for 1-D a and b of one length, computed along `path`.
-Array along(Path path, const Binary& f, const Array& a, const Array& b) {
+/// f(a, b) for each f of `fs` (one program), for 1-D a and b of one length, along `path`.
+std::vector<Array> along(Path path, const std::vector<Binary>& fs, const Array& a, const Array& b) {
+  const auto all = [fs](const Array& x, const Array& y) {
+    std::vector<Array> r;
+    for (const Binary& f : fs) r.push_back(f(x, y));
+    return r;
+  };
   switch (path) {
-    case Path::kEager: return f(a, b);
-    case Path::kJit: return ts::jit(f)(a, b);
-    case Path::kVmap: return ts::vmap(f)(a, b);  // f of rank-0 slices
+    case Path::kEager: return all(a, b);
+    case Path::kJit: return ts::jit(all)(a, b);
+    case Path::kVmap: return ts::vmap(all)(a, b);  // f of rank-0 slices
     case Path::kFused: break;
   }
-  // Repeated past the fusion threshold (16384 elements), so jit generates C++ for f; the
-  // last repetition is checked.
+  // Repeated past the fusion threshold (16384 elements), so jit generates C++ for the
+  // functions (one kernel); the last repetition is checked.
   const int64_t n = a.dim(0), reps = 20000 / n + 1;
   const Array ta = ts::tile(a, {reps}), tb = ts::tile(b, {reps});
-  auto g = ts::jit(f);
+  auto g = ts::jit(all);
   const bool has_codegen_type = !ts::is_floating(a.dtype()) || ts::itemsize(a.dtype()) >= 4;
   if (ts::compiler::codegen_enabled() && has_codegen_type) {
     const std::string text = g.lower(ta, tb).compile().as_text();
     EXPECT_NE(text.find("fused"), std::string::npos) << text;
   }
-  return ts::slice(g(ta, tb), {(reps - 1) * n}, {reps * n});
+  std::vector<Array> ys = g(ta, tb);
+  for (Array& y : ys) y = ts::slice(y, {(reps - 1) * n}, {reps * n});
+  return ys;
+}
+
+Array along(Path path, const Binary& f, const Array& a, const Array& b) {
+  return along(path, std::vector<Binary>{f}, a, b)[0];
 }
 
 /// The pairs where name(a, b) differs from `want`, one per line ("" when none).
@@ -133,13 +146,17 @@ TEST_P(FloatDivision, MatchesJaxAtZerosInfinitiesAndNaN) {
   const ts::DType d = GetParam();
   const auto [av, bv] = pairs(kFloatA, kFloatB);
   const Array a = Array(av).astype(d), b = Array(bv).astype(d);
-  for (const FloatTable& t : kFloatTables)
-    for (Path path : kPaths) {
-      const Array y = along(path, t.fn, a, b);
-      ASSERT_EQ(y.dtype(), d) << t.name << " " << path_name(path);
-      EXPECT_EQ(float_mismatches(t.name, av, bv, y.astype(ts::f64).to_vector<double>(), t.want), "")
+  std::vector<Binary> fns;
+  for (const FloatTable& t : kFloatTables) fns.push_back(t.fn);
+  for (Path path : kPaths) {
+    const std::vector<Array> ys = along(path, fns, a, b);
+    for (size_t k = 0; k < ys.size(); ++k) {
+      const FloatTable& t = kFloatTables[k];
+      ASSERT_EQ(ys[k].dtype(), d) << t.name << " " << path_name(path);
+      EXPECT_EQ(float_mismatches(t.name, av, bv, ys[k].astype(ts::f64).to_vector<double>(), t.want), "")
           << ts::dtype_name(d) << ", " << path_name(path);
     }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Numerics, FloatDivision, ::testing::Values(ts::f16, ts::bf16, ts::f32, ts::f64),
@@ -243,15 +260,19 @@ TEST_P(IntDivision, MatchesJaxAtZeroMinusOneAndTheExtremes) {
       {"remainder", {ts::remainder, &t.remainder}},
       {"rem", {ts::rem, &t.rem}},
       {"fmod", {ts::fmod, &t.fmod}}};
-  for (const auto& [name, fw] : fns)
-    for (Path path : kPaths) {
-      const Array y = along(path, fw.first, a, b);
-      ASSERT_EQ(y.dtype(), t.dtype) << name << " " << path_name(path);
-      const auto got = y.astype(ts::i64).to_vector<int64_t>();
+  std::vector<Binary> all;
+  for (const auto& f : fns) all.push_back(f.second.first);
+  for (Path path : kPaths) {
+    const std::vector<Array> ys = along(path, all, a, b);
+    for (size_t k = 0; k < ys.size(); ++k) {
+      const auto& [name, fw] = fns[k];
+      ASSERT_EQ(ys[k].dtype(), t.dtype) << name << " " << path_name(path);
+      const auto got = ys[k].astype(ts::i64).to_vector<int64_t>();
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_EQ(got[i], (*fw.second)[i]) << name << "(" << av[i] << ", " << bv[i] << ") " << ts::dtype_name(t.dtype)
                                            << ", " << path_name(path);
     }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Numerics, IntDivision, ::testing::ValuesIn(kIntTables),
@@ -352,8 +373,9 @@ TEST(Numerics, MaxAndMinReductionsOrderNegativeZeroBelowPositiveZero) {
   const Array big = ts::tile(Array(v, {4, n}).astype(ts::f32), {4096, 1});
   auto fused_max = ts::jit([](const Array& a) { return ts::max(a * 1.0f, {1}); });
   auto fused_min = ts::jit([](const Array& a) { return ts::min(a * 1.0f, {1}); });
-  if (ts::compiler::codegen_enabled())
+  if (ts::compiler::codegen_enabled()) {
     EXPECT_NE(fused_max.lower(big).compile().as_text().find("fused"), std::string::npos);
+  }
   expect_values(ts::slice(fused_max(big), {0}, {4}), max_want, "fused max");
   expect_values(ts::slice(fused_min(big), {0}, {4}), min_want, "fused min");
   // JAX: cummax [-0, 0, 0], cummin [0, -0, -0].
@@ -384,6 +406,36 @@ TEST(Numerics, ProductsOfOneTermKeepTheSignOfZero) {
   const Array c = ts::matmul(-ts::ones({2, 1}, ts::c64), ts::zeros({1, 3}, ts::c64));
   expect_values(ts::real(c), std::vector<double>(6, 0.0), "matmul k=1 complex64, real part");
   expect_values(ts::imag(c), std::vector<double>(6, -0.0), "matmul k=1 complex64, imaginary part");
+}
+
+TEST(Numerics, ComplexFunctionsKeepTheSignOfZeroWhereJaxDoes) {
+  using C = std::complex<double>;
+  const double lg = 1.3643763538418412;  // pi / ln 10
+  // (input, JAX's square, log10, log1p) for complex64 and complex128.
+  const std::vector<std::tuple<C, C, C>> sq_log10 = {
+      {{0.0, 0.0}, {0.0, 0.0}, {-I, 0.0}},     {{0.0, -0.0}, {0.0, -0.0}, {-I, -0.0}},
+      {{-0.0, 0.0}, {0.0, -0.0}, {-I, lg}},    {{-0.0, -0.0}, {0.0, 0.0}, {-I, -lg}},
+      {{1.0, -0.0}, {1.0, -0.0}, {0.0, -0.0}}, {{-1.0, 0.0}, {1.0, -0.0}, {0.0, lg}},
+      {{-1.0, -0.0}, {1.0, 0.0}, {0.0, -lg}}};
+  const std::vector<std::pair<C, C>> log1p = {{{1.0, -0.0}, {0.6931471805599453, -0.0}}, {{-1.0, -0.0}, {-I, -0.0}}};
+  for (ts::DType d : {ts::c64, ts::c128}) {
+    auto check = [&](const Array& y, C want, const std::string& what) {
+      const C got = y.astype(ts::c128).to_vector<C>()[0];
+      EXPECT_TRUE(same(got.real(), want.real()) || (want.real() != 0 && std::abs(got.real() - want.real()) < 1e-6))
+          << what << " real " << show(got.real()) << ", want " << show(want.real());
+      EXPECT_TRUE(same(got.imag(), want.imag()) || (want.imag() != 0 && std::abs(got.imag() - want.imag()) < 1e-6))
+          << what << " imag " << show(got.imag()) << ", want " << show(want.imag());
+    };
+    for (const auto& [z, sq, l10] : sq_log10) {
+      const Array x = Array(std::vector<C>{z}).astype(d);
+      const std::string at = "(" + show(z.real()) + ", " + show(z.imag()) + ") " + ts::dtype_name(d);
+      check(ts::square(x), sq, "square" + at);
+      check(ts::log10(x), l10, "log10" + at);
+    }
+    for (const auto& [z, want] : log1p)
+      check(ts::log1p(Array(std::vector<C>{z}).astype(d)), want,
+            "log1p(" + show(z.real()) + ", " + show(z.imag()) + ") " + ts::dtype_name(d));
+  }
 }
 
 // ---------------------------------------------------------------------------------------
