@@ -18,8 +18,11 @@ using Axes = std::vector<int64_t>;
 TESSEL_API Array zeros(const Shape& shape, DType dtype = default_float);
 /// Ones of `shape` and `dtype`.
 TESSEL_API Array ones(const Shape& shape, DType dtype = default_float);
-/// `shape` filled with `value` (dtype: `dtype`, else value's dtype).
-TESSEL_API Array full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+/// `shape` filled with `value`, which broadcasts to it (jnp.full). The dtype is `dtype` when
+/// given, else value's, where a weak value (a C++ scalar) takes the default dtype of its kind
+/// and stays weak: `full({2}, 7.5)` is a weak float32, as for a Python scalar in JAX. Pass
+/// `dtype` (or a strong `Scalar(7.5, f64)`) for another one.
+TESSEL_API Array full(const Shape& shape, const Array& value, std::optional<DType> dtype = std::nullopt);
 TESSEL_API Array zeros_like(const Array& x);
 TESSEL_API Array ones_like(const Array& x);
 TESSEL_API Array full_like(const Array& x, Scalar value);
@@ -45,11 +48,15 @@ TESSEL_API Array multiply(const Array& a, const Array& b);
 /// True division (integers promote to float, as jnp.divide).
 TESSEL_API Array divide(const Array& a, const Array& b);
 TESSEL_API Array true_divide(const Array& a, const Array& b);
+/// Division rounded toward -inf (jnp.floor_divide, Python //). Bool operands count as int32;
+/// floats by zero give +-inf or NaN as a / b does; integers by zero give what JAX gives.
 TESSEL_API Array floor_divide(const Array& a, const Array& b);
-/// Remainder with the sign of the divisor (jnp.remainder / Python %).
+/// Remainder with the sign of the divisor (jnp.remainder / Python %; an integer x % 0 is 0).
 TESSEL_API Array remainder(const Array& a, const Array& b);
-/// Remainder with the sign of the dividend (C fmod, lax.rem).
+/// Remainder with the sign of the dividend (lax.rem; an integer x rem 0 is x).
 TESSEL_API Array rem(const Array& a, const Array& b);
+/// Remainder with the sign of the dividend (jnp.fmod, C fmod; an integer x fmod 0 is 0).
+TESSEL_API Array fmod(const Array& a, const Array& b);
 TESSEL_API Array pow(const Array& a, const Array& b);
 TESSEL_API Array maximum(const Array& a, const Array& b);
 TESSEL_API Array minimum(const Array& a, const Array& b);

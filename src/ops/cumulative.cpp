@@ -153,11 +153,13 @@ const ir::Primitive& cumprod_p = ir::register_primitive(scan_primitive<ProdOp>()
 const ir::Primitive& cummax_p = ir::register_primitive(scan_primitive<MaxOp>());
 const ir::Primitive& cummin_p = ir::register_primitive(scan_primitive<MinOp>());
 
-/// `promote`: bool and small integers accumulate in the default int, as jnp.cumsum does.
+/// `numpy`: as jnp.cumsum and jnp.cumprod do, bool accumulates in the default int (other
+/// dtypes keep theirs: int8 stays int8 and wraps) and the result is strong; otherwise as
+/// lax.cummax and lax.cummin do, the operand's type is kept.
 Array cumulative(const char* op, const ir::Primitive& p, const Array& x, int64_t axis_in, bool reverse,
-                 bool promote) {
+                 bool numpy) {
   const int64_t axis = canonicalize_axis(op, axis_in, x.ndim());
-  const Array xc = promote ? convert(x, promote_small_int(x.dtype()), x.weak_type()) : x;
+  const Array xc = numpy ? convert(x, is_bool(x.dtype()) ? default_int : strong_dtype(x)) : x;
   return bind1(p, {xc}, Params{{"axis", axis}, {"reverse", reverse}});
 }
 

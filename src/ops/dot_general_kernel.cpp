@@ -163,6 +163,8 @@ void loop_product(const cpu::ProductBlock& p, int64_t m, int64_t n, int64_t k, c
   const T* a = static_cast<const T*>(av.data) + av.offsets[size_t(p.b)];
   const T* b = static_cast<const T*>(bv.data) + bv.offsets[size_t(p.b)];
   T* c = out + p.b * m * n;
+  // A product with one term is that term (-1 * 0 is -0, as XLA gives); longer sums start at +0.
+  const bool single_term = k == 1;
   for (int64_t i = p.i0; i < p.i1; ++i) std::fill(c + i * n + p.j0, c + i * n + p.j1, T(0));
   for (int64_t j0 = p.j0; j0 < p.j1; j0 += NB) {
     const int64_t j1 = std::min(p.j1, j0 + NB);
@@ -177,7 +179,8 @@ void loop_product(const cpu::ProductBlock& p, int64_t m, int64_t n, int64_t k, c
           const T* brow = b + kk * bv.rs;
           const auto update = [&](T& cj, T bj) {
             if constexpr (std::is_same_v<T, bool>) cj = cj || bj;
-            else cj = T(A(cj) + x * A(bj));
+            else if constexpr (std::is_integral_v<T>) cj = T(A(cj) + x * A(bj));
+            else cj = single_term ? T(x * A(bj)) : T(A(cj) + x * A(bj));
           };
           if (bv.cs == 1) {
             for (int64_t j = j0; j < j1; ++j) update(crow[j], brow[j]);
@@ -219,7 +222,9 @@ void dot_general_kernel(const ir::KernelCall& c) {
     return;
   }
   const DType ct = dot_compute_dtype(o.dtype);
-  const bool blas = cpu::gemm_supported(ct) && m * n * k > kSmallProduct;
+  // k == 1 (outer products, batched element-wise products) stays off BLAS: the loop keeps
+  // the sign of zero products, and there is no sum for BLAS to speed up.
+  const bool blas = cpu::gemm_supported(ct) && m * n * k > kSmallProduct && k > 1;
   // The integer loop wants unit-stride rows of B; small floating products take any layout.
   const Need rhs_need = blas ? Need::kBlas : is_inexact(ct) ? Need::kMerged : Need::kColumnsUnit;
   const MatrixView a = operand_view(c.ins[0], l, ct, lb, lf, lc, blas ? Need::kBlas : Need::kMerged);

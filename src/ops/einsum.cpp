@@ -101,12 +101,13 @@ Plan parse(const std::string& spec_in, const std::vector<Array>& xs) {
       const int64_t d = xs[i].shape()[k];
       auto [it, fresh] = plan.sizes.emplace(ls[k], d);
       if (!fresh && it->second != d) {
-        // Dimensions under an ellipsis broadcast; named indices must agree.
-        if (ls[k] >= kEllipsis && (d == 1 || it->second == 1)) it->second = std::max(it->second, d);
+        // Sizes of one index must agree, or be 1 and broadcast (as jnp.einsum allows).
+        if (d == 1 || it->second == 1) it->second = d == 1 ? it->second : d;
         else
           throw ShapeError("einsum: index " + label_name(ls[k]) + " of '" + spec_in + "' has size " +
                            std::to_string(it->second) + " in one place and size " + std::to_string(d) +
-                           " in operand " + std::to_string(i) + " (shape " + shape_to_string(xs[i].shape()) + ")");
+                           " in operand " + std::to_string(i) + " (shape " + shape_to_string(xs[i].shape()) +
+                           "); sizes of one index must match or be 1");
       }
       ++count[ls[k]];
     }
@@ -147,8 +148,8 @@ void sum_out(Operand& op, const Labels& keep, DType dtype) {
   op.labels = rest;
 }
 
-// Takes diagonals of indices repeated within the operand, and drops size-1 ellipsis dims
-// that broadcast against a larger size elsewhere (the values are the same along them).
+// Takes diagonals of indices repeated within the operand, and drops size-1 dims that
+// broadcast against a larger size elsewhere (the values are the same along them).
 void normalize(Operand& op, const std::map<Label, int64_t>& sizes) {
   for (bool again = true; again;) {
     again = false;
@@ -166,7 +167,7 @@ void normalize(Operand& op, const std::map<Label, int64_t>& sizes) {
   Shape shape;
   Labels labels;
   for (size_t i = 0; i < op.labels.size(); ++i) {
-    if (op.x.shape()[i] == 1 && sizes.at(op.labels[i]) > 1) continue;
+    if (op.x.shape()[i] == 1 && sizes.at(op.labels[i]) != 1) continue;
     shape.push_back(op.x.shape()[i]);
     labels.push_back(op.labels[i]);
   }

@@ -24,14 +24,30 @@ Array unary(const Elementwise& e, const std::string& op, const Array& x) {
   return bind1(e.prim, {x});
 }
 
-/// Promotes (to an inexact dtype when `to_float`), checks the dtype class, broadcasts, binds.
-Array binary(const Elementwise& e, const std::string& op, const Array& a, const Array& b, bool to_float = false) {
+/// How a binary function promotes its operands beyond jnp's result type.
+enum class Promote {
+  kAsIs,
+  kNumeric,  // bool counts as the default int (jnp's promote_args_numeric: power, floor_divide, ...)
+  kInexact   // integers and bool become floats (true division, atan2)
+};
+
+/// The operands promoted, checked against the dtype classes `mask` and broadcast.
+std::vector<Array> promoted(const std::string& op, const Array& a, const Array& b, Promote how, uint8_t mask) {
   PromotedType t = result_type({a, b});
-  if (to_float) t.dtype = to_inexact(t.dtype);
-  check_class(op, t.dtype, e.mask);
-  auto xs = broadcast_all(op, {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+  if (how == Promote::kInexact) t.dtype = to_inexact(t.dtype);
+  if (how == Promote::kNumeric && is_bool(t.dtype)) t = {default_int, false};
+  check_class(op, t.dtype, mask);
+  return broadcast_all(op, {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+}
+
+Array binary(const Elementwise& e, const std::string& op, const Array& a, const Array& b,
+             Promote how = Promote::kAsIs) {
+  auto xs = promoted(op, a, b, how, e.mask);
   return bind1(e.prim, {xs[0], xs[1]});
 }
+
+/// An integer divisor with its zeros replaced by 1: jnp.remainder and jnp.fmod give 0 there.
+Array nonzero_divisor(const Array& y) { return is_integer(y.dtype()) ? where(y == 0, Array(1), y) : y; }
 
 Array filled_like(const Array& x, Scalar v) { return broadcast_to(Array(v), x.shape()); }
 
@@ -44,38 +60,43 @@ using namespace ops;  // NOLINT: the primitives of elementwise.cpp
 Array add(const Array& a, const Array& b) { return binary(add_p, "add", a, b); }
 Array subtract(const Array& a, const Array& b) { return binary(sub_p, "subtract", a, b); }
 Array multiply(const Array& a, const Array& b) { return binary(mul_p, "multiply", a, b); }
-Array divide(const Array& a, const Array& b) { return binary(div_p, "divide", a, b, true); }
-Array true_divide(const Array& a, const Array& b) { return binary(div_p, "true_divide", a, b, true); }
+Array divide(const Array& a, const Array& b) { return binary(div_p, "divide", a, b, Promote::kInexact); }
+Array true_divide(const Array& a, const Array& b) { return binary(div_p, "true_divide", a, b, Promote::kInexact); }
 Array rem(const Array& a, const Array& b) { return binary(rem_p, "rem", a, b); }
-Array pow(const Array& a, const Array& b) { return binary(pow_p, "pow", a, b); }
+Array pow(const Array& a, const Array& b) { return binary(pow_p, "pow", a, b, Promote::kNumeric); }
 Array maximum(const Array& a, const Array& b) { return binary(max_p, "maximum", a, b); }
 Array minimum(const Array& a, const Array& b) { return binary(min_p, "minimum", a, b); }
-Array atan2(const Array& a, const Array& b) { return binary(atan2_p, "atan2", a, b, true); }
+Array atan2(const Array& a, const Array& b) { return binary(atan2_p, "atan2", a, b, Promote::kInexact); }
 
 // Python floor division, composed as jnp does.
 Array floor_divide(const Array& a, const Array& b) {
-  PromotedType t = result_type({a, b});
-  check_class("floor_divide", t.dtype, kReal);
-  auto xs = broadcast_all("floor_divide", {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+  auto xs = promoted("floor_divide", a, b, Promote::kNumeric, kReal);
   const Array &x = xs[0], &y = xs[1];
-  if (is_unsigned_int(t.dtype)) return bind1(div_p.prim, {x, y});
-  if (is_signed_int(t.dtype)) {
+  if (is_unsigned_int(x.dtype())) return bind1(div_p.prim, {x, y});
+  if (is_signed_int(x.dtype())) {
     Array q = bind1(div_p.prim, {x, y});
     return where((sign(x) != sign(y)) & (rem(x, y) != 0), q - 1, q);
   }
-  // Floats: CPython's float_divmod.
+  // Floats: CPython's float_divmod; by zero it is x / 0 (+-inf, or NaN for 0 / 0).
   Array mod = rem(x, y);
-  Array q = (x - mod) / y;
+  Array q = where(y == 0, x, x - mod) / y;
   return round(where((mod != 0) & (sign(y) != sign(mod)), q - 1, q));
 }
 
 // The remainder takes the divisor's sign (Python %), from the truncated one.
 Array remainder(const Array& a, const Array& b) {
-  PromotedType t = result_type({a, b});
-  check_class("remainder", t.dtype, kReal);
-  auto xs = broadcast_all("remainder", {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
-  Array r = rem(xs[0], xs[1]);
-  return where(((r < 0) != (xs[1] < 0)) & (r != 0), r + xs[1], r);
+  auto xs = promoted("remainder", a, b, Promote::kNumeric, kReal);
+  const Array y = nonzero_divisor(xs[1]);
+  Array r = rem(xs[0], y);
+  return where(((r < 0) != (y < 0)) & (r != 0), r + y, r);
+}
+
+Array fmod(const Array& a, const Array& b) {
+  // jnp.fmod replaces zero divisors only for integer operands: two bools divide as int32 by
+  // lax.rem (x rem 0 = x).
+  const bool bools = is_bool(result_type({a, b}).dtype);
+  auto xs = promoted("fmod", a, b, Promote::kNumeric, kReal);
+  return bind1(rem_p.prim, {xs[0], bools ? xs[1] : nonzero_divisor(xs[1])});
 }
 
 Array negative(const Array& x) { return unary(neg_p, "negative", x); }
@@ -120,12 +141,22 @@ TESSEL_FLOAT_FN(erfc, erfc)
 TESSEL_FLOAT_FN(logistic, logistic)
 #undef TESSEL_FLOAT_FN
 
-Array log2(const Array& x) { return log(x) / Array(std::numbers::ln2); }
-Array log10(const Array& x) { return log(x) / Array(std::numbers::ln10); }
+namespace {
+/// log(x) / log(base); a complex logarithm is divided part by part (a complex division of
+/// log(0) = -inf + 0i would make the imaginary part NaN).
+Array log_base(const Array& x, double ln_base) {
+  const Array l = log(x);
+  if (is_complex(l.dtype())) return complex(real(l) / Array(ln_base), imag(l) / Array(ln_base));
+  return l / Array(ln_base);
+}
+}  // namespace
+Array log2(const Array& x) { return log_base(x, std::numbers::ln2); }
+Array log10(const Array& x) { return log_base(x, std::numbers::ln10); }
+// Bool squares as the default int (jnp.square).
 Array square(const Array& x) {
-  if (is_bool(x.dtype())) return multiply(x, x);
-  check_class("square", x.dtype(), kNum);
-  return bind1(integer_pow_p, {x}, Params{{"y", int64_t(2)}});
+  const Array y = is_bool(x.dtype()) ? convert(x, default_int) : x;
+  check_class("square", y.dtype(), kNum);
+  return bind1(integer_pow_p, {y}, Params{{"y", int64_t(2)}});
 }
 Array reciprocal(const Array& x) {
   Array y = inexact(x);
@@ -148,8 +179,10 @@ Array bitwise_and(const Array& a, const Array& b) { return binary(and__p, "bitwi
 Array bitwise_or(const Array& a, const Array& b) { return binary(or__p, "bitwise_or", a, b); }
 Array bitwise_xor(const Array& a, const Array& b) { return binary(xor__p, "bitwise_xor", a, b); }
 Array bitwise_not(const Array& x) { return unary(not__p, "bitwise_not", x); }
-Array left_shift(const Array& a, const Array& b) { return binary(shift_left_p, "left_shift", a, b); }
-Array right_shift(const Array& a, const Array& b) { return binary(shift_right_p, "right_shift", a, b); }
+Array left_shift(const Array& a, const Array& b) { return binary(shift_left_p, "left_shift", a, b, Promote::kNumeric); }
+Array right_shift(const Array& a, const Array& b) {
+  return binary(shift_right_p, "right_shift", a, b, Promote::kNumeric);
+}
 
 Array where(const Array& pred, const Array& a, const Array& b) {
   if (!is_bool(pred.dtype()))

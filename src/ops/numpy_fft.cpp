@@ -108,17 +108,20 @@ Array fft_core(const std::string& op, FftType type, const Array& a, const std::o
     x = lax_pad(x, Scalar(0.0), cfg);
   } else {
     for (int64_t i = 0; i < k; ++i) n.push_back(x.dim(nd - k + i));
-    if (type == FftType::IRFFT) {
-      n.back() = 2 * (n.back() - 1);
-      if (n.back() < 1)
-        throw ValueError(op + ": the default output length 2 * (m - 1) is " + std::to_string(n.back()) +
-                         " for axis " + std::to_string(axes.back()) + " of size " + std::to_string(x.dim(-1)) +
-                         " (shape " + shape_to_string(a.shape()) + "); pass the output length n >= 1");
+    if (type == FftType::IRFFT) n.back() = std::max<int64_t>(0, 2 * (n.back() - 1));
+    if (shape_size(n) == 0) {
+      // rfft has no output length for an empty axis (JAX fails to compile it too).
+      if (type == FftType::RFFT)
+        for (int64_t i = 0; i < k; ++i)
+          if (n[size_t(i)] == 0)
+            throw ValueError(op + ": cannot transform axis " + std::to_string(axes[size_t(i)]) +
+                             " of size 0 (shape " + shape_to_string(a.shape()) + "); pass a length >= 1 to zero-pad it");
+      // An empty transform is an empty array of the output shape, as jnp.fft gives.
+      Shape out = x.shape();
+      std::copy(n.begin(), n.end(), out.end() - k);
+      const Array y = zeros(out, type == FftType::IRFFT ? real_dtype(x.dtype()) : x.dtype());
+      return moved ? transpose(y, inverse_permutation(perm)) : y;
     }
-    for (int64_t i = 0; i < k; ++i)
-      if (n[size_t(i)] < 1)
-        throw ValueError(op + ": cannot transform axis " + std::to_string(axes[size_t(i)]) + " of size 0 (shape " +
-                         shape_to_string(a.shape()) + "); pass a length >= 1 to zero-pad it");
   }
 
   Array y = fft::lax_fft(x, type, n);

@@ -76,6 +76,14 @@ Shape broadcast_shapes(const std::string& op, const std::vector<Shape>& shapes) 
   return out;
 }
 
+DType kind_default(DType d) {
+  if (is_bool(d)) return d;
+  if (is_integer(d)) return default_int;
+  return is_complex(d) ? default_complex : default_float;
+}
+
+DType strong_dtype(const Array& x) { return x.weak_type() ? kind_default(x.dtype()) : x.dtype(); }
+
 PromotedType result_type(const std::vector<Array>& xs) {
   PromotedType r{xs.at(0).dtype(), xs[0].weak_type()};
   for (size_t i = 1; i < xs.size(); ++i) r = promote_types(r.dtype, r.weak, xs[i].dtype(), xs[i].weak_type());

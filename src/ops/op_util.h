@@ -28,6 +28,12 @@ Shape broadcast_shapes(const std::string& op, const std::vector<Shape>& shapes);
 PromotedType result_type(const std::vector<Array>& xs);
 /// convert_element_type primitive (no-op when nothing changes).
 Array convert(const Array& x, DType dtype, bool weak = false);
+/// The default dtype of d's kind (bool, int32, float32, complex64): the dtype a weak value
+/// (a C++ scalar, like a Python scalar in JAX) gets when an operation must give it one.
+DType kind_default(DType d);
+/// The dtype jax.numpy reductions give `x`: its kind's default when x is weak (so
+/// `sum(Array(2.0))` is a strong float32), else its own.
+DType strong_dtype(const Array& x);
 /// Converts every argument to their promoted dtype and broadcasts them to a common shape;
 /// rank-0 arguments stay rank-0 (element-wise primitives accept scalars in any position).
 std::vector<Array> promote_broadcast(const std::string& op, std::vector<Array> xs);

@@ -439,11 +439,11 @@ Array bind_reduce(const ir::Primitive& p, const Array& x, const Axes& axes) {
   return bind1(p, {x}, Params{{"axes", axes}});
 }
 
+/// The jax.numpy reductions return strong dtypes: a weak operand takes its kind's default.
 Array reduction(const char* op, const ir::Primitive& p, const Array& x, const Axes& axes_in, bool keepdims,
                 std::optional<DType> dtype = std::nullopt) {
   const Axes axes = canonicalize_axes(op, axes_in, x.ndim(), true);
-  Array xc = x;
-  if (dtype && *dtype != x.dtype()) xc = convert(x, *dtype);
+  const Array xc = convert(x, dtype.value_or(strong_dtype(x)));
   Array r = bind_reduce(p, xc, axes);
   return keepdims ? keep_dims(r, x.shape(), axes) : r;
 }
@@ -500,10 +500,12 @@ Array arg_reduction(bool is_max, const Array& x_in, std::optional<int64_t> axis_
 namespace tessel {
 
 Array sum(const Array& x, Axes axes, bool keepdims) {
-  return ops::reduction("sum", ops::reduce_sum_p, x, axes, keepdims, ops::reduce::promote_small_int(x.dtype()));
+  return ops::reduction("sum", ops::reduce_sum_p, x, axes, keepdims,
+                        ops::reduce::promote_small_int(ops::strong_dtype(x)));
 }
 Array prod(const Array& x, Axes axes, bool keepdims) {
-  return ops::reduction("prod", ops::reduce_prod_p, x, axes, keepdims, ops::reduce::promote_small_int(x.dtype()));
+  return ops::reduction("prod", ops::reduce_prod_p, x, axes, keepdims,
+                        ops::reduce::promote_small_int(ops::strong_dtype(x)));
 }
 Array max(const Array& x, Axes axes, bool keepdims) { return ops::extremum("max", ops::reduce_max_p, x, axes, keepdims); }
 Array min(const Array& x, Axes axes, bool keepdims) { return ops::extremum("min", ops::reduce_min_p, x, axes, keepdims); }
@@ -516,7 +518,7 @@ Array all(const Array& x, Axes axes, bool keepdims) {
 
 Array mean(const Array& x, Axes axes_in, bool keepdims) {
   const Axes axes = ops::canonicalize_axes("mean", axes_in, x.ndim(), true);
-  const auto t = ops::mean_types(x.dtype());
+  const auto t = ops::mean_types(ops::strong_dtype(x));
   Array r = ops::convert(ops::mean_impl(ops::convert(x, t.compute), axes), t.result);
   return keepdims ? ops::keep_dims(r, x.shape(), axes) : r;
 }
@@ -525,7 +527,7 @@ Array mean(const Array& x, Axes axes_in, bool keepdims) {
 // N - ddof <= 0.
 Array var(const Array& x, Axes axes_in, bool keepdims, double ddof) {
   const Axes axes = ops::canonicalize_axes("var", axes_in, x.ndim(), true);
-  const auto t = ops::mean_types(x.dtype());
+  const auto t = ops::mean_types(ops::strong_dtype(x));
   const Array xc = ops::convert(x, t.compute);
   const Array centered = subtract(xc, ops::keep_dims(ops::mean_impl(xc, axes), x.shape(), axes));
   const Array sq = is_complex(t.compute) ? real(multiply(centered, conj(centered))) : multiply(centered, centered);

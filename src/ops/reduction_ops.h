@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "ops/op_util.h"
+#include "ops/scalar.h"
 
 namespace tessel::ops::reduce {
 
@@ -28,7 +29,7 @@ template <class A> inline bool is_nan(const A& a) {
   if constexpr (std::is_integral_v<A>) return false;
   else return a != a;  // complex: either part NaN
 }
-/// Total order used by max/min: numeric, lexicographic (real, imag) for complex.
+/// The order argmax/argmin use: numeric, lexicographic (real, imag) for complex.
 template <class A> inline bool greater(const A& a, const A& b) {
   if constexpr (is_complex_v<A>) return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
   else return a > b;
@@ -73,25 +74,18 @@ struct ProdOp {
     else return A(a * b);
   }
 };
-/// max/min propagate NaN, like jnp.max / lax.max.
+/// max/min: scalar::max / scalar::min (NaN propagates, -0 < +0), the element-wise functions.
 struct MaxOp {
   static constexpr bool kPairwise = false;
   template <class T> using Acc = compute_t<T>;
   template <class A> static A identity() { return lowest_value<A>(); }
-  // Two plain selects (rather than one select on `a > b || isnan(a)`) vectorize.
-  template <class A> static A combine(A a, A b) {
-    const A r = greater(a, b) ? a : b;
-    return is_nan(a) ? a : r;
-  }
+  template <class A> static A combine(A a, A b) { return scalar::max(a, b); }
 };
 struct MinOp {
   static constexpr bool kPairwise = false;
   template <class T> using Acc = compute_t<T>;
   template <class A> static A identity() { return highest_value<A>(); }
-  template <class A> static A combine(A a, A b) {
-    const A r = greater(b, a) ? a : b;
-    return is_nan(a) ? a : r;
-  }
+  template <class A> static A combine(A a, A b) { return scalar::min(a, b); }
 };
 /// Logical for bool, bitwise for integers (lax.reduce_and / reduce_or).
 struct AndOp {
@@ -116,8 +110,8 @@ struct OrOp {
   }
 };
 
-/// jnp's accumulation dtype of sum, prod, cumsum and cumprod: bool and small integers widen
-/// to 32 bits (the default int; unsigned stay unsigned).
+/// jnp's accumulation dtype of sum and prod: bool and small integers widen to 32 bits (the
+/// default int; unsigned stay unsigned). cumsum and cumprod keep small integers.
 inline DType promote_small_int(DType d) {
   if (d == DType::bool_ || d == DType::int8 || d == DType::int16) return DType::int32;
   if (d == DType::uint8 || d == DType::uint16) return DType::uint32;

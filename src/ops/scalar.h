@@ -43,7 +43,9 @@ template <class T, class E> inline T int_pow(T base, E exp) {
   return T(acc);
 }
 
-/// max (Max) or min, propagating NaN; complex numbers compare lexicographically.
+/// max (Max) or min, propagating NaN and ordering -0 below +0 (as XLA does); complex
+/// numbers compare lexicographically. Written as selects, so loops over it vectorize (the
+/// reduction kernels combine with it too).
 template <bool Max, class T> inline T pick(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
     return Max ? (a || b) : (a && b);
@@ -52,11 +54,12 @@ template <bool Max, class T> inline T pick(T a, T b) {
     if (b != b) return b;
     bool greater = a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
     return greater == Max ? a : b;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    // On a tie of zeros, max gives +0 if either is +0 and min gives -0 if either is -0.
+    const bool take_a = Max ? (a > b || (a == b && std::signbit(b))) : (a < b || (a == b && std::signbit(a)));
+    const T r = take_a ? a : b;  // b when b is NaN: every comparison is false
+    return a != a ? a : r;
   } else {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (a != a) return a;
-      if (b != b) return b;
-    }
     return (a > b) == Max ? a : b;
   }
 }
@@ -72,9 +75,14 @@ template <class T> inline T integer_pow(T x, int64_t y) {
   if constexpr (is_int_v<T>) {
     return int_pow(x, y);
   } else {
+    // The first factor is taken as is: 1 * z would lose the sign of a complex zero part.
     T acc(1), b(x);
+    bool first = true;
     for (uint64_t e = y < 0 ? uint64_t(0) - uint64_t(y) : uint64_t(y); e; e >>= 1) {
-      if (e & 1) acc *= b;
+      if (e & 1) {
+        acc = first ? b : T(acc * b);
+        first = false;
+      }
       b *= b;
     }
     return y < 0 ? T(1) / acc : acc;
@@ -83,10 +91,13 @@ template <class T> inline T integer_pow(T x, int64_t y) {
 
 /// integer_pow with the exponent known at compile time (generated code): the same products
 /// in the same order as integer_pow, unrolled so loops around it vectorise.
-template <uint64_t E, class T> inline void pow_by_squaring(T& acc, T b) {
+template <uint64_t E, bool First, class T> inline void pow_by_squaring(T& acc, T b) {
   if constexpr (E != 0) {
-    if constexpr ((E & 1) != 0) acc *= b;
-    if constexpr ((E >> 1) != 0) pow_by_squaring<(E >> 1)>(acc, T(b * b));
+    if constexpr ((E & 1) != 0) {
+      if constexpr (First) acc = b;
+      else acc *= b;
+    }
+    if constexpr ((E >> 1) != 0) pow_by_squaring<(E >> 1), First && (E & 1) == 0>(acc, T(b * b));
   }
 }
 template <int64_t Y, class T> inline T integer_pow_static(T x) {
@@ -94,7 +105,7 @@ template <int64_t Y, class T> inline T integer_pow_static(T x) {
     return int_pow(x, Y);
   } else {
     T acc(1);
-    pow_by_squaring<(Y < 0 ? uint64_t(0) - uint64_t(Y) : uint64_t(Y))>(acc, x);
+    pow_by_squaring<(Y < 0 ? uint64_t(0) - uint64_t(Y) : uint64_t(Y)), true>(acc, x);
     if constexpr (Y < 0) return T(1) / acc;
     else return acc;
   }
@@ -159,7 +170,7 @@ TESSEL_SCALAR_UNARY(expm1, if constexpr (is_complex_v<T>) {
       } else return std::expm1(x);)
 TESSEL_SCALAR_UNARY(log, return std::log(x);)
 TESSEL_SCALAR_UNARY(log1p, if constexpr (is_complex_v<T>) {
-        if (std::abs(x) >= 0.5) return std::log(T(1) + x);
+        if (std::abs(x) >= 0.5) return std::log(T(1 + x.real(), x.imag()));  // keeps the sign of a zero imag
         // log|1+z| = log1p(2a + a^2 + b^2) / 2, accurate for small z.
         auto re = x.real(), im = x.imag();
         return T(std::log1p(re * (2 + re) + im * im) / 2, std::atan2(im, 1 + re));

@@ -554,10 +554,18 @@ Array tile(const Array& x, const Shape& reps) {
   return reshape(broadcast_in_dim(reshape(x, s), big, dims), out);
 }
 
+namespace {
+// What repeat works on: the flattened operand without an axis; a scalar repeats into 1-D
+// whatever the axis (jnp).
+std::pair<Array, int64_t> repeat_operand(const Array& x, std::optional<int64_t> axis) {
+  if (!axis || x.ndim() == 0) return {ravel(x), 0};
+  return {x, ops::canonicalize_axis("repeat", *axis, x.ndim())};
+}
+}  // namespace
+
 Array repeat(const Array& x_in, int64_t repeats, std::optional<int64_t> axis_in, const RepeatOptions& options) {
   if (repeats < 0) throw ValueError("repeat: repeats must be >= 0, got " + std::to_string(repeats));
-  const Array x = axis_in ? x_in : ravel(x_in);
-  const int64_t axis = ops::canonicalize_axis("repeat", axis_in.value_or(0), x.ndim());
+  const auto [x, axis] = repeat_operand(x_in, axis_in);
   if (options.total_repeat_length && *options.total_repeat_length != x.dim(axis) * repeats)
     return repeat(x, full({x.dim(axis)}, repeats, int64), axis, options);
   // (..., n, ...) -> broadcast to (..., n, repeats, ...) -> (..., n * repeats, ...).
@@ -575,8 +583,7 @@ Array repeat(const Array& x_in, const Array& repeats, std::optional<int64_t> axi
     throw DTypeError("repeat: repeats must have an integer dtype, got " + std::string(dtype_name(repeats.dtype())));
   if (repeats.ndim() > 1)
     throw ShapeError("repeat: repeats must be a scalar or 1-D, got shape " + shape_to_string(repeats.shape()));
-  const Array x = axis_in ? x_in : ravel(x_in);
-  const int64_t axis = ops::canonicalize_axis("repeat", axis_in.value_or(0), x.ndim());
+  const auto [x, axis] = repeat_operand(x_in, axis_in);
   const int64_t n = x.dim(axis);
   const auto& total_opt = options.total_repeat_length;
   if (total_opt && *total_opt < 0)

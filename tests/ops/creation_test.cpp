@@ -47,7 +47,7 @@ TEST_P(CreationDtypes, EyeHasOnesOnDiagonalK) {
 INSTANTIATE_TEST_SUITE_P(All, CreationDtypes, testing::ValuesIn(kDTypes), DTypeName());
 
 TEST(CreationOps, FullTakesTheValueDtypeUnlessGiven) {
-  EXPECT_EQ(ts::full({2}, 1.5).dtype(), ts::f64);
+  EXPECT_EQ(ts::full({2}, 1.5).dtype(), ts::f32);  // a C++ double is weak: the default float, as in JAX
   EXPECT_EQ(ts::full({2}, 3).dtype(), ts::i32);
   EXPECT_EQ(ts::full({2}, 1.5, ts::i32).to_vector<int>(), (std::vector<int>{1, 1}));
   EXPECT_EQ(ts::full({1}, ts::complex64_t(1, -2)).to_vector<ts::complex64_t>()[0], ts::complex64_t(1, -2));

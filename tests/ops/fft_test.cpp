@@ -416,9 +416,8 @@ TEST(FftErrors, PublicFunctionsNameTheOpAndTheValue) {
   expect_error<ts::ValueError>([&] { ts::fft::fftn(x, ts::Shape{4}, ts::Axes{0, 1}); }, {"fft.fftn", "(4,)", "(0, 1)"});
   expect_error<ts::ValueError>([&] { ts::fft::fftn(x, std::nullopt, ts::Axes{1, -1}); }, {"fft.fftn", "twice"});
   expect_error<ts::ShapeError>([&] { ts::fft::fftn(x, ts::Shape{2, 2, 2}); }, {"fft.fftn", "(2, 2, 2)", "(3, 4)"});
-  expect_error<ts::ValueError>([&] { ts::fft::irfft(ts::ones({3, 1}, ts::c64)); }, {"fft.irfft", "size 1", "n"});
-  expect_error<ts::ValueError>([&] { ts::fft::fft(ts::ones({0, 3}, ts::c64), std::nullopt, 0); },
-                               {"fft.fft", "size 0"});
+  // An empty fft or irfft is empty, as in JAX (tests/ops/numerics_test.cpp); rfft has no length.
+  expect_error<ts::ValueError>([&] { ts::fft::rfft(ts::ones({0, 3}), std::nullopt, 0); }, {"fft.rfft", "size 0"});
   expect_error<ts::ValueError>([&] { ts::fft::fftfreq(0); }, {"fft.fftfreq", "0"});
   // Under jit the same errors come while tracing.
   expect_error<ts::ValueError>([&] { ts::jit([](const ts::Array& a) { return ts::fft::fft(a, 0); })(x); },

@@ -435,7 +435,7 @@ TEST(Cumulative, CumprodCummaxCumminAgainstReference) {
         }
         SCOPED_TRACE("axis " + std::to_string(axis) + (reverse ? " reverse" : ""));
         EXPECT_EQ(ts::cumsum(x, axis, reverse).to_vector<double>(), wsum);
-        EXPECT_EQ(ts::cumsum(x, axis, reverse).dtype(), sum_dtype(dt));
+        EXPECT_EQ(ts::cumsum(x, axis, reverse).dtype(), dt == ts::bool_ ? ts::i32 : dt);  // jnp.cumsum keeps int8
         EXPECT_EQ(ts::cumprod(x, axis, reverse).to_vector<double>(), wprod);
         EXPECT_EQ(ts::cummax(x, axis, reverse).to_vector<double>(), wmax);
         EXPECT_EQ(ts::cummin(x, axis, reverse).to_vector<double>(), wmin);
