@@ -424,7 +424,15 @@ CallMessage read_call(ir::Reader& r) {
   std::vector<uint64_t> ids(r.count(8));
   for (auto& id : ids) id = r.u64();
   m.counts.resize(r.count(8));
-  for (auto& c : m.counts) c = size_t(r.u64());
+  uint64_t total = 0;
+  for (auto& c : m.counts) {
+    c = size_t(r.u64());
+    if (c > ids.size() - total) r.fail("the arguments' leaf counts add up to more than the " + std::to_string(ids.size()) + " arrays sent");
+    total += c;
+  }
+  if (total != ids.size())
+    r.fail("the arguments' leaf counts add up to " + std::to_string(total) + ", not the " + std::to_string(ids.size()) +
+           " arrays sent");
   for (auto id : ids) m.leaves.push_back(ctl::lookup(id, "colocated call"));
   return m;
 }
@@ -434,6 +442,8 @@ CallMessage read_call(ir::Reader& r) {
     std::vector<uint64_t> out_ids(r.count(8));
     for (auto& id : out_ids) id = r.u64();
     Specs specs = read_specs(r);
+    if (specs.size() != out_ids.size())
+      r.fail(std::to_string(out_ids.size()) + " result ids for " + std::to_string(specs.size()) + " result specs");
     std::vector<Array> pending;
     for (size_t j = 0; j < specs.size(); ++j) {
       pending.push_back(make_pending(specs[j], {}, 0));

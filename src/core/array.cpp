@@ -4,6 +4,7 @@
 
 #include "core/array_format.h"
 #include "core/array_impl.h"
+#include "core/shape_check.h"
 #include "tessel/array.h"
 
 namespace tessel {
@@ -67,9 +68,7 @@ Array::Array(complex64_t v) : Array(detail::scalar_array(Scalar(v), true)) {}
 Array::Array(Scalar v) : Array(detail::scalar_array(v, false)) {}
 
 Array Array::from_host(const void* data, const Shape& shape, DType dtype, bool weak) {
-  for (auto d : shape)
-    if (d < 0) throw ShapeError("Array: negative dimension in shape " + shape_to_string(shape));
-  size_t n = size_t(shape_size(shape)) * itemsize(dtype);
+  size_t n = size_t(detail::checked_size("Array", shape, dtype)) * itemsize(dtype);
   auto* dev = detail::default_device();
   auto buf = detail::Buffer::allocate(n, dev);
   if (n) std::memcpy(buf->data(), data, n);
