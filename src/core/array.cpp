@@ -46,7 +46,9 @@ std::string shape_to_string(const Shape& s) {
 
 int64_t shape_size(const Shape& s) {
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s)
+    if (__builtin_mul_overflow(n, d, &n))  // (shapes that entered through detail::checked_size never do)
+      throw ShapeError("shape_size: the sizes of shape " + shape_to_string(s) + " multiply to more than a 64-bit count holds");
   return n;
 }
 

@@ -425,7 +425,9 @@ IndexedView indexed_view(const std::string& op, const Aval& x, std::span<const A
     if (std::find(axes.begin(), axes.end(), int64_t(d)) != axes.end()) continue;
     if (nwin++ == batch_pos) add_batch();
     v.shape.push_back(sizes[d]);
-    v.xstep.push_back(strides[d] * xst[d]);
+    // A stride beyond the size leaves one element in the window: clamping it keeps the view
+    // and keeps the step representable (strides may come from bytes).
+    v.xstep.push_back(std::min(strides[d], std::max<int64_t>(1, x.shape[d])) * xst[d]);
     v.bstep.push_back(0);
     v.xbase += start[d] * xst[d];
   }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/device_impl.h"
+#include "core/shape_check.h"
 #include "sharding/mesh_impl.h"
 #include "tessel/error.h"
 
@@ -62,6 +63,7 @@ Mesh::Mesh(std::vector<Device> devices, Shape shape, std::vector<std::string> ax
   }
   for (auto d : shape)
     if (d < 1) throw ValueError("Mesh: axis sizes must be positive, got shape " + shape_to_string(shape));
+  detail::checked_size("Mesh", shape);
   if (int64_t(devices.size()) != shape_size(shape))
     throw ValueError("Mesh: shape " + shape_to_string(shape) + " needs " + std::to_string(shape_size(shape)) +
                      " devices but " + std::to_string(devices.size()) + " were given");

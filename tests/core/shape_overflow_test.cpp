@@ -41,6 +41,13 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+/// The program of `f` traced on one input of aval `a` (avals a caller gives, as to lower).
+ir::Program trace_on(const std::function<ts::Array(const ts::Array&)>& f, const ts::Aval& a) {
+  std::vector<ts::Aval> avals{a};
+  return ts::detail::trace_to_program([&](std::span<const ts::Array> x) { return std::vector<ts::Array>{f(x[0])}; },
+                                      avals, "f");
+}
+
 struct Case {
   const char* op;  // the name the error must start with
   std::function<void(const ts::Shape&)> call;
@@ -60,10 +67,7 @@ TEST(ShapeOverflow, EveryCreationAndShapeFunctionRejectsTheShape) {
       {"uniform", [&](const ts::Shape& s) { ts::random::uniform(key, s); }},
       {"normal", [&](const ts::Shape& s) { ts::random::normal(key, s); }},
       {"bits", [&](const ts::Shape& s) { ts::random::bits(key, s); }},
-      {"trace", [](const ts::Shape& s) {
-         ts::detail::trace_to_program([](std::span<const ts::Array> a) { return std::vector<ts::Array>{a[0]}; },
-                                      {ts::Aval(s, ts::f32)}, "f");
-       }}};
+      {"trace", [](const ts::Shape& s) { trace_on([](const ts::Array& x) { return x; }, ts::Aval(s, ts::f32)); }}};
   for (const Case& c : cases)
     for (const ts::Shape& s : kBadShapes) {
       const std::string err = error_of([&] { c.call(s); });
@@ -100,9 +104,8 @@ TEST(ShapeOverflow, FunctionsThatComputeTheShapeRejectOverflowingResults) {
 TEST(ShapeOverflow, LargestRepresentableShapesStillWork) {
   // Element and byte counts at the limit pass the check (nothing is allocated here).
   EXPECT_EQ(ts::Aval({k2p62, 0}, ts::u8).size(), 0);
-  ir::Program p = ts::detail::trace_to_program(
-      [](std::span<const ts::Array> a) { return std::vector<ts::Array>{ts::reshape(a[0], {k2p40, 1 << 20})}; },
-      {ts::Aval({int64_t(1) << 60}, ts::f32)}, "f");
+  ir::Program p =
+      trace_on([](const ts::Array& x) { return ts::reshape(x, {k2p40, 1 << 20}); }, ts::Aval({int64_t(1) << 60}, ts::f32));
   EXPECT_EQ(p.out_avals()[0].shape, (ts::Shape{k2p40, 1 << 20}));
   EXPECT_EQ(ts::zeros({0, 5}).shape(), (ts::Shape{0, 5}));
 }
@@ -111,9 +114,7 @@ TEST(ShapeOverflow, AbstractEvaluationOfAnyPrimitiveChecksItsOutputs) {
   // convert_element_type's rule keeps the shape and changes the dtype: 2^62 bytes become
   // 2^65. The check after every rule catches it, naming the primitive.
   std::string err = error_of([] {
-    ts::detail::trace_to_program(
-        [](std::span<const ts::Array> a) { return std::vector<ts::Array>{ts::astype(a[0], ts::f64)}; },
-        {ts::Aval({k2p62}, ts::u8)}, "f");
+    trace_on([](const ts::Array& x) { return ts::astype(x, ts::f64); }, ts::Aval({k2p62}, ts::u8));
   });
   EXPECT_EQ(err.rfind("convert_element_type: an array of shape (4611686018427387904,) and dtype float64 has more bytes", 0),
             0u)
