@@ -452,6 +452,8 @@ CallMessage read_call(ir::Reader& r) {
     std::vector<uint64_t> out_ids(r.count(8));
     for (auto& id : out_ids) id = r.u64();
     Specs specs = read_specs(r);
+    if (specs.size() != out_ids.size())
+      r.fail(std::to_string(out_ids.size()) + " result ids for " + std::to_string(specs.size()) + " result specs");
     std::string structure = r.str();
     std::vector<Array> pending;
     for (size_t j = 0; j < specs.size(); ++j) {

@@ -241,6 +241,7 @@ void barrier_kernel(const KernelCall& c) {
 
 const ir::Primitive& allreduce_p = ir::register_primitive({
     .name = "comm_allreduce",
+    .arity = {1, 1},
     .abstract_eval = allreduce_aval,
     .cpu_kernel = allreduce_kernel,
     .inplace = ir::inplace_elementwise,
@@ -252,6 +253,7 @@ const ir::Primitive& allreduce_p = ir::register_primitive({
 
 const ir::Primitive& reduce_p = ir::register_primitive({
     .name = "comm_reduce",
+    .arity = {1, 1},
     .abstract_eval = reduce_aval,
     .cpu_kernel = reduce_kernel,
     .inplace = ir::inplace_elementwise,
@@ -263,6 +265,7 @@ const ir::Primitive& reduce_p = ir::register_primitive({
 
 const ir::Primitive& scan_p = ir::register_primitive({
     .name = "comm_scan",
+    .arity = {1, 1},
     .abstract_eval = scan_aval,
     .cpu_kernel = scan_kernel,
     .inplace = ir::inplace_elementwise,
@@ -274,6 +277,7 @@ const ir::Primitive& scan_p = ir::register_primitive({
 
 const ir::Primitive& bcast_p = ir::register_primitive({
     .name = "comm_bcast",
+    .arity = {1, 1},
     .abstract_eval = bcast_aval,
     .cpu_kernel = bcast_kernel,
     .inplace = ir::inplace_elementwise,
@@ -285,6 +289,7 @@ const ir::Primitive& bcast_p = ir::register_primitive({
 
 const ir::Primitive& barrier_p = ir::register_primitive({
     .name = "comm_barrier",
+    .arity = {0, 0},
     .abstract_eval = token_aval,
     .cpu_kernel = barrier_kernel,
     .effects = kCommEffects,

@@ -286,6 +286,7 @@ std::vector<Array> alltoallv_transpose(const ir::Primitive&, std::span<const Arr
 
 const ir::Primitive& allgatherv_p = ir::register_primitive({
     .name = "comm_allgatherv",
+    .arity = {1, 1},
     .abstract_eval = allgatherv_aval,
     .cpu_kernel = allgatherv_kernel,
     .effects = kCommEffects,
@@ -296,6 +297,7 @@ const ir::Primitive& allgatherv_p = ir::register_primitive({
 
 const ir::Primitive& gatherv_p = ir::register_primitive({
     .name = "comm_gatherv",
+    .arity = {1, 1},
     .abstract_eval = gatherv_aval,
     .cpu_kernel = gatherv_kernel,
     .inplace = ir::inplace_elementwise,
@@ -307,6 +309,7 @@ const ir::Primitive& gatherv_p = ir::register_primitive({
 
 const ir::Primitive& alltoallv_p = ir::register_primitive({
     .name = "comm_alltoallv",
+    .arity = {1, 1},
     .abstract_eval = alltoallv_aval,
     .cpu_kernel = alltoallv_kernel,
     .effects = kCommEffects,

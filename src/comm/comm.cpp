@@ -64,8 +64,7 @@ namespace {
 }  // namespace
 
 const CommImpl& comm_of(const ir::Params& params) {
-  auto& obj = params.get<std::shared_ptr<const ir::ParamObject>>("comm");
-  return *static_cast<const CommParam&>(*obj).comm;
+  return *params.get_object<CommParam>("comm").comm;
 }
 
 void throw_mpi_error(int err, const char* mpi_call, std::string_view api) {

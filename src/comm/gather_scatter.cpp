@@ -191,6 +191,7 @@ Batched alltoall_batch(const ir::Primitive& self, std::span<const Array> ins, st
 
 const ir::Primitive& allgather_p = ir::register_primitive({
     .name = "comm_allgather",
+    .arity = {1, 1},
     .abstract_eval = allgather_aval,
     .cpu_kernel = allgather_kernel,
     .effects = kCommEffects,
@@ -201,6 +202,7 @@ const ir::Primitive& allgather_p = ir::register_primitive({
 
 const ir::Primitive& gather_p = ir::register_primitive({
     .name = "comm_gather",
+    .arity = {1, 1},
     .abstract_eval = gather_aval,
     .cpu_kernel = gather_kernel,
     .inplace = ir::inplace_elementwise,  // off the root, where the result is x
@@ -212,6 +214,7 @@ const ir::Primitive& gather_p = ir::register_primitive({
 
 const ir::Primitive& scatter_p = ir::register_primitive({
     .name = "comm_scatter",
+    .arity = {1, 1},
     .abstract_eval = scatter_aval,
     .cpu_kernel = scatter_kernel,
     .inplace = ir::inplace_elementwise,  // off the root, where x only gives the type
@@ -223,6 +226,7 @@ const ir::Primitive& scatter_p = ir::register_primitive({
 
 const ir::Primitive& alltoall_p = ir::register_primitive({
     .name = "comm_alltoall",
+    .arity = {1, 1},
     .abstract_eval = alltoall_aval,
     .cpu_kernel = alltoall_kernel,
     .inplace = ir::inplace_elementwise,

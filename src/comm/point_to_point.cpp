@@ -245,6 +245,7 @@ ops::Batched sendrecv_batch(const ir::Primitive& self, std::span<const Array> in
 
 const ir::Primitive& send_p = ir::register_primitive({
     .name = "comm_send",
+    .arity = {1, 1},
     .abstract_eval = send_aval,
     .cpu_kernel = send_kernel,
     .effects = kCommEffects,

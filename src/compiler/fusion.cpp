@@ -11,6 +11,7 @@
 #include "core/device_impl.h"
 #include "core/log.h"
 #include "ir/serialize.h"
+#include "ops/op_util.h"
 #include "tessel/error.h"
 
 namespace tessel::compiler {
@@ -47,15 +48,17 @@ class FusedKernel final : public ir::ParamObject {
   GroupShape shape_;
 };
 
-std::vector<Aval> fused_eval(std::span<const Aval>, const ir::Params& p) {
-  return p.get<ir::ProgramRef>("program")->out_avals();
+std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
+  const ir::Program& program = *p.get<ir::ProgramRef>("program");
+  ops::check_same_types("fused", "operand", ins, program.in_avals(), "the fused program takes these types");
+  return program.out_avals();
 }
 
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
 // least ~16K points so each chunk outweighs its scheduling; a reduction over the first
 // dimension runs as one chunk (its outputs are shared by all rows).
 void fused_kernel(const ir::KernelCall& c) {
-  const auto& k = static_cast<const FusedKernel&>(*c.params.get<std::shared_ptr<const ir::ParamObject>>("kernel"));
+  const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
   bufs.reserve(c.ins.size() + c.outs.size());
   for (const void* p : c.ins) bufs.push_back(const_cast<void*>(p));

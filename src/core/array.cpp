@@ -5,6 +5,7 @@
 #include "core/array_format.h"
 #include "core/array_impl.h"
 #include "core/dtype_check.h"
+#include "core/shape_check.h"
 #include "tessel/array.h"
 
 namespace tessel {
@@ -46,7 +47,9 @@ std::string shape_to_string(const Shape& s) {
 
 int64_t shape_size(const Shape& s) {
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s)
+    if (__builtin_mul_overflow(n, d, &n))  // (shapes that entered through detail::checked_size never do)
+      throw ShapeError("shape_size: the sizes of shape " + shape_to_string(s) + " multiply to more than a 64-bit count holds");
   return n;
 }
 
@@ -68,9 +71,7 @@ Array::Array(complex64_t v) : Array(detail::scalar_array(Scalar(v), true)) {}
 Array::Array(Scalar v) : Array(detail::scalar_array(v, false)) {}
 
 Array Array::from_host(const void* data, const Shape& shape, DType dtype, bool weak) {
-  for (auto d : shape)
-    if (d < 0) throw ShapeError("Array: negative dimension in shape " + shape_to_string(shape));
-  size_t n = size_t(shape_size(shape)) * itemsize(dtype);
+  size_t n = size_t(detail::checked_size("Array", shape, dtype)) * itemsize(dtype);
   auto* dev = detail::default_device();
   const Aval aval(shape, dtype, weak);
   auto buf = detail::Buffer::allocate(n, dev, &aval);

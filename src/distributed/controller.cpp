@@ -218,26 +218,13 @@ std::vector<uint64_t> take_deletes_locked(int p) {
   return ids;
 }
 
-// [handler name][reply tag][ids to free][payload]
-std::string frame(const std::string& kind, int reply_tag, const std::vector<uint64_t>& deletes,
-                  const std::string& payload) {
-  ir::Writer w;
-  w.str(kind);
-  w.u32(uint32_t(reply_tag));
-  w.count(deletes.size());
-  for (auto id : deletes) w.u64(id);
-  w.raw(payload.data(), payload.size());
-  return w.take();
-}
-
-void free_arrays(ir::Reader& r) {
+void free_arrays(const std::vector<uint64_t>& ids) {
   State& s = state();
-  size_t n = r.count(8);
-  if (n == 0) return;
+  if (ids.empty()) return;
   std::vector<Array> dying;  // destroyed outside the lock
   std::lock_guard lock(s.table_mu);
-  for (size_t i = 0; i < n; ++i) {
-    auto it = s.table.find(r.u64());
+  for (uint64_t id : ids) {
+    auto it = s.table.find(id);
     if (it == s.table.end()) continue;
     dying.push_back(std::move(it->second.array));
     s.table.erase(it);
@@ -376,9 +363,16 @@ void worker_terminate() {
 
 void dispatch(const std::string& bytes) {
   ir::Reader r(bytes, "worker message");
-  std::string kind = r.str();
-  Reply reply(int(r.u32()));
-  free_arrays(r);
+  MessageHeader h;
+  try {
+    h = read_message_header(r);
+  } catch (const Error& e) {  // no reply tag to answer on: the worker goes on serving
+    TESSEL_WARN_LOG(std::string("controller: dropped a malformed message: ") + e.what());
+    return;
+  }
+  const std::string& kind = h.kind;
+  Reply reply(h.reply_tag);
+  free_arrays(h.deletes);
   auto it = handlers().find(kind);
   try {
     if (it == handlers().end())
@@ -626,10 +620,34 @@ void stop_workers() {
 
 uint64_t new_id() { return state().next_id.fetch_add(1); }
 
+// [handler name][reply tag][ids to free][payload]
+std::string write_message(const MessageHeader& h, std::string_view payload) {
+  ir::Writer w;
+  w.str(h.kind);
+  w.u32(uint32_t(h.reply_tag));
+  w.count(h.deletes.size());
+  for (auto id : h.deletes) w.u64(id);
+  w.raw(payload.data(), payload.size());
+  return w.take();
+}
+
+MessageHeader read_message_header(ir::Reader& r) {
+  MessageHeader h;
+  h.kind = r.str();
+  const uint32_t tag = r.u32();
+  if (tag != 0 && (tag < uint32_t(kFirstReplyTag) || tag > uint32_t(state().tag_limit)))
+    r.fail("reply tag " + std::to_string(tag) + " is outside [" + std::to_string(kFirstReplyTag) + ", " +
+           std::to_string(state().tag_limit) + "] (and not 0, no reply)");
+  h.reply_tag = int(tag);
+  h.deletes.resize(r.count(8));
+  for (auto& id : h.deletes) id = r.u64();
+  return h;
+}
+
 void post(const std::vector<int>& processes, const std::string& kind, const std::string& payload) {
   State& s = state();
   std::lock_guard lock(s.send_mu);
-  for (int p : processes) send_to(p, frame(kind, 0, take_deletes_locked(p), payload), kind);
+  for (int p : processes) send_to(p, write_message({kind, 0, take_deletes_locked(p)}, payload), kind);
 }
 
 std::string request(int process, const std::string& kind, const std::string& payload, const std::vector<int>& watch) {
@@ -639,7 +657,7 @@ std::string request(int process, const std::string& kind, const std::string& pay
   int tag = next_reply_tag();
   {
     std::lock_guard lock(s.send_mu);
-    send_to(process, frame(kind, tag, take_deletes_locked(process), payload), kind);
+    send_to(process, write_message({kind, tag, take_deletes_locked(process)}, payload), kind);
   }
   return wait_reply(process, tag, kind, watch);
 }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <mpi.h>
@@ -48,6 +49,19 @@ void start();
 void stop_workers();
 
 // ---- messages (driver side) ----
+
+/// What precedes a message's payload: the handler's name, the tag the reply travels on (0:
+/// no reply wanted) and the ids of arrays the driver dropped, freed before the handler runs.
+struct MessageHeader {
+  std::string kind;
+  int reply_tag = 0;
+  std::vector<uint64_t> deletes;
+};
+/// A message as it travels: the header, then the payload.
+std::string write_message(const MessageHeader& header, std::string_view payload);
+/// Reads the header at the front of a message (the payload follows in `r`). Throws
+/// ValueError for bytes that are not a header (truncated, a reply tag MPI cannot use).
+MessageHeader read_message_header(ir::Reader& r);
 
 /// A new id for an array or object held by workers (unique in the job).
 uint64_t new_id();

@@ -70,6 +70,11 @@ void Params::missing(std::string_view key) const {
               to_string() + "}");
 }
 
+void Params::wrong_object(std::string_view key) const {
+  throw ValueError("parameter '" + std::string(key) + "' is missing, null or not the kind of value its primitive uses in {" +
+                   to_string() + "}");
+}
+
 size_t Params::hash() const {
   size_t h = items_.size();
   for (auto& [k, v] : items_) h = mix(mix(h, std::hash<std::string>()(k)), hash_value(v));

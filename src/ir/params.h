@@ -49,6 +49,16 @@ class Params {
     if (!v || !std::holds_alternative<T>(*v)) missing(key);
     return std::get<T>(*v);
   }
+  /// The parameter object of `key` as T; ValueError when absent, null or of another class
+  /// (a program read from bytes may hold any object under any key).
+  template <class T> const T& get_object(std::string_view key) const {
+    const ParamValue* v = find(key);
+    const auto* o = v && std::holds_alternative<std::shared_ptr<const ParamObject>>(*v)
+                        ? dynamic_cast<const T*>(std::get<std::shared_ptr<const ParamObject>>(*v).get())
+                        : nullptr;
+    if (!o) wrong_object(key);
+    return *o;
+  }
   int64_t get_int(std::string_view key) const { return get<int64_t>(key); }
   const std::vector<int64_t>& get_ints(std::string_view key) const { return get<std::vector<int64_t>>(key); }
   const auto& items() const { return items_; }
@@ -62,6 +72,7 @@ class Params {
  private:
   const ParamValue* find(std::string_view key) const;
   [[noreturn]] void missing(std::string_view key) const;
+  [[noreturn]] void wrong_object(std::string_view key) const;
   std::vector<std::pair<std::string, ParamValue>> items_;
 };
 

@@ -1,5 +1,8 @@
 #include "ir/primitive.h"
 
+#include "core/shape_check.h"
+#include "ir/abstract_eval.h"
+
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -44,6 +47,20 @@ std::vector<size_t> inplace_operand(size_t out, std::span<const Aval> in_avals, 
                                     const Params&) {
   if (out == 0 && !in_avals.empty() && in_avals[0].same_type(out_avals[0])) return {0};
   return {};
+}
+
+std::vector<Aval> abstract_eval(const Primitive& p, std::span<const Aval> ins, const Params& params) {
+  if (!p.abstract_eval) throw NotImplementedError(p.name + ": the primitive has no abstract evaluation rule");
+  const Arity& a = p.arity;
+  if (ins.size() < size_t(a.min) || (a.max >= 0 && ins.size() > size_t(a.max)))
+    throw ValueError(p.name + ": takes " +
+                     (a.min == a.max ? std::to_string(a.min)
+                      : a.max < 0    ? "at least " + std::to_string(a.min)
+                                     : std::to_string(a.min) + " to " + std::to_string(a.max)) +
+                     " operands, got " + std::to_string(ins.size()));
+  std::vector<Aval> outs = p.abstract_eval(ins, params);
+  for (const Aval& a : outs) detail::checked_size(p.name, a);
+  return outs;
 }
 
 const Primitive& register_primitive(Primitive p) {

@@ -111,8 +111,18 @@ std::vector<size_t> inplace_elementwise(size_t out, std::span<const Aval> in_ava
 std::vector<size_t> inplace_operand(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
                                     const Params& params);
 
+/// How many operands a primitive's rules and kernel read: at least `min`, at most `max`
+/// (-1: no bound; the rules of such primitives check the count themselves).
+struct Arity {
+  int min = 0;
+  int max = -1;
+};
+
 struct Primitive {
   std::string name;
+  /// Abstract evaluation (ir/abstract_eval.h) rejects an equation with another operand
+  /// count, so that no program (one read from bytes included) makes a rule read past them.
+  Arity arity = {};
   /// Output avals from input avals; throws a tessel::Error naming the op on bad input.
   AbstractEvalFn abstract_eval = nullptr;
   /// The CPU kernel.

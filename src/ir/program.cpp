@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/abstract_eval.h"
 #include "ir/trace.h"
 #include "tessel/error.h"
 
@@ -47,7 +48,7 @@ class Printer {
     for (auto& e : p.eqns) {
       os << indent << "    ";
       for (size_t i = 0; i < e.outputs.size(); ++i) os << (i ? " " : "") << decl(e.outputs[i]);
-      os << " = " << e.prim->name;
+      os << " = " << (e.prim ? e.prim->name : "<no primitive>");
       print_params(os, e.params, indent + "    ");
       for (auto& in : e.inputs) os << " " << atom(in);
       os << "\n";
@@ -72,10 +73,10 @@ class Printer {
     for (auto& [k, v] : params.items()) {
       os << indent << "  " << k << "=";
       if (auto* p = std::get_if<ProgramRef>(&v)) {
-        os << print(**p, indent + "  ");
+        os << nested_program(*p, indent + "  ");
       } else if (auto* ps = std::get_if<std::vector<ProgramRef>>(&v)) {
         os << "(\n";
-        for (auto& q : *ps) os << indent << "    " << print(*q, indent + "    ") << "\n";
+        for (auto& q : *ps) os << indent << "    " << nested_program(q, indent + "    ") << "\n";
         os << indent << "  )";
       } else {
         os << param_value_to_string(v);
@@ -84,7 +85,13 @@ class Printer {
     }
     os << indent << "]";
   }
+  // The printer runs on programs that failed verification (their error messages show
+  // them), so it prints whatever is missing instead of following it.
+  std::string nested_program(const ProgramRef& p, const std::string& indent) {
+    return p ? print(*p, indent) : "<no program>";
+  }
   std::string name(const Var& v) {
+    if (!v) return "<no variable>";
     auto it = names_.find(v.get());
     if (it != names_.end()) return it->second;
     // a, b, ..., z, ba, bb, ... as JAX does.
@@ -97,13 +104,31 @@ class Printer {
     names_.emplace(v.get(), s);
     return s;
   }
-  std::string decl(const Var& v) { return name(v) + ":" + type_str(v->aval); }
+  std::string decl(const Var& v) { return v ? name(v) + ":" + type_str(v->aval) : name(v); }
   std::string atom(const Atom& a) {
     if (a.is_literal()) return a.literal().to_string() + ":" + type_str(a.aval());
     return name(a.var());
   }
   std::unordered_map<const VarNode*, std::string> names_;
 };
+
+// What the printer and the rules dereference: an equation's primitive, its variables and
+// the nested programs in its parameters. Programs built in this process always have them;
+// a program read from bytes or assembled by hand may not.
+std::string missing_part(const Equation& e) {
+  if (!e.prim) return "it has no primitive";
+  for (size_t k = 0; k < e.inputs.size(); ++k)
+    if (!e.inputs[k].is_literal() && !e.inputs[k].var()) return "input " + std::to_string(k) + " is a null variable";
+  for (size_t k = 0; k < e.outputs.size(); ++k)
+    if (!e.outputs[k]) return "output " + std::to_string(k) + " is a null variable";
+  for (auto& [key, v] : e.params.items()) {
+    if (auto* r = std::get_if<ProgramRef>(&v); r && !*r) return "parameter '" + key + "' is a null program";
+    if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
+      for (size_t k = 0; k < rs->size(); ++k)
+        if (!(*rs)[k]) return "parameter '" + key + "' holds a null program at position " + std::to_string(k);
+  }
+  return {};
+}
 
 [[noreturn]] void verify_fail(const Program& p, size_t eqn, const std::string& what) {
   throw Error("verify_program: equation " + std::to_string(eqn) + " of program '" + p.name + "': " + what +
@@ -122,6 +147,14 @@ void verify_program(const Program& p) {
   auto define = [&](const Var& v, size_t eqn) {
     if (!defined.insert(v.get()).second) verify_fail(p, eqn, "variable defined twice");
   };
+  for (auto* vars : {&p.constvars, &p.invars})
+    for (auto& v : *vars)
+      if (!v) throw Error("verify_program: program '" + p.name + "' has a null input or constant variable");
+  for (auto& a : p.outvars)
+    if (!a.is_literal() && !a.var()) throw Error("verify_program: program '" + p.name + "' has a null output variable");
+  for (size_t i = 0; i < p.eqns.size(); ++i)
+    if (std::string m = missing_part(p.eqns[i]); !m.empty())
+      verify_fail(p, i, m);
   for (auto& v : p.constvars) define(v, 0);
   for (auto& v : p.invars) define(v, 0);
   for (size_t i = 0; i < p.consts.size(); ++i) {
@@ -139,7 +172,7 @@ void verify_program(const Program& p) {
     }
     std::vector<Aval> outs;
     try {
-      outs = e.prim->abstract_eval(in_avals, e.params);
+      outs = abstract_eval(*e.prim, in_avals, e.params);
     } catch (const Error& err) {
       verify_fail(p, i, std::string("abstract evaluation failed: ") + err.what());
     }

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/array_impl.h"
+#include "core/shape_check.h"
 #include "tessel/error.h"
 
 namespace tessel::ir {
@@ -153,13 +154,13 @@ void write_aval(Writer& w, const Aval& a) {
 Aval read_aval(Reader& r) {
   Aval a;
   a.shape = r.ints();
-  int64_t size = 1;
-  for (auto d : a.shape) {
-    if (d < 0) r.fail("negative dimension " + std::to_string(d) + " in a shape");
-    if (__builtin_mul_overflow(size, d, &size)) r.fail("a shape with more than 2^63 elements");
-  }
   a.dtype = r.dtype();
   a.weak_type = r.boolean();
+  try {
+    tessel::detail::checked_size("an aval", a);
+  } catch (const ShapeError& e) {
+    r.fail(e.what());
+  }
   return a;
 }
 
@@ -176,6 +177,9 @@ Array read_array(Reader& r) {
     r.fail("truncated input: an array " + a.to_string() + " needs more than the " + std::to_string(r.remaining()) +
            " bytes left");
   auto bytes = r.raw(a.nbytes());
+  if (a.dtype == DType::bool_)  // kernels read these bytes as bool: only 0 and 1 are values
+    for (char b : bytes)
+      if (uint8_t(b) > 1) r.fail("invalid boolean byte " + std::to_string(uint8_t(b)) + " in an array");
   auto* dev = tessel::detail::default_device();
   auto buf = tessel::detail::Buffer::allocate(bytes.size(), dev);
   if (!bytes.empty()) std::memcpy(buf->data(), bytes.data(), bytes.size());
@@ -335,6 +339,8 @@ class ProgramReader {
   }
   Scalar scalar(DType d) {
     auto bytes = r_.raw(itemsize(d));
+    if (d == DType::bool_ && uint8_t(bytes[0]) > 1)  // (any other byte is not a bool)
+      r_.fail("invalid boolean literal byte " + std::to_string(uint8_t(bytes[0])));
     return Scalar::load(d, bytes.data());
   }
   Atom atom() {
@@ -345,7 +351,8 @@ class ProgramReader {
   }
   ProgramRef program_ref(int depth) {
     uint64_t code = r_.u64();
-    if (code == 0) return nullptr;
+    // (serialize writes 0 for a null program, which no primitive's parameters hold)
+    if (code == 0) r_.fail("a parameter holds a null program");
     uint64_t i = code - 1;
     if (i < programs_.size()) {
       if (!programs_[i]) r_.fail("nested program " + std::to_string(i) + " refers to itself");

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "core/shape_check.h"
+#include "ir/abstract_eval.h"
 #include "tessel/error.h"
 
 namespace tessel::detail {
@@ -81,6 +83,7 @@ Array bind1(const ir::Primitive& p, std::span<const Array> ins, const ir::Params
 }
 
 Array ProgramTrace::new_arg(const Aval& aval) {
+  checked_size("trace", aval);  // (avals given by the caller, e.g. to make_program or lower)
   ir::Var v = ir::new_var(aval);
   invars_.push_back(v);
   return Array(std::make_shared<ProgramTracer>(v, this));
@@ -116,7 +119,7 @@ std::vector<Array> ProgramTrace::record(const ir::Primitive& p, std::span<const 
     e.inputs.push_back(to_atom(a));
     in_avals.push_back(e.inputs.back().aval());
   }
-  std::vector<Aval> out_avals = p.abstract_eval(in_avals, params);
+  std::vector<Aval> out_avals = ir::abstract_eval(p, in_avals, params);
   std::vector<Array> outs;
   for (auto& av : out_avals) {
     ir::Var v = ir::new_var(av);

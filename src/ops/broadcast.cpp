@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/shape_check.h"
 #include "ops/rule_util.h"
 
 namespace tessel::ops {
@@ -24,8 +25,7 @@ std::vector<Aval> broadcast_aval(std::span<const Aval> ins, const Params& p) {
                        " has size " + std::to_string(x.shape[i]) + ", target " +
                        std::to_string(shape[size_t(dims[i])]) + ")");
   }
-  for (auto d : shape)
-    if (d < 0) throw ShapeError("broadcast_in_dim: negative dimension in shape " + shape_to_string(shape));
+  detail::checked_size("broadcast_in_dim", shape, x.dtype);
   return {Aval(shape, x.dtype, x.weak_type)};
 }
 
@@ -134,6 +134,7 @@ Params broadcast_localize(const Params& p, std::span<const Aval>, std::span<cons
 
 const ir::Primitive& broadcast_in_dim_p = ir::register_primitive({
     .name = "broadcast_in_dim",
+    .arity = {1, 1},
     .abstract_eval = broadcast_aval,
     .cpu_kernel = broadcast_kernel,
     .fusion = ir::FusionKind::kBroadcast,

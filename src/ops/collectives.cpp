@@ -13,7 +13,9 @@
 
 #include <cstring>
 #include <memory>
+#include <set>
 
+#include "core/shape_check.h"
 #include "ir/serialize.h"
 #include "ops/rule_util.h"
 #include "runtime/spmd_context.h"
@@ -92,10 +94,10 @@ class PairsParam final : public ir::ParamObject {
     });
 
 const Pairs& get_pairs(const Params& p) {
-  return static_cast<const PairsParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("pairs")).pairs;
+  return p.get_object<PairsParam>("pairs").pairs;
 }
 
-std::string axes_text(const Params& p) { return p.get<std::shared_ptr<const ir::ParamObject>>("axes")->to_string(); }
+std::string axes_text(const Params& p) { return p.get_object<AxesParam>("axes").to_string(); }
 
 ir::Combine parse_combine(const std::string& op, const std::string& s) {
   for (auto c : {ir::Combine::kSum, ir::Combine::kProd, ir::Combine::kMax, ir::Combine::kMin})
@@ -107,6 +109,13 @@ ir::Combine parse_combine(const std::string& op, const std::string& s) {
 Params base_params(const std::string& api, const std::vector<std::string>& axes) {
   return Params{{"axes", std::shared_ptr<const ir::ParamObject>(std::make_shared<AxesParam>(axes))},
                 {"group_size", detail::collective_group_size(api, axes)}};
+}
+
+/// The size of the group a collective runs over (a program read from bytes may say anything).
+int64_t group_size(const std::string& op, const Params& p) {
+  const int64_t n = p.get_int("group_size");
+  if (n < 1) throw ValueError(op + ": group_size " + std::to_string(n) + " must be at least 1");
+  return n;
 }
 
 std::string group_text(const Params& p) {
@@ -123,7 +132,7 @@ int64_t check_dim(const std::string& op, const char* what, int64_t dim, int64_t 
 }
 
 void check_divisible(const std::string& op, const Aval& x, int64_t dim, const Params& p) {
-  const int64_t n = p.get_int("group_size");
+  const int64_t n = group_size(op, p);
   if (x.shape[size_t(dim)] % n != 0)
     throw ShapeError(op + ": dimension " + std::to_string(dim) + " of " + x.to_string() + " (size " +
                      std::to_string(x.shape[size_t(dim)]) + ") must be divisible by " + group_text(p));
@@ -139,8 +148,8 @@ std::vector<Aval> all_gather_aval(std::span<const Aval> ins, const Params& p) {
   const bool tiled = p.get<bool>("tiled");
   const int64_t dim = check_dim("all_gather", "dim", p.get_int("dim"), x.ndim() + (tiled ? 0 : 1), x);
   Shape s = x.shape;
-  if (tiled) s[size_t(dim)] *= p.get_int("group_size");
-  else s.insert(s.begin() + dim, p.get_int("group_size"));
+  if (tiled) s[size_t(dim)] = detail::checked_dim_mul("all_gather", s[size_t(dim)], group_size("all_gather", p));
+  else s.insert(s.begin() + dim, group_size("all_gather", p));
   return {Aval(s, x.dtype, x.weak_type)};
 }
 
@@ -150,8 +159,8 @@ std::vector<Aval> all_to_all_aval(std::span<const Aval> ins, const Params& p) {
   const int64_t concat = check_dim("all_to_all", "concat_dim", p.get_int("concat_dim"), x.ndim(), x);
   check_divisible("all_to_all", x, split, p);
   Shape s = x.shape;
-  s[size_t(split)] /= p.get_int("group_size");
-  s[size_t(concat)] *= p.get_int("group_size");
+  s[size_t(split)] /= group_size("all_to_all", p);
+  s[size_t(concat)] = detail::checked_dim_mul("all_to_all", s[size_t(concat)], group_size("all_to_all", p));
   return {Aval(s, x.dtype, x.weak_type)};
 }
 
@@ -161,20 +170,21 @@ std::vector<Aval> reduce_scatter_aval(std::span<const Aval> ins, const Params& p
   const int64_t dim = check_dim("reduce_scatter", "dim", p.get_int("dim"), x.ndim(), x);
   check_divisible("reduce_scatter", x, dim, p);
   Shape s = x.shape;
-  s[size_t(dim)] /= p.get_int("group_size");
+  s[size_t(dim)] /= group_size("reduce_scatter", p);
   return {Aval(s, x.dtype, x.weak_type)};
 }
 
 void check_pairs(const std::string& op, const Pairs& pairs, int64_t n) {
-  std::vector<char> src(size_t(n), 0), dst(size_t(n), 0);
+  std::set<int64_t> src, dst;  // (not vectors of size n: n may come from bytes)
   for (auto [s, d] : pairs) {
     if (s < 0 || s >= n || d < 0 || d >= n)
       throw ValueError(op + ": the pair (" + std::to_string(s) + ", " + std::to_string(d) +
                        ") names a device outside the group of " + std::to_string(n) + " (indices 0.." +
                        std::to_string(n - 1) + ")");
-    if (src[size_t(s)]++ || dst[size_t(d)]++)
-      throw ValueError(op + ": device " + std::to_string(src[size_t(s)] > 1 ? s : d) + " is " +
-                       (src[size_t(s)] > 1 ? "a source" : "a destination") +
+    const bool twice_src = !src.insert(s).second;
+    if (twice_src || !dst.insert(d).second)
+      throw ValueError(op + ": device " + std::to_string(twice_src ? s : d) + " is " +
+                       (twice_src ? "a source" : "a destination") +
                        " twice; a permutation sends from and to each device at most once");
   }
 }
@@ -373,6 +383,7 @@ constexpr uint32_t kCollectiveEffects = ir::kSideEffect;
 
 const ir::Primitive& all_reduce_p = ir::register_primitive({
     .name = "all_reduce",
+    .arity = {1, 1},
     .abstract_eval = all_reduce_aval,
     .cpu_kernel = all_reduce_kernel,
     .effects = kCollectiveEffects,
@@ -382,6 +393,7 @@ const ir::Primitive& all_reduce_p = ir::register_primitive({
 });
 const ir::Primitive& all_gather_p = ir::register_primitive({
     .name = "all_gather",
+    .arity = {1, 1},
     .abstract_eval = all_gather_aval,
     .cpu_kernel = all_gather_kernel,
     .effects = kCollectiveEffects,
@@ -391,6 +403,7 @@ const ir::Primitive& all_gather_p = ir::register_primitive({
 });
 const ir::Primitive& all_to_all_p = ir::register_primitive({
     .name = "all_to_all",
+    .arity = {1, 1},
     .abstract_eval = all_to_all_aval,
     .cpu_kernel = all_to_all_kernel,
     .effects = kCollectiveEffects,
@@ -400,6 +413,7 @@ const ir::Primitive& all_to_all_p = ir::register_primitive({
 });
 const ir::Primitive& reduce_scatter_p = ir::register_primitive({
     .name = "reduce_scatter",
+    .arity = {1, 1},
     .abstract_eval = reduce_scatter_aval,
     .cpu_kernel = reduce_scatter_kernel,
     .effects = kCollectiveEffects,
@@ -409,6 +423,7 @@ const ir::Primitive& reduce_scatter_p = ir::register_primitive({
 });
 const ir::Primitive& collective_permute_p = ir::register_primitive({
     .name = "collective_permute",
+    .arity = {1, 1},
     .abstract_eval = collective_permute_aval,
     .cpu_kernel = collective_permute_kernel,
     .effects = kCollectiveEffects,
@@ -420,6 +435,7 @@ const ir::Primitive& collective_permute_p = ir::register_primitive({
 // folding never evaluates it outside the launch.
 const ir::Primitive& axis_index_p = ir::register_primitive({
     .name = "axis_index",
+    .arity = {0, 0},
     .abstract_eval = axis_index_aval,
     .cpu_kernel = axis_index_kernel,
     .effects = kCollectiveEffects,
@@ -457,7 +473,7 @@ int64_t collective_group_size(const std::string& api, const std::vector<std::str
 }
 
 const std::vector<std::string>& collective_axes(const ir::Params& params) {
-  return static_cast<const ops::AxesParam&>(*params.get<std::shared_ptr<const ir::ParamObject>>("axes")).axes;
+  return params.get_object<ops::AxesParam>("axes").axes;
 }
 
 Array all_reduce_named(const std::string& api, const Array& x, const std::vector<std::string>& axes, ir::Combine op) {

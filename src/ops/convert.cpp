@@ -53,6 +53,7 @@ std::vector<Array> convert_transpose(const ir::Primitive& self, std::span<const 
 
 const ir::Primitive& convert_p = ir::register_primitive({
     .name = "convert_element_type",
+    .arity = {1, 1},
     .abstract_eval = convert_aval,
     .cpu_kernel = convert_kernel,
     .fusion = ir::FusionKind::kElementwise,

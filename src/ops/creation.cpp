@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/dtype_check.h"
+#include "core/shape_check.h"
 #include "ops/rule_util.h"
 #include "tessel/distributed.h"
 #include "tessel/sharding.h"
@@ -17,8 +18,7 @@ namespace {
 std::vector<Aval> iota_aval(std::span<const Aval>, const Params& p) {
   const Shape& s = p.get_ints("shape");
   const int64_t dim = p.get_int("dimension");
-  for (auto d : s)
-    if (d < 0) throw ShapeError("iota: negative dimension in shape " + shape_to_string(s));
+  detail::checked_size("iota", s, p.get<DType>("dtype"));
   if (dim < 0 || dim >= int64_t(s.size()))
     throw IndexError("iota: dimension " + std::to_string(dim) + " is out of range for shape " + shape_to_string(s));
   return {Aval(s, p.get<DType>("dtype"), false)};
@@ -51,7 +51,7 @@ Params iota_localize(const Params& p, std::span<const Aval>, std::span<const Ava
 }
 
 const ir::Primitive& iota_p = ir::register_primitive({
-    .name = "iota", .abstract_eval = iota_aval, .cpu_kernel = iota_kernel,
+    .name = "iota", .arity = {0, 0}, .abstract_eval = iota_aval, .cpu_kernel = iota_kernel,
     .sharding_rule = iota_sharding_rule, .localize = iota_localize});
 
 // ---- device_put[device]: eagerly a copy into the target device's memory, committed there;
@@ -104,13 +104,12 @@ Batched device_put_batch(const ir::Primitive& self, std::span<const Array> ins, 
 }
 
 const ir::Primitive& device_put_p = ir::register_primitive({
-    .name = "device_put", .abstract_eval = device_put_aval, .cpu_kernel = device_put_kernel,
+    .name = "device_put", .arity = {1, 1}, .abstract_eval = device_put_aval, .cpu_kernel = device_put_kernel,
     .eager_impl = device_put_eager, .jvp = jvp_linear, .transpose = device_put_transpose,
     .batch = device_put_batch});
 
 Array filled(const char* op, const Shape& shape, const Scalar& v, bool weak) {
-  for (auto d : shape)
-    if (d < 0) throw ShapeError(std::string(op) + ": negative dimension in shape " + shape_to_string(shape));
+  detail::checked_size(op, shape, v.dtype());
   return broadcast_in_dim(detail::scalar_array(v, weak), shape, {});
 }
 
@@ -185,7 +184,12 @@ Array arange(double start, double stop, double step, DType dtype) {
   if (step == 0) throw ValueError("arange: step must not be zero");
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     throw ValueError("arange: start, stop and step must be finite");
-  const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  const double count = std::ceil((stop - start) / step);
+  if (count >= 0x1p63)  // (converting a larger double to int64 is undefined)
+    throw ShapeError("arange: start=" + std::to_string(start) + ", stop=" + std::to_string(stop) + ", step=" +
+                     std::to_string(step) + " give " + std::to_string(count) +
+                     " values, which overflows a 64-bit count; use a larger step or a smaller range");
+  const int64_t n = std::max<int64_t>(0, int64_t(count));
   const bool integral = start == std::floor(start) && step == std::floor(step);
   if (integral && start == 0 && step == 1 && is_integer(dtype)) return iota(dtype, {n}, 0);
   return astype(ops::affine_iota(ops::compute_dtype(dtype, integral), n, start, step), dtype);
@@ -194,6 +198,7 @@ Array arange(double start, double stop, double step, DType dtype) {
 Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtype) {
   detail::checked_dtype(dtype, "linspace");
   if (num < 0) throw ValueError("linspace: num must be >= 0, got " + std::to_string(num));
+  detail::checked_size("linspace", {num}, dtype);
   const DType c = ops::compute_dtype(dtype, false);
   if (num == 0) return zeros({0}, dtype);
   const int64_t div = endpoint ? num - 1 : num;
@@ -209,6 +214,7 @@ Array eye(int64_t n, std::optional<int64_t> m_, int64_t k, DType dtype) {
   const int64_t m = m_.value_or(n);
   if (n < 0 || m < 0)
     throw ValueError("eye: sizes must be >= 0, got n=" + std::to_string(n) + ", m=" + std::to_string(m));
+  detail::checked_size("eye", {n, m}, dtype);  // (n * m below must not overflow)
   // Row i holds its one at column i + k, i.e. at flat position i * (m + 1) + k: a vector of
   // ones with m zeros of interior padding, padded to n * m and reshaped.
   const int64_t first = std::max<int64_t>(0, -k), count = std::min(n, m - k) - first;

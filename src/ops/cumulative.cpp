@@ -141,7 +141,7 @@ ir::ShardingRule scan_sharding_rule(std::span<const Aval> ins, std::span<const A
 }
 
 template <class Op> ir::Primitive scan_primitive() {
-  ir::Primitive p{.name = scan_name<Op>(), .abstract_eval = scan_aval<Op>, .cpu_kernel = scan_kernel<Op>,
+  ir::Primitive p{.name = scan_name<Op>(), .arity = {1, 1}, .abstract_eval = scan_aval<Op>, .cpu_kernel = scan_kernel<Op>,
                   .batch = scan_batch, .sharding_rule = scan_sharding_rule};
   if constexpr (std::is_same_v<Op, SumOp>) p.jvp = jvp_linear, p.transpose = cumsum_transpose;
   else p.jvp = scan_jvp<Op>;

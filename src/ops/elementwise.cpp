@@ -184,6 +184,7 @@ template <class Op> Elementwise define() {
                 "an element-wise row states its derivatives or ZERO_TANGENT");
   constexpr bool linear = has_transpose<Op, 0> || has_transpose<Op, 1>;
   return {ir::register_primitive({.name = name_of<Op>(),
+                                  .arity = {Op::arity, Op::arity},
                                   .abstract_eval = elementwise_eval<Op>,
                                   .cpu_kernel = elementwise_kernel<Op>,
                                   .inplace = ir::inplace_elementwise,
@@ -375,7 +376,7 @@ std::vector<Array> integer_pow_jvp(const ir::Primitive& self, std::span<const Ar
 }  // namespace
 
 const ir::Primitive& integer_pow_p = ir::register_primitive({
-    .name = "integer_pow", .abstract_eval = integer_pow_eval, .cpu_kernel = integer_pow_kernel,
+    .name = "integer_pow", .arity = {1, 1}, .abstract_eval = integer_pow_eval, .cpu_kernel = integer_pow_kernel,
     .inplace = ir::inplace_elementwise,
     .fusion = ir::FusionKind::kElementwise, .codegen = integer_pow_codegen, .jvp = integer_pow_jvp,
     .batch = batch_vectorized, .sharding_rule = ir::elementwise_sharding_rule});
@@ -430,7 +431,7 @@ std::vector<Array> select_n_transpose(const ir::Primitive& self, std::span<const
 }  // namespace
 
 const ir::Primitive& select_n_p = ir::register_primitive({
-    .name = "select_n", .abstract_eval = select_n_eval, .cpu_kernel = select_n_kernel,
+    .name = "select_n", .arity = {2, -1}, .abstract_eval = select_n_eval, .cpu_kernel = select_n_kernel,
     .inplace = ir::inplace_elementwise,
     .fusion = ir::FusionKind::kElementwise, .codegen = select_n_codegen, .jvp = select_n_jvp,
     .transpose = select_n_transpose,

@@ -151,6 +151,7 @@ Batched fft_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
 }
 
 const ir::Primitive& fft_p = ir::register_primitive({.name = "fft",
+                                                     .arity = {1, 1},
                                                      .abstract_eval = fft_aval,
                                                      .cpu_kernel = fft_kernel,
                                                      .jvp = jvp_linear,

@@ -121,10 +121,10 @@ class TransformsParam final : public ir::ParamObject {
     });
 
 const CallbackParam& callback_of(const Params& p) {
-  return static_cast<const CallbackParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("callback"));
+  return p.get_object<CallbackParam>("callback");
 }
 const Transforms& transforms_of(const Params& p) {
-  return static_cast<const TransformsParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("transforms")).value;
+  return p.get_object<TransformsParam>("transforms").value;
 }
 /// A call's results: the avals of their leaves and their tree structure (tree_structure).
 class ResultsParam final : public ir::ParamObject {

@@ -51,7 +51,7 @@ Shape window_sizes(const std::string& op, const Shape& s, const Shape& start, co
     if (limit[d] < start[d])
       throw IndexError(op + ": limit " + std::to_string(limit[d]) + " is below start " + std::to_string(start[d]) +
                        " in" + where);
-    out[d] = (limit[d] - start[d] + strides[d] - 1) / strides[d];
+    out[d] = limit[d] == start[d] ? 0 : (limit[d] - start[d] - 1) / strides[d] + 1;  // (no overflow for huge strides)
   }
   return out;
 }
@@ -168,7 +168,7 @@ Params slice_localize(const Params& p, std::span<const Aval> local_ins, std::spa
 }
 
 const ir::Primitive& slice_p = ir::register_primitive({
-    .name = "slice", .abstract_eval = slice_aval, .cpu_kernel = slice_kernel, .fusion = ir::FusionKind::kShape,
+    .name = "slice", .arity = {1, 1}, .abstract_eval = slice_aval, .cpu_kernel = slice_kernel, .fusion = ir::FusionKind::kShape,
     .jvp = jvp_linear, .transpose = slice_transpose, .batch = slice_batch, .sharding_rule = slice_sharding_rule,
     .localize = slice_localize});
 
@@ -387,11 +387,11 @@ ir::ShardingRule dynamic_update_slice_sharding_rule(std::span<const Aval> ins, s
 }
 
 const ir::Primitive& dynamic_slice_p = ir::register_primitive({
-    .name = "dynamic_slice", .abstract_eval = dynamic_slice_aval, .cpu_kernel = dynamic_slice_kernel,
+    .name = "dynamic_slice", .arity = {1, -1}, .abstract_eval = dynamic_slice_aval, .cpu_kernel = dynamic_slice_kernel,
     .jvp = dynamic_slice_jvp, .transpose = dynamic_slice_transpose, .batch = dynamic_slice_batch,
     .sharding_rule = dynamic_slice_sharding_rule, .localize = dynamic_slice_localize});
 const ir::Primitive& dynamic_update_slice_p = ir::register_primitive({
-    .name = "dynamic_update_slice", .abstract_eval = dynamic_update_slice_aval,
+    .name = "dynamic_update_slice", .arity = {2, -1}, .abstract_eval = dynamic_update_slice_aval,
     .cpu_kernel = dynamic_update_slice_kernel, .inplace = ir::inplace_operand, .jvp = dynamic_update_slice_jvp,
     .transpose = dynamic_update_slice_transpose, .batch = dynamic_update_slice_batch,
     .sharding_rule = dynamic_update_slice_sharding_rule});
@@ -433,7 +433,9 @@ IndexedView indexed_view(const std::string& op, const Aval& x, std::span<const A
     if (std::find(axes.begin(), axes.end(), int64_t(d)) != axes.end()) continue;
     if (nwin++ == batch_pos) add_batch();
     v.shape.push_back(sizes[d]);
-    v.xstep.push_back(strides[d] * xst[d]);
+    // A stride beyond the size leaves one element in the window: clamping it keeps the view
+    // and keeps the step representable (strides may come from bytes).
+    v.xstep.push_back(std::min(strides[d], std::max<int64_t>(1, x.shape[d])) * xst[d]);
     v.bstep.push_back(0);
     v.xbase += start[d] * xst[d];
   }
@@ -692,7 +694,7 @@ Params gather_localize(const Params& p, std::span<const Aval> local_ins, std::sp
 }  // namespace
 
 const ir::Primitive& gather_p = ir::register_primitive({
-    .name = "gather", .abstract_eval = gather_aval, .cpu_kernel = gather_kernel,
+    .name = "gather", .arity = {1, -1}, .abstract_eval = gather_aval, .cpu_kernel = gather_kernel,
     .jvp = gather_jvp, .transpose = gather_transpose, .batch = gather_batch,
     .sharding_rule = gather_sharding_rule, .localize = gather_localize});
 
@@ -913,7 +915,7 @@ Params scatter_localize(const Params& p, std::span<const Aval> local_ins, std::s
 }  // namespace
 
 const ir::Primitive& scatter_p = ir::register_primitive({
-    .name = "scatter", .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel, .inplace = ir::inplace_operand,
+    .name = "scatter", .arity = {2, -1}, .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel, .inplace = ir::inplace_operand,
     .jvp = scatter_jvp, .transpose = scatter_transpose, .batch = scatter_batch,
     .sharding_rule = scatter_sharding_rule, .localize = scatter_localize});
 

@@ -217,6 +217,7 @@ ir::ShardingRule dot_general_sharding_rule(std::span<const Aval> ins, std::span<
 }
 
 const ir::Primitive& dot_general_p = ir::register_primitive({.name = "dot_general",
+                                                             .arity = {2, 2},
                                                              .abstract_eval = dot_general_aval,
                                                              .cpu_kernel = dot_general_kernel,
                                                              .jvp = dot_general_jvp,

@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "core/dtype_check.h"
+#include "core/shape_check.h"
 #include "ops/rule_util.h"
 #include "tessel/random.h"
 
@@ -65,7 +66,7 @@ void threefry_kernel(const KernelCall& c) {
 
 // Not differentiable (uint32 operands only); batches element-wise.
 const ir::Primitive& threefry_p = ir::register_primitive({
-    .name = "threefry2x32", .abstract_eval = threefry_aval, .cpu_kernel = threefry_kernel,
+    .name = "threefry2x32", .arity = {4, 4}, .abstract_eval = threefry_aval, .cpu_kernel = threefry_kernel,
     .batch = batch_elementwise});
 
 // ---- bitcast_convert_type ----
@@ -98,7 +99,7 @@ std::vector<Array> bitcast_jvp(const ir::Primitive&, std::span<const Array>, std
 }
 
 const ir::Primitive& bitcast_p = ir::register_primitive({
-    .name = "bitcast_convert_type", .abstract_eval = bitcast_aval, .cpu_kernel = bitcast_kernel,
+    .name = "bitcast_convert_type", .arity = {1, 1}, .abstract_eval = bitcast_aval, .cpu_kernel = bitcast_kernel,
     .fusion = ir::FusionKind::kElementwise, .jvp = bitcast_jvp, .batch = batch_vectorized,
     .sharding_rule = ir::elementwise_sharding_rule});
 
@@ -183,7 +184,7 @@ std::vector<Array> erf_inv_jvp(const ir::Primitive&, std::span<const Array>, std
 }
 
 const ir::Primitive& erf_inv_p = ir::register_primitive({
-    .name = "erf_inv", .abstract_eval = erf_inv_aval, .cpu_kernel = erf_inv_kernel,
+    .name = "erf_inv", .arity = {1, 1}, .abstract_eval = erf_inv_aval, .cpu_kernel = erf_inv_kernel,
     .fusion = ir::FusionKind::kElementwise, .jvp = erf_inv_jvp, .batch = batch_vectorized,
     .sharding_rule = ir::elementwise_sharding_rule});
 
@@ -217,7 +218,7 @@ std::pair<Array, Array> key_words(const Array& key) {
 
 // JAX's iota_2x32_shape: a 64-bit row-major counter over `shape` as (high, low) uint32 words.
 std::pair<Array, Array> counters(const char* op, const Shape& shape) {
-  const int64_t n = shape_size(shape);
+  const int64_t n = detail::checked_size(op, shape);
   if (n > int64_t(std::numeric_limits<uint32_t>::max()))
     throw ValueError(std::string(op) + ": shape " + shape_to_string(shape) + " has " + std::to_string(n) +
                      " elements; at most 2^32 - 1 random values can be drawn at once");
@@ -341,11 +342,13 @@ Array bits(const Array& key, const Shape& shape, DType dtype) {
   detail::checked_dtype(dtype, "bits");
   if (dtype != DType::uint8 && dtype != DType::uint16 && dtype != DType::uint32 && dtype != DType::uint64)
     throw DTypeError(std::string("bits: dtype must be uint8, uint16, uint32 or uint64, got ") + dtype_name(dtype));
+  detail::checked_size("bits", shape, dtype);
   return random_bits("bits", key, shape, int(itemsize(dtype)) * 8);
 }
 
 Array uniform(const Array& key, const Shape& shape, DType dtype, const Array& minval, const Array& maxval) {
   check_float("uniform", dtype);
+  detail::checked_size("uniform", shape, dtype);
   if (ops::broadcast_shapes("uniform", {shape, minval.shape(), maxval.shape()}) != shape)
     throw ShapeError("uniform: minval " + shape_to_string(minval.shape()) + " and maxval " +
                      shape_to_string(maxval.shape()) + " must broadcast to the requested shape " +
@@ -357,7 +360,8 @@ Array uniform(const Array& key, const Shape& shape, DType dtype, const Array& mi
 }
 
 Array normal(const Array& key, const Shape& shape, DType dtype) {
-  if (is_complex(detail::checked_dtype(dtype, "normal"))) {
+  detail::checked_size("normal", shape, detail::checked_dtype(dtype, "normal"));
+  if (is_complex(dtype)) {
     Array ks = split(key, 2);
     const DType rt = real_dtype(dtype);
     Array re = normal_real(reshape(slice(ks, {0, 0}, {1, 2}), {2}), shape, rt);

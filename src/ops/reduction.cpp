@@ -313,7 +313,7 @@ ir::ShardingRule reduce_sharding_rule(std::span<const Aval> ins, std::span<const
 }
 
 template <class Op> ir::Primitive reduce_primitive() {
-  ir::Primitive p{.name = reduce_name<Op>(), .abstract_eval = reduce_aval<Op>, .cpu_kernel = reduce_kernel<Op>,
+  ir::Primitive p{.name = reduce_name<Op>(), .arity = {1, 1}, .abstract_eval = reduce_aval<Op>, .cpu_kernel = reduce_kernel<Op>,
                   .fusion = ir::FusionKind::kReduction, .batch = reduce_batch,
                   .sharding_rule = reduce_sharding_rule<Op>};
   if constexpr (std::is_same_v<Op, SumOp>) p.jvp = jvp_linear, p.transpose = reduce_sum_transpose;
@@ -419,10 +419,10 @@ ir::ShardingRule arg_sharding_rule(std::span<const Aval> ins, std::span<const Av
 }
 
 const ir::Primitive& argmax_p = ir::register_primitive(
-    {.name = "argmax", .abstract_eval = arg_aval<true>, .cpu_kernel = arg_kernel<true>,
+    {.name = "argmax", .arity = {1, 1}, .abstract_eval = arg_aval<true>, .cpu_kernel = arg_kernel<true>,
      .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch, .sharding_rule = arg_sharding_rule});
 const ir::Primitive& argmin_p = ir::register_primitive(
-    {.name = "argmin", .abstract_eval = arg_aval<false>, .cpu_kernel = arg_kernel<false>,
+    {.name = "argmin", .arity = {1, 1}, .abstract_eval = arg_aval<false>, .cpu_kernel = arg_kernel<false>,
      .fusion = ir::FusionKind::kReduction, .jvp = jvp_zero, .batch = arg_batch, .sharding_rule = arg_sharding_rule});
 
 // ---- jax.numpy level ----

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/shape_check.h"
 #include "ops/rule_util.h"
 #include "ops/strided.h"
 
@@ -13,10 +14,11 @@ namespace {
 
 std::vector<Aval> reshape_aval(std::span<const Aval> ins, const Params& p) {
   const Shape& s = p.get_ints("new_sizes");
-  if (shape_size(s) != ins[0].size())
+  const int64_t n = detail::checked_size("reshape", s, ins[0].dtype);
+  if (n != ins[0].size())
     throw ShapeError("reshape: cannot reshape an array of shape " + shape_to_string(ins[0].shape) + " (" +
                      std::to_string(ins[0].size()) + " elements) to " + shape_to_string(s) + " (" +
-                     std::to_string(shape_size(s)) + " elements)");
+                     std::to_string(n) + " elements)");
   return {Aval(s, ins[0].dtype, ins[0].weak_type)};
 }
 
@@ -74,7 +76,7 @@ Params reshape_localize(const Params& p, std::span<const Aval>, std::span<const 
 }
 
 const ir::Primitive& reshape_p = ir::register_primitive({
-    .name = "reshape", .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
+    .name = "reshape", .arity = {1, 1}, .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
     .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = reshape_transpose, .batch = reshape_batch,
     .sharding_rule = reshape_sharding_rule, .localize = reshape_localize});
 
@@ -140,7 +142,7 @@ ir::ShardingRule transpose_sharding_rule(std::span<const Aval> ins, std::span<co
 }
 
 const ir::Primitive& transpose_p = ir::register_primitive({
-    .name = "transpose", .abstract_eval = transpose_aval, .cpu_kernel = transpose_kernel,
+    .name = "transpose", .arity = {1, 1}, .abstract_eval = transpose_aval, .cpu_kernel = transpose_kernel,
     .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = transpose_transpose,
     .batch = transpose_batch, .sharding_rule = transpose_sharding_rule});
 
@@ -188,7 +190,7 @@ ir::ShardingRule rev_sharding_rule(std::span<const Aval> ins, std::span<const Av
 }
 
 const ir::Primitive& rev_p = ir::register_primitive({
-    .name = "rev", .abstract_eval = rev_aval, .cpu_kernel = rev_kernel, .fusion = ir::FusionKind::kShape,
+    .name = "rev", .arity = {1, 1}, .abstract_eval = rev_aval, .cpu_kernel = rev_kernel, .fusion = ir::FusionKind::kShape,
     .jvp = jvp_linear, .transpose = rev_transpose, .batch = rev_batch, .sharding_rule = rev_sharding_rule});
 
 // ---- concatenate[dimension] ----
@@ -215,7 +217,7 @@ std::vector<Aval> concatenate_aval(std::span<const Aval> ins, const Params& p) {
                          " differ in dimension " + std::to_string(d) + " (only dimension " + std::to_string(dim) +
                          ", the one concatenated along, may differ)");
     weak &= a.weak_type;
-    if (&a != &a0) out[size_t(dim)] += a.shape[size_t(dim)];
+    if (&a != &a0) out[size_t(dim)] = detail::checked_dim_add("concatenate", out[size_t(dim)], a.shape[size_t(dim)]);
   }
   return {Aval(out, a0.dtype, weak)};
 }
@@ -262,7 +264,7 @@ ir::ShardingRule concatenate_sharding_rule(std::span<const Aval> ins, std::span<
 }
 
 const ir::Primitive& concatenate_p = ir::register_primitive({
-    .name = "concatenate", .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel,
+    .name = "concatenate", .arity = {1, -1}, .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel,
     .jvp = jvp_linear, .transpose = concatenate_transpose, .batch = concatenate_batch,
     .sharding_rule = concatenate_sharding_rule});
 
@@ -287,7 +289,9 @@ std::vector<Aval> pad_aval(std::span<const Aval> ins, const Params& p) {
     if (in < 0)
       throw ValueError("pad: interior padding must be >= 0, got " + std::to_string(in) + " for dimension " +
                        std::to_string(d));
-    int64_t size = lo + hi + n + std::max<int64_t>(0, n - 1) * in;
+    const int64_t size = detail::checked_dim_add(
+        "pad", detail::checked_dim_add("pad", lo, hi),
+        detail::checked_dim_add("pad", n, detail::checked_dim_mul("pad", std::max<int64_t>(0, n - 1), in)));
     if (size < 0)
       throw ValueError("pad: padding (" + std::to_string(lo) + ", " + std::to_string(hi) + ", " + std::to_string(in) +
                        ") crops dimension " + std::to_string(d) + " of size " + std::to_string(n) +
@@ -377,7 +381,7 @@ ir::ShardingRule pad_sharding_rule(std::span<const Aval> ins, std::span<const Av
 }
 
 const ir::Primitive& pad_p = ir::register_primitive({
-    .name = "pad", .abstract_eval = pad_aval, .cpu_kernel = pad_kernel,
+    .name = "pad", .arity = {2, 2}, .abstract_eval = pad_aval, .cpu_kernel = pad_kernel,
     .jvp = jvp_linear, .transpose = pad_transpose, .batch = pad_batch, .sharding_rule = pad_sharding_rule});
 
 }  // namespace
@@ -387,18 +391,19 @@ namespace tessel {
 
 Array reshape(const Array& x, const Shape& shape) {
   Shape s = shape;
-  int64_t known = 1, infer = -1;
+  int64_t infer = -1;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       if (infer >= 0) throw ShapeError("reshape: only one dimension may be -1, got " + shape_to_string(shape));
       infer = int64_t(i);
     } else if (s[i] < 0) {
       throw ShapeError("reshape: negative dimension in " + shape_to_string(shape));
-    } else {
-      known *= s[i];
     }
   }
   if (infer >= 0) {
+    Shape others = s;
+    others[size_t(infer)] = 1;
+    const int64_t known = detail::checked_size("reshape", others, x.dtype());
     if (known == 0 || x.size() % known != 0)
       throw ShapeError("reshape: cannot reshape an array of shape " + shape_to_string(x.shape()) + " to " +
                        shape_to_string(shape));
@@ -549,8 +554,9 @@ Array tile(const Array& x, const Shape& reps) {
     big.push_back(r[d]);
     big.push_back(s[d]);
     dims.push_back(int64_t(2 * d + 1));
-    out.push_back(r[d] * s[d]);
   }
+  detail::checked_size("tile", big, x.dtype());
+  for (size_t d = 0; d < rank; ++d) out.push_back(r[d] * s[d]);  // (cannot overflow once `big` passed)
   return reshape(broadcast_in_dim(reshape(x, s), big, dims), out);
 }
 
@@ -571,7 +577,8 @@ Array repeat(const Array& x_in, int64_t repeats, std::optional<int64_t> axis_in,
   // (..., n, ...) -> broadcast to (..., n, repeats, ...) -> (..., n * repeats, ...).
   Shape big = x.shape(), out = x.shape();
   big.insert(big.begin() + axis + 1, repeats);
-  out[size_t(axis)] *= repeats;
+  detail::checked_size("repeat", big, x.dtype());
+  out[size_t(axis)] *= repeats;  // (cannot overflow once `big` passed the check)
   Axes dims;
   for (int64_t d = 0; d < x.ndim(); ++d) dims.push_back(d <= axis ? d : d + 1);
   return reshape(broadcast_in_dim(x, big, dims), out);

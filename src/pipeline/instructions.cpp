@@ -2,6 +2,7 @@
 #include "pipeline/instructions.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -292,10 +293,21 @@ void write_stream(ir::Writer& w, const std::vector<Instruction>& stream) {
   }
 }
 
+// A stream comes from the driver over MPI: whatever the bytes, a worker must not index past
+// an instruction's slots or take an enum value it has no case for, so every field is checked
+// against what its operation needs.
 std::vector<Instruction> read_stream(ir::Reader& r) {
+  auto small = [&](const char* field, int64_t lo) {  // an int field, in [lo, INT_MAX]
+    const int64_t v = r.i64();
+    if (v < lo || v > std::numeric_limits<int>::max())
+      r.fail(std::string("pipeline instruction field '") + field + "' is " + std::to_string(v) + ", outside [" +
+             std::to_string(lo) + ", " + std::to_string(std::numeric_limits<int>::max()) + "]");
+    return int(v);
+  };
   auto slots_in = [&] {
     std::vector<int64_t> s(r.count(8));
-    for (auto& x : s) x = r.i64();
+    for (auto& x : s)
+      if ((x = r.i64()) < 0) r.fail("negative pipeline slot %" + std::to_string(x));
     return s;
   };
   std::vector<Instruction> stream(r.count(8));
@@ -305,19 +317,36 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
     in.op = Op(op);
     in.ins = slots_in();
     in.outs = slots_in();
-    in.segment = int(r.i64());
+    in.segment = small("segment", -1);
     const uint8_t kind = r.u8();
     if (kind > uint8_t(TaskKind::backward_weight)) r.fail("unknown pipeline task kind " + std::to_string(kind));
     in.task.kind = TaskKind(kind);
-    in.task.stage = int(r.i64());
-    in.task.microbatch = int(r.i64());
-    in.peer = int(r.i64());
-    in.tag = int(r.i64());
+    in.task.stage = small("stage", -1);
+    in.task.microbatch = small("microbatch", -1);
+    in.peer = small("peer", -1);
+    in.tag = small("tag", 0);
     in.aval = ir::read_aval(r);
-    in.ext = int(r.i64());
+    in.ext = small("ext", -1);
     in.donated = r.boolean();
-    in.mode = AccumulateMode(r.u8());
-    in.count = int(r.i64());
+    const uint8_t mode = r.u8();
+    if (mode > uint8_t(AccumulateMode::add_and_scale)) r.fail("unknown accumulate mode " + std::to_string(mode));
+    in.mode = AccumulateMode(mode);
+    in.count = small("count", 0);
+    // The slots each operation reads and writes (run: its segment's, checked on loading).
+    const bool adds = in.mode == AccumulateMode::add || in.mode == AccumulateMode::add_and_scale;
+    const size_t want_ins = in.op == Op::send || in.op == Op::rename_out || in.op == Op::del ? 1
+                            : in.op == Op::accumulate                                    ? (adds ? 2 : 1)
+                                                                                         : 0;
+    const size_t want_outs = in.op == Op::rename_in || in.op == Op::recv || in.op == Op::accumulate ? 1 : 0;
+    if (in.op != Op::run && (in.ins.size() != want_ins || in.outs.size() != want_outs))
+      r.fail("pipeline instruction '" + in.to_string() + "' reads " + std::to_string(in.ins.size()) + " and writes " +
+             std::to_string(in.outs.size()) + " slots; it needs " + std::to_string(want_ins) + " and " +
+             std::to_string(want_outs));
+    if ((in.op == Op::send || in.op == Op::recv) && in.peer < 0) r.fail("pipeline transfer without a peer worker");
+    if ((in.op == Op::rename_in || in.op == Op::rename_out) && in.ext < 0) r.fail("pipeline rename without an index");
+    if (in.op == Op::run && in.segment < 0) r.fail("pipeline run without a segment");
+    if (in.op == Op::accumulate && in.mode == AccumulateMode::add_and_scale && in.count <= 0)
+      r.fail("pipeline accumulate divides by " + std::to_string(in.count));
   }
   return stream;
 }

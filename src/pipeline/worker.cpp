@@ -30,6 +30,7 @@ struct Loaded {
   Sharding replicated;  // over this worker's local mesh
   int workers = 0, microbatches = 0, transfers = 0;
   std::map<int, std::shared_ptr<tessel::detail::JitEntry>> segments;
+  std::map<int, std::pair<size_t, size_t>> segment_arity;  // inputs, outputs
   std::vector<Instruction> stream;
   std::vector<Sharding> out_shardings;
 };
@@ -96,6 +97,26 @@ void abort_peers(const Loaded& p, uint64_t step) {
   const int me = mpi::world_rank() - 1;
   for (int w = 0; w < p.workers; ++w)
     if (w != me) MPI_Send(&step, 8, MPI_BYTE, w + 1, kAbortTag, ctl::peer_comm());
+}
+
+// What read_stream cannot know: the segments and workers an instruction names exist, and a
+// run reads and writes as many slots as its segment has inputs and outputs.
+void check_loaded_stream(const Loaded& p) {
+  for (const Instruction& in : p.stream) {
+    if (in.op == Op::run) {
+      auto it = p.segment_arity.find(in.segment);
+      if (it == p.segment_arity.end())
+        throw ValueError("pipelined: instruction '" + in.to_string() + "' runs segment " + std::to_string(in.segment) +
+                         ", which the driver did not send");
+      if (it->second != std::pair<size_t, size_t>(in.ins.size(), in.outs.size()))
+        throw ValueError("pipelined: instruction '" + in.to_string() + "' does not match its segment's " +
+                         std::to_string(it->second.first) + " inputs and " + std::to_string(it->second.second) +
+                         " outputs");
+    }
+    if ((in.op == Op::send || in.op == Op::recv) && in.peer >= p.workers)
+      throw ValueError("pipelined: instruction '" + in.to_string() + "' names worker " + std::to_string(in.peer) +
+                       " of a pipeline of " + std::to_string(p.workers));
+  }
 }
 
 Array on_local_mesh(const Loaded& p, Array x) {
@@ -217,8 +238,10 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
                                                                                           p->replicated.mesh().devices()[0])));
           for (Array& o : tessel::detail::jit_call(*entry, zeros)) o.block_until_ready();
           p->segments[seg] = entry;
+          p->segment_arity[seg] = {prog->invars.size(), prog->outvars.size()};
         }
         p->stream = read_stream(r);
+        check_loaded_stream(*p);
         for (size_t k = r.count(1); k-- > 0;) p->out_shardings.push_back(ir::read_sharding(r));
         std::lock_guard lock(loaded_mu);
         loaded()[key] = p;

@@ -5,6 +5,7 @@
 
 #include "core/array_impl.h"
 #include "core/log.h"
+#include "ir/abstract_eval.h"
 #include "ir/trace.h"
 #include "runtime/launch.h"
 #include "runtime/spmd_dispatch.h"
@@ -48,7 +49,7 @@ const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const 
   e->prim = &p;
   for (const Array& a : ins) e->in_avals.push_back(a.impl()->aval);
   e->params = params;
-  e->out_avals = p.abstract_eval(e->in_avals, params);
+  e->out_avals = ir::abstract_eval(p, e->in_avals, params);
   return *cache->emplace(h, std::move(e))->second;
 }
 

@@ -50,7 +50,7 @@ class RulesParam final : public ir::ParamObject {
 };
 
 const RulesParam& rules_of(const Params& p) {
-  return static_cast<const RulesParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("rules"));
+  return p.get_object<RulesParam>("rules");
 }
 
 std::string who(const RulesParam& r) { return std::string(kOp) + ": '" + r.name + "'"; }

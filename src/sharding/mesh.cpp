@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/device_impl.h"
+#include "core/shape_check.h"
 #include "sharding/mesh_impl.h"
 #include "tessel/error.h"
 
@@ -83,6 +84,7 @@ Mesh::Mesh(std::vector<Device> devices, Shape shape, std::vector<std::string> ax
                        "); give every axis its own name");
   }
   check_axis_sizes(shape, "Mesh");
+  detail::checked_size("Mesh", shape);
   if (int64_t(devices.size()) != shape_size(shape))
     throw ValueError("Mesh: shape " + shape_to_string(shape) + " needs " + std::to_string(shape_size(shape)) +
                      " devices but " + std::to_string(devices.size()) + " were given");

@@ -25,10 +25,10 @@ using ir::ProgramRef;
 // ---- parameters ----
 
 const Mesh& mesh_of(const Params& p) {
-  return static_cast<const ir::MeshParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("mesh")).value;
+  return p.get_object<ir::MeshParam>("mesh").value;
 }
 const std::vector<PartitionSpec>& specs_of(const Params& p, const char* key) {
-  return static_cast<const ir::SpecsParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>(key)).value;
+  return p.get_object<ir::SpecsParam>(key).value;
 }
 std::shared_ptr<const ir::ParamObject> specs_param(std::vector<PartitionSpec> s) {
   return std::make_shared<const ir::SpecsParam>(std::move(s));

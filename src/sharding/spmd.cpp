@@ -426,7 +426,7 @@ std::vector<Array> eval_primitive(const ir::Primitive& prim, std::span<const Arr
 // ---- sharding_constraint ----
 
 const Sharding& constraint_of(const ir::Params& p) {
-  return static_cast<const ir::ShardingParam&>(*p.get<std::shared_ptr<const ir::ParamObject>>("sharding")).value;
+  return p.get_object<ir::ShardingParam>("sharding").value;
 }
 ir::Params constraint_params(const Sharding& s) {
   return ir::Params{{"sharding", std::shared_ptr<const ir::ParamObject>(std::make_shared<ir::ShardingParam>(s))}};
@@ -490,6 +490,7 @@ ir::Batched constraint_batch(const ir::Primitive&, std::span<const Array> ins, s
 const ir::Primitive& constraint_primitive() {
   static const ir::Primitive& p = ir::register_primitive({
       .name = "sharding_constraint",
+      .arity = {1, 1},
       .abstract_eval = &constraint_aval,
       .jvp = &constraint_jvp,
       .transpose = &constraint_transpose,

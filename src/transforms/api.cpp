@@ -164,6 +164,7 @@ ir::Batched identity_batch(const ir::Primitive& self, std::span<const Array> ins
 
 const ir::Primitive& stop_gradient_p = ir::register_primitive({
     .name = "stop_gradient",
+    .arity = {1, 1},
     .abstract_eval = identity_aval,
     .cpu_kernel = copy_kernel,
     .jvp = stop_gradient_jvp,

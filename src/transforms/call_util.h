@@ -60,7 +60,7 @@ template <class Fn> std::shared_ptr<const ir::ParamObject> fn_param(Fn f, std::s
   return std::make_shared<FnParam<Fn>>(std::move(f), std::move(what));
 }
 template <class Fn> const Fn& get_fn(const ir::Params& p, std::string_view key) {
-  return static_cast<const FnParam<Fn>&>(*p.get<std::shared_ptr<const ir::ParamObject>>(key)).f;
+  return p.get_object<FnParam<Fn>>(key).f;
 }
 
 }  // namespace tessel::detail

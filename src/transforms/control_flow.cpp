@@ -113,6 +113,9 @@ int64_t read_index(const ir::KernelCall& c) {
 
 std::vector<Aval> cond_aval(std::span<const Aval> ins, const Params& params) {
   const auto& branches = params.get<std::vector<ProgramRef>>("branches");
+  if (ins.empty() || branches.empty())
+    throw ValueError("cond: needs a branch index operand and at least one branch, got " + std::to_string(ins.size()) +
+                     " operands and " + std::to_string(branches.size()) + " branches");
   if (!is_integer(ins[0].dtype) || !ins[0].shape.empty())
     throw DTypeError("cond: the branch index must be an integer scalar, got " + ins[0].to_string());
   std::vector<Aval> out = branches[0]->out_avals();
@@ -268,8 +271,11 @@ struct WhileParts {
   size_t cn, bn, nc;
 };
 WhileParts while_parts(size_t nins, const Params& p) {
-  size_t cn = size_t(p.get_int("cond_nconsts")), bn = size_t(p.get_int("body_nconsts"));
-  return {cn, bn, nins - cn - bn};
+  const int64_t cn = p.get_int("cond_nconsts"), bn = p.get_int("body_nconsts");
+  if (cn < 0 || bn < 0 || uint64_t(cn) > nins || uint64_t(bn) > nins - uint64_t(cn))
+    throw ValueError("while_loop: cond_nconsts=" + std::to_string(cn) + " and body_nconsts=" + std::to_string(bn) +
+                     " do not fit the " + std::to_string(nins) + " operands");
+  return {size_t(cn), size_t(bn), nins - size_t(cn) - size_t(bn)};
 }
 
 std::vector<Aval> while_aval(std::span<const Aval> ins, const Params& params) {
@@ -444,8 +450,11 @@ struct ScanParts {
   bool reverse;
 };
 ScanParts scan_parts(size_t nins, const Params& p) {
-  size_t nc = size_t(p.get_int("num_consts")), nk = size_t(p.get_int("num_carry"));
-  return {nc, nk, nins - nc - nk, p.get_int("length"), p.get<bool>("reverse")};
+  const int64_t nc = p.get_int("num_consts"), nk = p.get_int("num_carry"), length = p.get_int("length");
+  if (nc < 0 || nk < 0 || uint64_t(nc) > nins || uint64_t(nk) > nins - uint64_t(nc) || length < 0)
+    throw ValueError("scan: num_consts=" + std::to_string(nc) + ", num_carry=" + std::to_string(nk) + " and length=" +
+                     std::to_string(length) + " do not fit the " + std::to_string(nins) + " operands");
+  return {size_t(nc), size_t(nk), nins - size_t(nc) - size_t(nk), length, p.get<bool>("reverse")};
 }
 
 Aval unstacked(const Aval& a) {
@@ -473,7 +482,8 @@ std::vector<Aval> scan_aval(std::span<const Aval> ins, const Params& params) {
   check_types("scan", "body input", want, body.in_avals());
   auto outs = body.out_avals();
   std::vector<Aval> carry(ins.begin() + long(s.nconsts), ins.begin() + long(s.nconsts + s.ncarry));
-  check_types("scan", "body carry output", std::span<const Aval>(outs).subspan(0, s.ncarry), carry);
+  check_types("scan", "body carry output", std::span<const Aval>(outs).subspan(0, std::min(s.ncarry, outs.size())),
+              carry);
   std::vector<Aval> r = carry;
   for (size_t i = s.ncarry; i < outs.size(); ++i) r.push_back(stacked(outs[i], s.length));
   return r;
@@ -689,6 +699,7 @@ ir::Batched scan_batch(const ir::Primitive& self, std::span<const Array> ins, st
 
 const ir::Primitive& cond_p = ir::register_primitive({
     .name = "cond",
+    .arity = {1, -1},
     .abstract_eval = cond_aval,
     .cpu_kernel = cond_kernel,
     .jvp_with_primals = cond_jvp,
