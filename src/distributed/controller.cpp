@@ -21,6 +21,7 @@
 
 #include "core/blocking.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "distributed/collectives.h"
 #include "distributed/mpi.h"
 #include "tessel/error.h"
@@ -685,7 +686,13 @@ void run_while_others_serve(const std::function<void()>& fn) {
     if (sv.server != me) return fn();  // not on the serving thread
     sv.successor_wanted = true;
     sv.wanted_since = std::chrono::steady_clock::now();
-    if (sv.idle_followers == 0) sv.followers.emplace_back(follower_main);
+    if (sv.idle_followers == 0) {
+      try {
+        sv.followers.push_back(detail::start_thread("a serving thread of this worker", follower_main));
+      } catch (const ResourceExhaustedError&) {
+        sv.successor_wanted = false;  // no thread to spare: serve again once fn is done
+      }
+    }
   }
   fn();
   std::lock_guard lock(sv.mu);
@@ -713,17 +720,25 @@ void reply_later(Reply reply, std::function<std::string()> fn, bool ready) {
     std::lock_guard lock(s.later_mu);
     ++s.later_running;
   }
-  std::thread([reply, fn = std::move(fn)] {
-    try {
-      reply.ok(fn());
-    } catch (...) {
-      reply.fail(std::current_exception());
-    }
+  auto done = [] {
     State& st = state();
     std::lock_guard lock(st.later_mu);
     --st.later_running;
     st.later_cv.notify_all();
-  }).detach();
+  };
+  try {
+    detail::start_thread("a reply computed later", [reply, fn = std::move(fn), done] {
+      try {
+        reply.ok(fn());
+      } catch (...) {
+        reply.fail(std::current_exception());
+      }
+      done();
+    }).detach();
+  } catch (...) {  // no thread: the caller gets the ResourceExhaustedError
+    done();
+    reply.fail(std::current_exception());
+  }
 }
 
 void store(uint64_t id, Array a) {
