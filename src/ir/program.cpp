@@ -87,9 +87,18 @@ class Printer {
   }
   // The printer runs on programs that failed verification (their error messages show
   // them), so it prints whatever is missing instead of following it.
+  // Nested programs print in place at every use, so programs that share bodies (a jit
+  // called twice, at every level) print exponentially long; past a bound the rest is elided,
+  // so that no program, one read from bytes included, makes printing (or an error message) hang.
   std::string nested_program(const ProgramRef& p, const std::string& indent) {
-    return p ? print(*p, indent) : "<no program>";
+    if (!p) return "<no program>";
+    if (printed_ > kMaxPrintedBytes) return "{ program '" + p->name + "' not printed: the text passed 16 MiB }";
+    std::string text = print(*p, indent);
+    printed_ += text.size();
+    return text;
   }
+  static constexpr size_t kMaxPrintedBytes = size_t(16) << 20;
+  size_t printed_ = 0;
   std::string name(const Var& v) {
     if (!v) return "<no variable>";
     auto it = names_.find(v.get());

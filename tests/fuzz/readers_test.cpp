@@ -62,6 +62,28 @@ TEST(BadBytes, VerifierErrorsPrintProgramsWithNullParts) {
   EXPECT_NE(ir::print_program(q).find("<no variable> = <no primitive>"), std::string::npos) << ir::print_program(q);
 }
 
+TEST(BadBytes, ProgramsSharingBodiesAtEveryLevelPrintInBoundedTime) {
+  // Level k calls level k - 1 twice: 2^60 copies of the innermost body if printed in full.
+  auto level = std::make_shared<const ir::Program>(one_equation("sin", 1));
+  for (int k = 0; k < 60; ++k) {
+    ir::Program p;
+    p.name = "level" + std::to_string(k);
+    p.invars.push_back(ir::new_var(ts::Aval({3}, ts::f32)));
+    ir::Atom x(p.invars[0]);
+    for (int call = 0; call < 2; ++call) {
+      ir::Var out = ir::new_var(ts::Aval({3}, ts::f32));
+      p.eqns.push_back(ir::Equation{&ir::lookup_primitive("jit"), {x}, {out}, ir::Params{{"program", level}}});
+      x = ir::Atom(out);
+    }
+    p.outvars.push_back(x);
+    level = std::make_shared<const ir::Program>(p);
+  }
+  const std::string text = ir::print_program(*level);
+  EXPECT_LT(text.size(), size_t(64) << 20);
+  EXPECT_NE(text.find("not printed: the text passed 16 MiB"), std::string::npos);
+  ir::verify_program(*level);  // and it is a valid program
+}
+
 TEST(BadBytes, NullNestedProgramInBytes) {
   ir::Program p = one_equation("cond", 1, ir::Params{{"branches", std::vector<ir::ProgramRef>{nullptr}}});
   std::string err = value_error_of([&] { ir::deserialize(ir::serialize(p)); });
