@@ -82,6 +82,7 @@ Array Array::from_host(const void* data, const Shape& shape, DType dtype, bool w
 
 Array Array::from_bytes(const void* data, const Shape& shape, DType dtype) {
   detail::checked_dtype(dtype, "Array::from_bytes");
+  detail::checked_size("Array", shape, dtype);
   if (!data && shape_size(shape) != 0)
     throw ValueError("Array::from_bytes: data is a null pointer for shape " + shape_to_string(shape) + " of " +
                      dtype_name(dtype) + "; pass the address of " + std::to_string(shape_size(shape)) +

@@ -141,17 +141,16 @@ Array ones(const Shape& shape, DType dtype) {
   return ops::filled("ones", shape, Scalar(1, detail::checked_dtype(dtype, "ones")), false);
 }
 Array full(const Shape& shape, const Array& value, std::optional<DType> dtype) {
-  for (auto d : shape)
-    if (d < 0) throw ShapeError("full: negative dimension in shape " + shape_to_string(shape));
+  // A weak value stays weak with its kind's default dtype (lax.full of a Python scalar).
+  const bool weak = !dtype && value.weak_type();
+  const DType d = dtype ? detail::checked_dtype(*dtype, "full") : weak ? ops::kind_default(value.dtype()) : value.dtype();
+  detail::checked_size("full", shape, d);
   const Shape& vs = value.shape();
   bool fits = vs.size() <= shape.size();
   for (size_t i = 0; fits && i < vs.size(); ++i) fits = vs[i] == 1 || vs[i] == shape[shape.size() - vs.size() + i];
   if (!fits)
     throw ShapeError("full: a value of shape " + shape_to_string(vs) + " does not broadcast to shape " +
                      shape_to_string(shape) + "; pass a scalar or a value whose trailing sizes match or are 1");
-  // A weak value stays weak with its kind's default dtype (lax.full of a Python scalar).
-  const bool weak = !dtype && value.weak_type();
-  const DType d = dtype ? detail::checked_dtype(*dtype, "full") : weak ? ops::kind_default(value.dtype()) : value.dtype();
   if (weak && is_integer(d) && vs.empty() && !value.is_tracer()) {
     const int64_t v = value.scalar().to<int64_t>();
     if (v != int64_t(int32_t(v)))

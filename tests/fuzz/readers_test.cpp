@@ -12,6 +12,7 @@
 #include "ir/sharding_rule.h"
 #include "pipeline/instructions.h"
 #include "tessel/tessel.h"
+#include "value_error.h"
 
 namespace ts = tessel;
 namespace ir = tessel::ir;
@@ -20,17 +21,7 @@ namespace ctl = tessel::distributed::controller;
 
 namespace {
 
-/// The message of the ValueError `f` throws ("no error" if none; another type is reported).
-std::string value_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ts::ValueError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a ValueError: ") + e.what();
-  }
-  return "no error";
-}
+using tessel_test::value_error_of;
 
 /// `{ lambda ; a:f32[3]. let b = <prim>[params](<operands of a>) in (b,) }`, assembled by
 /// hand (not traced), so it may be anything bytes can say.

@@ -11,11 +11,14 @@
 #include "ir/trace.h"
 #include "sharding/partitioner.h"
 #include "tessel/tessel.h"
+#include "value_error.h"
 
 namespace ts = tessel;
 namespace ir = tessel::ir;
 
 namespace {
+
+using tessel_test::value_error_of;
 
 using Fn = std::function<std::vector<ts::Array>(std::span<const ts::Array>)>;
 
@@ -56,17 +59,6 @@ ir::Program check(const Fn& f, const std::vector<ts::Array>& args) {
   ir::Program q = round_trip(p);
   expect_identical(ir::eval_program(q, args), ir::eval_program(p, args));
   return q;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ts::ValueError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a ValueError: ") + e.what();
-  }
-  return "no error";
 }
 
 ts::Array iota_f32(int64_t n, float scale = 0.25f) {
@@ -277,7 +269,7 @@ TEST(SerializeErrors, CustomJvpRuleIsAClosureButItsGradientTravels) {
                           });
   ts::Array x = iota_f32(4);
   ir::Program p = trace([&](std::span<const ts::Array> a) { return std::vector<ts::Array>{g(a[0])}; }, {x});
-  std::string err = error_of([&] { ir::serialize(p); });
+  std::string err = value_error_of([&] { ir::serialize(p); });
   EXPECT_NE(err.find("custom jvp rule holds a C++ closure, which cannot be sent to another process"), std::string::npos)
       << err;
   EXPECT_NE(err.find("parameter 'jvp'"), std::string::npos) << err;
@@ -295,7 +287,7 @@ TEST(SerializeErrors, HostCallbackNamesTheCallback) {
         return std::vector<ts::Array>{ts::host::id_tap([](const ts::Array&, const ts::host::Transforms&) {}, a[0] * 2.0)};
       },
       {x});
-  std::string err = error_of([&] { ir::serialize(p); });
+  std::string err = value_error_of([&] { ir::serialize(p); });
   EXPECT_NE(err.find("host callback"), std::string::npos) << err;
   EXPECT_NE(err.find("holds a C++ closure, which cannot be sent to another process"), std::string::npos) << err;
   EXPECT_NE(err.find("parameter 'callback'"), std::string::npos) << err;
@@ -348,10 +340,10 @@ TEST(SerializeErrors, TruncatedInputAtEveryLength) {
       [](std::span<const ts::Array> a) { return std::vector<ts::Array>{ts::sum(ts::sin(a[0]) * 2.0, {0})}; }, {iota_f32(3)});
   std::string bytes = ir::serialize(p);
   for (size_t n = 0; n < bytes.size(); ++n) {
-    std::string err = error_of([&] { ir::deserialize(std::string_view(bytes).substr(0, n)); });
+    std::string err = value_error_of([&] { ir::deserialize(std::string_view(bytes).substr(0, n)); });
     EXPECT_EQ(err.rfind("deserialize", 0), 0u) << "length " << n << ": " << err;
   }
-  EXPECT_NE(error_of([&] { ir::deserialize(bytes + "x"); }).find("trailing bytes"), std::string::npos);
+  EXPECT_NE(value_error_of([&] { ir::deserialize(bytes + "x"); }).find("trailing bytes"), std::string::npos);
 }
 
 TEST(SerializeErrors, BadMagicVersionAndPrimitive) {
@@ -360,18 +352,18 @@ TEST(SerializeErrors, BadMagicVersionAndPrimitive) {
 
   std::string magic = bytes;
   magic[0] ^= 0x20;
-  EXPECT_NE(error_of([&] { ir::deserialize(magic); }).find("not a serialized tessel program"), std::string::npos);
+  EXPECT_NE(value_error_of([&] { ir::deserialize(magic); }).find("not a serialized tessel program"), std::string::npos);
 
   std::string version = bytes;
   version[ir::kSerialMagic.size()] = char(ir::kSerialVersion + 1);
-  std::string err = error_of([&] { ir::deserialize(version); });
+  std::string err = value_error_of([&] { ir::deserialize(version); });
   EXPECT_NE(err.find("format version " + std::to_string(ir::kSerialVersion + 1)), std::string::npos) << err;
 
   std::string prim = bytes;
   size_t at = prim.find("sin");
   ASSERT_NE(at, std::string::npos);
   prim[at + 2] = 'Q';
-  err = error_of([&] { ir::deserialize(prim); });
+  err = value_error_of([&] { ir::deserialize(prim); });
   EXPECT_NE(err.find("unknown primitive 'siQ'"), std::string::npos) << err;
 }
 
@@ -385,14 +377,14 @@ TEST(SerializeErrors, UnknownParameterKindAndFlippedBytesNeverCrash) {
   size_t at = kind.find("mesh", kind.find("mesh") + 1);  // the kind, after the parameter's key
   ASSERT_NE(at, std::string::npos);
   kind[at] = 'Z';
-  std::string err = error_of([&] { ir::deserialize(kind); });
+  std::string err = value_error_of([&] { ir::deserialize(kind); });
   EXPECT_NE(err.find("unknown parameter kind 'Zesh'"), std::string::npos) << err;
 
   // Every single-byte corruption either still reads or throws ValueError.
   for (size_t i = ir::kSerialMagic.size() + 4; i < bytes.size(); ++i) {
     std::string bad = bytes;
     bad[i] = char(~bad[i]);
-    err = error_of([&] { ir::deserialize(bad); });
+    err = value_error_of([&] { ir::deserialize(bad); });
     EXPECT_TRUE(err == "no error" || err.rfind("deserialize", 0) == 0) << "byte " << i << ": " << err;
   }
 }
@@ -402,7 +394,7 @@ TEST(SerializeErrors, TracerConstantsAreRejected) {
   std::string err;
   ts::grad([&](const ts::Array& z) {
     ir::Program inner = trace([&](std::span<const ts::Array> a) { return std::vector<ts::Array>{a[0] * z}; }, {x});
-    err = error_of([&] { ir::serialize(inner); });
+    err = value_error_of([&] { ir::serialize(inner); });
     return ts::sum(z);
   })(x);
   EXPECT_NE(err.find("is a tracer"), std::string::npos) << err;

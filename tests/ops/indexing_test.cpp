@@ -59,7 +59,9 @@ TEST_P(IndexingDtypes, DynamicSliceAndUpdateClamp) {
   auto v = ramp_values(6, d);
   ts::Array x = ramp({6}, d);
   EXPECT_EQ(vals(ts::dynamic_slice(x, {ts::Array(4)}, {3})), (std::vector<double>{v[3], v[4], v[5]}));
-  EXPECT_EQ(vals(ts::dynamic_slice(x, {ts::Array(-2)}, {2})), (std::vector<double>{v[0], v[1]}));
+  // A negative start counts from the end, as in JAX (then clamps): -2 on 6 elements is 4.
+  EXPECT_EQ(vals(ts::dynamic_slice(x, {ts::Array(-2)}, {2})), (std::vector<double>{v[4], v[5]}));
+  EXPECT_EQ(vals(ts::dynamic_slice(x, {ts::Array(-9)}, {2})), (std::vector<double>{v[0], v[1]}));
   ts::Array u = ts::ones({2}, d);
   ts::Array y = ts::dynamic_update_slice(ts::zeros({5}, d), u, {ts::Array(int64_t(9))});
   EXPECT_EQ(vals(y), (std::vector<double>{0, 0, 0, 1, 1}));
