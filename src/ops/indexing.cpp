@@ -1053,6 +1053,8 @@ Array take_along_axis(const Array& x_in, const Array& indices, std::optional<int
     Shape b = ops::broadcast_shapes("take_along_axis", {{x.dim(d)}, {indices.dim(d)}});
     out[size_t(d)] = xs[size_t(d)] = b[0];
   }
+  // Nothing to read from an empty axis: JAX's gather gives zeros (jnp.take refuses instead).
+  if (x.dim(axis) == 0) return zeros(out, x.dtype());
   Array xb = broadcast_to(x, xs);
   std::vector<Array> ins{xb};
   Axes axes;

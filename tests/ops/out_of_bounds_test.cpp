@@ -122,6 +122,17 @@ TEST(OutOfBounds, TakeAlongAxisModes) {
                                "take_along_axis: without an axis the indices must be 1-D");
 }
 
+TEST(OutOfBounds, TakeAlongAnEmptyAxisGivesZeros) {
+  // Values recorded from JAX 0.10.2: jnp.take_along_axis(jnp.zeros((3, 0)), jnp.zeros((3, 2), int), axis=1) is
+  // zeros((3, 2)), in every mode.
+  const ts::Array x = ts::ones({3, 0}), i = ts::zeros({3, 2}, ts::i32);
+  for (const char* mode : {"fill", "clip", "wrap"}) {
+    expect_eager_and_jit([&](const ts::Array& a) { return ts::take_along_axis(a, i, 1, {.mode = mode}); }, x,
+                         {0, 0, 0, 0, 0, 0}, mode);
+  }
+  EXPECT_EQ(ts::take_along_axis(ts::zeros({3, 0}, ts::i32), i, 1).dtype(), ts::i32);
+}
+
 // ---- x[...] and x.at(...) ----
 
 TEST(OutOfBounds, StaticIntegersClampForReads) {
