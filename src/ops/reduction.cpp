@@ -53,6 +53,15 @@ ReduceLayout make_layout(const Shape& shape, const Axes& axes) {
 // compiler turns into vector registers). Sums also split rows longer than 1024 in halves
 // (pairwise summation, as NumPy does with blocks of 128; larger blocks halve the time and
 // still bound f32 error by ~(128 + log2 n) ulps).
+// Max and min of floats combine a row without ordering -0 below +0 (see MaxMinOp), then
+// settle the sign of a zero result.
+template <class Op, class A>
+constexpr bool settles_zero_sign = std::is_floating_point_v<A> && requires { Op::kMax; };
+template <class Op, class A> A combine_in_row(A a, A b) {
+  if constexpr (settles_zero_sign<Op, A>) return Op::combine_ignoring_zero_sign(a, b);
+  else return Op::combine(a, b);
+}
+
 template <class Op, class A, class T> A reduce_row(const T* p, int64_t n) {
   if (n < 8) {
     A r = Op::template identity<A>();
@@ -71,11 +80,20 @@ template <class Op, class A, class T> A reduce_row(const T* p, int64_t n) {
     // Kept as a loop so the loop vectorizer (which handles max/min's selects, unlike
     // straight-line SLP) turns it into vector operations.
 #pragma GCC unroll 1
-    for (int j = 0; j < 8; ++j) r[j] = Op::combine(r[j], load<A>(p[i + j]));
+    for (int j = 0; j < 8; ++j) r[j] = combine_in_row<Op>(r[j], load<A>(p[i + j]));
   }
-  A s = Op::combine(Op::combine(Op::combine(r[0], r[1]), Op::combine(r[2], r[3])),
-                    Op::combine(Op::combine(r[4], r[5]), Op::combine(r[6], r[7])));
-  for (; i < n; ++i) s = Op::combine(s, load<A>(p[i]));
+  A s = combine_in_row<Op>(combine_in_row<Op>(combine_in_row<Op>(r[0], r[1]), combine_in_row<Op>(r[2], r[3])),
+                           combine_in_row<Op>(combine_in_row<Op>(r[4], r[5]), combine_in_row<Op>(r[6], r[7])));
+  for (; i < n; ++i) s = combine_in_row<Op>(s, load<A>(p[i]));
+  if constexpr (settles_zero_sign<Op, A>) {
+    if (s == A(0)) {  // which zero: +0 for max if any element is +0, -0 for min if any is -0
+      for (int64_t k = 0; k < n; ++k) {
+        const A v = load<A>(p[k]);
+        if (v == A(0) && std::signbit(v) != Op::kMax) return v;
+      }
+      return Op::kMax ? -A(0) : A(0);
+    }
+  }
   return s;
 }
 

@@ -75,18 +75,24 @@ struct ProdOp {
   }
 };
 /// max/min: scalar::max / scalar::min (NaN propagates, -0 < +0), the element-wise functions.
-struct MaxOp {
+///
+/// Long contiguous rows of floats take `combine_ignoring_zero_sign` (two selects, which
+/// vectorize; the signed-zero test does not, and costs ~3x there), and reduce_row settles
+/// the sign of a zero result afterwards: the max is +0 if any element is +0, the min -0 if
+/// any element is -0.
+template <bool Max> struct MaxMinOp {
   static constexpr bool kPairwise = false;
+  static constexpr bool kMax = Max;
   template <class T> using Acc = compute_t<T>;
-  template <class A> static A identity() { return lowest_value<A>(); }
-  template <class A> static A combine(A a, A b) { return scalar::max(a, b); }
+  template <class A> static A identity() { return Max ? lowest_value<A>() : highest_value<A>(); }
+  template <class A> static A combine(A a, A b) { return Max ? scalar::max(a, b) : scalar::min(a, b); }
+  template <class A> static A combine_ignoring_zero_sign(A a, A b) {
+    const A r = (Max ? greater(a, b) : greater(b, a)) ? a : b;
+    return is_nan(a) ? a : r;
+  }
 };
-struct MinOp {
-  static constexpr bool kPairwise = false;
-  template <class T> using Acc = compute_t<T>;
-  template <class A> static A identity() { return highest_value<A>(); }
-  template <class A> static A combine(A a, A b) { return scalar::min(a, b); }
-};
+using MaxOp = MaxMinOp<true>;
+using MinOp = MaxMinOp<false>;
 /// Logical for bool, bitwise for integers (lax.reduce_and / reduce_or).
 struct AndOp {
   static constexpr bool kPairwise = false;
