@@ -52,6 +52,7 @@ demo: configure
 	  --out $(DEMO_OUT)/shallow_water.npy --png $(DEMO_OUT)/shallow_water.png --gif $(DEMO_OUT)/shallow_water.gif
 
 test: configure
+	scripts/check-layers
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout $(TEST_TIMEOUT)
 

@@ -11,7 +11,7 @@
 
 namespace tessel::compiler {
 
-extern const char* const kScalarSource;  // generated from src/ops/scalar.h
+extern const char* const kScalarSource;  // generated from src/backend/cpu/scalar.h
 
 namespace {
 

@@ -59,7 +59,7 @@ GroupCost group_cost(const ir::Program& group);
 std::string generate_kernel(const ir::Program& group, const std::string& name);
 
 /// The header every generated translation unit starts with (standard headers and the
-/// element-wise scalar functions of src/ops/scalar.h).
+/// element-wise scalar functions of src/backend/cpu/scalar.h).
 std::string kernel_prelude();
 
 }  // namespace tessel::compiler

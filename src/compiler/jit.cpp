@@ -5,43 +5,17 @@
 
 #include "compiler/executable.h"
 #include "compiler/fusion.h"
+#include "compiler/jit_entry.h"
 #include "compiler/jit_primitive.h"
 #include "compiler/passes.h"
 #include "core/lifetime.h"
 #include "core/log.h"
 #include "ir/trace.h"
-#include "runtime/spmd_dispatch.h"
 #include "transforms/call_util.h"
 #include "tessel/jit.h"
 
 namespace tessel {
 namespace detail {
-
-struct ProgramHolder {
-  std::shared_ptr<const ir::Program> program;
-};
-
-struct JitEntry {
-  std::shared_ptr<const ir::Program> traced;   // as traced
-  // Closure-converted but not simplified: what transformations of a call see, since
-  // simplification inlines custom_jvp/custom_vjp/checkpoint calls and would drop their rules.
-  std::shared_ptr<const ir::Program> closed;
-  std::shared_ptr<const ir::Program> lowered;  // closure-converted and simplified
-  std::vector<Array> captured_tracers;         // leading arguments of `closed` and `lowered`
-  std::vector<int> donated;                    // per input: donated argument index, or -1
-  bool partitions = false;                     // has sharding constraints, shard_map, ...
-  // Built (fused, kernels compiled) on the first concrete call: an entry used only under
-  // transformations never pays for code generation.
-  mutable std::once_flag exe_once;
-  mutable std::shared_ptr<compiler::Executable> exe;
-  const compiler::Executable& executable() const {
-    std::call_once(exe_once, [this] {
-      exe = std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*lowered)),
-                                                   donated);
-    });
-    return *exe;
-  }
-};
 
 namespace {
 
@@ -66,11 +40,14 @@ std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& progr
   return exe;
 }
 
+}  // namespace
+
 void run_program_sync(const ir::ProgramRef& program, std::span<const void* const> ins, std::span<void* const> outs,
                       DeviceImpl* device) {
   executable_for(program, /*fold=*/false)->run_sync(ins, outs, device);
 }
-[[maybe_unused]] const bool runner_installed = (ir::set_program_runner(&run_program_sync), true);
+
+namespace {
 
 std::vector<Aval> jit_abstract_eval(std::span<const Aval> ins, const ir::Params& params) {
   const auto& p = *params.get<ir::ProgramRef>("program");
@@ -84,9 +61,8 @@ std::vector<Aval> jit_abstract_eval(std::span<const Aval> ins, const ir::Params&
   return p.out_avals();
 }
 
+// Arrays of one device each (src/sharding/dispatch.cpp sends the others to the partitioner).
 std::vector<Array> jit_eager(std::span<const Array> ins, const ir::Params& params) {
-  const auto& program = params.get<ir::ProgramRef>("program");
-  if (any_sharded(ins) || has_spmd_equations(*program)) return spmd_dispatch().run_program(program, ins);
   return executable_for(params.get<ir::ProgramRef>("program"), /*fold=*/true)->run(ins);
 }
 
@@ -97,14 +73,14 @@ std::vector<Array> jit_partial_eval(const ir::Primitive& self, Trace& trace, std
   });
 }
 
+}  // namespace
+
 bool needs_trace(std::span<const Array> args) {
   if (tracing_active()) return true;
   for (const Array& a : args)
     if (a.is_tracer()) return true;
   return false;
 }
-
-}  // namespace
 
 std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name,
                                       std::vector<int> donated) {
@@ -117,7 +93,7 @@ std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in
   // only runs under its transformation, where donation is ignored).
   if (!donated.empty()) donated.insert(donated.begin(), e->captured_tracers.size(), -1);
   e->donated = std::move(donated);
-  e->partitions = has_spmd_equations(*e->lowered);
+  e->partitions = ir::has_spmd_equations(*e->lowered);
   TESSEL_DEBUG_LOG("jit compile '" + name + "': traced " + std::to_string(e->traced->eqns.size()) +
                    " equations, " + std::to_string(e->lowered->eqns.size()) + " after simplification");
   return e;
@@ -125,41 +101,12 @@ std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in
 
 bool jit_entry_captures_tracers(const JitEntry& e) { return !e.captured_tracers.empty(); }
 
-std::vector<Array> jit_call(const JitEntry& e, std::span<const Array> args) {
-  if (e.captured_tracers.empty() && !needs_trace(args)) {
-    for (const Array& a : args)
-      if (!a.valid()) throw ValueError(e.lowered->name + ": an argument is an empty Array; give it a value");
-    if (e.partitions || any_sharded(args)) return spmd_dispatch().run_program(e.lowered, args);
-    return e.executable().run(args);
-  }
-  std::vector<Array> all = e.captured_tracers;
-  all.insert(all.end(), args.begin(), args.end());
-  return detail::bind(compiler::jit_primitive(), all,
-              ir::Params{{"name", e.lowered->name}, {"program", ir::ProgramRef(e.closed)}});
-}
-
 Program jit_traced_program(const JitEntry& e) {
   return Program(std::make_shared<const ProgramHolder>(ProgramHolder{e.traced}));
 }
 Program jit_lowered_program(const JitEntry& e) {
   return Program(std::make_shared<const ProgramHolder>(ProgramHolder{e.lowered}));
 }
-std::string jit_compiled_text(const JitEntry& e, std::span<const Array> args) {
-  if (e.partitions || any_sharded(args)) {
-    if (!e.captured_tracers.empty())
-      throw ValueError(e.lowered->name + ": this program closes over values of an enclosing transformation; compile it outside");
-    return spmd_dispatch().program_text(e.lowered, args);
-  }
-  return e.executable().to_text();
-}
-
-void jit_build(const JitEntry& e, std::span<const Array> args) {
-  // A program closing over an enclosing transformation's values only runs under it.
-  if (!e.captured_tracers.empty() || needs_trace(args)) return;
-  if (e.partitions || any_sharded(args)) spmd_dispatch().program_text(e.lowered, args);  // prepares and caches
-  else e.executable();
-}
-
 void jit_bad_shardings(const std::string& name, const char* which, size_t given, size_t expected) {
   throw ValueError(name + ": " + which + " has " + std::to_string(given) + " entries but " + std::to_string(expected) +
                    (std::string(which) == "in_shardings" ? " arguments are passed" : " results are returned") +

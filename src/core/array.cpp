@@ -124,7 +124,7 @@ const Array& Array::block_until_ready() const {
   if (auto* s = detail::as_sharded(*this)) {
     for (auto& b : s->shards)
       if (b) b->wait();  // null: a device of another process
-    if (s->remote && detail::remote_hooks().wait) detail::remote_hooks().wait(*s);
+    if (const detail::RemotePieces* r = s->remote ? detail::remote_pieces() : nullptr) r->wait(*s);
     return *this;
   }
   detail::require_concrete(*this, "block_until_ready")->buffer->wait();

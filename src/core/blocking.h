@@ -1,26 +1,37 @@
 #pragma once
-// A hook around the places where a thread blocks on tessel work, and a short spin for
-// waits that are usually over within microseconds.
+// Who is told when a thread blocks on tessel work, and a short spin for waits that are
+// usually over within microseconds.
 #include <chrono>
 #include <thread>
 
 namespace tessel::detail {
 
-/// Called with true before a thread blocks waiting on tessel work (a buffer, a stream) and
-/// with false after: the host-callback runtime sets it on its receiver threads, so that a
-/// callback waiting on a device lifts the back-pressure that device may be waiting on.
-using BlockHook = void (*)(bool blocking);
-extern thread_local BlockHook t_block_hook;
-/// Calls t_block_hook around a blocking wait.
+/// Told with true before a thread blocks waiting on tessel work (a buffer, a stream) and
+/// with false after. One implementation: the host-callback receivers
+/// (src/runtime/host_callbacks.cpp) observe their own threads, so that a callback waiting on
+/// a device lifts the back-pressure that device may be waiting on.
+class BlockObserver {
+ public:
+  virtual ~BlockObserver() = default;
+  virtual void blocking(bool waiting) = 0;
+};
+/// Sets the observer of the calling thread (null: none).
+void observe_blocking(BlockObserver* o);
+/// The calling thread's observer, or null.
+BlockObserver* block_observer();
+/// Tells the calling thread's observer around a blocking wait.
 struct BlockingScope {
-  BlockingScope() {
-    if (t_block_hook) t_block_hook(true);
+  BlockingScope() : o_(block_observer()) {
+    if (o_) o_->blocking(true);
   }
   ~BlockingScope() {
-    if (t_block_hook) t_block_hook(false);
+    if (o_) o_->blocking(false);
   }
   BlockingScope(const BlockingScope&) = delete;
   BlockingScope& operator=(const BlockingScope&) = delete;
+
+ private:
+  BlockObserver* o_;
 };
 
 /// Polls `done` until it is true or `limit` has passed, yielding the core between polls

@@ -1,14 +1,18 @@
 #include "core/remote.h"
 
+#include <atomic>
+
 namespace tessel::detail {
 
-RemoteHooks& remote_hooks() {
-  static RemoteHooks h;
-  return h;
+namespace {
+std::atomic<const RemotePieces*> g_remote{nullptr};
 }
 
+void install_remote_pieces(const RemotePieces& r) { g_remote.store(&r); }
+const RemotePieces* remote_pieces() { return g_remote.load(std::memory_order_acquire); }
+
 RemoteRef::~RemoteRef() {
-  if (auto release = remote_hooks().release) release(id, processes);
+  if (const RemotePieces* r = remote_pieces()) r->release(id, processes);
 }
 
 }  // namespace tessel::detail

@@ -1,8 +1,9 @@
 #pragma once
 // Arrays whose pieces live in other processes of a single-controller job (ARCHITECTURE.md
 // "Processes"): the driver holds the handle, the workers that own the devices hold the
-// pieces under an id. The core only keeps the id and calls the hooks that
-// src/distributed/controller.cpp installs (the layers below do not know about MPI).
+// pieces under an id. The core only keeps the id; what needs the workers goes through the
+// RemotePieces interface, implemented once by the driver in src/distributed/controller.cpp
+// and installed by distributed::initialize() (the layers below do not know about MPI).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -23,16 +24,23 @@ struct RemoteRef {
   ~RemoteRef();
 };
 
-struct RemoteHooks {
+/// What the core asks of the workers about arrays whose pieces they hold.
+class RemotePieces {
+ public:
+  virtual ~RemotePieces() = default;
   /// Frees the pieces of `id` on `processes` (never throws).
-  void (*release)(uint64_t id, const std::vector<int>& processes) = nullptr;
+  virtual void release(uint64_t id, const std::vector<int>& processes) const noexcept = 0;
   /// Waits until every remote piece of `a` is computed; rethrows a worker's error.
-  void (*wait)(const ShardedArray& a) = nullptr;
+  virtual void wait(const ShardedArray& a) const = 0;
   /// Fills `shards[pos]` for each listed mesh position with a local buffer holding a copy
   /// of that remote piece.
-  void (*fetch)(const ShardedArray& a, const std::vector<int>& positions,
-                std::vector<std::shared_ptr<Buffer>>& shards) = nullptr;
+  virtual void fetch(const ShardedArray& a, const std::vector<int>& positions,
+                     std::vector<std::shared_ptr<Buffer>>& shards) const = 0;
 };
-RemoteHooks& remote_hooks();
+/// Installs the driver's implementation (distributed::initialize on the driver of a
+/// single-controller job).
+void install_remote_pieces(const RemotePieces& r);
+/// The installed implementation, or null outside the driver of a single-controller job.
+const RemotePieces* remote_pieces();
 
 }  // namespace tessel::detail

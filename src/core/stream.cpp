@@ -7,7 +7,11 @@
 
 namespace tessel::detail {
 
-thread_local BlockHook t_block_hook = nullptr;
+namespace {
+thread_local BlockObserver* t_block_observer = nullptr;
+}
+void observe_blocking(BlockObserver* o) { t_block_observer = o; }
+BlockObserver* block_observer() { return t_block_observer; }
 
 namespace {
 

@@ -300,23 +300,31 @@ std::string wait_reply(int p, int tag, const std::string& op, const std::vector<
   }
 }
 
-// ---- the driver's hooks for remote arrays (core/remote.h) ----
+// ---- the driver's side of remote arrays (core/remote.h) ----
 
-void release_remote(uint64_t id, const std::vector<int>& processes) {
+class DriverPieces final : public detail::RemotePieces {
+ public:
+  void release(uint64_t id, const std::vector<int>& processes) const noexcept override;
+  void wait(const detail::ShardedArray& a) const override;
+  void fetch(const detail::ShardedArray& a, const std::vector<int>& positions,
+             std::vector<std::shared_ptr<detail::Buffer>>& shards) const override;
+};
+
+void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const noexcept {
   State& s = state();
   if (s.role != Role::driver || s.stopped) return;
   std::lock_guard lock(s.pending_mu);
   for (int p : processes) s.pending_deletes[p].push_back(id);
 }
 
-void wait_remote(const detail::ShardedArray& a) {
+void DriverPieces::wait(const detail::ShardedArray& a) const {
   ir::Writer w;
   w.u64(a.remote->id);
   for (int p : a.remote->processes) request(p, "array.wait", w.bytes(), a.remote->processes);
 }
 
-void fetch_remote(const detail::ShardedArray& a, const std::vector<int>& positions,
-                  std::vector<std::shared_ptr<detail::Buffer>>& shards) {
+void DriverPieces::fetch(const detail::ShardedArray& a, const std::vector<int>& positions,
+                         std::vector<std::shared_ptr<detail::Buffer>>& shards) const {
   std::map<int, std::vector<int>> by_process;
   for (int pos : positions) by_process[a.sharding.device_set()[size_t(pos)].process_index()].push_back(pos);
   auto* dev = detail::default_device();
@@ -577,10 +585,8 @@ void start() {
   }
   if (mpi::world_rank() == 0) {
     s.role = Role::driver;
-    auto& hooks = detail::remote_hooks();
-    hooks.release = &release_remote;
-    hooks.wait = &wait_remote;
-    hooks.fetch = &fetch_remote;
+    static const DriverPieces pieces;
+    detail::install_remote_pieces(pieces);
     TESSEL_DEBUG_LOG("controller: driver of " + std::to_string(s.size - 1) + " workers");
     return;
   }

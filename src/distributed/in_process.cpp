@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "distributed/collectives.h"
-#include "ops/reduction_ops.h"
+#include "backend/cpu/reduction_ops.h"
 #include "tessel/error.h"
 
 namespace tessel::distributed {
@@ -37,14 +37,14 @@ void combine_rows(const std::vector<const void*>& ins, size_t offset, size_t row
     for (size_t lo = 0; lo < n; lo += kBlock) {
       const size_t m = std::min(kBlock, n - lo);
       const T* first = static_cast<const T*>(ins[0]) + in_off + lo;
-      for (size_t i = 0; i < m; ++i) acc[i] = ops::reduce::load<A>(first[i]);
+      for (size_t i = 0; i < m; ++i) acc[i] = cpu::reduce::load<A>(first[i]);
       for (size_t j = 1; j < ins.size(); ++j) {
         const T* p = static_cast<const T*>(ins[j]) + in_off + lo;
-        for (size_t i = 0; i < m; ++i) acc[i] = Op::combine(acc[i], ops::reduce::load<A>(p[i]));
+        for (size_t i = 0; i < m; ++i) acc[i] = Op::combine(acc[i], cpu::reduce::load<A>(p[i]));
       }
       for (size_t k = 0; k < num_outs; ++k) {
         T* o = outs[k] + out_off + lo;
-        for (size_t i = 0; i < m; ++i) o[i] = ops::reduce::store<T>(acc[i]);
+        for (size_t i = 0; i < m; ++i) o[i] = cpu::reduce::store<T>(acc[i]);
       }
     }
   }
@@ -58,13 +58,13 @@ void combine(ir::Combine op, DType dtype, const std::vector<const void*>& ins, s
     T* const* o = reinterpret_cast<T* const*>(outs);
     switch (op) {
       case ir::Combine::kSum:
-        return combine_rows<ops::reduce::SumOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
+        return combine_rows<cpu::reduce::SumOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
       case ir::Combine::kProd:
-        return combine_rows<ops::reduce::ProdOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
+        return combine_rows<cpu::reduce::ProdOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
       case ir::Combine::kMax:
-        return combine_rows<ops::reduce::MaxOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
+        return combine_rows<cpu::reduce::MaxOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
       case ir::Combine::kMin:
-        return combine_rows<ops::reduce::MinOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
+        return combine_rows<cpu::reduce::MinOp, T>(ins, offset, rows, in_stride, n, o, num_outs, out_stride);
       case ir::Combine::kNone: break;
     }
     throw Error("internal: a collective reduction needs an operation (sum, prod, max or min)");

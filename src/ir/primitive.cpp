@@ -2,6 +2,7 @@
 
 #include "core/shape_check.h"
 #include "ir/abstract_eval.h"
+#include "ir/evaluator.h"
 
 #include <deque>
 #include <mutex>
@@ -23,16 +24,19 @@ Registry& registry() {
   return r;
 }
 
-ProgramRunner g_runner = nullptr;
+const Evaluator* g_evaluator = nullptr;
 
 }  // namespace
 
-void set_program_runner(ProgramRunner f) { g_runner = f; }
+void install_evaluator(const Evaluator& e) { g_evaluator = &e; }
+const Evaluator& evaluator() {
+  if (!g_evaluator) throw Error("internal: no evaluator installed (src/sharding/dispatch.cpp is not linked in)");
+  return *g_evaluator;
+}
 
 void run_program(const std::shared_ptr<const Program>& program, std::span<const void* const> ins,
                  std::span<void* const> outs, detail::DeviceImpl* device) {
-  if (!g_runner) throw Error("internal: no program runner installed");
-  g_runner(program, ins, outs, device);
+  evaluator().run_program(program, ins, outs, device);
 }
 
 std::vector<size_t> inplace_elementwise(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,

@@ -150,12 +150,8 @@ struct Primitive {
   bool inlinable_call = false;
 };
 
-/// Runs a program synchronously on dense buffers (for the kernels of control flow, which
-/// run bodies inside a device task). Installed by the compiler layer.
-using ProgramRunner = void (*)(const std::shared_ptr<const struct Program>& program, std::span<const void* const> ins,
-                               std::span<void* const> outs, detail::DeviceImpl* device);
-void set_program_runner(ProgramRunner f);
-/// Runs `program` with the installed runner (see ProgramRunner).
+/// Runs `program` synchronously on dense buffers of `device` (for the kernels of control
+/// flow, which run bodies inside a device task), through ir::evaluator() (ir/evaluator.h).
 void run_program(const std::shared_ptr<const struct Program>& program, std::span<const void* const> ins,
                  std::span<void* const> outs, detail::DeviceImpl* device);
 

@@ -257,4 +257,10 @@ std::vector<Array> eval_program(const Program& p, std::span<const Array> args) {
   return outs;
 }
 
+bool has_spmd_equations(const Program& p) {
+  for (const auto& e : p.eqns)
+    if (e.prim->spmd) return true;
+  return false;
+}
+
 }  // namespace tessel::ir

@@ -81,5 +81,8 @@ void verify_program(const Program& p);
 /// Evaluates the program by binding every equation: on concrete arrays it computes, on
 /// tracers it records into their trace (so transformations nest).
 std::vector<Array> eval_program(const Program& p, std::span<const Array> args);
+/// True when the program has an equation that partitions itself (a sharding constraint,
+/// shard_map, custom_partitioning): it runs through the SPMD partitioner.
+bool has_spmd_equations(const Program& p);
 
 }  // namespace tessel::ir

@@ -4,13 +4,13 @@
 
 #include "core/shape_check.h"
 #include "ir/abstract_eval.h"
+#include "ir/evaluator.h"
 #include "tessel/error.h"
 
 namespace tessel::detail {
 namespace {
 
 thread_local std::vector<Trace*> t_stack;
-EagerEvaluator g_eager = nullptr;
 
 std::atomic<uint64_t>& trace_counter() {
   static std::atomic<uint64_t> c{1};
@@ -43,7 +43,6 @@ Trace::Scope::Scope(Trace* t) : t_(t) {
 
 Trace::Scope::~Scope() { t_stack.pop_back(); }
 
-void set_eager_evaluator(EagerEvaluator f) { g_eager = f; }
 bool tracing_active() { return !t_stack.empty(); }
 bool trace_is_live(uint64_t id) {
   for (Trace* s : t_stack)
@@ -52,7 +51,7 @@ bool trace_is_live(uint64_t id) {
 }
 
 std::vector<Array> eval_eagerly(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
-  return g_eager(p, ins, params);
+  return ir::evaluator().eval_primitive(p, ins, params);
 }
 
 std::vector<Array> bind(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
@@ -72,8 +71,7 @@ std::vector<Array> bind(const ir::Primitive& p, std::span<const Array> ins, cons
     }
   }
   if (best) return best->process_primitive(p, ins, params);
-  if (!g_eager) throw Error("internal: no eager evaluator installed");
-  return g_eager(p, ins, params);
+  return ir::evaluator().eval_primitive(p, ins, params);
 }
 
 Array bind1(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {

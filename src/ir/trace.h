@@ -63,11 +63,8 @@ inline Array bind1(const ir::Primitive& p, std::initializer_list<Array> ins, con
   return bind1(p, std::span<const Array>(ins.begin(), ins.size()), params);
 }
 
-/// Eager evaluation, installed by the runtime layer (keeps dependencies pointing down).
-using EagerEvaluator = std::vector<Array> (*)(const ir::Primitive& p, std::span<const Array> ins,
-                                             const ir::Params& params);
-void set_eager_evaluator(EagerEvaluator f);
-/// Evaluates on concrete arrays, ignoring active traces (compile-time constant folding).
+/// Evaluates on concrete arrays, ignoring active traces (compile-time constant folding),
+/// through ir::evaluator() (ir/evaluator.h).
 std::vector<Array> eval_eagerly(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params);
 /// True when some trace is active on this thread.
 bool tracing_active();

@@ -2,13 +2,13 @@
 // reverse), sharing one scan kernel and the monoids of the reductions.
 #include <memory>
 
-#include "ops/reduction_ops.h"
+#include "backend/cpu/reduction_ops.h"
 #include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
 
-using namespace reduce;
+using namespace cpu::reduce;
 
 // The operand is seen as (outer, n, inner) around the scanned axis. With inner == 1 each
 // row is scanned with one running accumulator; otherwise whole rows of `inner` accumulators

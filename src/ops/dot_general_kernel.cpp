@@ -12,7 +12,7 @@
 
 #include "backend/cpu/blas.h"
 #include "ops/linalg.h"
-#include "ops/reduction_ops.h"
+#include "backend/cpu/reduction_ops.h"
 #include "ops/strided.h"
 
 namespace tessel::ops {
@@ -77,7 +77,7 @@ template <class To, class From> void permute_convert(const From* in, const Shape
   std::vector<int64_t> in_strides;
   for (auto d : perm) box.push_back(shape[size_t(d)]), in_strides.push_back(st[size_t(d)]);
   for_each_offset(box, 0, strides_of(box), 0, in_strides,
-                  [&](int64_t o, int64_t i) { out[o] = reduce::load<To>(in[i]); });
+                  [&](int64_t o, int64_t i) { out[o] = cpu::reduce::load<To>(in[i]); });
 }
 
 // Writes operand `in` with its dims permuted to `order`, in dtype `ct`. Same-dtype copies
@@ -158,7 +158,7 @@ MatrixView operand_view(const void* in, const Aval& av, DType ct, const Axes& ba
 template <class T>
 void loop_product(const cpu::ProductBlock& p, int64_t m, int64_t n, int64_t k, const MatrixView& av,
                   const MatrixView& bv, T* out) {
-  using A = reduce::arith_acc_t<T>;
+  using A = cpu::reduce::arith_acc_t<T>;
   constexpr int64_t KB = 128, NB = 512;
   const T* a = static_cast<const T*>(av.data) + av.offsets[size_t(p.b)];
   const T* b = static_cast<const T*>(bv.data) + bv.offsets[size_t(p.b)];

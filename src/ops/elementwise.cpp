@@ -27,7 +27,7 @@
 
 #include "ops/elementwise.h"
 #include "ops/rule_util.h"
-#include "ops/scalar.h"
+#include "backend/cpu/scalar.h"
 
 namespace tessel::ops {
 namespace {
@@ -218,7 +218,7 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 }  // namespace
 
 // One row of the table: NAME_p, accepting the classes MASK, output dtype rule OUT, with the
-// transformation RULES; its scalar function is scalar::NAME (ops/scalar.h, shared with
+// transformation RULES; its scalar function is scalar::NAME (backend/cpu/scalar.h, shared with
 // generated code). The op struct is file-local; the handle NAME_p is declared in
 // elementwise.h.
 #define TESSEL_ELEMENTWISE(NAME, ARITY, MASK, OUT, RULES)                                \

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/compute_type.h"
 #include "backend/cpu/parallel.h"
 #include "core/array_impl.h"
 #include "ir/primitive.h"
@@ -83,16 +84,11 @@ template <class R, class... Ts, class F> void map_elementwise(const KernelCall& 
   run(std::index_sequence_for<Ts...>{});
 }
 
-/// The type arithmetic happens in: float for the half types, else T itself.
-template <class T> struct compute_type { using type = T; };
-template <> struct compute_type<float16_t> { using type = float; };
-template <> struct compute_type<bfloat16_t> { using type = float; };
-template <class T> using compute_t = typename compute_type<T>::type;
-
-template <class T> inline constexpr bool is_complex_v =
-    std::is_same_v<T, complex64_t> || std::is_same_v<T, complex128_t>;
-template <class T> inline constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+using cpu::compute_t;
+using cpu::compute_type;
+using cpu::is_complex_v;
+using cpu::is_float_v;
+using cpu::is_half_v;
 
 /// The C++ type generated code uses for `d` ("float", "int32_t", "bool"), or nullptr for
 /// the dtypes code generation leaves to the unfused kernels (half and complex types).

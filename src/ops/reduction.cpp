@@ -5,13 +5,13 @@
 #include <limits>
 #include <optional>
 
-#include "ops/reduction_ops.h"
+#include "backend/cpu/reduction_ops.h"
 #include "ops/rule_util.h"
 
 namespace tessel::ops {
 namespace {
 
-using namespace reduce;
+using namespace cpu::reduce;
 
 // ---- layout: the input seen as runs of kept and reduced dimensions ----
 
@@ -519,11 +519,11 @@ namespace tessel {
 
 Array sum(const Array& x, Axes axes, bool keepdims) {
   return ops::reduction("sum", ops::reduce_sum_p, x, axes, keepdims,
-                        ops::reduce::promote_small_int(ops::strong_dtype(x)));
+                        cpu::reduce::promote_small_int(ops::strong_dtype(x)));
 }
 Array prod(const Array& x, Axes axes, bool keepdims) {
   return ops::reduction("prod", ops::reduce_prod_p, x, axes, keepdims,
-                        ops::reduce::promote_small_int(ops::strong_dtype(x)));
+                        cpu::reduce::promote_small_int(ops::strong_dtype(x)));
 }
 Array max(const Array& x, Axes axes, bool keepdims) { return ops::extremum("max", ops::reduce_max_p, x, axes, keepdims); }
 Array min(const Array& x, Axes axes, bool keepdims) { return ops::extremum("min", ops::reduce_min_p, x, axes, keepdims); }

@@ -8,7 +8,7 @@
 #include "ir/abstract_eval.h"
 #include "ir/trace.h"
 #include "runtime/launch.h"
-#include "runtime/spmd_dispatch.h"
+#include "runtime/eager.h"
 #include "tessel/error.h"
 
 namespace tessel::detail {
@@ -53,11 +53,9 @@ const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const 
   return *cache->emplace(h, std::move(e))->second;
 }
 
+}  // namespace
+
 std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
-  // A self-partitioning primitive on single-device arrays that names no mesh (custom
-  // partitioning) runs its own eager path; everything else on sharded arrays is partitioned.
-  bool names_mesh = p.spmd && p.spmd->mesh && p.spmd->mesh(params);
-  if (any_sharded(ins) || (p.spmd && (names_mesh || !p.eager_impl))) return spmd_dispatch().eval_primitive(p, ins, params);
   if (p.eager_impl) return p.eager_impl(ins, params);
   if (!p.cpu_kernel) throw NotImplementedError(p.name + ": this primitive has no CPU kernel");
   const OpEntry& e = lookup(p, ins, params);
@@ -86,10 +84,6 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
                                              std::move(out_bufs)});
   return outs;
 }
-
-[[maybe_unused]] const bool installed = (set_eager_evaluator(&eager_eval), true);
-
-}  // namespace
 
 DeviceImpl* result_device(const std::string& op, std::span<const Array> ins) {
   DeviceImpl* committed_dev = nullptr;

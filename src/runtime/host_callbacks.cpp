@@ -53,7 +53,7 @@ class Receiver;
 thread_local Receiver* t_receiver = nullptr;  // the receiver whose thread this is
 
 /// One device's queue and the thread that empties it.
-class Receiver {
+class Receiver final : public BlockObserver {
  public:
   explicit Receiver(int device_id) : device_id_(device_id), max_bytes_(max_queue_bytes()) {}
 
@@ -97,7 +97,7 @@ class Receiver {
   /// collective, a gather of the results): work queued behind them would never run.
   PrivateStreams& callback_streams() { return callback_streams_; }
 
-  void set_callback_waits(bool waiting) {
+  void blocking(bool waiting) override {
     {
       std::lock_guard lock(mu_);
       callback_waits_ += waiting ? 1 : -1;
@@ -115,7 +115,7 @@ class Receiver {
 
   void loop() {
     t_receiver = this;
-    t_block_hook = [](bool waiting) { t_receiver->set_callback_waits(waiting); };
+    observe_blocking(this);
     std::deque<Item> batch;
     std::unique_lock lock(mu_);
     for (;;) {

@@ -1,6 +1,6 @@
 #include "runtime/spmd_context.h"
 
-#include "sharding/mesh_impl.h"
+#include "core/mesh_impl.h"
 #include "tessel/error.h"
 
 namespace tessel::detail {
@@ -57,22 +57,4 @@ AxisGroup axis_group(const SpmdContext& ctx, const std::vector<std::string>& axe
   return g;
 }
 
-}  // namespace tessel::detail
-
-#include "runtime/spmd_dispatch.h"
-
-namespace tessel::detail {
-namespace {
-SpmdDispatch g_dispatch;
-}
-void set_spmd_dispatch(SpmdDispatch d) { g_dispatch = d; }
-const SpmdDispatch& spmd_dispatch() {
-  if (!g_dispatch.eval_primitive) throw Error("internal: the SPMD partitioner is not linked in");
-  return g_dispatch;
-}
-bool has_spmd_equations(const ir::Program& p) {
-  for (const auto& e : p.eqns)
-    if (e.prim->spmd) return true;
-  return false;
-}
 }  // namespace tessel::detail

@@ -9,7 +9,7 @@
 #include "ir/program.h"
 #include "ir/serialize.h"
 #include "ir/trace.h"
-#include "sharding/mesh_impl.h"
+#include "core/mesh_impl.h"
 #include "sharding/rule_string.h"
 #include "transforms/call_util.h"
 

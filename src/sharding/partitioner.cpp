@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "ir/trace.h"
 #include "runtime/spmd_context.h"
-#include "sharding/mesh_impl.h"
+#include "core/mesh_impl.h"
 #include "sharding/reshard.h"
 #include "tessel/error.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "ops/collectives.h"
-#include "sharding/mesh_impl.h"
+#include "core/mesh_impl.h"
 #include "tessel/ops.h"
 
 namespace tessel::sharding {

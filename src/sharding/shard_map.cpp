@@ -8,7 +8,7 @@
 #include "ops/collectives.h"
 #include "ops/rule_util.h"
 #include "runtime/spmd_context.h"
-#include "sharding/mesh_impl.h"
+#include "core/mesh_impl.h"
 #include "tessel/error.h"
 #include "tessel/shard_map.h"
 #include "transforms/batching.h"

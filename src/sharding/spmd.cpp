@@ -15,9 +15,9 @@
 #include "ir/trace.h"
 #include "runtime/launch.h"
 #include "runtime/spmd_context.h"
-#include "runtime/spmd_dispatch.h"
-#include "sharding/mesh_impl.h"
+#include "core/mesh_impl.h"
 #include "sharding/partitioner.h"
+#include "sharding/spmd.h"
 #include "tessel/ops.h"
 
 namespace tessel {
@@ -234,8 +234,6 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
 
 // ---- single-controller: launches on workers' devices ----
 
-std::vector<Array> run_program(const ir::ProgramRef& program, std::span<const Array> args);
-
 // The key under which workers keep a program the driver sent them (sent once per worker).
 struct ShippedProgram {
   std::weak_ptr<const ir::Program> program;
@@ -313,7 +311,7 @@ std::map<uint64_t, ir::ProgramRef>& worker_programs() {
       if (it == programs.end()) throw Error("internal: worker has no program with key " + std::to_string(key));
       std::vector<Array> args;
       for (auto id : in_ids) args.push_back(ctl::lookup(id, it->second->name));
-      std::vector<Array> outs = run_program(it->second, args);
+      std::vector<Array> outs = spmd_run_program(it->second, args);
       if (outs.size() != out_ids.size()) throw Error("internal: '" + it->second->name + "' gave an unexpected result count");
       for (size_t j = 0; j < outs.size(); ++j) ctl::store(out_ids[j], plain_if_single_device(outs[j]));
     } catch (...) {
@@ -383,18 +381,20 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
   return std::vector<Array>(outs.begin(), outs.end());
 }
 
-std::vector<Array> run_program(const ir::ProgramRef& program, std::span<const Array> args) {
+}  // namespace
+
+std::vector<Array> spmd_run_program(const ir::ProgramRef& program, std::span<const Array> args) {
   Prepared p = prepare(program, args);
   return launch(program, *p.exe, p.args);
 }
 
-std::string program_text(const ir::ProgramRef& program, std::span<const Array> args) {
+std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Array> args) {
   Prepared p = prepare(program, args);
   return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + p.exe->executable()->to_text();
 }
 
 // One primitive on sharded arrays: a one-equation program, cached by signature.
-std::vector<Array> eval_primitive(const ir::Primitive& prim, std::span<const Array> ins, const ir::Params& params) {
+std::vector<Array> spmd_eval_primitive(const ir::Primitive& prim, std::span<const Array> ins, const ir::Params& params) {
   struct Entry {
     const ir::Primitive* prim;
     ir::Params params;
@@ -418,10 +418,10 @@ std::vector<Array> eval_primitive(const ir::Primitive& prim, std::span<const Arr
     if (cache.size() >= 256) cache.erase(cache.begin());
     cache.push_back(Entry{&prim, params, avals, program});
   }
-  return run_program(program, ins);
+  return spmd_run_program(program, ins);
 }
 
-[[maybe_unused]] const bool installed = (set_spmd_dispatch({&eval_primitive, &run_program, &program_text}), true);
+namespace {
 
 // ---- sharding_constraint ----
 
@@ -535,8 +535,8 @@ std::vector<int> local_sources(const ShardedArray& a, std::vector<std::shared_pt
   for (int& q : sources)
     if (q < 0) missing.push_back(q = -1 - q);
   if (missing.empty()) return sources;
-  if (a.remote && remote_hooks().fetch) {
-    remote_hooks().fetch(a, missing, shards);
+  if (const RemotePieces* r = a.remote ? remote_pieces() : nullptr) {
+    r->fetch(a, missing, shards);
     return sources;
   }
   std::string names;

@@ -12,10 +12,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "ops/op_util.h"
-#include "ops/scalar.h"
+#include "backend/cpu/compute_type.h"
+#include "backend/cpu/scalar.h"
 
-namespace tessel::ops::reduce {
+namespace tessel::cpu::reduce {
 
 template <class T> struct int_acc {
   using type = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
@@ -148,4 +148,4 @@ template <class T, class A> inline T store(A a) {
   else return static_cast<T>(a);  // modular narrowing (defined since C++20)
 }
 
-}  // namespace tessel::ops::reduce
+}  // namespace tessel::cpu::reduce

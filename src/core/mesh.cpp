@@ -5,7 +5,7 @@
 
 #include "core/device_impl.h"
 #include "core/shape_check.h"
-#include "sharding/mesh_impl.h"
+#include "core/mesh_impl.h"
 #include "tessel/error.h"
 
 namespace tessel {

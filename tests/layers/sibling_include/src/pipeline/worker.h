@@ -1,0 +1,3 @@
+#pragma once
+// Fixture for scripts/check-layers: a header the sibling fixture includes.
+#include "core/array_impl.h"
