@@ -1,0 +1,124 @@
+// The configuration table (src/core/config.h): integers are parsed and bounded in one place,
+// with errors that name the variable, the value and the range; defaults and the time of
+// reading follow the table.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "core/config.h"
+#include "value_error.h"
+
+namespace cfg = tessel::config;
+using tessel_test::value_error_of;
+
+namespace {
+
+/// Sets (or, with nullopt, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(old_); }
+
+ private:
+  void set(const std::optional<std::string>& v) {
+    if (v) setenv(name_, v->c_str(), 1);
+    else unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST(Config, EveryVariableIsATesselVariableListedOnceInOrder) {
+  std::set<std::string> names;
+  size_t i = 0;
+  for (const cfg::Entry& e : cfg::entries()) {
+    EXPECT_EQ(size_t(e.var), i++);
+    EXPECT_EQ(std::string(e.name).rfind("TESSEL_", 0), 0u) << e.name;
+    EXPECT_TRUE(names.insert(e.name).second) << e.name << " is listed twice";
+    EXPECT_NE(std::string(e.doc), "") << e.name;
+    if (e.kind == cfg::Kind::kInteger && !e.derived_int) {
+      EXPECT_GE(e.default_int, e.min) << e.name;
+      EXPECT_LE(e.default_int, e.max) << e.name;
+    }
+  }
+  EXPECT_EQ(i, cfg::kVarCount);
+}
+
+TEST(Config, IntegersOutOfRangeNameTheVariableTheValueAndTheRange) {
+  EXPECT_EQ(value_error_of([] { cfg::parse_int(cfg::kCpuDevices, "0"); }),
+            "TESSEL_CPU_DEVICES=0 is out of range; use 1 to 1024, or unset it for 1");
+  EXPECT_EQ(value_error_of([] { cfg::parse_int(cfg::kCpuDevices, "1025"); }),
+            "TESSEL_CPU_DEVICES=1025 is out of range; use 1 to 1024, or unset it for 1");
+  EXPECT_EQ(value_error_of([] { cfg::parse_int(cfg::kCpuDevices, "8 devices"); }),
+            "TESSEL_CPU_DEVICES='8 devices' is not an integer; use 1 to 1024, or unset it for 1");
+  EXPECT_EQ(value_error_of([] { cfg::parse_int(cfg::kMpiMaxCount, "2147483648"); }),
+            "TESSEL_MPI_MAX_COUNT=2147483648 is out of range; use 1 to 2147483647, or unset it for 2147483647");
+  EXPECT_EQ(value_error_of([] { cfg::parse_int(cfg::kFusionMaxPointCost, "-3"); }),
+            "TESSEL_FUSION_MAX_POINT_COST=-3 is out of range; use 0 or more, or unset it for 256");
+  EXPECT_EQ(value_error_of([] { cfg::parse_int(cfg::kEagerInlineBytes, "lots"); }),
+            "TESSEL_EAGER_INLINE_BYTES='lots' is not an integer; use any integer, or unset it for 65536");
+  // A computed default is shown with how it is computed.
+  const std::string threads = value_error_of([] { cfg::parse_int(cfg::kNumThreads, "0"); });
+  EXPECT_EQ(threads.rfind("TESSEL_NUM_THREADS=0 is out of range; use 1 to 4096, or unset it for ", 0), 0u) << threads;
+  EXPECT_NE(threads.find("(cores this process may use)"), std::string::npos) << threads;
+}
+
+TEST(Config, IntegersInRangeOrClampedAreValues) {
+  EXPECT_EQ(cfg::parse_int(cfg::kCpuDevices, "1024"), 1024);
+  EXPECT_EQ(cfg::parse_int(cfg::kCpuDevices, "+8"), 8);  // strtol's grammar, as always
+  EXPECT_EQ(cfg::parse_int(cfg::kEagerInlineBytes, "-1"), -1);
+  // The variables that always took values below their least one as that one.
+  EXPECT_EQ(cfg::parse_int(cfg::kStreamMaxQueue, "-5"), 1);
+  EXPECT_EQ(cfg::parse_int(cfg::kHostCallbackMaxQueueBytes, "0"), 1);
+  EXPECT_EQ(cfg::parse_int(cfg::kControlSpinUs, "-7"), 0);
+  EXPECT_EQ(value_error_of([] { cfg::parse_int(cfg::kHostCallbackSpinUs, "-1"); }),
+            "TESSEL_HOST_CALLBACK_SPIN_US=-1 is out of range; use 0 to 1000000, or unset it for 20");
+}
+
+TEST(Config, VariablesReadAtEachCompilationSeeTheEnvironmentOfThatMoment) {
+  {
+    ScopedEnv unset("TESSEL_FUSION_MIN_ELEMENTS", std::nullopt);
+    EXPECT_EQ(cfg::get_int(cfg::kFusionMinElements), 16384);
+  }
+  {
+    ScopedEnv empty("TESSEL_FUSION_MIN_ELEMENTS", "");  // empty counts as unset
+    EXPECT_EQ(cfg::get_int(cfg::kFusionMinElements), 16384);
+  }
+  {
+    ScopedEnv set("TESSEL_FUSION_MIN_ELEMENTS", "5");
+    EXPECT_EQ(cfg::get_int(cfg::kFusionMinElements), 5);
+  }
+  ScopedEnv trace("TESSEL_PIPELINE_TRACE", std::nullopt);
+  EXPECT_EQ(cfg::get_path(cfg::kPipelineTrace), "");
+  setenv("TESSEL_PIPELINE_TRACE", "/tmp/step.json", 1);
+  EXPECT_EQ(cfg::get_path(cfg::kPipelineTrace), "/tmp/step.json");
+}
+
+TEST(Config, VariablesReadOnceKeepTheirFirstValue) {
+  const std::string first = cfg::get_string(cfg::kCxx);
+  ScopedEnv other("TESSEL_CXX", first + "-not-this-one");
+  EXPECT_EQ(cfg::get_string(cfg::kCxx), first);
+}
+
+TEST(Config, CacheDirDefaultsToXdgCacheHomeThenHome) {
+  ScopedEnv dir("TESSEL_CACHE_DIR", std::nullopt);
+  ScopedEnv home("HOME", "/home/someone");
+  {
+    ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
+    EXPECT_EQ(cfg::get_path(cfg::kCacheDir), "/xdg/tessel/kernels");
+  }
+  {
+    ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+    EXPECT_EQ(cfg::get_path(cfg::kCacheDir), "/home/someone/.cache/tessel/kernels");
+    ScopedEnv set("TESSEL_CACHE_DIR", "/elsewhere");
+    EXPECT_EQ(cfg::get_path(cfg::kCacheDir), "/elsewhere");
+  }
+}
