@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/blocking.h"
+#include "core/config.h"
 #include "core/device_impl.h"
 #include "core/lifetime.h"
 #include "core/log.h"
@@ -242,10 +243,7 @@ Receiver& receiver_of(DeviceImpl* device) { return *receivers().at(size_t(device
 }  // namespace
 
 size_t max_queue_bytes() {
-  static const size_t bytes = [] {
-    const long v = env_int("TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES", 256L << 20);
-    return size_t(v < 1 ? 1 : v);
-  }();
+  static const size_t bytes = size_t(config::get_int(config::kHostCallbackMaxQueueBytes));  // at least 1
   return bytes;
 }
 

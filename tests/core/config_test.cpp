@@ -1,11 +1,15 @@
 // The configuration table (src/core/config.h): integers are parsed and bounded in one place,
 // with errors that name the variable, the value and the range; defaults and the time of
-// reading follow the table.
+// reading follow the table; and no other source file reads the environment for a TESSEL_
+// variable.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "core/config.h"
@@ -15,6 +19,13 @@ namespace cfg = tessel::config;
 using tessel_test::value_error_of;
 
 namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 /// Sets (or, with nullopt, unsets) an environment variable for one scope.
 class ScopedEnv {
@@ -121,4 +132,25 @@ TEST(Config, CacheDirDefaultsToXdgCacheHomeThenHome) {
     ScopedEnv set("TESSEL_CACHE_DIR", "/elsewhere");
     EXPECT_EQ(cfg::get_path(cfg::kCacheDir), "/elsewhere");
   }
+}
+
+// Only core/config.cpp reads the environment (and distributed/mpi.cpp, for the launcher's own
+// variables: it asks whether mpirun started the process).
+TEST(Config, NoOtherSourceReadsTheEnvironment) {
+  const std::filesystem::path src = std::filesystem::path(TESSEL_SOURCE_DIR) / "src";
+  size_t files = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(src)) {
+    const std::string ext = f.path().extension().string();
+    if (ext != ".cpp" && ext != ".h") continue;
+    ++files;
+    const std::string rel = std::filesystem::relative(f.path(), src).generic_string();
+    const std::string text = read_file(f.path());
+    if (rel == "core/config.cpp") continue;
+    if (rel == "distributed/mpi.cpp") {
+      EXPECT_EQ(text.find("getenv(\"TESSEL_"), std::string::npos) << rel;
+      continue;
+    }
+    EXPECT_EQ(text.find("getenv("), std::string::npos) << rel << " reads the environment: use core/config.h";
+  }
+  EXPECT_GT(files, 100u);
 }
