@@ -1,7 +1,7 @@
 // The configuration table (src/core/config.h): integers are parsed and bounded in one place,
 // with errors that name the variable, the value and the range; defaults and the time of
-// reading follow the table; and no other source file reads the environment for a TESSEL_
-// variable.
+// reading follow the table; docs/configuration.md is the table's text; and no other source
+// file reads the environment for a TESSEL_ variable.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -132,6 +132,34 @@ TEST(Config, CacheDirDefaultsToXdgCacheHomeThenHome) {
     ScopedEnv set("TESSEL_CACHE_DIR", "/elsewhere");
     EXPECT_EQ(cfg::get_path(cfg::kCacheDir), "/elsewhere");
   }
+}
+
+// docs/configuration.md's table is markdown_table(): every variable a row with its default,
+// and no row for a variable the table lacks.
+TEST(Config, DocsTableIsTheConfigTable) {
+  const std::string doc = read_file(std::filesystem::path(TESSEL_SOURCE_DIR) / "docs/configuration.md");
+  ASSERT_FALSE(doc.empty()) << "cannot read docs/configuration.md";
+  const std::string want = cfg::markdown_table();
+  for (const cfg::Entry& e : cfg::entries()) {
+    const std::string row = "\n| `" + std::string(e.name) + "` | " + cfg::default_doc(e) + " | ";
+    EXPECT_NE(doc.find(row), std::string::npos) << "docs/configuration.md has no row" << row.substr(1) << "...";
+  }
+  std::istringstream lines(doc);
+  std::string table;
+  bool in_table = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `TESSEL_", 0) == 0) {
+      const std::string name = line.substr(3, line.find('`', 3) - 3);
+      bool known = false;
+      for (const cfg::Entry& e : cfg::entries()) known = known || name == e.name;
+      EXPECT_TRUE(known) << "docs/configuration.md documents " << name << ", which is not in src/core/config.cpp";
+    }
+    if (line == "| variable | default | meaning |") in_table = true;
+    else if (in_table && line.rfind("|", 0) != 0) in_table = false;
+    if (in_table) table += line + "\n";
+  }
+  EXPECT_TRUE(table == want) << "docs/configuration.md's table differs from src/core/config.cpp's; "
+                               "its text should be:\n" << want;
 }
 
 // Only core/config.cpp reads the environment (and distributed/mpi.cpp, for the launcher's own
