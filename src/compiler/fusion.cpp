@@ -8,7 +8,7 @@
 #include "backend/cpu/parallel.h"
 #include "compiler/codegen.h"
 #include "compiler/kernel_cache.h"
-#include "core/device_impl.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "ir/serialize.h"
 #include "ops/op_util.h"
@@ -75,13 +75,6 @@ void fused_kernel(const ir::KernelCall& c) {
 
 const ir::Primitive& fused_p = ir::register_primitive({
     .name = "fused", .abstract_eval = fused_eval, .cpu_kernel = fused_kernel});
-
-/// A non-negative integer knob (detail::env_int parses it).
-int64_t knob(const char* name, int64_t fallback) {
-  const long v = detail::env_int(name, long(fallback));
-  if (v < 0) throw ValueError(std::string(name) + " must be a non-negative integer, got " + std::to_string(v));
-  return v;
-}
 
 using VarSet = std::unordered_set<const ir::VarNode*>;
 
@@ -295,9 +288,9 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
 
 FusionOptions fusion_options() {
   FusionOptions o;
-  o.min_elements = knob("TESSEL_FUSION_MIN_ELEMENTS", o.min_elements);
-  o.max_point_cost = knob("TESSEL_FUSION_MAX_POINT_COST", o.max_point_cost);
-  o.max_outputs = std::max<int64_t>(1, knob("TESSEL_FUSION_MAX_OUTPUTS", o.max_outputs));
+  o.min_elements = config::get_int(config::kFusionMinElements);
+  o.max_point_cost = config::get_int(config::kFusionMaxPointCost);
+  o.max_outputs = std::max<int64_t>(1, config::get_int(config::kFusionMaxOutputs));
   return o;
 }
 

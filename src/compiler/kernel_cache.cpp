@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "tessel/error.h"
 
@@ -34,14 +35,9 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kFlags = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c++20", "-ffp-contract=off",
                                          "-w"};
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
-
 /// Read once, like the version line it is keyed with.
 const std::string& compiler_path() {
-  static const std::string& path = *new std::string(env_or("TESSEL_CXX", "c++"));  // never destroyed
+  static const std::string& path = *new std::string(config::get_string(config::kCxx));  // never destroyed
   return path;
 }
 
@@ -221,7 +217,7 @@ void* KernelLibrary::symbol(const std::string& name) const {
 
 bool codegen_enabled() {
   static const bool enabled = [] {
-    if (env_or("TESSEL_DISABLE_CODEGEN", "0") != "0") return false;
+    if (config::get_flag(config::kDisableCodegen)) return false;
     if (compiler_version().empty()) {
       TESSEL_WARN_LOG("codegen: the C++ compiler '" + compiler_path() +
                       "' does not run; jit uses the unfused kernels (set TESSEL_CXX to a compiler to fuse)");
@@ -232,13 +228,7 @@ bool codegen_enabled() {
   return enabled;
 }
 
-std::string kernel_cache_dir() {
-  if (const char* d = std::getenv("TESSEL_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tessel/kernels";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tessel/kernels";
-  std::error_code ec;
-  return (fs::temp_directory_path(ec) / ("tessel-kernels-" + std::to_string(getuid()))).string();
-}
+std::string kernel_cache_dir() { return config::get_path(config::kCacheDir); }
 
 std::string kernel_key(const std::string& source) {
   std::string flags;

@@ -9,18 +9,16 @@
 // malloc directly: glibc's per-thread caches serve them faster than a shared lock.
 #include "core/buffer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
 #include <system_error>
 #include <vector>
 
+#include "core/config.h"
 #include "core/device_impl.h"
 #include "tessel/array.h"
 #include "tessel/error.h"
@@ -31,23 +29,9 @@ namespace {
 constexpr size_t kAlignment = 64;
 constexpr size_t kMinCached = 16 << 10;
 
-size_t default_cache_limit() {
-  size_t limit = size_t(1) << 30;
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0) limit = std::min(limit, size_t(pages) * size_t(page) / 4);
-  return limit;
-}
-
 class BlockCache {
  public:
-  BlockCache() {
-    const long unset = std::numeric_limits<long>::min();
-    const long v = env_int("TESSEL_ALLOCATOR_CACHE_BYTES", unset);
-    if (v != unset && v < 0)
-      throw ValueError("TESSEL_ALLOCATOR_CACHE_BYTES=" + std::to_string(v) +
-                       " is negative; give a number of bytes (0 turns the cache off)");
-    limit_ = v == unset ? default_cache_limit() : size_t(v);
-  }
+  BlockCache() : limit_(size_t(config::get_int(config::kAllocatorCacheBytes))) {}
 
   void* take(size_t capacity) {
     std::lock_guard lock(mu_);

@@ -1,8 +1,8 @@
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
 #include "core/buffer.h"
+#include "core/config.h"
 #include "core/device_impl.h"
 #include "core/lifetime.h"
 #include "tessel/error.h"
@@ -10,25 +10,13 @@
 namespace tessel {
 namespace detail {
 
-long env_int(const char* name, long default_value) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return default_value;
-  char* end = nullptr;
-  long r = std::strtol(v, &end, 10);
-  if (*end != '\0')
-    throw ValueError(std::string("environment variable ") + name + "='" + v + "' is not an integer");
-  return r;
-}
-
 std::vector<DeviceImpl*>& local_device_impls() {
   // Never destroyed: arrays and meshes refer to their devices until the process ends. Exit's
   // teardown waits for the work queued on them and stops their streams (core/lifetime.h).
   static std::vector<DeviceImpl*>& devices = *[] {
-    long n = env_int("TESSEL_CPU_DEVICES", 1);
-    if (n < 1 || n > 1024)
-      throw ValueError("TESSEL_CPU_DEVICES=" + std::to_string(n) + " is out of range; use 1 to 1024");
+    const int64_t n = config::get_int(config::kCpuDevices);  // 1 to 1024
     auto* d = new std::vector<DeviceImpl*>;
-    for (long i = 0; i < n; ++i) d->push_back(new DeviceImpl(int(i), 0, int(i)));
+    for (int64_t i = 0; i < n; ++i) d->push_back(new DeviceImpl(int(i), 0, int(i)));
     at_exit(ExitPhase::kDevices, [d] {
       for (DeviceImpl* dev : *d) dev->own_stream().synchronize();
     });

@@ -69,8 +69,6 @@ std::vector<DeviceImpl*>& local_device_impls();
 /// process joined a multi-process job, every process's devices in process order.
 const std::vector<DeviceImpl*>& global_device_impls();
 DeviceImpl* default_device();
-/// Reads an integer environment variable, with a default.
-long env_int(const char* name, long default_value);
 
 /// The job this process belongs to (set once by distributed::initialize): its index, the
 /// number of processes and each process's device count. Renumbers the local devices and

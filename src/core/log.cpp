@@ -1,18 +1,17 @@
 #include "core/log.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
+#include "core/config.h"
 #include "tessel/device.h"
 
 namespace tessel::detail {
 
 bool debug_logging() {
   static const bool on = [] {
-    const char* v = std::getenv("TESSEL_LOG");
-    return v && (std::strcmp(v, "debug") == 0 || std::strcmp(v, "DEBUG") == 0);
+    const std::string v = config::get_string(config::kLog);
+    return v == "debug" || v == "DEBUG";
   }();
   return on;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/config.h"
 #include "core/device_impl.h"
 #include "core/thread.h"
 
@@ -29,7 +30,7 @@ struct Running {
 }  // namespace
 
 Stream::Stream(int device_id)
-    : device_id_(device_id), max_queue_(size_t(std::max(1L, env_int("TESSEL_STREAM_MAX_QUEUE", 64)))),
+    : device_id_(device_id), max_queue_(size_t(config::get_int(config::kStreamMaxQueue))),
       worker_(start_thread("the stream of cpu:" + std::to_string(device_id), [this] { loop(); })) {}
 
 Stream::~Stream() { stop(); }

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "core/blocking.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/thread.h"
 #include "distributed/collectives.h"
@@ -84,7 +85,7 @@ std::map<std::string, Handler>& handlers() {
 class Backoff {
  public:
   void pause() {
-    static const auto spin = std::chrono::microseconds(detail::env_int("TESSEL_CONTROL_SPIN_US", 2000));
+    static const auto spin = std::chrono::microseconds(config::get_int(config::kControlSpinUs));
     auto now = std::chrono::steady_clock::now();
     if (now - start_ < spin) {
       // Poll without a system call at first (a reply is usually microseconds away), then

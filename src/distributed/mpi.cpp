@@ -2,13 +2,13 @@
 // public ts::distributed entry points.
 #include "distributed/mpi.h"
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <vector>
 
+#include "core/config.h"
 #include "core/device_impl.h"
 #include "core/lifetime.h"
 #include "core/log.h"
@@ -102,6 +102,8 @@ void join(State& s) {
 
 }  // namespace
 
+// The launcher's variables are read here, not through core/config: they say how the process
+// was started, they are not settings.
 bool launched_by_mpirun() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
     if (std::getenv(v)) return true;
@@ -173,13 +175,7 @@ MPI_Datatype datatype(DType d) {
 }
 
 int64_t max_count() {
-  static const int64_t n = [] {
-    long v = detail::env_int("TESSEL_MPI_MAX_COUNT", INT_MAX);
-    if (v < 1 || v > INT_MAX)
-      throw ValueError("TESSEL_MPI_MAX_COUNT=" + std::to_string(v) + " is out of range; use 1 to " +
-                       std::to_string(INT_MAX));
-    return int64_t(v);
-  }();
+  static const int64_t n = config::get_int(config::kMpiMaxCount);  // 1 to INT_MAX
   return n;
 }
 

@@ -2,13 +2,13 @@
 // instruction streams, and calls (docs/pipeline.md). The workers' side is worker.cpp.
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <future>
 #include <map>
 #include <mutex>
 
 #include "compiler/jit_primitive.h"
 #include "core/array_impl.h"
+#include "core/config.h"
 #include "distributed/controller.h"
 #include "ir/sharding_rule.h"
 #include "pipeline/instructions.h"
@@ -274,7 +274,7 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
   }
   if (cause || first) std::rethrow_exception(cause ? cause : first);
   timeline = events;
-  if (const char* path = std::getenv("TESSEL_PIPELINE_TRACE"); path && *path) write_chrome_trace(path, events);
+  if (const std::string path = config::get_path(config::kPipelineTrace); !path.empty()) write_chrome_trace(path, events);
 
   std::vector<Array> outs;
   for (size_t o = 0; o < c.staged.outputs.size(); ++o) {

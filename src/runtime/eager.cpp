@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/array_impl.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "ir/abstract_eval.h"
 #include "ir/trace.h"
@@ -106,7 +107,7 @@ DeviceImpl* result_device(const std::string& op, std::span<const Array> ins) {
 }
 
 void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task) {
-  static const long inline_bytes = env_int("TESSEL_EAGER_INLINE_BYTES", 1 << 16);
+  static const long inline_bytes = config::get_int(config::kEagerInlineBytes);
   if (long(work_bytes) <= inline_bytes) dev->stream().run_inline_or_enqueue(std::move(task));
   else dev->stream().enqueue(std::move(task));
 }

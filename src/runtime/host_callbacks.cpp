@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/blocking.h"
+#include "core/config.h"
 #include "core/device_impl.h"
 #include "core/lifetime.h"
 #include "core/log.h"
@@ -55,7 +56,7 @@ thread_local Receiver* t_receiver = nullptr;  // the receiver whose thread this 
 /// One device's queue and the thread that empties it.
 class Receiver final : public BlockObserver {
  public:
-  explicit Receiver(int device_id) : device_id_(device_id), max_bytes_(max_queue_bytes()) {}
+  explicit Receiver(int device_id) : device_id_(device_id), max_bytes_(max_queue_bytes()), spin_(receiver_spin()) {}
 
   void push(size_t bytes, std::string name, std::function<void()> fn) {
     std::unique_lock lock(mu_);
@@ -119,7 +120,7 @@ class Receiver final : public BlockObserver {
     std::deque<Item> batch;
     std::unique_lock lock(mu_);
     for (;;) {
-      if (queue_.empty()) {  // poll a little before sleeping (kSpin)
+      if (queue_.empty()) {  // poll a little before sleeping (spin_)
         lock.unlock();
         spin_for_work();
         lock_spinning(lock);
@@ -154,14 +155,11 @@ class Receiver final : public BlockObserver {
     }
   }
 
-  /// How long an idle receiver polls its queue before it sleeps. A device tapping in a loop
-  /// pushes every microsecond or so; waking a sleeping receiver would cost it a system call
-  /// per tap (bench/host.cpp: a tap cost about 1 us of device time with no spin, 0.6 with).
-  static constexpr std::chrono::microseconds kSpin{20};
-
-  /// Returns when an item was pushed or after kSpin without one (unlocked).
+  /// Returns when an item was pushed or after spin_ without one (unlocked); at once when
+  /// spin_ is 0.
   void spin_for_work() const {
-    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+    if (spin_.count() == 0) return;
+    const auto deadline = std::chrono::steady_clock::now() + spin_;
     for (int i = 0;; ++i) {
       if (pushed_.load(std::memory_order_acquire) != done_) return;
       if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return;
@@ -187,6 +185,12 @@ class Receiver final : public BlockObserver {
 
   int device_id_;
   size_t max_bytes_;
+  // How long an idle receiver polls its queue before it sleeps. A device tapping in a loop
+  // pushes every microsecond or so; waking a sleeping receiver would cost it a system call
+  // per tap (bench/host.cpp: a tap cost about 1 us of device time with no spin, 0.6 with).
+  // Read by the constructor, on the thread that makes the receivers: a bad value is an
+  // error there, not on the receiver's thread.
+  std::chrono::microseconds spin_;
   std::mutex mu_;
   std::condition_variable work_, room_, done_cv_;
   std::deque<Item> queue_;
@@ -242,11 +246,13 @@ Receiver& receiver_of(DeviceImpl* device) { return *receivers().at(size_t(device
 }  // namespace
 
 size_t max_queue_bytes() {
-  static const size_t bytes = [] {
-    const long v = env_int("TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES", 256L << 20);
-    return size_t(v < 1 ? 1 : v);
-  }();
+  static const size_t bytes = size_t(config::get_int(config::kHostCallbackMaxQueueBytes));  // at least 1
   return bytes;
+}
+
+std::chrono::microseconds receiver_spin() {
+  static const std::chrono::microseconds us{config::get_int(config::kHostCallbackSpinUs)};  // 0 to 1 s
+  return us;
 }
 
 void push(DeviceImpl* device, size_t bytes, std::string name, std::function<void()> fn) {

@@ -5,6 +5,7 @@
 // (TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES, default 256 MiB) that makes a device wait when
 // full. Exceptions thrown by those callbacks are recorded, never propagated to the device;
 // barrier_wait reports the last one. Pending callbacks run before the process exits.
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -36,5 +37,7 @@ void barrier_wait(const std::string& logging_name);
 
 /// The byte bound of each device's queue (TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES).
 size_t max_queue_bytes();
+/// How long an idle receiver polls its queue before it sleeps (TESSEL_HOST_CALLBACK_SPIN_US).
+std::chrono::microseconds receiver_spin();
 
 }  // namespace tessel::detail::host

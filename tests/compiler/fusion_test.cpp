@@ -13,6 +13,7 @@
 #include "compiler/fusion.h"
 #include "compiler/kernel_cache.h"
 #include "compiler/passes.h"
+#include "core/config.h"
 #include "ir/trace.h"
 #include "tessel/tessel.h"
 
@@ -243,6 +244,14 @@ TEST(Fusion, BadKnobsNameTheVariable) {
   }
   unsetenv("TESSEL_FUSION_MAX_POINT_COST");
   EXPECT_EQ(ts::compiler::fusion_options().max_point_cost, 256);
+}
+
+// Options made in code start from the defaults of the configuration table.
+TEST(Fusion, OptionDefaultsAreTheConfigTables) {
+  const ts::compiler::FusionOptions o;
+  EXPECT_EQ(o.min_elements, ts::config::entry(ts::config::Var::kFusionMinElements).default_int);
+  EXPECT_EQ(o.max_point_cost, ts::config::entry(ts::config::Var::kFusionMaxPointCost).default_int);
+  EXPECT_EQ(o.max_outputs, ts::config::entry(ts::config::Var::kFusionMaxOutputs).default_int);
 }
 
 TEST(Fusion, SmallGroupsAndUnsupportedDtypesStayUnfused) {

@@ -840,7 +840,8 @@ TEST_F(HostCallbacks, IdPrintEmptyContainersAsHostCallbackDid) {
 // ================================= back-pressure =================================
 // Runs in the suite with the default queue and again as the CTest
 // host_callback_back_pressure with TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES=64 (one 16-float
-// tap at a time): no tap is lost, order is kept, and a re-entrant tap does not deadlock.
+// tap at a time) and TESSEL_HOST_CALLBACK_SPIN_US=0 (receivers sleep at once): no tap is
+// lost, order is kept, and a re-entrant tap does not deadlock.
 
 class HostCallbackBackPressure : public HostCallbacks {
  protected:
@@ -848,6 +849,9 @@ class HostCallbackBackPressure : public HostCallbacks {
     HostCallbacks::SetUp();
     if (const char* v = std::getenv("TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES")) {
       ASSERT_EQ(tessel::detail::host::max_queue_bytes(), size_t(std::atol(v)));
+    }
+    if (const char* v = std::getenv("TESSEL_HOST_CALLBACK_SPIN_US")) {
+      ASSERT_EQ(tessel::detail::host::receiver_spin().count(), std::atol(v));
     }
   }
 };

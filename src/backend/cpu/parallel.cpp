@@ -1,27 +1,14 @@
 #include "backend/cpu/parallel.h"
 
 #include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
-#include <string>
-
-#include "core/device_impl.h"
+#include "core/config.h"
 #include "core/lifetime.h"
-#include "tessel/error.h"
 
 namespace tessel::cpu {
 namespace {
-
-int threads_from_env() {
-  const int cores = oneapi::tbb::info::default_concurrency();
-  const long n = detail::env_int("TESSEL_NUM_THREADS", cores);
-  if (n < 1 || n > 4096)
-    throw ValueError("TESSEL_NUM_THREADS must be a positive integer, got " + std::to_string(n) +
-                     "; unset it to use all " + std::to_string(cores) + " cores");
-  return int(n);
-}
 
 oneapi::tbb::task_arena& arena() {
   // Owned by the runtime: kernels still queued at exit use it (core/lifetime.h).
@@ -32,7 +19,7 @@ oneapi::tbb::task_arena& arena() {
 }  // namespace
 
 int num_threads() {
-  static const int n = threads_from_env();
+  static const int n = int(config::get_int(config::kNumThreads));  // 1 to 4096, default: the cores
   return n;
 }
 
