@@ -106,16 +106,15 @@ template <class R> inline C<R> exp(C<R> z) {
   return {re, b == R(0) ? R(0) : im};
 }
 
-/// exp(z) - 1 = (expm1(a) cos b + cosm1(b)) + i exp(a) sin b; the imaginary part is +0 when b
-/// is zero. (XLA multiplies sin b by expm1(a) + 1, which is 0 for a below about -17 (f32);
-/// exp(a) keeps those tiny values.)
+/// exp(z) - 1 = (expm1(a) cos b + cosm1(b)) + i exp(a) sin b, XLA's formula, with +0 as the
+/// imaginary part when b is zero. Two of XLA's roundings are not copied: it multiplies sin b
+/// by expm1(a) + 1, which is exactly 0 for a below about -17 (f32), and takes cosm1(b) as
+/// cos b - 1 for |b| > pi/4, which cancels near multiples of 2 pi; -2 sin^2(b/2) does not.
 template <class R> inline C<R> expm1(C<R> z) {
   const R a = z.real(), b = z.imag();
   const R h = std::sin(b * R(0.5));
-  // cos b - 1 without cancellation near 0; +0 at b = 0, as XLA's polynomial gives.
-  const R cosm1 = b * b > R(0.61685) ? std::cos(b) - R(1) : R(-2) * h * h + R(0);
-  const R em1 = std::expm1(a);
-  return {em1 * (cosm1 + R(1)) + cosm1, b == R(0) ? R(0) : std::exp(a) * std::sin(b)};
+  const R cosm1 = R(-2) * h * h + R(0);  // + 0: cosm1(+-0) = +0, as in XLA
+  return {std::expm1(a) * std::cos(b) + cosm1, b == R(0) ? R(0) : std::exp(a) * std::sin(b)};
 }
 
 /// log(z) = log|z| + i atan2(b, a). Near |z| = 1, log|z| = log1p(a^2 + b^2 - 1) / 2 with the
@@ -251,19 +250,29 @@ template <class R> inline C<R> tan(C<R> z) {
   return {t.imag(), -t.real()};
 }
 
-/// sinh and cosh: CHLO writes them as exp(z - log 2) -+ exp(-z - log 2), which cancels for
-/// |a| < 1 (sinh(1e-20) = 0). There the product form sinh a cos b + i cosh a sin b (cosh:
-/// cosh a cos b + i sinh a sin b) is used, giving the same +0 zero parts; elsewhere, and for
-/// infinite or NaN parts, CHLO's formula itself.
+/// sinh and cosh: CHLO writes them as exp(z - log 2) -+ exp(-z - log 2). That cancels for
+/// small |a| (it gives sinh(1e-20) = 0) and rounds a - log 2 for large |a| (500 ulps at
+/// a = 700), so finite arguments take the product form, sinh a cos b + i cosh a sin b (cosh:
+/// cosh a cos b + i sinh a sin b), with CHLO's zero parts: +0 wherever a or b, whichever makes
+/// the part vanish, is zero. Infinite and NaN parts go through CHLO's formula itself.
 template <bool Sinh, class R> inline C<R> sinh_cosh(C<R> z) {
   const R a = z.real(), b = z.imag();
-  if (std::abs(a) < R(1) && std::isfinite(b)) {
-    const R cb = std::cos(b), sb = std::sin(b);
-    if (Sinh) return {a == R(0) ? R(0) : std::sinh(a) * cb, b == R(0) ? R(0) : std::cosh(a) * sb};
-    return {std::cosh(a) * cb, a == R(0) || b == R(0) ? R(0) : std::sinh(a) * sb};
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    const C<R> e1 = cx::exp(C<R>(a + -kLn2<R>, b + R(0))), e2 = cx::exp(C<R>(-kLn2<R> - a, R(0) - b));
+    return Sinh ? e1 - e2 : e1 + e2;
   }
-  const C<R> e1 = cx::exp(C<R>(a + -kLn2<R>, b + R(0))), e2 = cx::exp(C<R>(-kLn2<R> - a, R(0) - b));
-  return Sinh ? e1 - e2 : e1 + e2;
+  const R cb = std::cos(b), sb = std::sin(b);
+  R ca, sa, e = R(1);  // cosh a and sinh a are e ca and e sa (split in two where they overflow)
+  if (std::abs(a) < R(40)) {
+    ca = std::cosh(a);
+    sa = std::sinh(a);
+  } else {  // e^-|a| is negligible: cosh a = e^|a| / 2 = e (e / 2), sinh a = +-cosh a
+    e = std::exp(std::abs(a) * R(0.5));
+    ca = e * R(0.5);
+    sa = a < R(0) ? -ca : ca;
+  }
+  if (Sinh) return {a == R(0) ? R(0) : (sa * cb) * e, b == R(0) ? R(0) : (ca * sb) * e};
+  return {(ca * cb) * e, a == R(0) || b == R(0) ? R(0) : (sa * sb) * e};
 }
 template <class R> inline C<R> sinh(C<R> z) { return sinh_cosh<true>(z); }
 template <class R> inline C<R> cosh(C<R> z) { return sinh_cosh<false>(z); }
