@@ -15,9 +15,23 @@
 #include <numbers>
 #include <type_traits>
 
-#include "ops/scalar_complex.h"  // in the embedded text, CMake puts the header itself here
-
 namespace tessel::scalar {
+
+// The complex functions, defined in ops/scalar_complex.h, which this file includes at its end.
+// Generated kernels (no complex dtypes) embed only these declarations (CMakeLists.txt).
+namespace cx {
+template <class R> inline std::complex<R> mul(std::complex<R> x, std::complex<R> y);
+template <class R> inline std::complex<R> div(std::complex<R> x, std::complex<R> y);
+template <class R> inline std::complex<R> square(std::complex<R> z);
+template <class R> inline R abs(std::complex<R> z);
+#define TESSEL_CX_DECLARE(NAME) template <class R> inline std::complex<R> NAME(std::complex<R> z);
+TESSEL_CX_DECLARE(exp) TESSEL_CX_DECLARE(expm1) TESSEL_CX_DECLARE(log) TESSEL_CX_DECLARE(log1p)
+TESSEL_CX_DECLARE(sqrt) TESSEL_CX_DECLARE(rsqrt) TESSEL_CX_DECLARE(sin) TESSEL_CX_DECLARE(cos)
+TESSEL_CX_DECLARE(tan) TESSEL_CX_DECLARE(asin) TESSEL_CX_DECLARE(acos) TESSEL_CX_DECLARE(atan)
+TESSEL_CX_DECLARE(sinh) TESSEL_CX_DECLARE(cosh) TESSEL_CX_DECLARE(tanh) TESSEL_CX_DECLARE(asinh)
+TESSEL_CX_DECLARE(acosh) TESSEL_CX_DECLARE(atanh)
+#undef TESSEL_CX_DECLARE
+}  // namespace cx
 
 template <class T> struct is_complex : std::false_type {};
 template <class T> struct is_complex<std::complex<T>> : std::true_type {};
@@ -239,3 +253,5 @@ TESSEL_SCALAR_BINARY(complex, return std::complex<T>(a, b);)
 #undef TESSEL_SCALAR_BINARY
 
 }  // namespace tessel::scalar
+
+#include "ops/scalar_complex.h"  // left out of the text embedded in generated kernels

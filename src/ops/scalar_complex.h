@@ -9,8 +9,8 @@
 // rounds its imaginary part through expm1(a) + 1), the accurate formula is kept for the
 // finite values and only JAX's choice of the zero sign is taken over.
 //
-// Like ops/scalar.h, whose kernels call these and which is embedded at the top of generated
-// kernels together with this file (CMakeLists.txt), it includes only standard headers.
+// ops/scalar.h declares these (its element-wise rows call them) and includes this file at its
+// end. Like it, this file includes only standard headers.
 #include <cmath>
 #include <complex>
 #include <limits>
