@@ -196,8 +196,9 @@ TESSEL_SCALAR_UNARY(ceil, return std::ceil(x);)
 TESSEL_SCALAR_UNARY(round, return round_half_even(x);)
 TESSEL_SCALAR_UNARY(is_finite, return std::isfinite(x);)
 TESSEL_SCALAR_UNARY(exp, if constexpr (is_complex_v<T>) return cx::exp(x); else return std::exp(x);)
-TESSEL_SCALAR_UNARY(exp2, if constexpr (is_complex_v<T>) return cx::exp(cx::mul(x, T(std::numbers::ln2)));  // as jnp.exp2
-      else return std::exp2(x);)
+TESSEL_SCALAR_UNARY(exp2, if constexpr (is_complex_v<T>) {
+        return cx::exp(cx::mul(x, T(std::numbers::ln2)));  // as jnp.exp2: exp(ln 2 z), a complex product
+      } else return std::exp2(x);)
 TESSEL_SCALAR_UNARY(expm1, if constexpr (is_complex_v<T>) return cx::expm1(x); else return std::expm1(x);)
 TESSEL_SCALAR_UNARY(log, if constexpr (is_complex_v<T>) return cx::log(x); else return std::log(x);)
 TESSEL_SCALAR_UNARY(log1p, if constexpr (is_complex_v<T>) return cx::log1p(x); else return std::log1p(x);)

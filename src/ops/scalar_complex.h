@@ -6,8 +6,8 @@
 // differs in exactly those places (exp(x - 0i) has imaginary part -0 in C, +0 in JAX).
 //
 // Where JAX's formula loses precision (sinh and cosh cancel for small real parts, expm1
-// rounds its imaginary part through expm1(a) + 1), the accurate formula is kept for the
-// finite values and only JAX's choice of the zero sign is taken over.
+// rounds through expm1(a) + 1 and cos b - 1), the accurate formula is kept for finite values
+// and only JAX's choice of the zero sign is taken over.
 //
 // ops/scalar.h declares these (its element-wise rows call them) and includes this file at its
 // end. Like it, this file includes only standard headers.
@@ -108,7 +108,7 @@ template <class R> inline C<R> exp(C<R> z) {
 
 /// exp(z) - 1 = (expm1(a) cos b + cosm1(b)) + i exp(a) sin b, XLA's formula, with +0 as the
 /// imaginary part when b is zero. Two of XLA's roundings are not copied: it multiplies sin b
-/// by expm1(a) + 1, which is exactly 0 for a below about -17 (f32), and takes cosm1(b) as
+/// by expm1(a) + 1, which is 0 for a below about -17 (float32; -37 in float64), and takes cosm1(b) as
 /// cos b - 1 for |b| > pi/4, which cancels near multiples of 2 pi; -2 sin^2(b/2) does not.
 template <class R> inline C<R> expm1(C<R> z) {
   const R a = z.real(), b = z.imag();
@@ -118,8 +118,8 @@ template <class R> inline C<R> expm1(C<R> z) {
 }
 
 /// log(z) = log|z| + i atan2(b, a). Near |z| = 1, log|z| = log1p(a^2 + b^2 - 1) / 2 with the
-/// sum formed exactly (Dekker squares, fast two-sums), as StableHLO's expansion does; elsewhere
-/// log(max) + log1p((min/max)^2) / 2.
+/// sum carried in two parts (Dekker squares, fast two-sums), as StableHLO's expansion does;
+/// elsewhere log(max) + log1p((min/max)^2) / 2.
 template <class R> inline C<R> log(C<R> z) {
   const R x = z.real(), y = z.imag();
   const R xx = x * x, yy = y * y;
@@ -136,7 +136,7 @@ template <class R> inline C<R> log(C<R> z) {
 }
 
 /// log(1 + z) = log|1 + z| + i atan2(b, 1 + a), with log|1 + z| = log1p(2a + a^2 + b^2) / 2 and
-/// the sum formed exactly (StableHLO's expansion); log(max) + ... for huge parts, and
+/// the sum carried in two parts (StableHLO's expansion); log(max) + ... for huge parts, and
 /// log((1 + a)^2 + b^2) / 2 right next to z = -1.
 template <class R> inline C<R> log1p(C<R> z) {
   const R x = z.real(), y = z.imag();
@@ -185,7 +185,7 @@ template <class R> inline C<R> sqrt(C<R> z) {
     v = sq_ay * c_eq_inv;
   } else if (rescale) {
     u = gt ? sq_ax * (sq_1h * inv_sqrt2) : sq_ay * (sq_rh * inv_sqrt2);
-    v = gt ? (sq_ay * (lt ? sq_ax / sq_ay : sq_ay / sq_ax)) / (sq_1h * kSqrt2<R>) : sq_ay / (sq_rh * kSqrt2<R>);
+    v = gt ? (sq_ay * (sq_ay / sq_ax)) / (sq_1h * kSqrt2<R>) : sq_ay / (sq_rh * kSqrt2<R>);
   } else {
     u = u_general;
     v = ay / (u_general * R(2));
@@ -196,7 +196,7 @@ template <class R> inline C<R> sqrt(C<R> z) {
 }
 
 /// 1 / sqrt(z) in polar form, as XLA computes it: |z|^(-1/2) (cos t + i sin t) with
-/// t = -atan2(b, a) / 2. So rsqrt(-1) has the real part cos(pi/2) = -4.4e-8 (f32), not 0;
+/// t = -atan2(b, a) / 2. So rsqrt(-1) has the real part cos(pi/2) = -4.4e-8 (float32), not 0;
 /// infinite parts give zeros signed like a and -b, and rsqrt(0) = inf + NaN i.
 template <class R> inline C<R> rsqrt(C<R> z) {
   const R a = z.real(), b = z.imag();
