@@ -105,3 +105,39 @@ for f, shape in [(jnp.fft.fft, (3, 0)), (jnp.fft.ifft, (3, 0)), (jnp.fft.fft2, (
 
 # Denormals: XLA on CPU flushes them to zero.
 print("log(1e-40)", flt(jnp.log(jnp.float32(1e-40))), "sign(1e-40)", flt(jnp.sign(jnp.float32(1e-40))))
+
+# Complex functions at signed zeros, infinities and NaN: one table for complex64 and
+# complex128 (checked to agree: the same zeros, signs, infinities and NaNs, and finite values
+# within 1e-6), printed from complex128 with 9 digits.
+jax.config.update("jax_enable_x64", True)
+Z = [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0), (2.0, -0.0), (-2.0, 0.0), (-2.0, -0.0), (-0.0, 2.0),
+     (0.0, -2.0), (np.inf, -0.0), (-np.inf, 0.0), (0.0, np.inf), (np.nan, 0.0), (1.0, np.nan), (np.inf, np.inf),
+     (-np.inf, np.nan)]
+COMPLEX_FNS = ["exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan",
+               "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "square",
+               "reciprocal", "sign", "abs"]
+
+
+def cflt(v):
+    v = float(v)
+    if v == 0 or not np.isfinite(v):
+        return flt(v)
+    s = f"{v:.9g}"
+    return s if "." in s or "e" in s else s + ".0"
+
+
+def agree(p, q):
+    if np.isnan(p) or np.isnan(q):
+        return np.isnan(p) and np.isnan(q)
+    if p == 0 or q == 0 or np.isinf(p) or np.isinf(q):
+        return p == q and np.signbit(p) == np.signbit(q)
+    return abs(p - q) <= 1e-6 * max(1.0, abs(q))
+
+
+print("// inputs:", ", ".join(f"{{{flt(a)}, {flt(b)}}}" for a, b in Z))
+for name in COMPLEX_FNS:
+    fn = lax.rsqrt if name == "rsqrt" else getattr(jnp, name)
+    outs = [np.asarray(fn(jnp.asarray(np.array([complex(a, b) for a, b in Z], dt)))).astype(np.complex128)
+            for dt in ["complex64", "complex128"]]
+    assert all(agree(p.real, q.real) and agree(p.imag, q.imag) for p, q in zip(*outs)), name
+    print(f'{{"{name}", {{' + ", ".join(f"{{{cflt(w.real)}, {cflt(w.imag)}}}" for w in outs[1]) + "}},")

@@ -1,16 +1,17 @@
 // Numerics against JAX, whose values the tables record (values recorded from JAX 0.10.2 by
 // numerics_jax_values.py, next to this file, with jax_enable_x64 for the 64-bit dtypes):
 // division-like functions at zeros, infinities and NaN for every real dtype; signed zeros in
-// maximum/minimum, max/min reductions and products; result dtypes; shapes JAX accepts; and
-// denormals, where tessel deliberately keeps IEEE values. Element-wise cases run eagerly,
-// under jit (the unfused kernels), under jit on arrays large enough to fuse (the generated
-// C++) and under vmap.
+// maximum/minimum, max/min reductions and products; complex functions at signed zeros,
+// infinities and NaN; result dtypes; shapes JAX accepts; and denormals, where tessel
+// deliberately keeps IEEE values. Element-wise cases run eagerly, under jit (the unfused
+// kernels), under jit on arrays large enough to fuse (the generated C++) and under vmap.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
 #include <functional>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -435,6 +436,123 @@ TEST(Numerics, ComplexFunctionsKeepTheSignOfZeroWhereJaxDoes) {
     for (const auto& [z, want] : log1p)
       check(ts::log1p(Array(std::vector<C>{z}).astype(d)), want,
             "log1p(" + show(z.real()) + ", " + show(z.imag()) + ") " + ts::dtype_name(d));
+  }
+}
+
+TEST(Numerics, ComplexFunctionsMatchJaxAtSignedZerosInfinitiesAndNan) {
+  // JAX's complex functions (XLA's formulas, not C99's Annex G) at inputs with a signed zero,
+  // infinite or NaN part: zeros must have JAX's sign, NaN and infinities must be where JAX
+  // has them, and the other values agree to 1e-6. One table serves complex64 and complex128
+  // (numerics_jax_values.py checks that JAX agrees with itself across the two), eagerly and
+  // under jit.
+  using C = std::complex<double>;
+  const std::vector<C> z = {{0.0, 0.0}, {-0.0, 0.0}, {0.0, -0.0}, {-0.0, -0.0}, {2.0, -0.0}, {-2.0, 0.0}, {-2.0, -0.0},
+                             {-0.0, 2.0}, {0.0, -2.0}, {I, -0.0}, {-I, 0.0}, {0.0, I}, {N, 0.0}, {1.0, N}, {I, I},
+                             {-I, N}};
+  const std::vector<std::pair<std::string, std::vector<C>>> want = {
+      {"exp", {{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {7.3890561, 0.0}, {0.135335283, 0.0},
+               {0.135335283, 0.0}, {-0.416146837, 0.909297427}, {-0.416146837, -0.909297427}, {I, 0.0}, {0.0, 0.0},
+               {N, N}, {N, 0.0}, {N, N}, {N, N}, {N, N}}},
+      {"exp2", {{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {4.0, 0.0}, {0.25, 0.0}, {0.25, 0.0},
+               {0.183456975, 0.98302774}, {0.183456975, -0.98302774}, {N, N}, {N, N}, {N, N}, {N, N}, {N, N}, {N, N},
+               {N, N}}},
+      {"expm1", {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {6.3890561, 0.0}, {-0.864664717, 0.0},
+               {-0.864664717, 0.0}, {-1.41614684, 0.909297427}, {-1.41614684, -0.909297427}, {I, 0.0}, {-1.0, 0.0},
+               {N, N}, {N, 0.0}, {N, N}, {N, N}, {N, N}}},
+      {"log", {{-I, 0.0}, {-I, 3.14159265}, {-I, -0.0}, {-I, -3.14159265}, {0.693147181, -0.0},
+               {0.693147181, 3.14159265}, {0.693147181, -3.14159265}, {0.693147181, 1.57079633},
+               {0.693147181, -1.57079633}, {I, -0.0}, {I, 3.14159265}, {I, 1.57079633}, {N, N}, {N, N},
+               {I, 0.785398163}, {N, N}}},
+      {"log1p", {{0.0, 0.0}, {0.0, 0.0}, {0.0, -0.0}, {0.0, -0.0}, {1.09861229, -0.0}, {0.0, 3.14159265},
+               {0.0, -3.14159265}, {0.804718956, 1.10714872}, {0.804718956, -1.10714872}, {I, -0.0}, {I, 3.14159265},
+               {I, 1.57079633}, {N, N}, {N, N}, {I, 0.785398163}, {N, N}}},
+      {"log2", {{-I, 0.0}, {-I, 4.53236014}, {-I, -0.0}, {-I, -4.53236014}, {1.0, -0.0}, {1.0, 4.53236014},
+               {1.0, -4.53236014}, {1.0, 2.26618007}, {1.0, -2.26618007}, {I, -0.0}, {I, 4.53236014}, {I, 2.26618007},
+               {N, N}, {N, N}, {I, 1.13309004}, {N, N}}},
+      {"log10", {{-I, 0.0}, {-I, 1.36437635}, {-I, -0.0}, {-I, -1.36437635}, {0.301029996, -0.0},
+               {0.301029996, 1.36437635}, {0.301029996, -1.36437635}, {0.301029996, 0.682188177},
+               {0.301029996, -0.682188177}, {I, -0.0}, {I, 1.36437635}, {I, 0.682188177}, {N, N}, {N, N},
+               {I, 0.341094088}, {N, N}}},
+      {"sqrt", {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {1.41421356, 0.0}, {0.0, 1.41421356},
+               {0.0, 1.41421356}, {1.0, 1.0}, {1.0, -1.0}, {I, 0.0}, {0.0, I}, {I, I}, {N, N}, {N, N}, {I, I},
+               {N, N}}},
+      {"rsqrt", {{I, N}, {I, N}, {I, N}, {I, N}, {0.707106781, 0.0}, {4.32978028e-17, -0.707106781},
+               {4.32978028e-17, 0.707106781}, {0.5, -0.5}, {0.5, 0.5}, {0.0, 0.0}, {-0.0, -0.0}, {0.0, -0.0}, {N, N},
+               {N, N}, {0.0, -0.0}, {-0.0, -0.0}}},
+      {"sin", {{0.0, 0.0}, {0.0, 0.0}, {0.0, -0.0}, {0.0, -0.0}, {0.909297427, 0.0}, {-0.909297427, -0.0},
+               {-0.909297427, 0.0}, {0.0, 3.62686041}, {0.0, -3.62686041}, {N, N}, {N, N}, {0.0, I}, {N, N}, {N, N},
+               {N, N}, {N, N}}},
+      {"cos", {{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {-0.416146837, 0.0}, {-0.416146837, 0.0},
+               {-0.416146837, -0.0}, {3.76219569, 0.0}, {3.76219569, 0.0}, {N, N}, {N, N}, {I, 0.0}, {N, N}, {N, N},
+               {N, N}, {N, N}}},
+      {"tan", {{0.0, 0.0}, {0.0, 0.0}, {0.0, -0.0}, {0.0, -0.0}, {-2.18503986, -0.0}, {2.18503986, 0.0},
+               {2.18503986, -0.0}, {0.0, 0.96402758}, {0.0, -0.96402758}, {N, N}, {N, N}, {0.0, 1.0}, {N, N}, {N, N},
+               {0.0, 1.0}, {N, N}}},
+      {"arcsin", {{0.0, 0.0}, {-0.0, 0.0}, {0.0, 0.0}, {-0.0, 0.0}, {1.57079633, 1.3169579}, {-1.57079633, 1.3169579},
+               {-1.57079633, 1.3169579}, {-0.0, 1.44363548}, {0.0, -1.44363548}, {1.57079633, I}, {-1.57079633, I},
+               {0.0, I}, {N, N}, {N, N}, {0.785398163, I}, {N, I}}},
+      {"arccos", {{1.57079633, -0.0}, {1.57079633, -0.0}, {1.57079633, -0.0}, {1.57079633, -0.0}, {0.0, -1.3169579},
+               {3.14159265, -1.3169579}, {3.14159265, -1.3169579}, {1.57079633, -1.44363548}, {1.57079633, 1.44363548},
+               {0.0, -I}, {3.14159265, -I}, {1.57079633, -I}, {N, N}, {N, N}, {0.785398163, -I}, {N, -I}}},
+      {"arctan", {{0.0, -0.0}, {-0.0, -0.0}, {0.0, -0.0}, {-0.0, -0.0}, {1.10714872, -0.0}, {-1.10714872, -0.0},
+               {-1.10714872, -0.0}, {-1.57079633, 0.549306144}, {1.57079633, -0.549306144}, {1.57079633, -0.0},
+               {-1.57079633, -0.0}, {1.57079633, 0.0}, {-1.57079633, N}, {1.57079633, N}, {1.57079633, 0.0},
+               {-1.57079633, 0.0}}},
+      {"sinh", {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {3.62686041, 0.0}, {-3.62686041, 0.0},
+               {-3.62686041, 0.0}, {0.0, 0.909297427}, {0.0, -0.909297427}, {I, 0.0}, {-I, 0.0}, {N, N}, {N, 0.0},
+               {N, N}, {N, N}, {N, N}}},
+      {"cosh", {{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {3.76219569, 0.0}, {3.76219569, 0.0},
+               {3.76219569, 0.0}, {-0.416146837, 0.0}, {-0.416146837, 0.0}, {I, 0.0}, {I, 0.0}, {N, N}, {N, 0.0},
+               {N, N}, {N, N}, {N, N}}},
+      {"tanh", {{0.0, 0.0}, {-0.0, 0.0}, {0.0, 0.0}, {-0.0, 0.0}, {0.96402758, 0.0}, {-0.96402758, 0.0},
+               {-0.96402758, 0.0}, {-0.0, -2.18503986}, {0.0, 2.18503986}, {1.0, 0.0}, {-1.0, 0.0}, {N, N}, {N, 0.0},
+               {N, N}, {1.0, 0.0}, {-1.0, 0.0}}},
+      {"arcsinh", {{0.0, 0.0}, {0.0, 0.0}, {0.0, -0.0}, {0.0, -0.0}, {1.44363548, -0.0}, {-1.44363548, 0.0},
+               {-1.44363548, -0.0}, {1.3169579, 1.57079633}, {1.3169579, -1.57079633}, {I, -0.0}, {-I, 0.0},
+               {I, 1.57079633}, {N, N}, {N, N}, {I, 0.785398163}, {-I, N}}},
+      {"arccosh", {{0.0, 1.57079633}, {0.0, 1.57079633}, {0.0, 1.57079633}, {0.0, 1.57079633}, {1.3169579, 0.0},
+               {1.3169579, 3.14159265}, {1.3169579, 3.14159265}, {1.44363548, 1.57079633}, {1.44363548, -1.57079633},
+               {I, 0.0}, {I, 3.14159265}, {I, 1.57079633}, {N, N}, {N, N}, {I, 0.785398163}, {I, N}}},
+      {"arctanh", {{0.0, 0.0}, {0.0, 0.0}, {0.0, -0.0}, {0.0, -0.0}, {0.549306144, -1.57079633},
+               {-0.549306144, 1.57079633}, {-0.549306144, -1.57079633}, {0.0, 1.10714872}, {0.0, -1.10714872},
+               {0.0, 1.57079633}, {-0.0, 1.57079633}, {0.0, 1.57079633}, {N, 1.57079633}, {N, -1.57079633},
+               {0.0, 1.57079633}, {-0.0, -1.57079633}}},
+      {"square", {{0.0, 0.0}, {0.0, -0.0}, {0.0, -0.0}, {0.0, 0.0}, {4.0, -0.0}, {4.0, -0.0}, {4.0, 0.0}, {-4.0, -0.0},
+               {-4.0, -0.0}, {I, N}, {I, N}, {-I, N}, {N, N}, {N, N}, {N, I}, {N, N}}},
+      {"reciprocal", {{I, N}, {-I, N}, {I, N}, {-I, N}, {0.5, 0.0}, {-0.5, -0.0}, {-0.5, -0.0}, {0.0, -0.5},
+               {-0.0, 0.5}, {0.0, 0.0}, {-0.0, -0.0}, {0.0, -0.0}, {N, N}, {N, N}, {0.0, -0.0}, {-0.0, -0.0}}},
+      {"sign", {{0.0, 0.0}, {-0.0, 0.0}, {0.0, -0.0}, {-0.0, -0.0}, {1.0, -0.0}, {-1.0, 0.0}, {-1.0, -0.0},
+               {-0.0, 1.0}, {0.0, -1.0}, {N, -0.0}, {N, 0.0}, {0.0, N}, {N, N}, {N, N}, {N, N}, {N, N}}},
+      {"abs", {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {2.0, 0.0}, {2.0, 0.0}, {2.0, 0.0}, {2.0, 0.0},
+               {2.0, 0.0}, {I, 0.0}, {I, 0.0}, {I, 0.0}, {N, 0.0}, {N, 0.0}, {I, 0.0}, {N, 0.0}}},
+  };
+  using Fn = std::function<Array(const Array&)>;
+#define TESSEL_FN(NAME) {#NAME, [](const Array& x) { return ts::NAME(x); }}
+  const std::map<std::string, Fn> fns = {
+      TESSEL_FN(exp),     TESSEL_FN(exp2),    TESSEL_FN(expm1),   TESSEL_FN(log),        TESSEL_FN(log1p),
+      TESSEL_FN(log2),    TESSEL_FN(log10),   TESSEL_FN(sqrt),    TESSEL_FN(rsqrt),      TESSEL_FN(sin),
+      TESSEL_FN(cos),     TESSEL_FN(tan),     TESSEL_FN(arcsin),  TESSEL_FN(arccos),     TESSEL_FN(arctan),
+      TESSEL_FN(sinh),    TESSEL_FN(cosh),    TESSEL_FN(tanh),    TESSEL_FN(arcsinh),    TESSEL_FN(arccosh),
+      TESSEL_FN(arctanh), TESSEL_FN(square),  TESSEL_FN(sign),    TESSEL_FN(reciprocal), TESSEL_FN(abs)};
+#undef TESSEL_FN
+  auto agrees = [](double got, double want) {
+    return same(got, want) || (std::isfinite(want) && want != 0 && got != 0 &&
+                               std::abs(got - want) <= 1e-6 * std::max(1.0, std::abs(want)));
+  };
+  for (ts::DType d : {ts::c64, ts::c128}) {
+    const Array x = Array(z).astype(d);
+    for (const auto& [name, w] : want) {
+      const Fn& f = fns.at(name);
+      for (bool jit : {false, true}) {
+        const std::vector<C> got = (jit ? ts::jit(f)(x) : f(x)).astype(ts::c128).to_vector<C>();
+        ASSERT_EQ(got.size(), z.size());
+        for (size_t i = 0; i < z.size(); ++i)
+          EXPECT_TRUE(agrees(got[i].real(), w[i].real()) && agrees(got[i].imag(), w[i].imag()))
+              << name << "(" << show(z[i].real()) << ", " << show(z[i].imag()) << ") " << ts::dtype_name(d)
+              << (jit ? " under jit" : "") << ": got (" << show(got[i].real()) << ", " << show(got[i].imag())
+              << "), JAX (" << show(w[i].real()) << ", " << show(w[i].imag()) << ")";
+      }
+    }
   }
 }
 

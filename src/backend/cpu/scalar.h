@@ -6,7 +6,9 @@
 //
 // Functions take and return compute types: float, double, std::complex, the integer types
 // and bool (the half types compute in float, converted by the caller). Where C++ leaves
-// behaviour undefined, they define it as XLA does on CPU (see elementwise.cpp).
+// behaviour undefined, they define it as XLA does on CPU (see elementwise.cpp). Complex
+// arguments go to backend/cpu/scalar_complex.h, which computes them as JAX does rather than as
+// <complex> does (C99 Annex G signs its zeros and treats inf/NaN differently).
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -14,6 +16,22 @@
 #include <type_traits>
 
 namespace tessel::scalar {
+
+// The complex functions, defined in backend/cpu/scalar_complex.h, which this file includes at its end.
+// Generated kernels (no complex dtypes) embed only these declarations (CMakeLists.txt).
+namespace cx {
+template <class R> inline std::complex<R> mul(std::complex<R> x, std::complex<R> y);
+template <class R> inline std::complex<R> div(std::complex<R> x, std::complex<R> y);
+template <class R> inline std::complex<R> square(std::complex<R> z);
+template <class R> inline R abs(std::complex<R> z);
+#define TESSEL_CX_DECLARE(NAME) template <class R> inline std::complex<R> NAME(std::complex<R> z);
+TESSEL_CX_DECLARE(exp) TESSEL_CX_DECLARE(expm1) TESSEL_CX_DECLARE(log) TESSEL_CX_DECLARE(log1p)
+TESSEL_CX_DECLARE(sqrt) TESSEL_CX_DECLARE(rsqrt) TESSEL_CX_DECLARE(sin) TESSEL_CX_DECLARE(cos)
+TESSEL_CX_DECLARE(tan) TESSEL_CX_DECLARE(asin) TESSEL_CX_DECLARE(acos) TESSEL_CX_DECLARE(atan)
+TESSEL_CX_DECLARE(sinh) TESSEL_CX_DECLARE(cosh) TESSEL_CX_DECLARE(tanh) TESSEL_CX_DECLARE(asinh)
+TESSEL_CX_DECLARE(acosh) TESSEL_CX_DECLARE(atanh)
+#undef TESSEL_CX_DECLARE
+}  // namespace cx
 
 template <class T> struct is_complex : std::false_type {};
 template <class T> struct is_complex<std::complex<T>> : std::true_type {};
@@ -74,6 +92,20 @@ template <class T> inline T round_half_even(T x) {
 template <class T> inline T integer_pow(T x, int64_t y) {
   if constexpr (is_int_v<T>) {
     return int_pow(x, y);
+  } else if constexpr (is_complex_v<T>) {
+    // As JAX: y = 2 is jnp.square (the only caller with y = 2), which for complex numbers is
+    // CHLO's square; otherwise XLA's plain complex products and quotient (lax.integer_pow).
+    if (y == 2) return cx::square(x);
+    T acc(1), b(x);
+    bool first = true;
+    for (uint64_t e = y < 0 ? uint64_t(0) - uint64_t(y) : uint64_t(y); e; e >>= 1) {
+      if (e & 1) {
+        acc = first ? b : cx::mul(acc, b);
+        first = false;
+      }
+      b = cx::mul(b, b);
+    }
+    return y < 0 ? cx::div(T(1), acc) : acc;
   } else {
     // The first factor is taken as is: 1 * z would lose the sign of a complex zero part.
     T acc(1), b(x);
@@ -103,6 +135,8 @@ template <uint64_t E, bool First, class T> inline void pow_by_squaring(T& acc, T
 template <int64_t Y, class T> inline T integer_pow_static(T x) {
   if constexpr (is_int_v<T>) {
     return int_pow(x, Y);
+  } else if constexpr (is_complex_v<T>) {
+    return integer_pow(x, Y);
   } else {
     T acc(1);
     pow_by_squaring<(Y < 0 ? uint64_t(0) - uint64_t(Y) : uint64_t(Y)), true>(acc, x);
@@ -151,6 +185,7 @@ TESSEL_SCALAR_UNARY(neg, if constexpr (is_int_v<T>) return wrap_neg(x);
       else return -x;)
 TESSEL_SCALAR_UNARY(abs, if constexpr (std::is_unsigned_v<T>) return x;
       else if constexpr (is_int_v<T>) return x < 0 ? wrap_neg(x) : x;
+      else if constexpr (is_complex_v<T>) return cx::abs(x);
       else return std::abs(x);)
 TESSEL_SCALAR_UNARY(sign, if constexpr (is_complex_v<T>) return x == T(0) ? x : x / std::abs(x);
       else if constexpr (std::is_floating_point_v<T>) return x > 0 ? T(1) : x < 0 ? T(-1) : x;  // keeps -0, NaN
@@ -160,36 +195,28 @@ TESSEL_SCALAR_UNARY(floor, return std::floor(x);)
 TESSEL_SCALAR_UNARY(ceil, return std::ceil(x);)
 TESSEL_SCALAR_UNARY(round, return round_half_even(x);)
 TESSEL_SCALAR_UNARY(is_finite, return std::isfinite(x);)
-TESSEL_SCALAR_UNARY(exp, return std::exp(x);)
-TESSEL_SCALAR_UNARY(exp2, if constexpr (is_complex_v<T>) return std::exp(x * T(std::numbers::ln2));
-      else return std::exp2(x);)
-TESSEL_SCALAR_UNARY(expm1, if constexpr (is_complex_v<T>) {
-        // exp(a+ib) - 1 = (expm1(a) cos b - 2 sin^2(b/2)) + i exp(a) sin b, accurate near 0.
-        auto re = x.real(), im = x.imag(), s = std::sin(im / 2);
-        return T(std::expm1(re) * std::cos(im) - 2 * s * s, std::exp(re) * std::sin(im));
-      } else return std::expm1(x);)
-TESSEL_SCALAR_UNARY(log, return std::log(x);)
-TESSEL_SCALAR_UNARY(log1p, if constexpr (is_complex_v<T>) {
-        if (std::abs(x) >= 0.5) return std::log(T(1 + x.real(), x.imag()));  // keeps the sign of a zero imag
-        // log|1+z| = log1p(2a + a^2 + b^2) / 2, accurate for small z.
-        auto re = x.real(), im = x.imag();
-        return T(std::log1p(re * (2 + re) + im * im) / 2, std::atan2(im, 1 + re));
-      } else return std::log1p(x);)
-TESSEL_SCALAR_UNARY(sqrt, return std::sqrt(x);)
-TESSEL_SCALAR_UNARY(rsqrt, return T(1) / std::sqrt(x);)
+TESSEL_SCALAR_UNARY(exp, if constexpr (is_complex_v<T>) return cx::exp(x); else return std::exp(x);)
+TESSEL_SCALAR_UNARY(exp2, if constexpr (is_complex_v<T>) {
+        return cx::exp(cx::mul(x, T(std::numbers::ln2)));  // as jnp.exp2: exp(ln 2 z), a complex product
+      } else return std::exp2(x);)
+TESSEL_SCALAR_UNARY(expm1, if constexpr (is_complex_v<T>) return cx::expm1(x); else return std::expm1(x);)
+TESSEL_SCALAR_UNARY(log, if constexpr (is_complex_v<T>) return cx::log(x); else return std::log(x);)
+TESSEL_SCALAR_UNARY(log1p, if constexpr (is_complex_v<T>) return cx::log1p(x); else return std::log1p(x);)
+TESSEL_SCALAR_UNARY(sqrt, if constexpr (is_complex_v<T>) return cx::sqrt(x); else return std::sqrt(x);)
+TESSEL_SCALAR_UNARY(rsqrt, if constexpr (is_complex_v<T>) return cx::rsqrt(x); else return T(1) / std::sqrt(x);)
 TESSEL_SCALAR_UNARY(cbrt, return std::cbrt(x);)
-TESSEL_SCALAR_UNARY(sin, return std::sin(x);)
-TESSEL_SCALAR_UNARY(cos, return std::cos(x);)
-TESSEL_SCALAR_UNARY(tan, return std::tan(x);)
-TESSEL_SCALAR_UNARY(asin, return std::asin(x);)
-TESSEL_SCALAR_UNARY(acos, return std::acos(x);)
-TESSEL_SCALAR_UNARY(atan, return std::atan(x);)
-TESSEL_SCALAR_UNARY(sinh, return std::sinh(x);)
-TESSEL_SCALAR_UNARY(cosh, return std::cosh(x);)
-TESSEL_SCALAR_UNARY(tanh, return std::tanh(x);)
-TESSEL_SCALAR_UNARY(asinh, return std::asinh(x);)
-TESSEL_SCALAR_UNARY(acosh, return std::acosh(x);)
-TESSEL_SCALAR_UNARY(atanh, return std::atanh(x);)
+TESSEL_SCALAR_UNARY(sin, if constexpr (is_complex_v<T>) return cx::sin(x); else return std::sin(x);)
+TESSEL_SCALAR_UNARY(cos, if constexpr (is_complex_v<T>) return cx::cos(x); else return std::cos(x);)
+TESSEL_SCALAR_UNARY(tan, if constexpr (is_complex_v<T>) return cx::tan(x); else return std::tan(x);)
+TESSEL_SCALAR_UNARY(asin, if constexpr (is_complex_v<T>) return cx::asin(x); else return std::asin(x);)
+TESSEL_SCALAR_UNARY(acos, if constexpr (is_complex_v<T>) return cx::acos(x); else return std::acos(x);)
+TESSEL_SCALAR_UNARY(atan, if constexpr (is_complex_v<T>) return cx::atan(x); else return std::atan(x);)
+TESSEL_SCALAR_UNARY(sinh, if constexpr (is_complex_v<T>) return cx::sinh(x); else return std::sinh(x);)
+TESSEL_SCALAR_UNARY(cosh, if constexpr (is_complex_v<T>) return cx::cosh(x); else return std::cosh(x);)
+TESSEL_SCALAR_UNARY(tanh, if constexpr (is_complex_v<T>) return cx::tanh(x); else return std::tanh(x);)
+TESSEL_SCALAR_UNARY(asinh, if constexpr (is_complex_v<T>) return cx::asinh(x); else return std::asinh(x);)
+TESSEL_SCALAR_UNARY(acosh, if constexpr (is_complex_v<T>) return cx::acosh(x); else return std::acosh(x);)
+TESSEL_SCALAR_UNARY(atanh, if constexpr (is_complex_v<T>) return cx::atanh(x); else return std::atanh(x);)
 TESSEL_SCALAR_UNARY(erf, return std::erf(x);)
 TESSEL_SCALAR_UNARY(erfc, return std::erfc(x);)
 TESSEL_SCALAR_UNARY(logistic, if constexpr (!is_complex_v<T>) {
@@ -227,3 +254,5 @@ TESSEL_SCALAR_BINARY(complex, return std::complex<T>(a, b);)
 #undef TESSEL_SCALAR_BINARY
 
 }  // namespace tessel::scalar
+
+#include "backend/cpu/scalar_complex.h"  // left out of the text embedded in generated kernels
