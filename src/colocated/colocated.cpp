@@ -245,9 +245,7 @@ Array make_pending(const Spec& spec, const std::vector<int>& remote, uint64_t re
   std::vector<std::shared_ptr<tessel::detail::Buffer>> shards;
   for (const Device& d : spec.sharding.device_set())
     shards.push_back(d.impl()->is_local() ? tessel::detail::Buffer::deferred(local.nbytes(), d.impl()) : nullptr);
-  if (spec.sharding.is_single_device() && shards[0])
-    return tessel::detail::make_concrete(aval, shards[0]->device(), shards[0], true);
-  auto out = std::make_shared<tessel::detail::ShardedArray>(aval, spec.sharding, local, std::move(shards));
+  auto out = std::make_shared<tessel::detail::ConcreteArray>(aval, spec.sharding, local, std::move(shards));
   if (!remote.empty()) out->remote = ctl::make_ref(remote_id, remote);
   return Array(std::move(out));
 }
@@ -830,7 +828,7 @@ Outputs call_learning(Site& site, const CallPlan& c, const std::vector<std::stri
     w.u64(id);
     auto shards = c.here ? tessel::detail::piece_buffers(results[j])
                          : std::vector<std::shared_ptr<tessel::detail::Buffer>>(s.sharding.device_set().size());
-    auto out = std::make_shared<tessel::detail::ShardedArray>(Aval(s.shape, s.dtype), s.sharding,
+    auto out = std::make_shared<tessel::detail::ConcreteArray>(Aval(s.shape, s.dtype), s.sharding,
                                                               Aval(s.sharding.shard_shape(s.shape), s.dtype), std::move(shards));
     out->remote = ctl::make_ref(id, c.remote);
     outs.push_back(Array(std::move(out)));

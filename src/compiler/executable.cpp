@@ -51,9 +51,9 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::vector<i
   };
   for (auto& v : p.invars) slot_of[v.get()] = add_slot(SlotKind::kInput, v->aval);
   for (size_t i = 0; i < p.constvars.size(); ++i) {
-    auto* c = detail::require_concrete(p.consts[i], "jit (constant)");
+    const auto* c = detail::require_concrete(p.consts[i], "jit (constant)");
     int s = add_slot(SlotKind::kConst, p.constvars[i]->aval);
-    const_buffer_[size_t(s)] = c->buffer;
+    const_buffer_[size_t(s)] = c->buffer();
     const_arrays_[size_t(s)] = p.consts[i];
     slot_of[p.constvars[i].get()] = s;
   }
@@ -61,7 +61,7 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::vector<i
     if (!a.is_literal()) return slot_of.at(a.var().get());
     Array lit = detail::scalar_array(a.literal(), a.aval().weak_type);
     int s = add_slot(SlotKind::kConst, a.aval());
-    const_buffer_[size_t(s)] = detail::as_concrete(lit)->buffer;
+    const_buffer_[size_t(s)] = detail::as_concrete(lit)->buffer();
     const_arrays_[size_t(s)] = lit;
     return s;
   };
@@ -169,7 +169,10 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
       throw ShapeError(p.name + ": argument " + std::to_string(i) + " has type " + args[i].aval().to_string() +
                        " but the program was compiled for " + p.invars[i]->aval.to_string());
   std::vector<detail::ConcreteArray*> cs;
-  for (const Array& a : args) cs.push_back(detail::require_concrete(a, "jit"));
+  for (const Array& a : args) {
+    detail::require_concrete(a, "jit");  // (on one local device here; throws if donated)
+    cs.push_back(detail::as_concrete(a));
+  }
   detail::DeviceImpl* dev = detail::result_device(p.name, args);
   bool committed = false;
   for (auto* c : cs) committed |= c->committed;
@@ -186,12 +189,12 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
     bool twice = false;
     for (size_t j = 0; j < args.size() && donated_[i] >= 0; ++j) twice |= j != i && args[j].impl() == args[i].impl();
     if (donated_[i] < 0 || twice) {
-      in_bufs[i] = c->buffer;
+      in_bufs[i] = c->buffer();
       continue;
     }
-    in_bufs[i] = std::move(c->buffer);
+    in_bufs[i] = std::move(c->shards[0]);
     donated[i] = 1;
-    c->buffer = Buffer::donated(
+    c->shards[0] = Buffer::donated(
         in_bufs[i]->nbytes(), in_bufs[i]->device(),
         "this array (" + c->aval.to_string() + ") was donated to jit '" + p.name + "' (argument " +
             std::to_string(donated_[i]) + " is in donate_argnums), so its buffer may hold other values now and it "
@@ -321,7 +324,7 @@ void Executable::run_sync(std::span<const void* const> ins, std::span<void* cons
     const Output& o = outputs_[i];
     if (o.slot < 0) {
       Array lit = detail::scalar_array(o.literal, o.weak);
-      std::memcpy(outs[i], detail::as_concrete(lit)->buffer->data(), lit.nbytes());
+      std::memcpy(outs[i], detail::as_concrete(lit)->buffer()->data(), lit.nbytes());
     } else {
       std::memcpy(outs[i], rs.ptr[size_t(o.slot)], slot_aval_[size_t(o.slot)].nbytes());
     }

@@ -11,13 +11,18 @@
 namespace tessel {
 namespace detail {
 
-ConcreteArray* require_concrete(const Array& a, const char* what) {
+ConcreteArray::ConcreteArray(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer> buffer, bool committed)
+    : ArrayImpl(std::move(aval), Kind::kConcrete), sharding(device->sharding()), local_aval(this->aval),
+      shards{std::move(buffer)}, committed(committed), one_device_(true), device_(device) {}
+
+ConcreteArray::ConcreteArray(Aval global, Sharding sharding_, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards)
+    : ArrayImpl(std::move(global), Kind::kConcrete), sharding(std::move(sharding_)), local_aval(std::move(local_aval)),
+      shards(std::move(shards)), committed(true), one_device_(sharding.is_single_device()),
+      device_(one_device_ ? sharding.device_set()[0].impl() : nullptr) {}
+
+const ConcreteArray* require_concrete(const Array& a, const char* what) {
   if (!a.valid()) throw ValueError(std::string(what) + ": the Array is empty (default-constructed)");
-  if (auto* c = as_concrete(a)) {
-    c->buffer->check_not_donated();
-    return c;
-  }
-  if (auto* s = as_sharded(a)) return s->gathered(what);
+  if (auto* c = as_concrete(a)) return c->gathered(what);
   throw ConcretizationError(std::string(what) + ": the array " + a.aval().to_string() +
                             " is abstract here (it is traced by jit or another transformation), so its value is "
                             "not known yet. Compute with it as an Array, or move the use outside the traced "
@@ -29,12 +34,6 @@ Array scalar_array(const Scalar& value, bool weak) {
   value.store(buf->data());
   buf->set_ready();
   return make_concrete(Aval({}, value.dtype(), weak), default_device(), std::move(buf), false);
-}
-
-Array plain_if_single_device(const Array& a) {
-  auto* s = as_sharded(a);
-  if (!s || !s->sharding.is_single_device() || !s->shards[0]) return a;
-  return make_concrete(s->aval, s->shards[0]->device(), s->shards[0], true);
 }
 
 }  // namespace detail
@@ -110,40 +109,48 @@ int64_t Array::dim(int64_t axis) const {
   return shape()[size_t(axis < 0 ? axis + n : axis)];
 }
 
+// A concrete value, or a ConcretizationError naming `what`: the handle accessors that need
+// no whole copy (devices, readiness) work on its pieces.
+static detail::ConcreteArray* value_of(const Array& a, const char* what) {
+  if (auto* c = detail::as_concrete(a)) {
+    if (c->on_one_local_device()) c->buffer()->check_not_donated();
+    return c;
+  }
+  return const_cast<detail::ConcreteArray*>(detail::require_concrete(a, what));  // throws: empty or a tracer
+}
+
+Sharding sharding_of(const Array& x) { return value_of(x, "sharding")->sharding; }
+Sharding Array::sharding() const { return sharding_of(*this); }
+std::vector<Device> Array::devices() const { return sharding_of(*this).device_set(); }
+
 Device Array::device() const {
-  auto* s = detail::as_sharded(*this);
-  if (s && s->sharding.is_single_device()) return s->sharding.device_set()[0];  // on a worker's device
-  if (s)
+  const detail::ConcreteArray* c = value_of(*this, "device");
+  if (!c->sharding.is_single_device())
     throw ValueError("device: the array " + aval().to_string() + " is laid out over " +
-                     std::to_string(s->shards.size()) + " devices (" + s->sharding.to_string() +
+                     std::to_string(c->shards.size()) + " devices (" + c->sharding.to_string() +
                      "); use sharding(), devices() or addressable_shards()");
-  return Device(detail::require_concrete(*this, "device")->device);
+  return Device(c->device());
 }
 
 const Array& Array::block_until_ready() const {
-  if (auto* s = detail::as_sharded(*this)) {
-    for (auto& b : s->shards)
-      if (b) b->wait();  // null: a device of another process
-    if (const detail::RemotePieces* r = s->remote ? detail::remote_pieces() : nullptr) r->wait(*s);
-    return *this;
-  }
-  detail::require_concrete(*this, "block_until_ready")->buffer->wait();
+  const detail::ConcreteArray* c = value_of(*this, "block_until_ready");
+  for (auto& b : c->shards)
+    if (b) b->wait();  // null: a device of another process
+  if (const detail::RemotePieces* r = c->remote ? detail::remote_pieces() : nullptr) r->wait(*c);
   return *this;
 }
 
 bool Array::is_ready() const {
-  if (auto* s = detail::as_sharded(*this)) {
-    for (auto& b : s->shards)
-      if (b && !b->ready()) return false;
-    return true;
-  }
-  return detail::require_concrete(*this, "is_ready")->buffer->ready();
+  const detail::ConcreteArray* c = value_of(*this, "is_ready");
+  for (auto& b : c->shards)
+    if (b && !b->ready()) return false;
+  return true;
 }
 
 void Array::read(DType as, void* out) const {
-  auto* c = detail::require_concrete(*this, "to_vector");
-  c->buffer->wait();
-  const void* src = c->buffer->data();
+  const auto* c = detail::require_concrete(*this, "to_vector");
+  c->buffer()->wait();
+  const void* src = c->buffer()->data();
   size_t n = size_t(size());
   if (as == dtype()) {
     std::memcpy(out, src, n * itemsize(as));
@@ -169,9 +176,9 @@ void Array::host_out_of_memory(const char* op, size_t item_bytes) const {
 Scalar Array::scalar() const {
   if (size() != 1)
     throw ShapeError("scalar: the array has shape " + shape_to_string(shape()) + "; a scalar needs exactly one element");
-  auto* c = detail::require_concrete(*this, "item");
-  c->buffer->wait();
-  return Scalar::load(dtype(), c->buffer->data());
+  const auto* c = detail::require_concrete(*this, "item");
+  c->buffer()->wait();
+  return Scalar::load(dtype(), c->buffer()->data());
 }
 
 std::string Array::to_string() const { return detail::array_to_string(*this, 1000); }

@@ -235,11 +235,11 @@ std::string array_to_string(const Array& a, int64_t threshold) {
   // NumPy prints every empty array as `[]`, whatever its shape: (0,), (2, 0), (0, 3).
   if (a.size() == 0 && !a.shape().empty()) return "[]";
   auto* c = require_concrete(a, "to_string");
-  c->buffer->wait();
+  c->buffer()->wait();
   std::vector<size_t> shown;
   shown_elements(a.shape(), 0, 0, a.size() > threshold, shown);
   std::vector<std::string> elems =
-      format_elements(a.dtype(), static_cast<const char*>(c->buffer->data()), size_t(a.size()), shown);
+      format_elements(a.dtype(), static_cast<const char*>(c->buffer()->data()), size_t(a.size()), shown);
   if (a.shape().empty()) return elems.empty() ? "" : elems[0];
   size_t width = 0;
   for (auto& e : elems) width = std::max(width, e.size());

@@ -1,5 +1,5 @@
 #pragma once
-// What an Array handle points to: a concrete value on a device, or a tracer.
+// What an Array handle points to: a concrete value (on one device or laid out over several), or a tracer.
 #include <memory>
 #include <mutex>
 
@@ -16,7 +16,7 @@ class Trace;
 
 class ArrayImpl {
  public:
-  enum class Kind { kConcrete, kSharded, kTracer };
+  enum class Kind { kConcrete, kTracer };
   ArrayImpl(Aval aval, Kind kind) : aval(std::move(aval)), kind(kind) {}
   virtual ~ArrayImpl() = default;
   bool is_tracer() const { return kind == Kind::kTracer; }
@@ -24,40 +24,47 @@ class ArrayImpl {
   const Kind kind;
 };
 
-/// A value held in a device buffer (possibly still being computed).
+/// A value (possibly still being computed): its global aval, its sharding, and one buffer
+/// per device of the sharding's device set, in the order of `sharding.device_set()`. A value
+/// on one device has a SingleDeviceSharding and one buffer holding all of it (the common
+/// case, which eager dispatch and jit run without the partitioner). A value laid out over a
+/// mesh holds each device's piece in the padded local layout (every piece has `local_aval`'s
+/// shape: dimensions that do not divide are rounded up, and the padding of the last pieces
+/// holds unspecified values); the buffers of other processes' devices are null.
 class ConcreteArray final : public ArrayImpl {
  public:
-  ConcreteArray(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer> buffer, bool committed)
-      : ArrayImpl(std::move(aval), Kind::kConcrete), device(device), buffer(std::move(buffer)), committed(committed) {}
-  DeviceImpl* device;
-  std::shared_ptr<Buffer> buffer;
-  /// Placed explicitly with device_put: operations never move it silently.
-  bool committed;
-};
+  /// A value on one device.
+  ConcreteArray(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer> buffer, bool committed);
+  /// A value laid out by `sharding` (committed: operations keep its layout).
+  ConcreteArray(Aval global, Sharding sharding, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards);
 
-/// A value split (or replicated) over the devices of a mesh: one buffer per mesh device,
-/// row-major over the mesh, each holding that device's piece in the padded local layout
-/// (every piece has `local_aval`'s shape: dimensions that do not divide are rounded up, and
-/// the padding of the last pieces holds unspecified values). On a mesh that spans
-/// processes, the buffers of other processes' devices are null. src/sharding/ makes them.
-class ShardedArray final : public ArrayImpl {
- public:
-  ShardedArray(Aval global, Sharding sharding, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards)
-      : ArrayImpl(std::move(global), Kind::kSharded), sharding(std::move(sharding)), local_aval(std::move(local_aval)),
-        shards(std::move(shards)) {}
   Sharding sharding;
   Aval local_aval;
   std::vector<std::shared_ptr<Buffer>> shards;
+  /// Placed explicitly (device_put, or laid out over a mesh): operations never move it silently.
+  bool committed;
   /// On the driver of a single-controller job: where the pieces of other processes' devices
   /// are kept (their `shards` entries are null). Null otherwise.
   std::shared_ptr<const RemoteRef> remote;
-  /// The whole array assembled on the first device of the mesh in this process (made once,
-  /// on first use: reading values, printing, concretizing). Throws ValueError naming `what`
-  /// when this process's pieces do not make up the whole value (a mesh over processes); on
-  /// the driver of a single-controller job the missing pieces are fetched from the workers.
-  ConcreteArray* gathered(const char* what = "reading the value") const;
+
+  /// True when the whole value is one buffer on one device of this process: eager dispatch
+  /// and jit take their single-device path.
+  bool on_one_local_device() const { return one_device_ && shards[0] != nullptr; }
+  /// The device of a value on one device (of this process or another).
+  DeviceImpl* device() const { return device_; }
+  /// The buffer of a value on one local device.
+  const std::shared_ptr<Buffer>& buffer() const { return shards[0]; }
+  /// The whole value as one buffer on one local device: itself when it is one, else an
+  /// assembled copy on the first device of the mesh in this process (made once, on first
+  /// use: reading values, printing, concretizing). Throws ValueError naming `what` when this
+  /// process's pieces do not make up the whole value (a mesh over processes); on the driver
+  /// of a single-controller job the missing pieces are fetched from the workers.
+  const ConcreteArray* gathered(const char* what = "reading the value") const;
 
  private:
+  friend Array whole_value(const Array& a, const char* what);
+  bool one_device_;
+  DeviceImpl* device_ = nullptr;
   mutable std::once_flag gathered_once_;
   mutable std::shared_ptr<ConcreteArray> gathered_;
 };
@@ -74,17 +81,19 @@ class Tracer : public ArrayImpl {
 inline ConcreteArray* as_concrete(const Array& a) {
   return a.impl() && a.impl()->kind == ArrayImpl::Kind::kConcrete ? static_cast<ConcreteArray*>(a.impl().get()) : nullptr;
 }
-inline ShardedArray* as_sharded(const Array& a) {
-  return a.impl() && a.impl()->kind == ArrayImpl::Kind::kSharded ? static_cast<ShardedArray*>(a.impl().get()) : nullptr;
+/// The value of `a` when it is not on one local device (laid out over several devices, or
+/// held by another process): what the partitioner runs; else null.
+inline ConcreteArray* as_sharded(const Array& a) {
+  ConcreteArray* c = as_concrete(a);
+  return c && !c->on_one_local_device() ? c : nullptr;
 }
 inline Tracer* as_tracer(const Array& a) {
   return a.impl() && a.impl()->is_tracer() ? static_cast<Tracer*>(a.impl().get()) : nullptr;
 }
 /// The piece buffers of a concrete array by position in its sharding's device set: one for a
 /// single-device array; null for devices of other processes.
-inline std::vector<std::shared_ptr<Buffer>> piece_buffers(const Array& a) {
-  if (auto* s = as_sharded(a)) return s->shards;
-  if (auto* c = as_concrete(a)) return {c->buffer};
+inline const std::vector<std::shared_ptr<Buffer>>& piece_buffers(const Array& a) {
+  if (auto* c = as_concrete(a)) return c->shards;
   throw ConcretizationError("piece_buffers: the array is a tracer, not a concrete value");
 }
 /// Wraps a freshly allocated buffer as an array.
@@ -93,12 +102,10 @@ inline Array make_concrete(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer
 }
 /// A rank-0 array on the default device holding `value` (weak-typed if `weak`).
 Array scalar_array(const Scalar& value, bool weak);
-/// The concrete value of `a` (a sharded array's assembled copy), or a ConcretizationError
-/// naming `what` if it is a tracer.
-ConcreteArray* require_concrete(const Array& a, const char* what);
-/// `a` as a plain single-device array when it is a sharded array held whole by one local
-/// device (what a worker keeps, so that operations on it take the single-device path);
-/// otherwise `a` itself.
-Array plain_if_single_device(const Array& a);
+/// The whole value of `a` on one local device (a laid-out array's assembled copy, see
+/// ConcreteArray::gathered), or a ConcretizationError naming `what` if it is a tracer.
+const ConcreteArray* require_concrete(const Array& a, const char* what);
+/// The same as an Array: `a` itself when it is on one local device.
+Array whole_value(const Array& a, const char* what);
 
 }  // namespace tessel::detail

@@ -65,6 +65,17 @@ ScopedPrivateStreams::ScopedPrivateStreams(PrivateStreams* streams) : previous_(
 }
 ScopedPrivateStreams::~ScopedPrivateStreams() { t_private_streams = previous_; }
 
+const Sharding& DeviceImpl::sharding() {
+  std::call_once(sharding_once_, [this] { sharding_ = SingleDeviceSharding(Device(this)); });
+  return sharding_;
+}
+
+void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task) {
+  static const long inline_bytes = config::get_int(config::kEagerInlineBytes);
+  if (long(work_bytes) <= inline_bytes) dev->stream().run_inline_or_enqueue(std::move(task));
+  else dev->stream().enqueue(std::move(task));
+}
+
 Stream& DeviceImpl::stream() {
   if (t_private_streams && stream_) return t_private_streams->get(this);
   if (!stream_)

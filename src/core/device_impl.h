@@ -5,6 +5,7 @@
 
 #include "core/stream.h"
 #include "tessel/device.h"
+#include "tessel/sharding.h"
 
 namespace tessel::detail {
 
@@ -26,11 +27,19 @@ class DeviceImpl {
   Stream& own_stream() { return *stream_; }
   /// Renumbers a local device when the process joins a job (distributed::initialize).
   void set_identity(int id, int process_index) { id_ = id, process_index_ = process_index; }
+  /// The SingleDeviceSharding of this device, made once (every value on one device shares it).
+  const Sharding& sharding();
 
  private:
   int id_, process_index_, local_index_;
   std::unique_ptr<Stream> stream_;
+  std::once_flag sharding_once_;
+  Sharding sharding_;
 };
+
+/// Runs `task` on `dev`'s stream: inline on the caller's thread when it writes at most
+/// TESSEL_EAGER_INLINE_BYTES and the stream is idle, else queued.
+void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task);
 
 /// Streams of one thread's own, one per device, that replace the devices' streams for the
 /// work that thread issues while they are installed (ScopedPrivateStreams). Colocated host

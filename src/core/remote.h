@@ -11,7 +11,7 @@
 namespace tessel::detail {
 
 class Buffer;
-class ShardedArray;
+class ConcreteArray;
 
 /// The id under which worker processes `processes` hold their pieces of one array.
 /// Destroying the last reference frees those pieces there, asynchronously.
@@ -31,10 +31,10 @@ class RemotePieces {
   /// Frees the pieces of `id` on `processes` (never throws).
   virtual void release(uint64_t id, const std::vector<int>& processes) const noexcept = 0;
   /// Waits until every remote piece of `a` is computed; rethrows a worker's error.
-  virtual void wait(const ShardedArray& a) const = 0;
+  virtual void wait(const ConcreteArray& a) const = 0;
   /// Fills `shards[pos]` for each listed mesh position with a local buffer holding a copy
   /// of that remote piece.
-  virtual void fetch(const ShardedArray& a, const std::vector<int>& positions,
+  virtual void fetch(const ConcreteArray& a, const std::vector<int>& positions,
                      std::vector<std::shared_ptr<Buffer>>& shards) const = 0;
 };
 /// Installs the driver's implementation (distributed::initialize on the driver of a

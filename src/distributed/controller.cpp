@@ -306,8 +306,8 @@ std::string wait_reply(int p, int tag, const std::string& op, const std::vector<
 class DriverPieces final : public detail::RemotePieces {
  public:
   void release(uint64_t id, const std::vector<int>& processes) const noexcept override;
-  void wait(const detail::ShardedArray& a) const override;
-  void fetch(const detail::ShardedArray& a, const std::vector<int>& positions,
+  void wait(const detail::ConcreteArray& a) const override;
+  void fetch(const detail::ConcreteArray& a, const std::vector<int>& positions,
              std::vector<std::shared_ptr<detail::Buffer>>& shards) const override;
 };
 
@@ -318,13 +318,13 @@ void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const
   for (int p : processes) s.pending_deletes[p].push_back(id);
 }
 
-void DriverPieces::wait(const detail::ShardedArray& a) const {
+void DriverPieces::wait(const detail::ConcreteArray& a) const {
   ir::Writer w;
   w.u64(a.remote->id);
   for (int p : a.remote->processes) request(p, "array.wait", w.bytes(), a.remote->processes);
 }
 
-void DriverPieces::fetch(const detail::ShardedArray& a, const std::vector<int>& positions,
+void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>& positions,
                          std::vector<std::shared_ptr<detail::Buffer>>& shards) const {
   std::map<int, std::vector<int>> by_process;
   for (int pos : positions) by_process[a.sharding.device_set()[size_t(pos)].process_index()].push_back(pos);

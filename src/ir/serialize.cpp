@@ -167,8 +167,8 @@ Aval read_aval(Reader& r) {
 void write_array(Writer& w, const Array& a) {
   write_aval(w, a.aval());
   auto* c = tessel::detail::require_concrete(a, "serialize");
-  c->buffer->wait();
-  w.raw(c->buffer->data(), a.nbytes());
+  c->buffer()->wait();
+  w.raw(c->buffer()->data(), a.nbytes());
 }
 
 Array read_array(Reader& r) {

@@ -70,7 +70,7 @@ Array convert(const Array& x, DType dtype, bool weak) {
   if (x.dtype() == dtype && x.weak_type() == weak) return x;
   // Concrete scalars (C++ literals) convert at once, so traced programs show `2.0:f32[]`
   // rather than a conversion equation.
-  if (auto* c = detail::as_concrete(x); c && c->aval.shape.empty() && c->buffer->ready() && !c->buffer->failed())
+  if (auto* c = detail::as_concrete(x); c && c->on_one_local_device() && c->aval.shape.empty() && c->buffer()->ready() && !c->buffer()->failed())
     return detail::scalar_array(x.scalar().astype(dtype), weak);
   return bind1(convert_p, {x}, Params{{"new_dtype", dtype}, {"weak_type", weak}});
 }

@@ -1,4 +1,4 @@
-// Array creation: the iota and device_put primitives, and zeros/ones/full (a broadcast of a
+// Array creation: the iota primitive, and zeros/ones/full (a broadcast of a
 // scalar, so under jit they stage as broadcast_in_dim of a literal, not a big constant),
 // arange, linspace and eye built on them.
 #include <cmath>
@@ -7,7 +7,6 @@
 #include "core/dtype_check.h"
 #include "core/shape_check.h"
 #include "ops/rule_util.h"
-#include "tessel/distributed.h"
 #include "tessel/sharding.h"
 
 namespace tessel::ops {
@@ -53,60 +52,6 @@ Params iota_localize(const Params& p, std::span<const Aval>, std::span<const Ava
 const ir::Primitive& iota_p = ir::register_primitive({
     .name = "iota", .arity = {0, 0}, .abstract_eval = iota_aval, .cpu_kernel = iota_kernel,
     .sharding_rule = iota_sharding_rule, .localize = iota_localize});
-
-// ---- device_put[device]: eagerly a copy into the target device's memory, committed there;
-// in a program an identity-like equation that records the placement ----
-
-detail::DeviceImpl* device_by_id(int64_t id) {
-  for (auto* d : detail::local_device_impls())
-    if (d->id() == id) return d;
-  throw ValueError("device_put: there is no local device with id " + std::to_string(id) + " (this process has " +
-                   std::to_string(detail::local_device_impls().size()) + "; see TESSEL_CPU_DEVICES)");
-}
-
-std::vector<Aval> device_put_aval(std::span<const Aval> ins, const Params& p) {
-  device_by_id(p.get_int("device"));
-  return {ins[0]};
-}
-
-void device_put_kernel(const KernelCall& c) {
-  if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
-}
-
-std::vector<Array> device_put_eager(std::span<const Array> ins, const Params& p) {
-  auto* src = detail::require_concrete(ins[0], "device_put");
-  detail::DeviceImpl* dev = device_by_id(p.get_int("device"));
-  // Arrays are immutable, so an array already on the device shares its buffer.
-  if (src->device == dev) return {detail::make_concrete(src->aval, dev, src->buffer, true)};
-  auto buf = detail::Buffer::allocate(src->aval.nbytes(), dev, &src->aval);
-  dev->stream().enqueue([in = src->buffer, buf] {
-    try {
-      in->wait();
-      if (buf->nbytes()) std::memcpy(buf->data(), in->data(), buf->nbytes());
-      buf->set_ready();
-    } catch (...) {
-      buf->set_error(std::current_exception());
-    }
-  });
-  return {detail::make_concrete(src->aval, dev, std::move(buf), true)};
-}
-
-// Transformations see device_put as the identity: tangents are placed like the primal,
-// cotangents pass through (they follow their consumers' placement), batching keeps the dim.
-std::vector<Array> device_put_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
-                                        std::span<const Aval>, const Params&) {
-  return {cts[0]};
-}
-
-Batched device_put_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                         const BatchAxis&, const Params& p) {
-  return {{bind1(self, {ins[0]}, p)}, {dims[0]}};
-}
-
-const ir::Primitive& device_put_p = ir::register_primitive({
-    .name = "device_put", .arity = {1, 1}, .abstract_eval = device_put_aval, .cpu_kernel = device_put_kernel,
-    .eager_impl = device_put_eager, .jvp = jvp_linear, .transpose = device_put_transpose,
-    .batch = device_put_batch});
 
 Array filled(const char* op, const Shape& shape, const Scalar& v, bool weak) {
   detail::checked_size(op, shape, v.dtype());
@@ -221,20 +166,6 @@ Array eye(int64_t n, std::optional<int64_t> m_, int64_t k, DType dtype) {
   const int64_t lo = first * (m + 1) + k, last = lo + (count - 1) * (m + 1);
   Array flat = lax_pad(ones({count}, dtype), Scalar(0, dtype), {{lo, n * m - 1 - last, m}});
   return reshape(flat, {n, m});
-}
-
-Array device_put(const Array& x, const Device& device) {
-  if (!device.valid()) throw ValueError("device_put: the target Device is empty (default-constructed)");
-  // An array laid out over devices is assembled first (on the first device of its mesh).
-  if (auto* s = detail::as_sharded(x)) {
-    if (!device.impl()->is_local() && s->sharding == SingleDeviceSharding(device)) return x;
-    return device_put(Array(std::make_shared<detail::ConcreteArray>(*s->gathered("device_put"))), device);
-  }
-  // The driver of a single-controller job places values on workers' devices by sending them.
-  if (!device.impl()->is_local() && !x.is_tracer() && !detail::tracing_active() &&
-      distributed::mode() == distributed::Mode::single_controller)
-    return device_put(x, SingleDeviceSharding(device));
-  return ops::bind1(ops::device_put_p, {x}, ops::Params{{"device", int64_t(device.id())}});
 }
 
 }  // namespace tessel

@@ -278,9 +278,9 @@ void call_kernel(const KernelCall& c) {
   });
   check_call_result(cb.name, result, want);
   for (size_t j = 0; j < result.leaves.size(); ++j) {
-    tessel::detail::ConcreteArray* r = tessel::detail::require_concrete(result.leaves[j], "a host callback's result");
-    r->buffer->wait();
-    if (const size_t n = c.out_avals[j].nbytes()) std::memcpy(c.outs[j], r->buffer->data(), n);
+    const tessel::detail::ConcreteArray* r = tessel::detail::require_concrete(result.leaves[j], "a host callback's result");
+    r->buffer()->wait();
+    if (const size_t n = c.out_avals[j].nbytes()) std::memcpy(c.outs[j], r->buffer()->data(), n);
   }
 }
 

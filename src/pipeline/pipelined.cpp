@@ -285,7 +285,7 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
     }
     Sharding s = sharding_of(w, opts.out_shardings, o);
     const Aval aval = c.staged.values[size_t(c.staged.outputs[o])].aval;
-    auto a = std::make_shared<tessel::detail::ShardedArray>(aval, s, Aval(s.shard_shape(aval.shape), aval.dtype, aval.weak_type),
+    auto a = std::make_shared<tessel::detail::ConcreteArray>(aval, s, Aval(s.shard_shape(aval.shape), aval.dtype, aval.weak_type),
                                             std::vector<std::shared_ptr<tessel::detail::Buffer>>(s.mesh().size()));
     a->remote = ctl::make_ref(out_ids[size_t(w)][size_t(c.streams.output_ext[o])], {mesh.process_of(w)});
     outs.push_back(Array(a));

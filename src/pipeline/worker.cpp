@@ -174,11 +174,11 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         }
         case Op::send: {
           Array a = slot(in.ins[0]);
-          ConcreteArray* c = tessel::detail::require_concrete(a, "pipelined send");
-          c->buffer->wait();
+          const ConcreteArray* c = tessel::detail::require_concrete(a, "pipelined send");
+          c->buffer()->wait();
           mpi::Block block(MPI_BYTE, int64_t(a.aval().nbytes()));
           MPI_Request req;
-          mpi::check(MPI_Isend(c->buffer->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag),
+          mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag),
                                comm, &req),
                      "MPI_Isend", "pipelined");
           sends.push_back({req, a});
@@ -200,7 +200,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           const Sharding& target = p.out_shardings.at(size_t(in.ext));
           if (!(a.sharding() == target)) a = device_put(a, target);
           a.block_until_ready();
-          ctl::store(out_ids.at(size_t(in.ext)), tessel::detail::plain_if_single_device(a));
+          ctl::store(out_ids.at(size_t(in.ext)), a);
           break;
         }
         case Op::del: slots.erase(in.ins[0]); break;

@@ -66,9 +66,9 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   in_bufs.reserve(ins.size());
   for (const Array& a : ins) {
     auto* c = static_cast<ConcreteArray*>(a.impl().get());
-    c->buffer->check_not_donated();
+    c->buffer()->check_not_donated();
     committed |= c->committed;
-    in_bufs.push_back(c->buffer);
+    in_bufs.push_back(c->buffer());
   }
   std::vector<Array> outs;
   std::vector<std::shared_ptr<Buffer>> out_bufs;
@@ -91,25 +91,19 @@ DeviceImpl* result_device(const std::string& op, std::span<const Array> ins) {
   for (const Array& a : ins) {
     auto* c = static_cast<ConcreteArray*>(a.impl().get());
     if (!c->committed) continue;
-    if (committed_dev && committed_dev != c->device)
+    if (committed_dev && committed_dev != c->device())
       throw ValueError(op + ": arguments are committed to different devices, cpu:" +
-                       std::to_string(committed_dev->id()) + " and cpu:" + std::to_string(c->device->id()) +
+                       std::to_string(committed_dev->id()) + " and cpu:" + std::to_string(c->device()->id()) +
                        "; move them to one device with device_put first");
-    committed_dev = c->device;
+    committed_dev = c->device();
   }
   if (committed_dev) return committed_dev;
   // Uncommitted inputs: compute where the first non-scalar input lives.
   for (const Array& a : ins) {
     auto* c = static_cast<ConcreteArray*>(a.impl().get());
-    if (!c->aval.shape.empty()) return c->device;
+    if (!c->aval.shape.empty()) return c->device();
   }
   return default_device();
-}
-
-void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task) {
-  static const long inline_bytes = config::get_int(config::kEagerInlineBytes);
-  if (long(work_bytes) <= inline_bytes) dev->stream().run_inline_or_enqueue(std::move(task));
-  else dev->stream().enqueue(std::move(task));
 }
 
 void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch) {

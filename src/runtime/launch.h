@@ -20,9 +20,6 @@ struct KernelLaunch {
   std::vector<std::shared_ptr<Buffer>> outs;
 };
 
-/// Runs `task` on `dev`'s stream: inline on the caller's thread when it writes at most
-/// TESSEL_EAGER_INLINE_BYTES and the stream is idle, else queued.
-void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task);
 /// Enqueues the kernel on `dev`'s stream (inline when small and the stream is idle). Errors
 /// are recorded in the output buffers and rethrown by whoever waits on them.
 void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch);

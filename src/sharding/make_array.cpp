@@ -81,7 +81,7 @@ Array make_array_from_single_device_arrays(const Shape& shape, const Sharding& s
     shards[pos] = detail::piece_buffers(piece).at(0);
   }
   if (sharding.is_single_device()) return *piece_at[0];
-  return Array(std::make_shared<detail::ShardedArray>(Aval(shape, *dtype), sharding, Aval(local, *dtype),
+  return Array(std::make_shared<detail::ConcreteArray>(Aval(shape, *dtype), sharding, Aval(local, *dtype),
                                                       std::move(shards)));
 }
 

@@ -17,7 +17,7 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 
 const void* data_of(const ts::Array& a) {
   a.block_until_ready();
-  return ts::detail::as_concrete(a)->buffer->data();
+  return ts::detail::as_concrete(a)->buffer()->data();
 }
 
 std::vector<float> iota_values(int n, float scale = 1.0f) {

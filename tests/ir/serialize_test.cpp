@@ -40,8 +40,8 @@ ir::Program round_trip(const ir::Program& p) {
 
 std::string bytes_of(const ts::Array& a) {
   auto* c = ts::detail::require_concrete(a, "test");
-  c->buffer->wait();
-  return std::string(static_cast<const char*>(c->buffer->data()), a.nbytes());
+  c->buffer()->wait();
+  return std::string(static_cast<const char*>(c->buffer()->data()), a.nbytes());
 }
 
 void expect_identical(const std::vector<ts::Array>& got, const std::vector<ts::Array>& want) {

@@ -103,14 +103,14 @@ TEST(CreationOps, DevicePutCopiesAndCommits) {
   EXPECT_TRUE(ts::detail::as_concrete(y)->committed);
   EXPECT_FALSE(ts::detail::as_concrete(x)->committed);
   EXPECT_EQ(y.to_vector<int>(), x.to_vector<int>());
-  EXPECT_NE(ts::detail::as_concrete(y)->buffer, ts::detail::as_concrete(x)->buffer);
+  EXPECT_NE(ts::detail::as_concrete(y)->buffer(), ts::detail::as_concrete(x)->buffer());
   // Operations on committed arrays run on their device.
   EXPECT_EQ((y + x).device(), devs[3]);
   ts::Array z = ts::device_put(x, devs[1]);
   expect_error<ts::ValueError>([&] { (void)(y + z); }, "committed to different devices");
   // Putting onto the device an array lives on shares the buffer.
   ts::Array w = ts::device_put(y, devs[3]);
-  EXPECT_EQ(ts::detail::as_concrete(w)->buffer, ts::detail::as_concrete(y)->buffer);
+  EXPECT_EQ(ts::detail::as_concrete(w)->buffer(), ts::detail::as_concrete(y)->buffer());
   expect_error<ts::ValueError>([&] { ts::device_put(x, ts::Device()); }, "device_put: the target Device is empty");
 }
 
