@@ -75,12 +75,7 @@ std::vector<Array> jit_partial_eval(const ir::Primitive& self, Trace& trace, std
 
 }  // namespace
 
-bool needs_trace(std::span<const Array> args) {
-  if (tracing_active()) return true;
-  for (const Array& a : args)
-    if (a.is_tracer()) return true;
-  return false;
-}
+
 
 std::shared_ptr<JitEntry> jit_compile(const FlatFn& fn, std::span<const Aval> in_avals, const std::string& name,
                                       std::vector<int> donated) {

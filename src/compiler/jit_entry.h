@@ -9,6 +9,7 @@
 #include "compiler/executable.h"
 #include "compiler/fusion.h"
 #include "ir/program.h"
+#include "ir/trace.h"
 #include "tessel/jit.h"
 
 namespace tessel::detail {
@@ -40,7 +41,12 @@ struct JitEntry {
 };
 
 /// True when a trace is active or an argument is a tracer: the call is recorded, not run.
-bool needs_trace(std::span<const Array> args);
+inline bool needs_trace(std::span<const Array> args) {
+  if (tracing_active()) return true;
+  for (const Array& a : args)
+    if (a.is_tracer()) return true;
+  return false;
+}
 
 /// Runs `program` synchronously on dense buffers of `device` with its cached executable
 /// (control-flow bodies and calls inside a device task).

@@ -12,17 +12,28 @@ namespace tessel {
 namespace detail {
 
 ConcreteArray::ConcreteArray(Aval aval, DeviceImpl* device, std::shared_ptr<Buffer> buffer, bool committed)
-    : ArrayImpl(std::move(aval), Kind::kConcrete), sharding(device->sharding()), local_aval(this->aval),
-      shards{std::move(buffer)}, committed(committed), one_device_(true), device_(device) {}
+    : ArrayImpl(std::move(aval), Kind::kConcrete), committed(committed), device_(device), one_(std::move(buffer)) {}
 
-ConcreteArray::ConcreteArray(Aval global, Sharding sharding_, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards)
-    : ArrayImpl(std::move(global), Kind::kConcrete), sharding(std::move(sharding_)), local_aval(std::move(local_aval)),
-      shards(std::move(shards)), committed(true), one_device_(sharding.is_single_device()),
-      device_(one_device_ ? sharding.device_set()[0].impl() : nullptr) {}
+ConcreteArray::ConcreteArray(Aval global, Sharding sharding, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards)
+    : ArrayImpl(std::move(global), Kind::kConcrete), committed(true) {
+  if (sharding.is_single_device()) device_ = sharding.device_set()[0].impl();
+  if (device_ && shards.at(0)) {  // whole on a local device: kept like a value made there
+    one_ = std::move(shards[0]);
+    return;
+  }
+  laid_out_ = std::make_unique<LaidOut>();
+  laid_out_->sharding = std::move(sharding);
+  laid_out_->local_aval = std::move(local_aval);
+  laid_out_->shards = std::move(shards);
+}
 
 const ConcreteArray* require_concrete(const Array& a, const char* what) {
   if (!a.valid()) throw ValueError(std::string(what) + ": the Array is empty (default-constructed)");
-  if (auto* c = as_concrete(a)) return c->gathered(what);
+  if (auto* c = as_concrete(a)) {
+    if (!c->on_one_local_device()) return c->gathered(what);
+    c->buffer()->check_not_donated();  // (the common case, kept out of the call above)
+    return c;
+  }
   throw ConcretizationError(std::string(what) + ": the array " + a.aval().to_string() +
                             " is abstract here (it is traced by jit or another transformation), so its value is "
                             "not known yet. Compute with it as an Array, or move the use outside the traced "
@@ -119,22 +130,22 @@ static detail::ConcreteArray* value_of(const Array& a, const char* what) {
   return const_cast<detail::ConcreteArray*>(detail::require_concrete(a, what));  // throws: empty or a tracer
 }
 
-Sharding sharding_of(const Array& x) { return value_of(x, "sharding")->sharding; }
+Sharding sharding_of(const Array& x) { return value_of(x, "sharding")->sharding(); }
 Sharding Array::sharding() const { return sharding_of(*this); }
 std::vector<Device> Array::devices() const { return sharding_of(*this).device_set(); }
 
 Device Array::device() const {
   const detail::ConcreteArray* c = value_of(*this, "device");
-  if (!c->sharding.is_single_device())
+  if (!c->sharding().is_single_device())
     throw ValueError("device: the array " + aval().to_string() + " is laid out over " +
-                     std::to_string(c->shards.size()) + " devices (" + c->sharding.to_string() +
+                     std::to_string(c->shards().size()) + " devices (" + c->sharding().to_string() +
                      "); use sharding(), devices() or addressable_shards()");
   return Device(c->device());
 }
 
 const Array& Array::block_until_ready() const {
   const detail::ConcreteArray* c = value_of(*this, "block_until_ready");
-  for (auto& b : c->shards)
+  for (auto& b : c->shards())
     if (b) b->wait();  // null: a device of another process
   if (const detail::RemotePieces* r = c->remote ? detail::remote_pieces() : nullptr) r->wait(*c);
   return *this;
@@ -142,7 +153,7 @@ const Array& Array::block_until_ready() const {
 
 bool Array::is_ready() const {
   const detail::ConcreteArray* c = value_of(*this, "is_ready");
-  for (auto& b : c->shards)
+  for (auto& b : c->shards())
     if (b && !b->ready()) return false;
   return true;
 }

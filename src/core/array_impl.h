@@ -2,6 +2,7 @@
 // What an Array handle points to: a concrete value (on one device or laid out over several), or a tracer.
 #include <memory>
 #include <mutex>
+#include <span>
 
 #include "core/buffer.h"
 #include "core/device_impl.h"
@@ -38,22 +39,27 @@ class ConcreteArray final : public ArrayImpl {
   /// A value laid out by `sharding` (committed: operations keep its layout).
   ConcreteArray(Aval global, Sharding sharding, Aval local_aval, std::vector<std::shared_ptr<Buffer>> shards);
 
-  Sharding sharding;
-  Aval local_aval;
-  std::vector<std::shared_ptr<Buffer>> shards;
-  /// Placed explicitly (device_put, or laid out over a mesh): operations never move it silently.
-  bool committed;
-  /// On the driver of a single-controller job: where the pieces of other processes' devices
-  /// are kept (their `shards` entries are null). Null otherwise.
-  std::shared_ptr<const RemoteRef> remote;
-
+  /// The layout: the device's SingleDeviceSharding for a value on one device.
+  const Sharding& sharding() const { return laid_out_ ? laid_out_->sharding : device_->sharding(); }
+  /// The shape of every piece (the global aval for a value on one device).
+  const Aval& local_aval() const { return laid_out_ ? laid_out_->local_aval : aval; }
+  /// The piece buffers by position in `sharding().device_set()`; null for devices of other
+  /// processes.
+  std::span<const std::shared_ptr<Buffer>> shards() const {
+    return laid_out_ ? std::span(laid_out_->shards) : std::span<const std::shared_ptr<Buffer>>(&one_, 1);
+  }
   /// True when the whole value is one buffer on one device of this process: eager dispatch
   /// and jit take their single-device path.
-  bool on_one_local_device() const { return one_device_ && shards[0] != nullptr; }
-  /// The device of a value on one device (of this process or another).
+  bool on_one_local_device() const { return laid_out_ == nullptr; }
+  /// The device of a value on one device (of this process or another); null when laid out.
   DeviceImpl* device() const { return device_; }
   /// The buffer of a value on one local device.
-  const std::shared_ptr<Buffer>& buffer() const { return shards[0]; }
+  const std::shared_ptr<Buffer>& buffer() const { return one_; }
+  /// Gives the buffer of a value on one local device away, leaving `replacement` (donation).
+  std::shared_ptr<Buffer> exchange_buffer(std::shared_ptr<Buffer> replacement) {
+    std::swap(one_, replacement);
+    return replacement;
+  }
   /// The whole value as one buffer on one local device: itself when it is one, else an
   /// assembled copy on the first device of the mesh in this process (made once, on first
   /// use: reading values, printing, concretizing). Throws ValueError naming `what` when this
@@ -61,12 +67,26 @@ class ConcreteArray final : public ArrayImpl {
   /// of a single-controller job the missing pieces are fetched from the workers.
   const ConcreteArray* gathered(const char* what = "reading the value") const;
 
+  /// Placed explicitly (device_put, or laid out over a mesh): operations never move it silently.
+  bool committed;
+  /// On the driver of a single-controller job: where the pieces of other processes' devices
+  /// are kept (their `shards()` entries are null). Null otherwise.
+  std::shared_ptr<const RemoteRef> remote;
+
  private:
   friend Array whole_value(const Array& a, const char* what);
-  bool one_device_;
+  // A value on one local device keeps only its device and buffer (the common case, made by
+  // every eager operation: nothing more to build or free); any other its layout beside.
+  struct LaidOut {
+    Sharding sharding;
+    Aval local_aval;
+    std::vector<std::shared_ptr<Buffer>> shards;
+    std::once_flag gathered_once;
+    std::shared_ptr<ConcreteArray> gathered;
+  };
   DeviceImpl* device_ = nullptr;
-  mutable std::once_flag gathered_once_;
-  mutable std::shared_ptr<ConcreteArray> gathered_;
+  std::shared_ptr<Buffer> one_;
+  std::unique_ptr<LaidOut> laid_out_;
 };
 
 /// A stand-in for a value during a transformation; it belongs to one trace.
@@ -92,8 +112,8 @@ inline Tracer* as_tracer(const Array& a) {
 }
 /// The piece buffers of a concrete array by position in its sharding's device set: one for a
 /// single-device array; null for devices of other processes.
-inline const std::vector<std::shared_ptr<Buffer>>& piece_buffers(const Array& a) {
-  if (auto* c = as_concrete(a)) return c->shards;
+inline std::vector<std::shared_ptr<Buffer>> piece_buffers(const Array& a) {
+  if (auto* c = as_concrete(a)) return {c->shards().begin(), c->shards().end()};
   throw ConcretizationError("piece_buffers: the array is a tracer, not a concrete value");
 }
 /// Wraps a freshly allocated buffer as an array.

@@ -80,8 +80,8 @@ std::vector<int> local_sources(const ConcreteArray& a, std::vector<std::shared_p
   }
   std::string names;
   for (int pos : missing)
-    if (names.size() < 200) names += (names.empty() ? "" : ", ") + a.sharding.device_set()[size_t(pos)].to_string();
-  throw ValueError(std::string(what) + ": the array " + a.aval.to_string() + " laid out by " + a.sharding.to_string() +
+    if (names.size() < 200) names += (names.empty() ? "" : ", ") + a.sharding().device_set()[size_t(pos)].to_string();
+  throw ValueError(std::string(what) + ": the array " + a.aval.to_string() + " laid out by " + a.sharding().to_string() +
                    " spans processes, and process " + std::to_string(process_index()) +
                    " holds only part of it (the pieces on " + names +
                    " are in other processes); read this process's pieces with addressable_shards(), or, in every "
@@ -93,25 +93,26 @@ std::vector<int> local_sources(const ConcreteArray& a, std::vector<std::shared_p
 
 const ConcreteArray* ConcreteArray::gathered(const char* what) const {
   if (on_one_local_device()) {
-    shards[0]->check_not_donated();
+    one_->check_not_donated();
     return this;
   }
-  std::call_once(gathered_once_, [&] {  // a throw leaves it to the next call
-    auto indices = sharding.device_indices(aval.shape);
-    std::vector<std::shared_ptr<Buffer>> pieces = shards;
+  LaidOut& l = *laid_out_;
+  std::call_once(l.gathered_once, [&] {  // a throw leaves it to the next call
+    auto indices = l.sharding.device_indices(aval.shape);
+    std::vector<std::shared_ptr<Buffer>> pieces = l.shards;
     std::vector<int> sources = local_sources(*this, pieces, indices, what);
-    if (sources.size() == 1 && local_aval.shape == aval.shape && pieces[size_t(sources[0])]) {
+    if (sources.size() == 1 && l.local_aval.shape == aval.shape && pieces[size_t(sources[0])]) {
       // One piece holds the whole value (one device, or replicated): it is the value.
       auto& whole = pieces[size_t(sources[0])];
-      gathered_ = std::make_shared<ConcreteArray>(aval, whole->device(), whole, true);
+      laid_out_->gathered = std::make_shared<ConcreteArray>(aval, whole->device(), whole, true);
       return;
     }
     DeviceImpl* dev = nullptr;  // the first device of the mesh in this process
-    for (const Device& d : sharding.device_set())
+    for (const Device& d : l.sharding.device_set())
       if (!dev && d.impl()->is_local()) dev = d.impl();
     if (!dev) dev = default_device();  // a value with no elements held elsewhere
     auto buf = Buffer::allocate(aval.nbytes(), dev, &aval);
-    run_on_stream(dev, aval.nbytes(), [buf, shards = std::move(pieces), sources, indices, global = aval.shape, local = local_aval.shape,
+    run_on_stream(dev, aval.nbytes(), [buf, shards = std::move(pieces), sources, indices, global = aval.shape, local = l.local_aval.shape,
                            item = itemsize(aval.dtype)] {
       try {
         for (int pos : sources) {
@@ -131,15 +132,15 @@ const ConcreteArray* ConcreteArray::gathered(const char* what) const {
         buf->set_error(std::current_exception());
       }
     });
-    gathered_ = std::make_shared<ConcreteArray>(aval, dev, buf, true);
+    laid_out_->gathered = std::make_shared<ConcreteArray>(aval, dev, buf, true);
   });
-  return gathered_.get();
+  return laid_out_->gathered.get();
 }
 
 Array whole_value(const Array& a, const char* what) {
   const ConcreteArray* c = require_concrete(a, what);
   if (c == a.impl().get()) return a;
-  return Array(static_cast<const ConcreteArray*>(a.impl().get())->gathered_);
+  return Array(static_cast<const ConcreteArray*>(a.impl().get())->laid_out_->gathered);
 }
 
 Array split_into_pieces(const Array& x, const Sharding& s) {

@@ -327,9 +327,9 @@ void DriverPieces::wait(const detail::ConcreteArray& a) const {
 void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>& positions,
                          std::vector<std::shared_ptr<detail::Buffer>>& shards) const {
   std::map<int, std::vector<int>> by_process;
-  for (int pos : positions) by_process[a.sharding.device_set()[size_t(pos)].process_index()].push_back(pos);
+  for (int pos : positions) by_process[a.sharding().device_set()[size_t(pos)].process_index()].push_back(pos);
   auto* dev = detail::default_device();
-  const size_t nbytes = a.local_aval.nbytes();
+  const size_t nbytes = a.local_aval().nbytes();
   for (auto& [p, list] : by_process) {
     ir::Writer w;
     w.u64(a.remote->id);

@@ -232,7 +232,7 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
       const Sharding target = sharding_of(w, opts.in_shardings, size_t(leaf));
       Array x = piece(size_t(leaf), m);
       const auto* s = tessel::detail::as_sharded(x);
-      if (!(s && s->remote && s->sharding == target)) {
+      if (!(s && s->remote && s->sharding() == target)) {
         x = device_put(x, target);
         keep.push_back(x);
       }

@@ -27,12 +27,12 @@ using ir::Params;
 // devices of `out`'s sharding; each keeps its own pieces under a fresh id.
 void ship_pieces(const Array& x, ConcreteArray& out) {
   namespace ctl = distributed::controller;
-  std::vector<int> procs = ctl::remote_processes(out.sharding.device_set());
+  std::vector<int> procs = ctl::remote_processes(out.sharding().device_set());
   if (procs.empty()) return;
   const uint64_t id = ctl::new_id();
   ir::Writer w;
   w.u64(id);
-  ir::write_sharding(w, out.sharding);
+  ir::write_sharding(w, out.sharding());
   ir::write_array(w, x);
   ctl::post(procs, "array.put", w.bytes());
   out.remote = ctl::make_ref(id, std::move(procs));
@@ -111,14 +111,14 @@ std::vector<Shard> Array::addressable_shards() const {
     for (auto d : shape()) one.index.push_back({0, d});
     return {one};
   }
-  auto indices = s->sharding.device_indices(shape());
-  for (size_t pos = 0; pos < s->shards.size(); ++pos) {
-    Device dev = s->sharding.device_set()[pos];
-    if (!s->shards[pos]) continue;  // a device of another process
-    Array piece = detail::make_concrete(s->local_aval, dev.impl(), s->shards[pos], true);
+  auto indices = s->sharding().device_indices(shape());
+  for (size_t pos = 0; pos < s->shards().size(); ++pos) {
+    Device dev = s->sharding().device_set()[pos];
+    if (!s->shards()[pos]) continue;  // a device of another process
+    Array piece = detail::make_concrete(s->local_aval(), dev.impl(), s->shards()[pos], true);
     Shape start(size_t(ndim()), 0), limit;
     for (auto& [b, e] : indices[pos]) limit.push_back(e - b);
-    if (limit != s->local_aval.shape) piece = slice(piece, start, limit);
+    if (limit != s->local_aval().shape) piece = slice(piece, start, limit);
     r.push_back(Shard{dev, indices[pos], piece});
   }
   return r;
@@ -130,7 +130,7 @@ Array device_put(const Array& x, const Device& device) {
   if (!device.valid()) throw ValueError("device_put: the target Device is empty (default-constructed)");
   // An array laid out over devices is assembled first (on the first device of its mesh).
   if (auto* s = detail::as_sharded(x)) {
-    if (!device.impl()->is_local() && s->sharding == SingleDeviceSharding(device)) return x;
+    if (!device.impl()->is_local() && s->sharding() == SingleDeviceSharding(device)) return x;
     return device_put(detail::whole_value(x, "device_put"), device);
   }
   // The driver of a single-controller job places values on workers' devices by sending them.
@@ -147,8 +147,8 @@ Array device_put(const Array& x, const Sharding& s) {
   s.check_rank(size_t(x.ndim()), "device_put");
   if (s.is_single_device() && s.device_set()[0].impl()->is_local()) return device_put(x, s.device_set()[0]);
   if (auto* sh = detail::as_sharded(x)) {
-    if (sh->sharding == s) return x;
-    if (sh->sharding.mesh() != s.mesh())  // another mesh: through one device
+    if (sh->sharding() == s) return x;
+    if (sh->sharding().mesh() != s.mesh())  // another mesh: through one device
       return detail::split_array(detail::whole_value(x, "device_put"), s);
     return with_sharding_constraint(x, s);  // a partitioned program of one constraint: collectives
   }

@@ -72,9 +72,9 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
   for (const Array& a : args) {
     if (!a.valid()) throw ValueError(name + ": an argument is an empty Array; give it a value");
     if (auto* s = as_sharded(a)) {
-      for (auto& b : s->shards)
+      for (auto& b : s->shards())
         if (b) b->check_not_donated();
-      arg_meshes.push_back(s->sharding.mesh());
+      arg_meshes.push_back(s->sharding().mesh());
     } else {
       arg_meshes.push_back(std::nullopt);
     }
@@ -103,7 +103,7 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
   std::string key;
   for (size_t i = 0; i < args.size(); ++i) {
     if (auto* s = as_sharded(args[i])) {
-      known.push_back(sharding::layout_of(s->sharding, size_t(args[i].ndim())));
+      known.push_back(sharding::layout_of(s->sharding(), size_t(args[i].ndim())));
       key += known.back()->to_string();
     } else {
       auto* c = as_concrete(args[i]);
@@ -210,7 +210,7 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
       continue;
     }
     std::vector<std::shared_ptr<Buffer>> ins, outs;
-    for (const Array& a : args) ins.push_back(as_concrete(a)->shards[size_t(pos)]);
+    for (const Array& a : args) ins.push_back(as_concrete(a)->shards()[size_t(pos)]);
     for (size_t j = 0; j < nout; ++j) {
       outs.push_back(Buffer::allocate(x.local_out[j].nbytes(), dev, &x.local_out[j]));
       out_bufs[j].push_back(outs.back());
