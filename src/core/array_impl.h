@@ -24,6 +24,13 @@ class ArrayImpl {
   const Kind kind;
 };
 
+/// `h` mixed with the shape, dtype and weak type of `av` (keys of caches made of avals).
+inline size_t hash_aval(size_t h, const Aval& av) {
+  h = h * 31 + size_t(av.dtype) * 2 + size_t(av.weak_type);
+  for (auto d : av.shape) h = h * 1000003 + size_t(d);
+  return h * 17 + av.shape.size();
+}
+
 /// A value held in a device buffer (possibly still being computed).
 class ConcreteArray final : public ArrayImpl {
  public:
