@@ -49,7 +49,7 @@ TraceCache::~TraceCache() = default;
 
 std::optional<TraceCache::Hit> TraceCache::find(const std::type_info& arg_types, const StaticKey& statics,
                                                 std::span<const Array> leaves) {
-  return impl_->cache.find_if(hash_of(leaves), [&](const Signature& s) {
+  return impl_->cache.find_if([&] { return hash_of(leaves); }, [&](const Signature& s) {
     if (*s.arg_types != arg_types || s.avals.size() != leaves.size()) return false;
     for (size_t i = 0; i < leaves.size(); ++i)
       if (!(s.avals[i] == leaves[i].aval_ref())) return false;

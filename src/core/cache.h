@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -98,16 +99,20 @@ class Cache final : public CacheBase {
   std::optional<V> find(const K& key) {
     return find_if(Hash{}(key), [&](const K& k) { return Eq{}(k, key); });
   }
-  /// The value of an entry of hash `hash` whose key satisfies `matches(const K&)`.
-  template <class Match> std::optional<V> find_if(size_t hash, Match&& matches) {
+  /// The value of an entry whose key satisfies `matches(const K&)`. `hash` is its hash, or
+  /// a function computing it, called only when the most recent entry does not match (a
+  /// function called again and again on one signature then computes no hash).
+  template <class HashOrFn, class Match> std::optional<V> find_if(HashOrFn&& hash, Match&& matches) {
     std::lock_guard lock(mu_);
-    // The most recent entry first: a function called again and again on one signature
-    // skips the probe and the splice.
-    if (!lru_.empty() && lru_.front().hash == hash && matches(std::as_const(lru_.front().key))) {
+    // The most recent entry first: it skips the probe and the splice.
+    if (!lru_.empty() && matches(std::as_const(lru_.front().key))) {
       ++hits_;
       return lru_.front().value;
     }
-    auto [lo, hi] = index_.equal_range(hash);
+    size_t h;
+    if constexpr (std::is_invocable_r_v<size_t, HashOrFn>) h = hash();
+    else h = size_t(hash);
+    auto [lo, hi] = index_.equal_range(h);
     for (auto it = lo; it != hi; ++it)
       if (matches(std::as_const(it->second->key))) {
         lru_.splice(lru_.begin(), lru_, it->second);

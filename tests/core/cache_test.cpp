@@ -114,6 +114,28 @@ TEST(Cache, FindIfLooksUpWithoutBuildingAKey) {
   EXPECT_FALSE(c.find_if(h, [](const std::string&) { return false; }));
 }
 
+TEST(Cache, FindIfComputesTheHashOnlyWhenTheMostRecentEntryDoesNotMatch) {
+  td::Cache<std::string, int> c("test.lazy_hash", 4);
+  c.insert("abc", 1);
+  c.insert("de", 2);  // the most recent
+  int hashed = 0;
+  auto hash_of = [&](const std::string& k) {
+    return [&hashed, k] {
+      ++hashed;
+      return std::hash<std::string>()(k);
+    };
+  };
+  auto is = [](const std::string& k) { return [k](const std::string& x) { return x == k; }; };
+  EXPECT_EQ(c.find_if(hash_of("de"), is("de")), 2);
+  EXPECT_EQ(hashed, 0);
+  EXPECT_EQ(c.find_if(hash_of("abc"), is("abc")), 1);
+  EXPECT_EQ(hashed, 1);
+  EXPECT_EQ(c.find_if(hash_of("abc"), is("abc")), 1);  // now the most recent
+  EXPECT_EQ(hashed, 1);
+  EXPECT_FALSE(c.find_if(hash_of("xyz"), is("xyz")));
+  EXPECT_EQ(hashed, 2);
+}
+
 TEST(Cache, EraseIfDropsMatchingEntries) {
   IntCache c("test.erase_if", 8);
   for (int k = 0; k < 6; ++k) c.insert(k, boxed(k));
