@@ -140,8 +140,12 @@ struct Target {
   std::shared_ptr<ObjectState> object;  ///< null for functions
 };
 
+struct OutSpecCache;
+
 /// The state of one colocated callable: its specialization and its cache of output specs.
 struct TESSEL_API Site {
+  Site();
+  ~Site();
   Target target;
   Specialization spec;
   std::mutex mu;
@@ -157,8 +161,9 @@ struct TESSEL_API Site {
     Specs specs;
     std::string structure;
   };
-  std::vector<std::pair<Signature, Known>> cache;
-  size_t discoveries = 0;
+  /// Known outputs by signature: bounded (colocated.cpp), emptied by clear_caches.
+  std::unique_ptr<OutSpecCache> known;
+  size_t discoveries = 0;  // under mu
   std::shared_ptr<Site> specialized(const Specialization& more) const;
 };
 

@@ -1,16 +1,19 @@
 #pragma once
 // jit: trace a C++ function into a program once per input signature, simplify and compile
 // it, and run the executable on later calls. Also make_program (like jax.make_jaxpr).
+// clear_caches and cache_stats (tessel/cache.h) empty and inspect jit's caches.
 #include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <typeinfo>
 #include <vector>
 
 #include "tessel/array.h"
+#include "tessel/cache.h"
 #include "tessel/sharding.h"
 #include "tessel/tree.h"
 
@@ -118,6 +121,29 @@ inline bool same_static_key(const StaticKey& a, const StaticKey& b) {
   return true;
 }
 
+/// The traces of one jitted function by signature: the C++ types of the arguments, the
+/// values of static ones and the avals of the Array leaves. Bounded (least recently used
+/// signatures are traced again), and emptied by clear_caches.
+class TESSEL_API TraceCache {
+ public:
+  struct Hit {
+    std::shared_ptr<JitEntry> jit;
+    std::shared_ptr<const void> out_sample;  // a result of the function's type (its tree structure)
+  };
+  TraceCache();
+  ~TraceCache();
+  TraceCache(const TraceCache&) = delete;
+  TraceCache& operator=(const TraceCache&) = delete;
+  std::optional<Hit> find(const std::type_info& arg_types, const StaticKey& statics, std::span<const Array> leaves);
+  /// Adds a trace; returns the one now cached (another thread's, if it was first).
+  Hit insert(const std::type_info& arg_types, StaticKey statics, std::vector<Aval> avals, Hit hit);
+  size_t size() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Flattens jit arguments: leaves of tree arguments go to `leaves` (and the number of the
 /// argument each comes from to `leaf_args`, when given); copies of static arguments go to
 /// `statics` (when given).
@@ -221,27 +247,17 @@ template <class F> class Jitted {
     return Lowered(entry, std::move(leaves));
   }
   const JitOptions& options() const { return state_->opts; }
-  /// Number of signatures traced so far (each new shape/dtype/static value retraces).
-  size_t cache_size() const {
-    std::lock_guard lock(state_->mu);
-    return state_->entries.size();
-  }
+  /// Number of signatures cached now (each new shape/dtype/static value traces; at most
+  /// 256 are kept, and clear_caches empties the cache).
+  size_t cache_size() const { return state_->traces.size(); }
 
  private:
   template <class T> static constexpr bool is_tree_v = detail::is_tree_v<T>;
-  struct Entry {
-    const std::type_info* arg_types;
-    detail::StaticKey statics;
-    std::vector<Aval> avals;
-    std::shared_ptr<detail::JitEntry> jit;
-    std::shared_ptr<const void> out_sample;
-  };
   struct State {
     State(F f_, JitOptions o) : f(std::move(f_)), opts(std::move(o)) {}
     F f;
     JitOptions opts;
-    std::mutex mu;
-    std::vector<Entry> entries;
+    detail::TraceCache traces;
   };
 
   template <class... Args>
@@ -266,17 +282,8 @@ template <class F> class Jitted {
     bool need_leaf_args = !opts.donate_argnums.empty() || !opts.in_shardings.empty();
     detail::flatten_args(tup, opts.static_argnums, leaves, &statics, std::index_sequence_for<Args...>{},
                          need_leaf_args ? &leaf_args : nullptr);
-    const std::type_info* types = &typeid(std::tuple<std::decay_t<Args>...>);
-    {
-      std::lock_guard lock(state_->mu);
-      for (const Entry& e : state_->entries) {
-        if (*e.arg_types != *types || e.avals.size() != leaves.size() || !detail::same_static_key(e.statics, statics))
-          continue;
-        bool same = true;
-        for (size_t i = 0; i < leaves.size() && same; ++i) same = e.avals[i] == leaves[i].aval_ref();
-        if (same) return {e.jit, e.out_sample};
-      }
-    }
+    const std::type_info& types = typeid(std::tuple<std::decay_t<Args>...>);
+    if (auto hit = state_->traces.find(types, statics, leaves)) return {std::move(hit->jit), std::move(hit->out_sample)};
     std::vector<Aval> avals;
     for (auto& l : leaves) avals.push_back(Aval(l.shape(), l.dtype(), l.weak_type()));
     using Tuple = std::tuple<std::decay_t<Args>...>;
@@ -300,11 +307,9 @@ template <class F> class Jitted {
     const auto& don = opts.donate_argnums;
     for (int a : leaf_args) donated.push_back(std::find(don.begin(), don.end(), a) != don.end() ? a : -1);
     auto jit = detail::jit_compile(flat, avals, opts.name, std::move(donated));
-    if (!detail::jit_entry_captures_tracers(*jit)) {
-      std::lock_guard lock(state_->mu);
-      state_->entries.push_back(Entry{types, std::move(statics), std::move(avals), jit, sample});
-    }
-    return {jit, sample};
+    if (detail::jit_entry_captures_tracers(*jit)) return {jit, sample};
+    auto hit = state_->traces.insert(types, std::move(statics), std::move(avals), {jit, sample});
+    return {std::move(hit.jit), std::move(hit.out_sample)};
   }
 
   std::shared_ptr<State> state_;

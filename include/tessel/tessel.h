@@ -1,6 +1,7 @@
 #pragma once
 // tessel: JAX's execution model for C++. Include this one header.
 #include "tessel/array.h"
+#include "tessel/cache.h"
 #include "tessel/colocated.h"
 #include "tessel/comm.h"
 #include "tessel/control_flow.h"

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "core/array_impl.h"
+#include "core/cache.h"
 #include "core/dtype_check.h"
 #include "core/lifetime.h"
 #include "core/log.h"
@@ -610,6 +611,25 @@ void ObjectState::used_on(int p) {
 
 // ---- sites ----
 
+// Output specs one colocated callable keeps, by input signature (core/cache.h). Fixed
+// (docs/performance.md, "Caches"); a signature evicted or cleared is learned again by its
+// next call.
+constexpr size_t kOutSpecCapacity = 64;
+struct SignatureHash {
+  size_t operator()(const Site::Signature& s) const {
+    size_t h = s.in.size();
+    for (const Spec& spec : s.in) h = tessel::detail::hash_aval(h, Aval(spec.shape, spec.dtype));
+    for (int d : s.devices) h = h * 31 + size_t(d);
+    return h;
+  }
+};
+struct OutSpecCache {
+  tessel::detail::Cache<Site::Signature, Site::Known, SignatureHash> cache{"colocated.out_specs", kOutSpecCapacity};
+};
+
+Site::Site() : known(std::make_unique<OutSpecCache>()) {}
+Site::~Site() = default;
+
 std::shared_ptr<Site> Site::specialized(const Specialization& more) const {
   auto twice = [&](const char* field) {
     throw ValueError(target.display + ": specialize: " + field +
@@ -736,11 +756,7 @@ std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Si
     if (k.structure.empty() && !k.specs.empty()) return std::nullopt;
     return k;
   };
-  {
-    std::lock_guard lock(site.mu);
-    for (auto& [k, v] : site.cache)
-      if (k == key) return with_structure(v);
-  }
+  if (std::optional<Site::Known> k = site.known->cache.find(key)) return with_structure(std::move(*k));
   if (!site.spec.out_specs_fn) return std::nullopt;
   Specs specs = site.spec.out_specs_fn(c.in_specs);
   for (size_t j = 0; j < specs.size(); ++j) {
@@ -750,8 +766,7 @@ std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Si
                        " no sharding; give each output spec the sharding of its devices");
     check_output_devices(c, specs[j].sharding.device_set(), "out_specs_fn puts output " + std::to_string(j));
   }
-  std::lock_guard lock(site.mu);
-  site.cache.emplace_back(key, Site::Known{specs, ""});
+  site.known->cache.insert(key, Site::Known{specs, ""});
   return with_structure(Site::Known{specs, ""});
 }
 
@@ -811,10 +826,9 @@ Outputs call_learning(Site& site, const CallPlan& c, const std::vector<std::stri
     learned = specs;
     structure = remote_structure;
   }
+  site.known->cache.insert(key, Site::Known{*learned, structure}, /*replace=*/true);  // over out_specs_fn's, if any
   {
     std::lock_guard lock(site.mu);
-    std::erase_if(site.cache, [&](const auto& entry) { return entry.first == key; });  // out_specs_fn's, if any
-    site.cache.emplace_back(key, Site::Known{*learned, structure});
     ++site.discoveries;
   }
   if (c.remote.empty()) return {results, structure};

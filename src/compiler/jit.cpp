@@ -1,5 +1,4 @@
 // jit: tracing, closure conversion, simplification, compilation and calls.
-#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -8,7 +7,7 @@
 #include "compiler/jit_entry.h"
 #include "compiler/jit_primitive.h"
 #include "compiler/passes.h"
-#include "core/lifetime.h"
+#include "core/cache.h"
 #include "core/log.h"
 #include "ir/trace.h"
 #include "transforms/call_util.h"
@@ -20,24 +19,31 @@ namespace detail {
 namespace {
 
 // Executables of programs reached through call primitives and control-flow bodies, keyed by
-// program identity; entries of programs that are gone are dropped.
+// program identity (a program freed and another made at its address never share an entry)
+// and whether constants were folded. Never destroyed: kernels still queued at exit may call
+// programs (core/lifetime.h).
+constexpr size_t kCallExecutableCapacity = 256;
+struct CallKey {
+  IdentityKey<ir::Program> program;
+  bool fold;
+  bool operator==(const CallKey&) const = default;
+};
+struct HashCallKey {  // as executable_for computes it
+  size_t operator()(const CallKey& k) const { return k.program.hash() * 2 + size_t(k.fold); }
+};
+using CallCache = Cache<CallKey, std::shared_ptr<compiler::Executable>, HashCallKey>;
+
 std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& program, bool fold) {
-  struct Entry {
-    std::weak_ptr<const ir::Program> program;
-    std::shared_ptr<compiler::Executable> exe;
-  };
-  static std::mutex mu;
-  // Owned by the runtime: kernels still queued at exit may call programs (core/lifetime.h).
-  static auto& cache = tessel::detail::make_global<std::map<const ir::Program*, Entry>>();
-  std::lock_guard lock(mu);
-  auto it = cache.find(program.get());
-  if (it != cache.end() && !it->second.program.expired()) return it->second.exe;
-  if (cache.size() > 256)
-    std::erase_if(cache, [](const auto& kv) { return kv.second.program.expired(); });
+  static auto* cache = new CallCache("jit.call_executables", kCallExecutableCapacity);
+  // Looked up without making a key (control-flow kernels come here once per iteration).
+  const size_t hash = std::hash<const void*>()(program.get()) * 2 + size_t(fold);
+  if (auto exe = cache->find_if(hash, [&](const CallKey& k) { return k.fold == fold && k.program.matches(program); }))
+    return *exe;
+  // Entries of programs that are gone would only wait for eviction.
+  cache->erase_if([](const CallKey& k, const auto&) { return k.program.expired(); });
   auto exe = std::make_shared<compiler::Executable>(
       std::make_shared<const ir::Program>(compiler::fuse(compiler::simplify(*program, fold))));
-  cache.insert_or_assign(program.get(), Entry{program, exe});
-  return exe;
+  return cache->insert(hash, CallKey{IdentityKey<ir::Program>(program), fold}, std::move(exe));
 }
 
 }  // namespace

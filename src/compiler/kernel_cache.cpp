@@ -17,10 +17,10 @@
 #include <mutex>
 #include <set>
 #include <sstream>
-#include <unordered_map>
 #include <vector>
 
 #include "core/config.h"
+#include "core/cache.h"
 #include "core/log.h"
 #include "tessel/error.h"
 
@@ -106,9 +106,15 @@ std::string hash_key(const std::string& text) {
   return buf;
 }
 
+// Libraries loaded by this process, by key (core/cache.h): jitting a function again after
+// its executables are gone only finds the library here. A library stays loaded while an
+// executable or the cache holds it; eviction and clear_caches unload those no executable
+// uses. The cache is a member of the never-destroyed state, as kernels may run at exit.
+constexpr size_t kLoadedCapacity = 256;
+
 struct State {
   std::mutex mu;
-  std::unordered_map<std::string, std::weak_ptr<KernelLibrary>> loaded;
+  tessel::detail::Cache<std::string, std::shared_ptr<KernelLibrary>> loaded{"codegen.libraries", kLoadedCapacity};
   CodegenStats stats;
   std::set<std::string> warned;  // refusals already reported, one warning each
 };
@@ -240,7 +246,7 @@ std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
   const std::string key = kernel_key(source);
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
-  if (auto lib = st.loaded[key].lock()) return lib;
+  if (auto lib = st.loaded.find(key)) return *lib;
 
   const fs::path dir = trusted_cache_dir(st);
   std::error_code ec;
@@ -250,7 +256,7 @@ std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
     if (loadable(st, so)) {
       if (void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
         auto lib = std::make_shared<KernelLibrary>(h);
-        st.loaded[key] = lib;
+        st.loaded.insert(key, lib);
         if (attempt == 0) {
           st.stats.disk_loads++;
           st.stats.load_ms += ms_since(t0);
@@ -298,9 +304,6 @@ CodegenStats codegen_stats() {
   return state().stats;
 }
 
-void forget_loaded_libraries() {
-  std::lock_guard<std::mutex> lock(state().mu);
-  state().loaded.clear();
-}
+void forget_loaded_libraries() { state().loaded.clear(); }
 
 }  // namespace tessel::compiler

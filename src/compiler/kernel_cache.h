@@ -44,6 +44,7 @@ struct CodegenStats {
 CodegenStats codegen_stats();
 /// Forgets libraries loaded by this process (kernels in use stay loaded), so the next
 /// load_or_compile of a source reads the disk cache again; for the warm-load benchmark.
+/// (clear_caches does this too.)
 void forget_loaded_libraries();
 /// The configured cache directory: TESSEL_CACHE_DIR, else $XDG_CACHE_HOME/tessel/kernels,
 /// else $HOME/.cache/tessel/kernels, else <tmp>/tessel-kernels-<uid>. load_or_compile uses

@@ -25,6 +25,13 @@ class ArrayImpl {
   const Kind kind;
 };
 
+/// `h` mixed with the shape, dtype and weak type of `av` (keys of caches made of avals).
+inline size_t hash_aval(size_t h, const Aval& av) {
+  h = h * 31 + size_t(av.dtype) * 2 + size_t(av.weak_type);
+  for (auto d : av.shape) h = h * 1000003 + size_t(d);
+  return h * 17 + av.shape.size();
+}
+
 /// A value (possibly still being computed): its global aval, its sharding, and one buffer
 /// per device of the sharding's device set, in the order of `sharding.device_set()`. A value
 /// on one device has a SingleDeviceSharding and one buffer holding all of it (the common

@@ -1,10 +1,11 @@
 // Eager evaluation: each primitive dispatches at once to its device stream through a per-op
 // cache of abstract evaluation results; tiny ops run inline when the stream is idle.
-#include <mutex>
-#include <unordered_map>
+#include <memory>
+#include <optional>
 
 #include "core/array_impl.h"
 #include "core/config.h"
+#include "core/cache.h"
 #include "core/log.h"
 #include "ir/abstract_eval.h"
 #include "ir/trace.h"
@@ -15,43 +16,85 @@
 namespace tessel::detail {
 namespace {
 
+// What abstract evaluation gives for one primitive on inputs of given avals and params.
 struct OpEntry {
   const ir::Primitive* prim;
   std::vector<Aval> in_avals;
   ir::Params params;
   std::vector<Aval> out_avals;
+
+  bool matches(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& ps) const {
+    if (prim != &p || in_avals.size() != ins.size() || !(params == ps)) return false;
+    for (size_t i = 0; i < ins.size(); ++i)
+      if (!(in_avals[i] == ins[i].impl()->aval)) return false;
+    return true;
+  }
+};
+using OpRef = std::shared_ptr<const OpEntry>;
+struct SameOp {
+  bool operator()(const OpRef& a, const OpRef& b) const {
+    return a->prim == b->prim && a->in_avals == b->in_avals && a->params == b->params;
+  }
 };
 
 size_t hash_avals(const ir::Primitive* p, std::span<const Array> ins, size_t params_hash) {
   size_t h = std::hash<const void*>()(p) ^ params_hash;
-  for (const Array& a : ins) {
-    const Aval& av = a.impl()->aval;
-    h = h * 31 + size_t(av.dtype) * 2 + av.weak_type;
-    for (auto d : av.shape) h = h * 1000003 + size_t(d);
-    h = h * 17 + av.shape.size();
-  }
+  for (const Array& a : ins) h = hash_aval(h, a.impl()->aval);
   return h;
 }
 
-const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
-  // Never freed: queued kernels point into entries, and may still run while thread-locals
-  // are destroyed at exit.
-  thread_local auto* cache = new std::unordered_multimap<size_t, std::unique_ptr<OpEntry>>();
-  size_t h = hash_avals(&p, ins, params.hash());
-  auto [lo, hi] = cache->equal_range(h);
-  for (auto it = lo; it != hi; ++it) {
-    const OpEntry& e = *it->second;
-    if (e.prim != &p || e.in_avals.size() != ins.size() || !(e.params == params)) continue;
-    bool same = true;
-    for (size_t i = 0; i < ins.size() && same; ++i) same = e.in_avals[i] == ins[i].impl()->aval;
-    if (same) return e;
+// Shared by all threads, in front of it a lookaside per thread that a repeated op hits
+// without a lock. Entries are shared: a queued kernel holds the one it runs with, so
+// eviction and clear_caches never free what a kernel still reads. The cache is never
+// destroyed: threads' lookasides report to it when they end, at exit too.
+constexpr size_t kOpCacheCapacity = 4096;  // distinct (primitive, params, input avals)
+constexpr size_t kOpFrontSlots = 128;      // per thread
+using OpCache = Cache<OpRef, OpRef, std::hash<OpRef>, SameOp>;
+using OpFront = CacheFront<OpRef, kOpFrontSlots>;
+
+OpCache& op_cache() {
+  static auto* cache = new OpCache("eager.ops", kOpCacheCapacity);
+  return *cache;
+}
+
+// This thread's lookaside, or null once the thread's thread_locals were destroyed (work
+// that runs on the main thread during exit's teardown then uses the shared table alone).
+// Plain pointers: reading them is valid at any time, unlike an object with a destructor.
+thread_local OpFront* t_front = nullptr;
+thread_local bool t_front_gone = false;
+OpFront* op_front() {
+  if (t_front) [[likely]] return t_front;
+  if (t_front_gone) return nullptr;
+  struct Owner {
+    ~Owner() {
+      delete t_front;
+      t_front = nullptr;
+      t_front_gone = true;
+    }
+  };
+  thread_local Owner owner;
+  t_front = new OpFront(op_cache());
+  return t_front;
+}
+
+OpRef lookup(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
+  OpFront* front = op_front();
+  const size_t h = hash_avals(&p, ins, params.hash());
+  auto matches = [&](const OpRef& e) { return e->matches(p, ins, params); };
+  if (front)
+    if (const OpRef* e = front->find(h, matches)) return *e;
+  std::optional<OpRef> e = op_cache().find_if(h, matches);
+  if (!e) {
+    auto made = std::make_shared<OpEntry>();
+    made->prim = &p;
+    for (const Array& a : ins) made->in_avals.push_back(a.impl()->aval);
+    made->params = params;
+    made->out_avals = ir::abstract_eval(p, made->in_avals, params);
+    OpRef ref = std::move(made);
+    e = op_cache().insert(h, ref, ref);
   }
-  auto e = std::make_unique<OpEntry>();
-  e->prim = &p;
-  for (const Array& a : ins) e->in_avals.push_back(a.impl()->aval);
-  e->params = params;
-  e->out_avals = ir::abstract_eval(p, e->in_avals, params);
-  return *cache->emplace(h, std::move(e))->second;
+  if (front) front->put(h, *e);
+  return *e;
 }
 
 }  // namespace
@@ -59,7 +102,8 @@ const OpEntry& lookup(const ir::Primitive& p, std::span<const Array> ins, const 
 std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
   if (p.eager_impl) return p.eager_impl(ins, params);
   if (!p.cpu_kernel) throw NotImplementedError(p.name + ": this primitive has no CPU kernel");
-  const OpEntry& e = lookup(p, ins, params);
+  OpRef entry = lookup(p, ins, params);
+  const OpEntry& e = *entry;
   DeviceImpl* dev = result_device(p.name, ins);
   bool committed = false;
   std::vector<std::shared_ptr<Buffer>> in_bufs;
@@ -82,7 +126,7 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
                    std::to_string(ins.size()) + " inputs -> " + e.out_avals[0].to_string() + " on cpu:" +
                    std::to_string(dev->id()));
   launch_kernel(dev, out_bytes, KernelLaunch{&p, &e.in_avals, &e.out_avals, &e.params, std::move(in_bufs),
-                                             std::move(out_bufs)});
+                                             std::move(out_bufs), std::move(entry)});
   return outs;
 }
 

@@ -10,7 +10,8 @@
 
 namespace tessel::detail {
 
-/// One kernel invocation; avals and params must outlive the launch (they live in caches).
+/// One kernel invocation. Avals and params live in a cache entry that `owner` keeps alive
+/// until the kernel ran (the entry may be evicted, or clear_caches called, meanwhile).
 struct KernelLaunch {
   const ir::Primitive* prim;
   const std::vector<Aval>* in_avals;
@@ -18,6 +19,7 @@ struct KernelLaunch {
   const ir::Params* params;
   std::vector<std::shared_ptr<Buffer>> ins;
   std::vector<std::shared_ptr<Buffer>> outs;
+  std::shared_ptr<const void> owner;
 };
 
 /// Enqueues the kernel on `dev`'s stream (inline when small and the stream is idle). Errors

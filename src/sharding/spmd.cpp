@@ -8,6 +8,7 @@
 #include "compiler/executable.h"
 #include "compiler/fusion.h"
 #include "compiler/passes.h"
+#include "core/cache.h"
 #include "core/lifetime.h"
 #include "core/mesh_impl.h"
 #include "core/log.h"
@@ -48,15 +49,25 @@ struct SpmdExecutable {
   mutable std::shared_ptr<compiler::Executable> exe;
 };
 
-struct ProgramEntry {
-  std::weak_ptr<const ir::Program> program;
-  std::shared_ptr<const ir::Program> simplified;
-  std::map<std::string, std::shared_ptr<const SpmdExecutable>> by_layouts;
+// Simplified programs, and partitioned executables by program and argument layouts, keyed
+// by program identity (core/cache.h). Never destroyed: work queued at exit may launch.
+constexpr size_t kSpmdCacheCapacity = 256;
+using ProgramKey = IdentityKey<ir::Program>;
+struct LayoutKey {
+  ProgramKey program;
+  std::string layouts;  // per argument, then the mesh and its devices
+  bool operator==(const LayoutKey&) const = default;
 };
-
-std::mutex cache_mu;
-std::map<const ir::Program*, ProgramEntry>& program_cache() {
-  static auto* c = new std::map<const ir::Program*, ProgramEntry>();
+struct HashLayoutKey {
+  size_t operator()(const LayoutKey& k) const { return k.program.hash() ^ std::hash<std::string>()(k.layouts); }
+};
+auto& simplified_cache() {
+  static auto* c = new Cache<ProgramKey, std::shared_ptr<const ir::Program>>("spmd.simplified", kSpmdCacheCapacity);
+  return *c;
+}
+auto& partitioned_cache() {
+  static auto* c = new Cache<LayoutKey, std::shared_ptr<const SpmdExecutable>, HashLayoutKey>("spmd.partitioned",
+                                                                                              kSpmdCacheCapacity);
   return *c;
 }
 
@@ -79,18 +90,17 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
       arg_meshes.push_back(std::nullopt);
     }
   }
+  const ProgramKey program_key(program);
   std::shared_ptr<const ir::Program> simplified;
-  {
-    std::lock_guard lock(cache_mu);
-    auto& cache = program_cache();
-    auto it = cache.find(program.get());
-    if (it == cache.end() || it->second.program.expired()) {
-      std::erase_if(cache, [](const auto& kv) { return kv.second.program.expired(); });
-      it = cache.insert_or_assign(program.get(), ProgramEntry{program, nullptr, {}}).first;
-    }
-    simplified = it->second.simplified;
+  if (auto hit = simplified_cache().find(program_key)) {
+    simplified = *hit;
+  } else {
+    // Entries of programs that are gone would only wait for eviction.
+    simplified_cache().erase_if([](const ProgramKey& k, const auto&) { return k.expired(); });
+    partitioned_cache().erase_if([](const LayoutKey& k, const auto&) { return k.program.expired(); });
+    simplified = simplified_cache().insert(program_key,
+                                           std::make_shared<const ir::Program>(compiler::simplify(*program)));
   }
-  if (!simplified) simplified = std::make_shared<const ir::Program>(compiler::simplify(*program));
   std::optional<Mesh> mesh = sharding::program_mesh(*simplified, arg_meshes, name);
   if (!mesh) {  // only self-partitioning equations that name no mesh: the default device
     DeviceImpl* dev = default_device();
@@ -118,23 +128,16 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
   }
   key += mesh->to_string();
   for (auto& d : mesh_devices) key += "," + std::to_string(d.id());
+  LayoutKey layout_key{program_key, std::move(key)};
   std::shared_ptr<const SpmdExecutable> exe;
-  {
-    std::lock_guard lock(cache_mu);
-    auto& entry = program_cache()[program.get()];
-    entry.simplified = simplified;
-    auto it = entry.by_layouts.find(key);
-    if (it != entry.by_layouts.end()) exe = it->second;
-  }
+  if (auto hit = partitioned_cache().find(layout_key)) exe = *hit;
   if (!exe) {
     auto made = std::make_shared<SpmdExecutable>();
     std::vector<Layout> in_layouts = sharding::choose_input_layouts(*simplified, *mesh, known);
     made->part = sharding::partition(*simplified, *mesh, in_layouts);
     made->global_out = simplified->out_avals();
     made->local_out = made->part.program->out_avals();
-    exe = made;
-    std::lock_guard lock(cache_mu);
-    program_cache()[program.get()].by_layouts[key] = exe;
+    exe = partitioned_cache().insert(std::move(layout_key), std::move(made));
   }
   for (size_t i = 0; i < args.size(); ++i)
     if (!as_sharded(args[i])) args[i] = split_array(args[i], sharding::sharding_of_layout(*mesh, exe->part.in_layouts[i]));
@@ -264,24 +267,30 @@ std::vector<Array> spmd_eval_primitive(const ir::Primitive& prim, std::span<cons
     const ir::Primitive* prim;
     ir::Params params;
     std::vector<Aval> avals;
-    ir::ProgramRef program;
   };
-  static std::mutex mu;
-  static auto& cache = make_global<std::vector<Entry>>();  // used by work still queued at exit (core/lifetime.h)
-  std::vector<Aval> avals;
-  for (const Array& a : ins) avals.push_back(a.aval());
+  struct SameEntry {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.prim == b.prim && a.avals == b.avals && a.params == b.params;
+    }
+  };
+  struct HashEntry {
+    size_t operator()(const Entry& e) const {
+      size_t h = std::hash<const void*>()(e.prim) ^ e.params.hash();
+      for (const Aval& av : e.avals) h = hash_aval(h, av);
+      return h;
+    }
+  };
+  // Never destroyed: used by work still queued at exit (core/lifetime.h).
+  static auto* cache = new Cache<Entry, ir::ProgramRef, HashEntry, SameEntry>("spmd.primitive_programs",
+                                                                            kSpmdCacheCapacity);
+  Entry key{&prim, params, {}};
+  for (const Array& a : ins) key.avals.push_back(a.aval());
   ir::ProgramRef program;
-  {
-    std::lock_guard lock(mu);
-    for (auto& e : cache)
-      if (e.prim == &prim && e.avals == avals && e.params == params) program = e.program;
-  }
+  if (auto hit = cache->find(key)) program = *hit;
   if (!program) {
     program = std::make_shared<const ir::Program>(trace_to_program(
-        [&](std::span<const Array> xs) { return detail::bind(prim, xs, params); }, avals, prim.name));
-    std::lock_guard lock(mu);
-    if (cache.size() >= 256) cache.erase(cache.begin());
-    cache.push_back(Entry{&prim, params, avals, program});
+        [&](std::span<const Array> xs) { return detail::bind(prim, xs, params); }, key.avals, prim.name));
+    program = cache->insert(std::move(key), program);
   }
   return spmd_run_program(program, ins);
 }

@@ -9,9 +9,9 @@
 #include <functional>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "backend/cpu/parallel.h"
+#include "core/cache.h"
 #include "tessel/array.h"
 #include "tessel/error.h"
 
@@ -44,6 +44,7 @@ template <> struct Fftw<float> {
   static void run_c2r(Plan p, void* in, void* out) {
     fftwf_execute_dft_c2r(p, static_cast<Complex*>(in), static_cast<float*>(out));
   }
+  static void destroy(Plan p) { fftwf_destroy_plan(p); }
 };
 
 template <> struct Fftw<double> {
@@ -68,6 +69,7 @@ template <> struct Fftw<double> {
   static void run_c2r(Plan p, void* in, void* out) {
     fftw_execute_dft_c2r(p, static_cast<Complex*>(in), static_cast<double*>(out));
   }
+  static void destroy(Plan p) { fftw_destroy_plan(p); }
 };
 
 static_assert(std::is_same_v<fftw_iodim64, fftwf_iodim64>, "FFTW's iodim64 is shared by both precisions");
@@ -93,15 +95,19 @@ struct PlanKeyHash {
 };
 
 // FFTW's planner keeps global state and is not thread-safe; executing a plan on new arrays
-// is. Every plan is made under this mutex, and the cache is read under it too (once per
-// kernel call, not per transform). Plans live until the process exits: FFTW_ESTIMATE plans
-// are small, and the number of distinct keys is bounded by the shapes a program uses.
+// is. Every plan is made and destroyed under this mutex. The cache (core/cache.h) holds
+// shared plans: a transform keeps the plans it runs with, so eviction and clear_caches
+// destroy a plan only once no transform uses it. It is never destroyed (plans in use at exit
+// stay valid). FFTW_ESTIMATE plans are small; the capacity bounds the tables of twiddle
+// factors kept for long transforms of many lengths.
+constexpr size_t kPlanCapacity = 128;
 std::mutex& planner_mutex() {
   static std::mutex m;
   return m;
 }
-std::unordered_map<PlanKey, void*, PlanKeyHash>& plan_cache() {
-  static auto* cache = new std::unordered_map<PlanKey, void*, PlanKeyHash>();  // never destroyed (see above)
+using PlanRef = std::shared_ptr<void>;
+detail::Cache<PlanKey, PlanRef, PlanKeyHash>& plan_cache() {
+  static auto* cache = new detail::Cache<PlanKey, PlanRef, PlanKeyHash>("fft.plans", kPlanCapacity);
   return *cache;
 }
 std::atomic<size_t> g_plan_count{0};
@@ -173,13 +179,18 @@ template <class R> void* make_plan(const PlanKey& key, void* in, void* out) {
   return static_cast<void*>(p);
 }
 
-template <class R> void* get_plan(std::unordered_map<PlanKey, void*, PlanKeyHash>& cache, const PlanKey& key,
-                                  void* in, void* out) {
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  void* p = make_plan<R>(key, in, out);
-  cache.emplace(key, p);
-  return p;
+template <class R> PlanRef get_plan(PlanKey key, void* in, void* out) {
+  if (auto p = plan_cache().find(key)) return *p;
+  void* made;
+  {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    made = make_plan<R>(key, in, out);
+  }
+  PlanRef plan(made, [](void* p) {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    Fftw<R>::destroy(static_cast<typename Fftw<R>::Plan>(p));
+  });
+  return plan_cache().insert(std::move(key), std::move(plan));  // another thread's, if it was first
 }
 
 // Each chunk of a split batch holds at least this many elements: enough work (tens of
@@ -211,16 +222,11 @@ template <class R> void run(FftKind kind, const std::vector<int64_t>& lengths, i
 
   auto* in = static_cast<unsigned char*>(const_cast<void*>(in_ptr));  // FFTW's signatures are not const
   auto* out = static_cast<unsigned char*>(out_ptr);
-  typename F::Plan full_plan, last_plan;
-  {
-    std::lock_guard<std::mutex> lock(planner_mutex());
-    auto& cache = plan_cache();
-    const bool dbl = std::is_same_v<R, double>;
-    full_plan = static_cast<typename F::Plan>(get_plan<R>(cache, {kind, dbl, in_place, chunk, lengths}, in, out));
-    last_plan = last == chunk ? full_plan
-                              : static_cast<typename F::Plan>(get_plan<R>(cache, {kind, dbl, in_place, last, lengths},
-                                                                          in, out));
-  }
+  const bool dbl = std::is_same_v<R, double>;
+  const PlanRef full_ref = get_plan<R>({kind, dbl, in_place, chunk, lengths}, in, out);
+  const PlanRef last_ref = last == chunk ? full_ref : get_plan<R>({kind, dbl, in_place, last, lengths}, in, out);
+  const auto full_plan = static_cast<typename F::Plan>(full_ref.get());
+  const auto last_plan = static_cast<typename F::Plan>(last_ref.get());
 
   const R scale = R(1.0 / double(product(lengths)));
   auto run_chunk = [&](int64_t c) {
