@@ -15,18 +15,10 @@ extern const char* const kScalarSource;  // generated from src/backend/cpu/scala
 
 namespace {
 
-// ---- affine index maps ----
+// ---- affine index maps (ir/index_map.h) ----
 
-/// coef * i<var> + off, or the constant off when var < 0.
-struct Affine {
-  int var = -1;
-  int64_t coef = 0;
-  int64_t off = 0;
-  bool constant() const { return var < 0 || coef == 0; }
-};
-using IndexMap = std::vector<Affine>;  // one per dimension of the value read
-
-Affine scaled(Affine a, int64_t s, int64_t shift) { return {a.var, a.coef * s, a.off * s + shift}; }
+using ir::Affine;
+using ir::IndexMap;
 
 std::string affine_text(const Affine& a) {
   if (a.constant()) return std::to_string(a.off);
@@ -48,51 +40,17 @@ std::string map_key(const IndexMap& m) {
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-const std::string& prim_name(const ir::Equation& e) { return e.prim->name; }
-
-std::vector<int64_t> ints_or(const ir::Params& p, const char* key, size_t n, int64_t fill) {
-  if (p.has(key) && !p.get_ints(key).empty()) return p.get_ints(key);
-  return std::vector<int64_t>(n, fill);
-}
-
-/// reshape that only inserts or removes size-1 dimensions.
-bool is_unit_reshape(const Shape& in, const Shape& out) {
-  Shape a, b;
-  for (auto d : in)
-    if (d != 1) a.push_back(d);
-  for (auto d : out)
-    if (d != 1) b.push_back(d);
-  return a == b;
-}
-
-bool scatter_is_static(const ir::Equation& e) {
-  if (e.inputs.size() != 2 || !e.params.get_ints("axes").empty()) return false;
-  const std::string& mode = e.params.get<std::string>("mode");
-  return mode == "set" || mode == "add" || mode == "mul";
-}
-
-/// A fused reduction: the accumulator's C++ type, its identity and how it combines a value.
-struct Reduction {
-  std::string acc_type, identity, combine;  // combine: a format with {a} (accumulator) and {v}
-};
-
-/// reduce_sum/max/min of a float dtype over trailing axes (the epilogues code generation
-/// handles); empty otherwise. Sums accumulate in double, so they are at least as accurate
-/// as the unfused kernel's pairwise float sums.
-std::optional<Reduction> reduction_of(const ir::Equation& e) {
-  const std::string& op = e.prim->name;
-  if (op != "reduce_sum" && op != "reduce_max" && op != "reduce_min") return std::nullopt;
+/// The epilogue of a reduction over trailing axes whose primitive has a generated form for
+/// its operand (reduce_sum/max/min of a float dtype); empty otherwise.
+std::optional<ir::ReductionEpilogue> reduction_of(const ir::Equation& e) {
+  if (!e.prim->reduction_epilogue) return std::nullopt;
   const Aval& x = e.inputs[0].aval();
-  if (!is_floating(x.dtype) || !ops::codegen_type(x.dtype) || x.shape.empty()) return std::nullopt;
+  if (!ops::codegen_type(x.dtype) || x.shape.empty()) return std::nullopt;
   const auto& axes = e.params.get_ints("axes");
   if (axes.empty()) return std::nullopt;
   for (size_t k = 0; k < axes.size(); ++k)
     if (axes[k] != x.ndim() - int64_t(axes.size()) + int64_t(k)) return std::nullopt;
-  const std::string t = ops::codegen_type(x.dtype);
-  if (op == "reduce_sum") return Reduction{"double", "0.0", "{a} += double({v})"};
-  const std::string inf = op == "reduce_max" ? "-__builtin_inf()" : "__builtin_inf()";
-  return Reduction{t, t + "(" + inf + ")",
-                   "{a} = tessel::scalar::" + std::string(op == "reduce_max" ? "max" : "min") + "({a}, {v})"};
+  return e.prim->reduction_epilogue(x.dtype);
 }
 
 std::string format_combine(const std::string& f, const std::string& a, const std::string& v) {
@@ -132,8 +90,6 @@ struct Test {
   Truth truth = Truth::kTrue;
   std::string text;
 };
-
-Test always() { return Test{Truth::kTrue, std::string()}; }
 
 Test all_of(const std::vector<Test>& tests) {
   Test r;
@@ -290,7 +246,7 @@ class BodyEmitter {
     if (!cost_) return memo(key, compute(e, m, type));
     const int64_t before = cost_->total;
     std::string v = compute(e, m, type);
-    cost_->total += point_cost(e);
+    cost_->total += e.prim->point_cost;
     GroupCost::Var& c = cost_->vars[var];
     c.maps++;
     c.inclusive += cost_->total - before;
@@ -303,9 +259,7 @@ class BodyEmitter {
   }
 
   std::string compute(const ir::Equation& e, const IndexMap& m, const std::string& type) {
-    const std::string& op = prim_name(e);
     const Aval& out = e.outputs[0]->aval;
-    const ir::Params& p = e.params;
     if (e.prim->codegen) {
       std::vector<std::string> xs;
       std::vector<Aval> in_avals;
@@ -313,98 +267,31 @@ class BodyEmitter {
         xs.push_back(value(x, operand_map(x, m)));
         in_avals.push_back(x.aval());
       }
-      std::string expr = e.prim->codegen(xs, in_avals, out, p);
+      std::string expr = e.prim->codegen(xs, in_avals, out, e.params);
       std::string name = fresh();
       line("const " + type + " " + name + " = " + expr + ";");
       return name;
     }
-    const Shape& in_shape = e.inputs[0].aval().shape;
-    if (op == "broadcast_in_dim") {
-      const auto& dims = p.get_ints("broadcast_dimensions");
-      IndexMap im;
-      for (size_t k = 0; k < dims.size(); ++k)
-        im.push_back(in_shape[k] == 1 ? Affine{} : m[size_t(dims[k])]);
-      return value(e.inputs[0], im);
-    }
-    if (op == "slice") {
-      const auto& start = p.get_ints("start_indices");
-      auto strides = ints_or(p, "strides", in_shape.size(), 1);
-      IndexMap im;
-      for (size_t d = 0; d < in_shape.size(); ++d) im.push_back(scaled(m[d], strides[d], start[d]));
-      return value(e.inputs[0], im);
-    }
-    if (op == "reshape") {  // unit dimensions only: match the others in order
-      IndexMap im;
-      size_t k = 0;
-      for (int64_t n : in_shape) {
-        if (n == 1) {
-          im.push_back(Affine{});
-          continue;
-        }
-        while (out.shape[k] == 1) ++k;
-        im.push_back(m[k++]);
-      }
-      return value(e.inputs[0], im);
-    }
-    if (op == "transpose") {
-      const auto& perm = p.get_ints("permutation");
-      IndexMap im(in_shape.size());
-      for (size_t k = 0; k < perm.size(); ++k) im[size_t(perm[k])] = m[k];
-      return value(e.inputs[0], im);
-    }
-    if (op == "rev") {
-      IndexMap im = m;
-      for (int64_t d : p.get_ints("dimensions")) im[size_t(d)] = scaled(m[size_t(d)], -1, in_shape[size_t(d)] - 1);
-      return value(e.inputs[0], im);
-    }
-    if (op == "iota") {
-      const Affine& a = m[size_t(p.get_int("dimension"))];
-      return type + "(" + affine_text(a) + ")";
-    }
-    if (op == "concatenate") {
-      const size_t dim = size_t(p.get_int("dimension"));
-      std::vector<Case> cases;
-      int64_t offset = 0;
-      for (const ir::Atom& x : e.inputs) {
-        const int64_t n = x.aval().shape[dim];
-        IndexMap im = m;
-        im[dim] = scaled(m[dim], 1, -offset);
-        cases.push_back({in_range(m[dim], offset, offset + n), [this, x, im] { return value(x, im); }});
-        offset += n;
-      }
-      return select(type, std::move(cases));
-    }
-    if (op == "pad") {
-      const auto& cfg = p.get_ints("padding_config");
+    if (!e.prim->index_map) throw Error("internal: code generation has no rule for '" + e.prim->name + "'");
+    std::vector<Aval> in_avals;
+    for (const ir::Atom& x : e.inputs) in_avals.push_back(x.aval());
+    std::vector<Case> cases;
+    for (ir::IndexCase& c : e.prim->index_map(m, in_avals, out, e.params)) {
+      if (c.operand != ir::kIndexValue && (c.operand < 0 || size_t(c.operand) >= e.inputs.size()))
+        throw Error("internal: the index map of '" + e.prim->name + "' reads operand " + std::to_string(c.operand));
       std::vector<Test> tests;
-      IndexMap im;
-      for (size_t d = 0; d < in_shape.size(); ++d) {
-        tests.push_back(in_range(m[d], cfg[3 * d], cfg[3 * d] + in_shape[d]));
-        im.push_back(scaled(m[d], 1, -cfg[3 * d]));
-      }
-      const ir::Atom x = e.inputs[0], fill = e.inputs[1];
-      return select(type, {{all_of(tests), [this, x, im] { return value(x, im); }},
-                           {always(), [this, fill] { return value(fill, {}); }}});
+      for (const ir::RangeTest& t : c.when) tests.push_back(in_range(t.index, t.lo, t.hi));
+      cases.push_back({all_of(tests), [this, &e, c = std::move(c), m, type] { return case_value(e, c, m, type); }});
     }
-    if (op == "scatter") {  // a static region with unit strides (can_generate)
-      const auto& start = p.get_ints("start_indices");
-      const Shape& region = e.inputs[1].aval().shape;
-      std::vector<Test> tests;
-      IndexMap um;
-      for (size_t d = 0; d < in_shape.size(); ++d) {
-        tests.push_back(in_range(m[d], start[d], start[d] + region[d]));
-        um.push_back(scaled(m[d], 1, -start[d]));
-      }
-      const std::string& mode = p.get<std::string>("mode");
-      const ir::Atom x = e.inputs[0], u = e.inputs[1];
-      auto update = [this, x, u, m, um, mode, type]() -> std::string {
-        std::string uv = value(u, um);
-        if (mode == "set") return uv;
-        return type + "(tessel::scalar::" + mode + "(" + value(x, m) + ", " + uv + "))";
-      };
-      return select(type, {{all_of(tests), update}, {always(), [this, x, m] { return value(x, m); }}});
-    }
-    throw Error("internal: code generation has no rule for '" + op + "'");
+    return select(type, std::move(cases));
+  }
+
+  /// The value of one case of an index map at the output index `m`.
+  std::string case_value(const ir::Equation& e, const ir::IndexCase& c, const IndexMap& m, const std::string& type) {
+    if (c.operand == ir::kIndexValue) return type + "(" + affine_text(c.at[0]) + ")";
+    std::string v = value(e.inputs[size_t(c.operand)], c.at);
+    if (c.combine.empty()) return v;
+    return type + "(tessel::scalar::" + c.combine + "(" + value(e.inputs[0], m) + ", " + v + "))";
   }
 
   const ir::Program& g_;
@@ -454,34 +341,14 @@ bool can_generate(const ir::Equation& e) {
     for (const ir::Atom& a : e.inputs) avals.push_back(a.aval());
     return !e.prim->codegen(xs, avals, out, e.params).empty();
   }
-  const std::string& op = prim_name(e);
-  if (op == "broadcast_in_dim" || op == "slice" || op == "transpose" || op == "rev" || op == "concatenate" ||
-      op == "iota")
-    return true;
-  if (op == "reshape") return is_unit_reshape(e.inputs[0].aval().shape, out.shape);
-  if (op == "pad") {
-    const auto& cfg = e.params.get_ints("padding_config");
-    for (size_t d = 0; d < cfg.size() / 3; ++d)
-      if (cfg[3 * d + 2] != 0) return false;
-    return true;
-  }
-  if (op == "scatter") {
-    if (!scatter_is_static(e)) return false;
-    for (int64_t s : ints_or(e.params, "strides", out.shape.size(), 1))
-      if (s != 1) return false;
-    return true;
+  if (e.prim->index_map) {
+    IndexMap identity;
+    for (size_t d = 0; d < out.shape.size(); ++d) identity.push_back({int(d), 1, 0});
+    std::vector<Aval> avals;
+    for (const ir::Atom& a : e.inputs) avals.push_back(a.aval());
+    return !e.prim->index_map(identity, avals, out, e.params).empty();
   }
   return false;
-}
-
-int point_cost(const ir::Equation& e) {
-  if (!e.prim->codegen) return e.prim->name == "concatenate" || e.prim->name == "pad" || e.prim->name == "scatter";
-  static const char* expensive[] = {"exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "asin",
-                                    "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-                                    "erf", "erfc", "logistic", "pow", "atan2", "cbrt", "rem"};
-  for (const char* n : expensive)
-    if (e.prim->name == n) return 16;
-  return e.prim->name == "div" || e.prim->name == "sqrt" || e.prim->name == "rsqrt" ? 4 : 1;
 }
 
 std::string kernel_prelude() { return std::string(kScalarSource) + "\n#include <algorithm>\n#include <cstdint>\n"; }

@@ -22,12 +22,14 @@
 
 namespace tessel::compiler {
 
-/// Whether code generation handles this equation inside a fusion group (element-wise with a
-/// codegen rule, or an index-mapping primitive with affine index maps; supported dtypes).
+/// Whether code generation handles this equation inside a fusion group (a primitive with a
+/// codegen rule, or with an index_map rule that has an affine form for its parameters;
+/// supported dtypes).
 bool can_generate(const ir::Equation& e);
 
-/// reduce_sum/max/min over trailing axes of a float operand: fused as a group's epilogue
-/// (the group's outputs are then all such reductions of one operand shape and axes).
+/// A reduction with a reduction_epilogue rule for its operand's dtype (reduce_sum/max/min of
+/// a float operand) over trailing axes: fused as a group's epilogue (the group's outputs are
+/// then all such reductions of one operand shape and axes).
 bool is_fusible_reduction(const ir::Equation& e);
 
 /// The iteration domain of a group (a reduction group iterates over its operand's shape)
@@ -38,12 +40,9 @@ struct GroupShape {
 };
 GroupShape group_shape(const ir::Program& group);
 
-/// Relative cost of evaluating the equation at one point (0 for pure index mapping).
-int point_cost(const ir::Equation& e);
-
 /// Work per point of a group's interior body, for the fusion pass's recompute budget.
 struct GroupCost {
-  int64_t total = 0;  ///< point_cost summed over every (value, index map) evaluated
+  int64_t total = 0;  ///< Primitive::point_cost summed over every (value, index map) evaluated
   struct Var {
     int maps = 0;            ///< distinct index maps the value is evaluated at
     int64_t inclusive = 0;   ///< cost of those evaluations, with what they pulled in

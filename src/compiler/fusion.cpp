@@ -138,9 +138,6 @@ struct Plan {
   }
 };
 
-/// point_cost of transcendental functions (codegen.cpp).
-constexpr int kExpensivePointCost = 16;
-
 /// Points a root's loop nest visits (a reduction visits its operand).
 int64_t group_points(const ir::Equation& e) {
   return is_fusible_reduction(e) ? e.inputs[0].aval().size() : e.outputs[0]->aval.size();
@@ -168,12 +165,12 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
     plan.fusible[i] = can_generate(p.eqns[i]) || is_fusible_reduction(p.eqns[i]);
     if (is_fusible_reduction(p.eqns[i])) plan.stored.insert(p.eqns[i].outputs[0].get());  // always a root
   }
-  // A scatter writing a small region of a stored array stays an unfused step: the executable
-  // can run it in place on a dead buffer, writing only the region (a fused loop would copy
-  // the whole array).
+  // An update (a static scatter) writing a small region of a stored array stays an unfused
+  // step: the executable can run it in place on a dead buffer, writing only the region (a
+  // fused loop would copy the whole array).
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     const ir::Equation& e = p.eqns[i];
-    if (!plan.fusible[i] || e.prim->name != "scatter" || e.inputs[0].is_literal()) continue;
+    if (!plan.fusible[i] || !e.prim->region_update || e.inputs[0].is_literal()) continue;
     auto it = plan.producer.find(e.inputs[0].var().get());
     const bool operand_stored = it == plan.producer.end() || !plan.fusible[it->second];
     if (operand_stored && 2 * e.inputs[1].aval().size() < e.inputs[0].aval().size()) plan.fusible[i] = false;
@@ -201,7 +198,8 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
       std::vector<ir::Var> inputs;
       plan.closure({p.eqns[i].outputs[0].get()}, eqns, inputs);
       for (size_t j : eqns)
-        if (j != i && point_cost(p.eqns[j]) >= kExpensivePointCost) nests_reading[p.eqns[j].outputs[0].get()]++;
+        if (j != i && p.eqns[j].prim->point_cost >= ir::kExpensivePointCost)
+          nests_reading[p.eqns[j].outputs[0].get()]++;
     }
     for (const auto& [v, n] : nests_reading)
       if (n >= 2) {

@@ -2,10 +2,12 @@
 // A primitive operation, declared once with all its rules side by side (ARCHITECTURE.md
 // principle 2). Transformation issues add their rule slots here, beside the kernel.
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "ir/index_map.h"
 #include "ir/params.h"
 #include "ir/sharding_rule.h"
 #include "tessel/array.h"
@@ -96,6 +98,24 @@ using PartialEvalFn = std::vector<Array> (*)(const Primitive& self, detail::Trac
 using CodegenFn = std::string (*)(std::span<const std::string> operands, std::span<const Aval> in_avals,
                                   const Aval& out, const Params& params);
 
+/// Code generation of a reduction fused as the epilogue of a loop nest
+/// (src/compiler/codegen.cpp): C++ text of the accumulator's type, of its initial value, and
+/// of the statement folding the value {v} into the accumulator {a}.
+struct ReductionEpilogue {
+  std::string acc_type;
+  std::string identity;
+  std::string combine;
+};
+/// The epilogue of a reduction of an operand of dtype `operand`, or nullopt where the dtype
+/// has no generated form (the equation then stays an unfused kernel).
+using ReductionEpilogueFn = std::optional<ReductionEpilogue> (*)(DType operand);
+
+/// Work of computing one element inside a fused loop nest (Primitive::point_cost), counted in
+/// cheap arithmetic operations; index mapping alone costs 0.
+inline constexpr int kCheapPointCost = 1;       ///< add, compare, select, conversion, range test
+inline constexpr int kDivisionPointCost = 4;    ///< div, sqrt, rsqrt
+inline constexpr int kExpensivePointCost = 16;  ///< transcendental functions, pow, rem
+
 /// In-place execution: the inputs whose buffer the kernel may write output `out` into (the
 /// kernel is correct when outs[out] == ins[j] and no other input aliases ins[j]). An
 /// executable writes in place when input j dies at this equation and its buffer belongs
@@ -134,6 +154,16 @@ struct Primitive {
   uint32_t effects = kNoEffect;
   FusionKind fusion = FusionKind::kOpaque;
   CodegenFn codegen = nullptr;
+  /// Code generation of an index-mapping primitive (ir/index_map.h): where each output
+  /// element is read from, so that slices, pads, broadcasts, ... fuse into loop nests.
+  IndexMapFn index_map = nullptr;
+  /// Code generation of a reduction over params["axes"] as the epilogue of a loop nest that
+  /// computes its operand (reduce_sum/max/min), so the operand is never stored.
+  ReductionEpilogueFn reduction_epilogue = nullptr;
+  /// Work per element in a fused loop nest (kCheapPointCost, ...): the fusion pass adds these
+  /// to bound what a loop nest recomputes (TESSEL_FUSION_MAX_POINT_COST) and stores an
+  /// expensive value that several loop nests read.
+  int point_cost = kCheapPointCost;
   JvpFn jvp = nullptr;
   JvpWithPrimalsFn jvp_with_primals = nullptr;
   TransposeFn transpose = nullptr;
@@ -148,6 +178,14 @@ struct Primitive {
   /// The equation calls params["program"] on its inputs (jit, checkpoint, custom_jvp/vjp):
   /// once transformations are done, the compiler may inline it.
   bool inlinable_call = false;
+  /// The output is operand 0 with a region replaced by, or combined with, operand 1
+  /// (scatter, dynamic_update_slice); run in place (inplace_operand), the kernel writes only
+  /// the region. The fusion pass leaves a small update of a stored array such a step rather
+  /// than a loop nest that writes the whole output.
+  bool region_update = false;
+  /// A matrix product (dot_general): what checkpoint's dots_saveable policy saves, as JAX's
+  /// checkpoint_policies.dots_saveable saves dot_general and conv_general_dilated.
+  bool matrix_product = false;
 };
 
 /// Runs `program` synchronously on dense buffers of `device` (for the kernels of control

@@ -132,12 +132,25 @@ Params broadcast_localize(const Params& p, std::span<const Aval>, std::span<cons
   return q;
 }
 
+// ---- code generation: operand dimension k reads output dimension dims[k] (index 0 of a
+// dimension expanded from size 1) ----
+
+std::vector<ir::IndexCase> broadcast_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval&,
+                                               const Params& p) {
+  const Axes& dims = p.get_ints("broadcast_dimensions");
+  ir::IndexMap im;
+  for (size_t k = 0; k < dims.size(); ++k) im.push_back(ins[0].shape[k] == 1 ? ir::Affine{} : m[size_t(dims[k])]);
+  return {{.at = im}};
+}
+
 const ir::Primitive& broadcast_in_dim_p = ir::register_primitive({
     .name = "broadcast_in_dim",
     .arity = {1, 1},
     .abstract_eval = broadcast_aval,
     .cpu_kernel = broadcast_kernel,
     .fusion = ir::FusionKind::kBroadcast,
+    .index_map = broadcast_index_map,
+    .point_cost = 0,
     .jvp = jvp_linear,
     .transpose = broadcast_transpose,
     .batch = broadcast_batch,

@@ -49,9 +49,14 @@ Params iota_localize(const Params& p, std::span<const Aval>, std::span<const Ava
   return q;
 }
 
+// Code generation: the element is its index along `dimension`.
+std::vector<ir::IndexCase> iota_index_map(const ir::IndexMap& m, std::span<const Aval>, const Aval&, const Params& p) {
+  return {{.operand = ir::kIndexValue, .at = {m[size_t(p.get_int("dimension"))]}}};
+}
+
 const ir::Primitive& iota_p = ir::register_primitive({
     .name = "iota", .arity = {0, 0}, .abstract_eval = iota_aval, .cpu_kernel = iota_kernel,
-    .sharding_rule = iota_sharding_rule, .localize = iota_localize});
+    .index_map = iota_index_map, .point_cost = 0, .sharding_rule = iota_sharding_rule, .localize = iota_localize});
 
 Array filled(const char* op, const Shape& shape, const Scalar& v, bool weak) {
   detail::checked_size(op, shape, v.dtype());

@@ -130,6 +130,11 @@ template <class Op> void elementwise_kernel(const KernelCall& c) {
 template <class Op, int I> constexpr bool has_jvp = I == 0 ? requires { &Op::j0; } : requires { &Op::j1; };
 template <class Op, int I> constexpr bool has_transpose = I == 0 ? requires { &Op::t0; } : requires { &Op::t1; };
 template <class Op> constexpr bool zero_tangent = requires { Op::zero_tangent; };
+/// The row's work per element in a fused loop nest (COST), else a cheap operation's.
+template <class Op> constexpr int point_cost_of() {
+  if constexpr (requires { Op::point_cost; }) return Op::point_cost;
+  else return ir::kCheapPointCost;
+}
 
 /// The output tangent contributed by operand I's tangent `t`, fitted to the output.
 template <class Op, int I>
@@ -190,6 +195,7 @@ template <class Op> Elementwise define() {
                                   .inplace = ir::inplace_elementwise,
                                   .fusion = ir::FusionKind::kElementwise,
                                   .codegen = elementwise_codegen<Op>,
+                                  .point_cost = point_cost_of<Op>(),
                                   .jvp = elementwise_jvp<Op>,
                                   .transpose = linear ? elementwise_transpose<Op> : nullptr,
                                   .batch = Op::arity == 1 ? batch_vectorized : batch_elementwise,
@@ -242,6 +248,8 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 //  JVP(e), JVP_A(e), JVP_B(e): the tangent e, when it reads better than t * d.
 //  LIN(e, c), LIN_A(e, c), LIN_B(e, c): linear in the operand: tangent e, cotangent c.
 //  ZERO_TANGENT: piecewise constant or integer-valued; tangents are zero.
+//  DIVISION, EXPENSIVE: the work of one element in a fused loop nest is a division's or a
+//  transcendental function's (ir::kDivisionPointCost, ir::kExpensivePointCost), not an add's.
 // Tangents of rank-0 operands broadcast to the output and cotangents sum back (define<Op>).
 #define TESSEL_ARG [[maybe_unused]] const Array&
 #define JVP(E) \
@@ -260,17 +268,19 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 #define LIN_B(E, C) \
   JVP_B(E) static Array t1(TESSEL_ARG ct, TESSEL_ARG a, TESSEL_ARG b) { return C; }
 #define ZERO_TANGENT static constexpr bool zero_tangent = true;
+#define DIVISION static constexpr int point_cost = ir::kDivisionPointCost;
+#define EXPENSIVE static constexpr int point_cost = ir::kExpensivePointCost;
 
 // ---- the table ----
 BINARY(add, kAll, kSame, LIN_A(t, ct) LIN_B(t, ct));
 BINARY(sub, kNum, kSame, LIN_A(t, ct) LIN_B(-t, -ct));
 BINARY(mul, kAll, kSame, LIN_A(t * b, ct * b) LIN_B(a * t, a * ct));
-BINARY(div, kNum, kSame, LIN_A(t / b, ct / b) JVP_B(-(t * y) / b));
-BINARY(rem, kReal, kSame, JVP_A(t) DB(-trunc(a / b)));
-BINARY(pow, kNum, kSame, DA(b * pow(a, b - 1)) DB(log(replace_zero(a)) * y));
+BINARY(div, kNum, kSame, LIN_A(t / b, ct / b) JVP_B(-(t * y) / b) DIVISION);
+BINARY(rem, kReal, kSame, JVP_A(t) DB(-trunc(a / b)) EXPENSIVE);
+BINARY(pow, kNum, kSame, DA(b * pow(a, b - 1)) DB(log(replace_zero(a)) * y) EXPENSIVE);
 BINARY(max, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)));
 BINARY(min, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)));
-BINARY(atan2, kFloat, kSame, DA(b / (a * a + b * b)) DB(-a / (a * a + b * b)));
+BINARY(atan2, kFloat, kSame, DA(b / (a * a + b * b)) DB(-a / (a * a + b * b)) EXPENSIVE);
 
 UNARY(neg, kNum, kSame, LIN(-t, -ct));
 UNARY(abs, kNum, kReal, JVP(abs_jvp(t, x, y)));
@@ -280,29 +290,29 @@ UNARY(ceil, kFloat, kSame, ZERO_TANGENT);
 UNARY(round, kFloat, kSame, ZERO_TANGENT);
 UNARY(is_finite, kFloat, kBool, ZERO_TANGENT);
 
-UNARY(exp, kInexact, kSame, DX(y));
-UNARY(exp2, kInexact, kSame, DX(y * std::numbers::ln2));
-UNARY(expm1, kInexact, kSame, DX(y + 1));
-UNARY(log, kInexact, kSame, JVP(t / x));
-UNARY(log1p, kInexact, kSame, JVP(t / (x + 1)));
-UNARY(sqrt, kInexact, kSame, JVP(t / (y * 2)));
-UNARY(rsqrt, kInexact, kSame, DX(y / x * -0.5));
-UNARY(cbrt, kFloat, kSame, DX(reciprocal(y * y) / 3));
-UNARY(sin, kInexact, kSame, DX(cos(x)));
-UNARY(cos, kInexact, kSame, DX(-sin(x)));
-UNARY(tan, kInexact, kSame, DX(y * y + 1));
-UNARY(asin, kInexact, kSame, DX(rsqrt(1 - x * x)));
-UNARY(acos, kInexact, kSame, DX(-rsqrt(1 - x * x)));
-UNARY(atan, kInexact, kSame, JVP(t / (x * x + 1)));
-UNARY(sinh, kInexact, kSame, DX(cosh(x)));
-UNARY(cosh, kInexact, kSame, DX(sinh(x)));
-UNARY(tanh, kInexact, kSame, DX(1 - y * y));
-UNARY(asinh, kInexact, kSame, DX(rsqrt(x * x + 1)));
-UNARY(acosh, kInexact, kSame, DX(rsqrt((x - 1) * (x + 1))));
-UNARY(atanh, kInexact, kSame, JVP(t / ((1 - x) * (1 + x))));
-UNARY(erf, kFloat, kSame, DX(exp(-(x * x)) * (2 * std::numbers::inv_sqrtpi)));
-UNARY(erfc, kFloat, kSame, DX(exp(-(x * x)) * (-2 * std::numbers::inv_sqrtpi)));
-UNARY(logistic, kInexact, kSame, DX(y * (1 - y)));
+UNARY(exp, kInexact, kSame, DX(y) EXPENSIVE);
+UNARY(exp2, kInexact, kSame, DX(y * std::numbers::ln2) EXPENSIVE);
+UNARY(expm1, kInexact, kSame, DX(y + 1) EXPENSIVE);
+UNARY(log, kInexact, kSame, JVP(t / x) EXPENSIVE);
+UNARY(log1p, kInexact, kSame, JVP(t / (x + 1)) EXPENSIVE);
+UNARY(sqrt, kInexact, kSame, JVP(t / (y * 2)) DIVISION);
+UNARY(rsqrt, kInexact, kSame, DX(y / x * -0.5) DIVISION);
+UNARY(cbrt, kFloat, kSame, DX(reciprocal(y * y) / 3) EXPENSIVE);
+UNARY(sin, kInexact, kSame, DX(cos(x)) EXPENSIVE);
+UNARY(cos, kInexact, kSame, DX(-sin(x)) EXPENSIVE);
+UNARY(tan, kInexact, kSame, DX(y * y + 1) EXPENSIVE);
+UNARY(asin, kInexact, kSame, DX(rsqrt(1 - x * x)) EXPENSIVE);
+UNARY(acos, kInexact, kSame, DX(-rsqrt(1 - x * x)) EXPENSIVE);
+UNARY(atan, kInexact, kSame, JVP(t / (x * x + 1)) EXPENSIVE);
+UNARY(sinh, kInexact, kSame, DX(cosh(x)) EXPENSIVE);
+UNARY(cosh, kInexact, kSame, DX(sinh(x)) EXPENSIVE);
+UNARY(tanh, kInexact, kSame, DX(1 - y * y) EXPENSIVE);
+UNARY(asinh, kInexact, kSame, DX(rsqrt(x * x + 1)) EXPENSIVE);
+UNARY(acosh, kInexact, kSame, DX(rsqrt((x - 1) * (x + 1))) EXPENSIVE);
+UNARY(atanh, kInexact, kSame, JVP(t / ((1 - x) * (1 + x))) EXPENSIVE);
+UNARY(erf, kFloat, kSame, DX(exp(-(x * x)) * (2 * std::numbers::inv_sqrtpi)) EXPENSIVE);
+UNARY(erfc, kFloat, kSame, DX(exp(-(x * x)) * (-2 * std::numbers::inv_sqrtpi)) EXPENSIVE);
+UNARY(logistic, kInexact, kSame, DX(y * (1 - y)) EXPENSIVE);
 
 BINARY(eq, kAll, kBool, ZERO_TANGENT);
 BINARY(ne, kAll, kBool, ZERO_TANGENT);
@@ -338,6 +348,8 @@ BINARY(complex, kFloat, kComplex, LIN_A(complex(t, 0), real(ct)) LIN_B(complex(0
 #undef LIN_A
 #undef LIN_B
 #undef ZERO_TANGENT
+#undef DIVISION
+#undef EXPENSIVE
 
 // ---- primitives with parameters or mixed operand dtypes ----
 

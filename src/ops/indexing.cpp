@@ -167,10 +167,19 @@ Params slice_localize(const Params& p, std::span<const Aval> local_ins, std::spa
   return q;
 }
 
+// Code generation: output index i reads the operand at start + stride * i.
+std::vector<ir::IndexCase> slice_index_map(const ir::IndexMap& m, std::span<const Aval>, const Aval&, const Params& p) {
+  const auto& start = p.get_ints("start_indices");
+  const auto& strides = p.get_ints("strides");
+  ir::IndexMap im;
+  for (size_t d = 0; d < m.size(); ++d) im.push_back(m[d].scaled(strides[d], start[d]));
+  return {{.at = im}};
+}
+
 const ir::Primitive& slice_p = ir::register_primitive({
     .name = "slice", .arity = {1, 1}, .abstract_eval = slice_aval, .cpu_kernel = slice_kernel, .fusion = ir::FusionKind::kShape,
-    .jvp = jvp_linear, .transpose = slice_transpose, .batch = slice_batch, .sharding_rule = slice_sharding_rule,
-    .localize = slice_localize});
+    .index_map = slice_index_map, .point_cost = 0, .jvp = jvp_linear, .transpose = slice_transpose,
+    .batch = slice_batch, .sharding_rule = slice_sharding_rule, .localize = slice_localize});
 
 // ---- dynamic_slice[slice_sizes](operand, *start_indices) and
 //      dynamic_update_slice(operand, update, *start_indices); as in JAX, a negative start
@@ -394,7 +403,7 @@ const ir::Primitive& dynamic_update_slice_p = ir::register_primitive({
     .name = "dynamic_update_slice", .arity = {2, -1}, .abstract_eval = dynamic_update_slice_aval,
     .cpu_kernel = dynamic_update_slice_kernel, .inplace = ir::inplace_operand, .jvp = dynamic_update_slice_jvp,
     .transpose = dynamic_update_slice_transpose, .batch = dynamic_update_slice_batch,
-    .sharding_rule = dynamic_update_slice_sharding_rule});
+    .sharding_rule = dynamic_update_slice_sharding_rule, .region_update = true});
 
 }  // namespace
 
@@ -912,12 +921,31 @@ Params scatter_localize(const Params& p, std::span<const Aval> local_ins, std::s
   return indexed_localize(p, local_ins[0].shape, local_ins[1].shape, index_rank);
 }
 
+// Code generation of a static scatter (no index arrays) with unit strides and mode set, add or
+// mul: inside the region [start, start + update shape) the update (combined with the operand
+// unless `set`), elsewhere the operand.
+std::vector<ir::IndexCase> scatter_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval&,
+                                             const Params& p) {
+  const std::string& mode = p.get<std::string>("mode");
+  if (ins.size() != 2 || !p.get_ints("axes").empty() || (mode != "set" && mode != "add" && mode != "mul")) return {};
+  for (int64_t s : p.get_ints("strides"))
+    if (s != 1) return {};
+  const auto& start = p.get_ints("start_indices");
+  const Shape& region = ins[1].shape;
+  ir::IndexCase update{.operand = 1, .combine = mode == "set" ? "" : mode};
+  for (size_t d = 0; d < m.size(); ++d) {
+    update.when.push_back({m[d], start[d], start[d] + region[d]});
+    update.at.push_back(m[d].scaled(1, -start[d]));
+  }
+  return {update, {.operand = 0, .at = m}};
+}
+
 }  // namespace
 
 const ir::Primitive& scatter_p = ir::register_primitive({
     .name = "scatter", .arity = {2, -1}, .abstract_eval = scatter_aval, .cpu_kernel = scatter_kernel, .inplace = ir::inplace_operand,
-    .jvp = scatter_jvp, .transpose = scatter_transpose, .batch = scatter_batch,
-    .sharding_rule = scatter_sharding_rule, .localize = scatter_localize});
+    .index_map = scatter_index_map, .jvp = scatter_jvp, .transpose = scatter_transpose, .batch = scatter_batch,
+    .sharding_rule = scatter_sharding_rule, .localize = scatter_localize, .region_update = true});
 
 Params indexed_params(const Axes& axes, int64_t batch_pos, const Shape& start, const Shape& limit,
                       const Shape& strides) {

@@ -223,7 +223,8 @@ const ir::Primitive& dot_general_p = ir::register_primitive({.name = "dot_genera
                                                              .jvp = dot_general_jvp,
                                                              .transpose = dot_general_transpose,
                                                              .batch = dot_general_batch,
-                                                             .sharding_rule = dot_general_sharding_rule});
+                                                             .sharding_rule = dot_general_sharding_rule,
+                                                             .matrix_product = true});
 
 // ---- jax.numpy level ----
 

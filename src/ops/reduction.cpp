@@ -330,6 +330,21 @@ ir::ShardingRule reduce_sharding_rule(std::span<const Aval> ins, std::span<const
   return r;
 }
 
+// Code generation: sum, max and min of a float operand (over trailing axes) fuse as the
+// epilogue of the loop nest that computes the operand. Sums accumulate in double, so they are
+// at least as accurate as the kernel's pairwise float sums.
+template <class Op> std::optional<ir::ReductionEpilogue> reduce_epilogue(DType d) {
+  const char* t = codegen_type(d);
+  if (!is_floating(d) || !t) return std::nullopt;
+  if constexpr (std::is_same_v<Op, SumOp>) {
+    return ir::ReductionEpilogue{"double", "0.0", "{a} += double({v})"};
+  } else {
+    constexpr bool max = std::is_same_v<Op, MaxOp>;
+    return ir::ReductionEpilogue{t, std::string(t) + (max ? "(-__builtin_inf())" : "(__builtin_inf())"),
+                                 std::string("{a} = tessel::scalar::") + (max ? "max" : "min") + "({a}, {v})"};
+  }
+}
+
 template <class Op> ir::Primitive reduce_primitive() {
   ir::Primitive p{.name = reduce_name<Op>(), .arity = {1, 1}, .abstract_eval = reduce_aval<Op>, .cpu_kernel = reduce_kernel<Op>,
                   .fusion = ir::FusionKind::kReduction, .batch = reduce_batch,
@@ -337,6 +352,8 @@ template <class Op> ir::Primitive reduce_primitive() {
   if constexpr (std::is_same_v<Op, SumOp>) p.jvp = jvp_linear, p.transpose = reduce_sum_transpose;
   if constexpr (std::is_same_v<Op, ProdOp>) p.jvp = reduce_prod_jvp;
   if constexpr (std::is_same_v<Op, MaxOp> || std::is_same_v<Op, MinOp>) p.jvp = reduce_chooser_jvp;
+  if constexpr (std::is_same_v<Op, SumOp> || std::is_same_v<Op, MaxOp> || std::is_same_v<Op, MinOp>)
+    p.reduction_epilogue = reduce_epilogue<Op>;
   return p;
 }
 

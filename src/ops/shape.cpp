@@ -75,10 +75,34 @@ Params reshape_localize(const Params& p, std::span<const Aval>, std::span<const 
   return q;
 }
 
+// Code generation of a reshape that only inserts or removes size-1 dimensions: the other
+// dimensions match in order (one that merges or splits dimensions has no affine map).
+std::vector<ir::IndexCase> reshape_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval& out,
+                                             const Params&) {
+  Shape a, b;
+  for (auto d : ins[0].shape)
+    if (d != 1) a.push_back(d);
+  for (auto d : out.shape)
+    if (d != 1) b.push_back(d);
+  if (a != b) return {};
+  ir::IndexMap im;
+  size_t k = 0;
+  for (int64_t n : ins[0].shape) {
+    if (n == 1) {
+      im.push_back(ir::Affine{});
+      continue;
+    }
+    while (out.shape[k] == 1) ++k;
+    im.push_back(m[k++]);
+  }
+  return {{.at = im}};
+}
+
 const ir::Primitive& reshape_p = ir::register_primitive({
     .name = "reshape", .arity = {1, 1}, .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
-    .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = reshape_transpose, .batch = reshape_batch,
-    .sharding_rule = reshape_sharding_rule, .localize = reshape_localize});
+    .fusion = ir::FusionKind::kShape, .index_map = reshape_index_map, .point_cost = 0, .jvp = jvp_linear,
+    .transpose = reshape_transpose, .batch = reshape_batch, .sharding_rule = reshape_sharding_rule,
+    .localize = reshape_localize});
 
 // ---- transpose[permutation]: output dim i is input dim permutation[i] ----
 
@@ -141,10 +165,19 @@ ir::ShardingRule transpose_sharding_rule(std::span<const Aval> ins, std::span<co
   return r;
 }
 
+// Code generation: output dimension k reads operand dimension permutation[k].
+std::vector<ir::IndexCase> transpose_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval&,
+                                               const Params& p) {
+  const Axes& perm = p.get_ints("permutation");
+  ir::IndexMap im(ins[0].shape.size());
+  for (size_t k = 0; k < perm.size(); ++k) im[size_t(perm[k])] = m[k];
+  return {{.at = im}};
+}
+
 const ir::Primitive& transpose_p = ir::register_primitive({
     .name = "transpose", .arity = {1, 1}, .abstract_eval = transpose_aval, .cpu_kernel = transpose_kernel,
-    .fusion = ir::FusionKind::kShape, .jvp = jvp_linear, .transpose = transpose_transpose,
-    .batch = transpose_batch, .sharding_rule = transpose_sharding_rule});
+    .fusion = ir::FusionKind::kShape, .index_map = transpose_index_map, .point_cost = 0, .jvp = jvp_linear,
+    .transpose = transpose_transpose, .batch = transpose_batch, .sharding_rule = transpose_sharding_rule});
 
 // ---- rev[dimensions]: reverses the order of elements along the dimensions ----
 
@@ -189,9 +222,18 @@ ir::ShardingRule rev_sharding_rule(std::span<const Aval> ins, std::span<const Av
   return aligned_sharding_rule(ins, outs, whole);
 }
 
+// Code generation: a reversed dimension of size n reads index n - 1 - i.
+std::vector<ir::IndexCase> rev_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval&,
+                                         const Params& p) {
+  ir::IndexMap im = m;
+  for (int64_t d : p.get_ints("dimensions")) im[size_t(d)] = m[size_t(d)].scaled(-1, ins[0].shape[size_t(d)] - 1);
+  return {{.at = im}};
+}
+
 const ir::Primitive& rev_p = ir::register_primitive({
     .name = "rev", .arity = {1, 1}, .abstract_eval = rev_aval, .cpu_kernel = rev_kernel, .fusion = ir::FusionKind::kShape,
-    .jvp = jvp_linear, .transpose = rev_transpose, .batch = rev_batch, .sharding_rule = rev_sharding_rule});
+    .index_map = rev_index_map, .point_cost = 0, .jvp = jvp_linear, .transpose = rev_transpose, .batch = rev_batch,
+    .sharding_rule = rev_sharding_rule});
 
 // ---- concatenate[dimension] ----
 
@@ -263,10 +305,27 @@ ir::ShardingRule concatenate_sharding_rule(std::span<const Aval> ins, std::span<
   return aligned_sharding_rule(ins, outs, whole);
 }
 
+// Code generation: operand i where the index along `dimension` lies in its range of the
+// output (a range test, cost 1), read at that index less the range's start.
+std::vector<ir::IndexCase> concatenate_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval&,
+                                                 const Params& p) {
+  const size_t dim = size_t(p.get_int("dimension"));
+  std::vector<ir::IndexCase> cases;
+  int64_t offset = 0;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const int64_t n = ins[i].shape[dim];
+    ir::IndexMap im = m;
+    im[dim] = m[dim].scaled(1, -offset);
+    cases.push_back({.when = {{m[dim], offset, offset + n}}, .operand = int(i), .at = im});
+    offset += n;
+  }
+  return cases;
+}
+
 const ir::Primitive& concatenate_p = ir::register_primitive({
     .name = "concatenate", .arity = {1, -1}, .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel,
-    .jvp = jvp_linear, .transpose = concatenate_transpose, .batch = concatenate_batch,
-    .sharding_rule = concatenate_sharding_rule});
+    .index_map = concatenate_index_map, .jvp = jvp_linear, .transpose = concatenate_transpose,
+    .batch = concatenate_batch, .sharding_rule = concatenate_sharding_rule});
 
 // ---- pad[padding_config](operand, padding_value): padding_config holds (low, high,
 // interior) for each dimension, flattened; negative low/high crop ----
@@ -380,9 +439,25 @@ ir::ShardingRule pad_sharding_rule(std::span<const Aval> ins, std::span<const Av
   return aligned_sharding_rule(ins, outs, whole);
 }
 
+// Code generation without interior padding: the operand inside [low, low + size) of every
+// dimension (a range test, cost 1), read at the index less low; the padding value elsewhere.
+std::vector<ir::IndexCase> pad_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval&,
+                                         const Params& p) {
+  const auto& cfg = p.get_ints("padding_config");
+  for (size_t d = 0; d < cfg.size() / 3; ++d)
+    if (cfg[3 * d + 2] != 0) return {};
+  ir::IndexCase inside{.operand = 0};
+  for (size_t d = 0; d < m.size(); ++d) {
+    inside.when.push_back({m[d], cfg[3 * d], cfg[3 * d] + ins[0].shape[d]});
+    inside.at.push_back(m[d].scaled(1, -cfg[3 * d]));
+  }
+  return {inside, {.operand = 1}};
+}
+
 const ir::Primitive& pad_p = ir::register_primitive({
     .name = "pad", .arity = {2, 2}, .abstract_eval = pad_aval, .cpu_kernel = pad_kernel,
-    .jvp = jvp_linear, .transpose = pad_transpose, .batch = pad_batch, .sharding_rule = pad_sharding_rule});
+    .index_map = pad_index_map, .jvp = jvp_linear, .transpose = pad_transpose, .batch = pad_batch,
+    .sharding_rule = pad_sharding_rule});
 
 }  // namespace
 }  // namespace tessel::ops

@@ -9,7 +9,7 @@ namespace {
 using ir::Params;
 
 bool save_nothing(const ir::Equation&) { return false; }
-bool save_dots(const ir::Equation& e) { return e.prim->name == "dot_general"; }
+bool save_dots(const ir::Equation& e) { return e.prim->matrix_product; }
 bool save_everything(const ir::Equation&) { return true; }
 
 auto policy_fn(const std::string& name) {
