@@ -1,0 +1,288 @@
+// Colocated calls (include/tessel/colocated.h, docs/colocated.md): planning a call (its
+// inputs, devices and hosts), knowing or learning its output specs, and running it here and
+// on the workers; also the small public functions (Spec, colocated_cpu_devices).
+#include <algorithm>
+#include <future>
+#include <optional>
+
+#include "colocated/colocated_impl.h"
+#include "colocated/serial_queue.h"
+#include "core/array_impl.h"
+#include "core/dtype_check.h"
+#include "distributed/controller.h"
+#include "ir/serialize.h"
+#include "tessel/colocated.h"
+
+namespace tessel::colocated {
+
+namespace ctl = distributed::controller;
+
+Spec Spec::of(const Array& a) { return Spec(a.shape(), a.dtype(), a.sharding()); }
+
+std::string Spec::to_string() const {
+  return Aval(shape, dtype).to_string() + " " + (sharding.valid() ? sharding.to_string() : "(no sharding)");
+}
+
+std::vector<Device> colocated_cpu_devices(const std::vector<Device>& devices) {
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (!devices[i].valid())
+      throw ValueError("colocated_cpu_devices: device " + std::to_string(i) +
+                       " of the list is an empty Device handle; pass devices from ts::devices()");
+  return devices;  // every tessel device is a CPU device of its host
+}
+
+Mesh colocated_cpu_devices(const Mesh& mesh) {
+  return Mesh(colocated_cpu_devices(mesh.devices()), mesh.shape(), mesh.axis_names());
+}
+
+namespace detail {
+
+void bad_rebuild(const std::string& what, size_t want, size_t got) {
+  throw ValueError(what + ": expected " + std::to_string(want) + " array leaves, got " + std::to_string(got) +
+                   "; the tree structure and the leaves of a colocated call's values disagree");
+}
+
+// ---- the call ----
+
+namespace {
+
+std::string device_set_text(const std::vector<Device>& devs) {
+  std::string r = "{";
+  for (size_t i = 0; i < devs.size() && i < 16; ++i) r += (i ? ", " : "") + devs[i].to_string();
+  return r + (devs.size() > 16 ? ", ...}" : "}");
+}
+
+std::vector<int> sorted_ids(const std::vector<Device>& devs) {
+  std::vector<int> ids;
+  for (auto& d : devs) ids.push_back(d.id());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// Runs `run` on `queue` and waits for its results.
+Outputs run_sync(SerialQueue& queue, std::function<Outputs()> run) {
+  auto done = std::make_shared<std::promise<Outputs>>();
+  auto result = done->get_future();
+  queue.push([run = std::move(run), done] {
+    try {
+      done->set_value(run());
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  });
+  return result.get();
+}
+
+// What one call runs on: its checked inputs, its device set, and its hosts.
+struct CallPlan {
+  std::string name;
+  Specs in_specs;
+  std::vector<Device> devs;
+  std::vector<int> dev_ids;      // sorted, to compare device sets
+  bool here = false;             // this process owns some of the devices
+  std::vector<int> remote;       // on a single-controller driver: the workers owning the others
+  std::vector<uint64_t> in_ids;  // the inputs' ids on those workers
+};
+
+CallPlan plan_call(const Site& site, const std::vector<Array>& leaves) {
+  CallPlan c;
+  c.name = site.target.display;
+  const std::string& name = c.name;
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    const Array& a = leaves[k];
+    if (!a.valid()) throw ValueError(name + ": input leaf " + std::to_string(k) + " is an empty Array; give it a value");
+    if (a.is_tracer())
+      throw ValueError(name + ": input leaf " + std::to_string(k) +
+                       " is a tracer; colocated functions run host code on concrete arrays, so call them outside "
+                       "jit/grad/vmap (or use ts::host::call inside)");
+    c.in_specs.push_back(Spec::of(a));
+  }
+  // One common device set.
+  if (!c.in_specs.empty()) {
+    c.devs = c.in_specs[0].sharding.device_set();
+    c.dev_ids = sorted_ids(c.devs);
+    for (size_t k = 1; k < c.in_specs.size(); ++k)
+      if (sorted_ids(c.in_specs[k].sharding.device_set()) != c.dev_ids)
+        throw ValueError(name + ": input leaf " + std::to_string(k) + " is on devices " +
+                         device_set_text(c.in_specs[k].sharding.device_set()) + " but input leaf 0 is on " +
+                         device_set_text(c.devs) + "; the inputs of a colocated call share one device set (device_put them)");
+  }
+  if (site.spec.devices) {
+    if (!c.devs.empty() && c.dev_ids != sorted_ids(*site.spec.devices))
+      throw ValueError(name + ": the inputs are on devices " + device_set_text(c.devs) +
+                       " but the function was specialized to " + device_set_text(*site.spec.devices));
+    c.devs = *site.spec.devices;
+    c.dev_ids = sorted_ids(c.devs);
+  }
+  if (c.devs.empty())
+    throw ValueError(name + ": the call has no input arrays, so it does not know which hosts to run on; specialize it "
+                     "with devices (f.specialize({.devices = ts::colocated::colocated_cpu_devices(ts::devices())}))");
+  if (site.spec.in_specs) {
+    const Specs& want = *site.spec.in_specs;
+    if (want.size() != c.in_specs.size())
+      throw ValueError(name + ": the call has " + std::to_string(c.in_specs.size()) + " input leaves but in_specs lists " +
+                       std::to_string(want.size()));
+    for (size_t k = 0; k < want.size(); ++k)
+      if (!(want[k] == c.in_specs[k]))
+        throw ValueError(name + ": input leaf " + std::to_string(k) + " is " + c.in_specs[k].to_string() +
+                         ", but in_specs says " + want[k].to_string());
+  }
+  for (auto& d : c.devs) c.here |= d.impl()->is_local();
+  if (ctl::is_driver()) c.remote = ctl::remote_processes(c.devs);
+  if (!c.remote.empty() && site.target.registered.empty())
+    throw ValueError(name + " runs on the hosts of devices " + device_set_text(c.devs) +
+                     ", which are other processes, but it is not registered; C++ cannot ship code: register it in every "
+                     "process (TESSEL_REGISTER_COLOCATED(fn) for a free function, TESSEL_REGISTER_COLOCATED_CLASS/_METHOD "
+                     "for a class) and wrap the registered function");
+  if (!c.remote.empty())
+    for (auto& a : leaves) c.in_ids.push_back(ctl::remote_id(a, name));
+  if (site.target.object)
+    for (int p : c.remote) site.target.object->used_on(p);
+  return c;
+}
+
+// A colocated function's outputs are on the devices of its inputs.
+void check_output_devices(const CallPlan& c, const std::vector<Device>& got, const std::string& what) {
+  if (sorted_ids(got) != c.dev_ids)
+    throw ValueError(c.name + ": " + what + " on " + device_set_text(got) + ", but the call runs on " +
+                     device_set_text(c.devs) + "; a colocated function's outputs are on the devices of its inputs");
+}
+
+// The call as the workers read it (read_call, read_remote_target).
+void write_call(ir::Writer& w, const CallPlan& c, const std::vector<std::string>& arg_structures,
+                const Target& target) {
+  w.u64(caller_id());
+  w.count(c.in_ids.size());
+  for (auto id : c.in_ids) w.u64(id);
+  w.count(arg_structures.size());
+  for (auto& s : arg_structures) w.str(s);
+  write_target(w, target);
+}
+
+// The output specs when known — learned by an earlier call of this signature, or computed
+// by out_specs_fn (and kept) — with the result's structure: learned, or told by its type.
+// Unknown when the result's structure needs a call to learn it (a std::map's keys).
+std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Site::Signature& key,
+                                         const ResultType& result) {
+  auto with_structure = [&](Site::Known k) -> std::optional<Site::Known> {
+    if (!k.structure.empty()) return k;
+    if (result.flat_vector) k.structure = "[" + std::string(k.specs.size(), '*') + "]";
+    else k.structure = result.fixed;
+    if (k.structure.empty() && !k.specs.empty()) return std::nullopt;
+    return k;
+  };
+  if (std::optional<Site::Known> k = site.known->cache.find(key)) return with_structure(std::move(*k));
+  if (!site.spec.out_specs_fn) return std::nullopt;
+  Specs specs = site.spec.out_specs_fn(c.in_specs);
+  for (size_t j = 0; j < specs.size(); ++j) {
+    tessel::detail::checked_dtype(specs[j].dtype, c.name + ": out_specs_fn's output " + std::to_string(j));
+    if (!specs[j].sharding.valid())
+      throw ValueError(c.name + ": out_specs_fn gave output " + std::to_string(j) +
+                       " no sharding; give each output spec the sharding of its devices");
+    check_output_devices(c, specs[j].sharding.device_set(), "out_specs_fn puts output " + std::to_string(j));
+  }
+  site.known->cache.insert(key, Site::Known{specs, ""});
+  return with_structure(Site::Known{specs, ""});
+}
+
+// Known output specs: pending outputs now, filled by the hosts later.
+Outputs call_async(const Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures,
+                   LocalThunk local, const Site::Known& known) {
+  const Specs& out_specs = known.specs;
+  std::vector<uint64_t> out_ids;
+  if (!c.remote.empty())
+    for (size_t j = 0; j < out_specs.size(); ++j) out_ids.push_back(ctl::new_id());
+  std::vector<Array> outs;
+  for (size_t j = 0; j < out_specs.size(); ++j)
+    outs.push_back(make_pending(out_specs[j], c.remote, c.remote.empty() ? 0 : out_ids[j]));
+  if (!c.remote.empty()) {
+    ir::Writer w;
+    w.count(out_ids.size());
+    for (auto id : out_ids) w.u64(id);
+    write_specs(w, out_specs);
+    w.str(known.structure);
+    write_call(w, c, arg_structures, site.target);
+    ctl::post(c.remote, "colocated.call", w.bytes());
+  }
+  if (c.here) caller_queue().push(filling(std::move(local), outs, out_specs, known.structure, c.name));
+  return {outs, known.structure};
+}
+
+// Unknown output specs: run synchronously on every host, learn the specs (kept for the
+// next call), and bind the workers' results to ids.
+Outputs call_learning(Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures, LocalThunk local,
+                      const Site::Signature& key) {
+  std::vector<Array> results;
+  std::optional<Specs> learned;
+  std::string structure;
+  if (c.here) {
+    Outputs outs = run_sync(caller_queue(), std::move(local));
+    results = std::move(outs.leaves);
+    structure = std::move(outs.structure);
+    learned.emplace();
+    for (auto& a : results) {
+      learned->push_back(Spec::of(a));
+      check_output_devices(c, learned->back().sharding.device_set(), "the function returned an array");
+    }
+  }
+  const uint64_t call_id = c.remote.empty() ? 0 : ctl::new_id();
+  for (int p : c.remote) {
+    ir::Writer w;
+    w.u64(call_id);
+    write_call(w, c, arg_structures, site.target);
+    std::string reply = ctl::request(p, "colocated.discover", w.bytes());
+    ir::Reader r(reply, c.name);
+    Specs specs = read_specs(r);
+    std::string remote_structure = r.str();
+    if ((learned && !(specs == *learned)) || (!structure.empty() && remote_structure != structure))
+      throw ValueError(c.name + ": the hosts returned different outputs (process " + std::to_string(p) +
+                       " differs from an earlier host); a colocated function returns the same specs and tree "
+                       "structure on every host");
+    learned = specs;
+    structure = remote_structure;
+  }
+  site.known->cache.insert(key, Site::Known{*learned, structure}, /*replace=*/true);  // over out_specs_fn's, if any
+  {
+    std::lock_guard lock(site.mu);
+    ++site.discoveries;
+  }
+  if (c.remote.empty()) return {results, structure};
+  std::vector<Array> outs;
+  ir::Writer w;
+  w.u64(call_id);
+  w.count(learned->size());
+  for (size_t j = 0; j < learned->size(); ++j) {
+    const Spec& s = (*learned)[j];
+    const uint64_t id = ctl::new_id();
+    w.u64(id);
+    auto shards = c.here ? tessel::detail::piece_buffers(results[j])
+                         : std::vector<std::shared_ptr<tessel::detail::Buffer>>(s.sharding.device_set().size());
+    auto out = std::make_shared<tessel::detail::ConcreteArray>(Aval(s.shape, s.dtype), s.sharding,
+                                                              Aval(s.sharding.shard_shape(s.shape), s.dtype), std::move(shards));
+    out->remote = ctl::make_ref(id, c.remote);
+    outs.push_back(Array(std::move(out)));
+  }
+  ctl::post(c.remote, "colocated.bind", w.bytes());
+  return {outs, structure};
+}
+
+}  // namespace
+
+// A call checks its inputs, finds the hosts (processes) of their devices, and knows or learns
+// the output specs. With known specs it returns output arrays at once whose buffers the call
+// fills later; without, it runs synchronously once per input signature. Each caller thread
+// has its own queue on every host, so calls from one thread run in program order and calls
+// from different threads run concurrently. Remote hosts (the workers of a single-controller
+// job) receive the call over the controller channel and run the registered function or method
+// there (serve.cpp).
+Outputs call(Site& site, const std::vector<Array>& leaves, const std::vector<std::string>& arg_structures,
+             LocalThunk local, const ResultType& result) {
+  const CallPlan c = plan_call(site, leaves);
+  const Site::Signature key{c.in_specs, c.dev_ids};
+  if (std::optional<Site::Known> known = known_outputs(site, c, key, result))
+    return call_async(site, c, arg_structures, std::move(local), *known);
+  return call_learning(site, c, arg_structures, std::move(local), key);
+}
+
+}  // namespace detail
+}  // namespace tessel::colocated

@@ -1,0 +1,130 @@
+// A call's outputs: pending arrays that the hosts fill later, the checks of the results
+// that fill them, and the wire format of a call's target and output specs.
+#include <cstring>
+#include <exception>
+
+#include "colocated/colocated_impl.h"
+#include "core/array_impl.h"
+#include "distributed/controller.h"
+#include "ir/serialize.h"
+#include "ir/sharding_rule.h"
+
+namespace tessel::colocated::detail {
+
+namespace ctl = distributed::controller;
+
+// ---- specs and outputs ----
+
+// An output array of `spec` whose local pieces the call fills later; on the driver of a
+// single-controller job its remote pieces are kept by `remote` under `remote_id`.
+Array make_pending(const Spec& spec, const std::vector<int>& remote, uint64_t remote_id) {
+  Aval aval(spec.shape, spec.dtype);
+  Aval local(spec.sharding.shard_shape(spec.shape), spec.dtype);
+  std::vector<std::shared_ptr<tessel::detail::Buffer>> shards;
+  for (const Device& d : spec.sharding.device_set())
+    shards.push_back(d.impl()->is_local() ? tessel::detail::Buffer::deferred(local.nbytes(), d.impl()) : nullptr);
+  auto out = std::make_shared<tessel::detail::ConcreteArray>(aval, spec.sharding, local, std::move(shards));
+  if (!remote.empty()) out->remote = ctl::make_ref(remote_id, remote);
+  return Array(std::move(out));
+}
+
+namespace {
+
+// A result tree of another structure than the one callers were given (a std::map's keys or
+// a std::vector's size that changed for the same input specs).
+void check_structure(const std::string& name, const std::string& got, const std::string& want) {
+  if (!want.empty() && got != want)
+    throw ValueError(name + ": the function returned a result of tree structure '" + got + "', but an earlier call "
+                     "with the same input specs returned '" + want + "' (its callers rebuilt that one); return the "
+                     "same containers, sizes and keys for the same input specs");
+}
+
+void check_results(const std::string& name, const std::vector<Array>& results, const Specs& specs) {
+  if (results.size() != specs.size())
+    throw ValueError(name + ": the function returned " + std::to_string(results.size()) + " arrays, but its output specs list " +
+                     std::to_string(specs.size()) + "; make out_specs_fn describe every output leaf");
+  for (size_t j = 0; j < results.size(); ++j) {
+    if (!results[j].valid() || results[j].is_tracer())
+      throw ValueError(name + ": output " + std::to_string(j) + " is not a concrete array");
+    Spec got = Spec::of(results[j]);
+    if (!(got == specs[j]))
+      throw ValueError(name + ": output " + std::to_string(j) + " is " + got.to_string() + ", but its spec says " +
+                       specs[j].to_string() + "; return arrays as out_specs_fn describes them (device_put them)");
+  }
+}
+
+}  // namespace
+
+
+// Copies the results' local pieces into the pending outputs (or records the error there).
+void fill(const std::vector<Array>& pending, const std::vector<Array>& results, std::exception_ptr error) {
+  for (size_t j = 0; j < pending.size(); ++j) {
+    auto outs = tessel::detail::piece_buffers(pending[j]);
+    std::vector<std::shared_ptr<tessel::detail::Buffer>> ins;
+    if (!error) ins = tessel::detail::piece_buffers(results[j]);
+    for (size_t pos = 0; pos < outs.size(); ++pos) {
+      auto& out = outs[pos];
+      if (!out) continue;
+      try {
+        if (error) std::rethrow_exception(error);
+        auto& in = ins.at(pos);
+        if (!in) throw Error("internal: colocated: a result lacks a piece this process owns");
+        in->wait();
+        out->attach(tessel::detail::Memory(out->nbytes()));
+        if (out->nbytes()) std::memcpy(out->data(), in->data(), out->nbytes());
+        out->set_ready();
+      } catch (...) {
+        out->set_error(std::current_exception());
+      }
+    }
+  }
+}
+
+// The task that runs `run` and fills `pending` with its results, which must have `specs`
+// and the result structure `structure` (when not empty).
+std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending, Specs specs,
+                              std::string structure, std::string name) {
+  return [run = std::move(run), pending = std::move(pending), specs = std::move(specs),
+          structure = std::move(structure), name = std::move(name)] {
+    Outputs results;
+    std::exception_ptr error;
+    try {
+      results = run();
+      check_results(name, results.leaves, specs);
+      check_structure(name, results.structure, structure);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    fill(pending, results.leaves, error);
+  };
+}
+
+// ---- the target as it travels ----
+
+void write_target(ir::Writer& w, const Target& t) {
+  w.str(t.registered);
+  w.boolean(t.object != nullptr);
+  if (!t.object) return;
+  w.u64(t.object->id());
+  w.str(t.object->registered());
+  w.str(t.object->ctor_bytes());
+}
+
+void write_specs(ir::Writer& w, const Specs& specs) {
+  w.count(specs.size());
+  for (auto& s : specs) {
+    ir::write_aval(w, Aval(s.shape, s.dtype));
+    ir::write_sharding(w, s.sharding);
+  }
+}
+
+Specs read_specs(ir::Reader& r) {
+  Specs specs(r.count(8));
+  for (auto& s : specs) {
+    Aval a = ir::read_aval(r);
+    s = Spec(a.shape, a.dtype, ir::read_sharding(r));
+  }
+  return specs;
+}
+
+}  // namespace tessel::colocated::detail
