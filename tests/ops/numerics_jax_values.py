@@ -141,3 +141,16 @@ for name in COMPLEX_FNS:
             for dt in ["complex64", "complex128"]]
     assert all(agree(p.real, q.real) and agree(p.imag, q.imag) for p, q in zip(*outs)), name
     print(f'{{"{name}", {{' + ", ".join(f"{{{cflt(w.real)}, {cflt(w.imag)}}}" for w in outs[1]) + "}},")
+
+# Complex products, quotients and powers at signed zeros (ComplexProductQuotientAndPower...).
+BINARY_CASES = [("multiply", (-2.0, -0.0), (3.0, 0.0)), ("multiply", (-0.0, -0.0), (-2.0, 0.0)),
+                ("divide", (-2.0, -2.0), (-2.0, -2.0)), ("divide", (-2.0, -0.0), (0.0, -2.0)),
+                ("divide", (-0.0, -0.0), (-2.0, -0.0)), ("divide", (-0.0, -0.0), (-2.0, 0.0)),
+                ("divide", (0.5, 0.0), (0.0, 0.0)), ("power", (-0.0, -0.0), (0.5, 0.0)),
+                ("power", (0.0, 0.0), (-2.0, 0.0)), ("power", (0.0, 0.0), (0.0, 0.0)),
+                ("power", (-2.0, -0.0), (0.5, 0.0))]
+for name, (xr, xi), (yr, yi) in BINARY_CASES:
+    x = jnp.asarray(np.array([complex(xr, xi)], np.complex128))
+    y = jnp.asarray(np.array([complex(yr, yi)], np.complex128))
+    r = complex(np.asarray(getattr(jnp, name)(x, y))[0])
+    print(f'{{"{name}", {{{flt(xr)}, {flt(xi)}}}, {{{flt(yr)}, {flt(yi)}}}, {{{flt(r.real)}, {flt(r.imag)}}}}},')

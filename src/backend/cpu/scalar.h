@@ -17,11 +17,13 @@
 
 namespace tessel::scalar {
 
-// The complex functions, defined in backend/cpu/scalar_complex.h, which this file includes at its end.
-// Generated kernels (no complex dtypes) embed only these declarations (CMakeLists.txt).
+// The complex functions, defined in backend/cpu/scalar_complex.h, which this file includes
+// at its end. Generated kernels (no complex dtypes) embed only these declarations
+// (CMakeLists.txt).
 namespace cx {
 template <class R> inline std::complex<R> mul(std::complex<R> x, std::complex<R> y);
 template <class R> inline std::complex<R> div(std::complex<R> x, std::complex<R> y);
+template <class R> inline std::complex<R> pow(std::complex<R> x, std::complex<R> y);
 template <class R> inline std::complex<R> square(std::complex<R> z);
 template <class R> inline R abs(std::complex<R> z);
 #define TESSEL_CX_DECLARE(NAME) template <class R> inline std::complex<R> NAME(std::complex<R> z);
@@ -162,13 +164,15 @@ TESSEL_SCALAR_BINARY(sub, if constexpr (is_int_v<T>) return T(wrap_t<T>(a) - wra
        else return a - b;)
 TESSEL_SCALAR_BINARY(mul, if constexpr (std::is_same_v<T, bool>) return a && b;
        else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(b));
+       else if constexpr (is_complex_v<T>) return cx::mul(a, b);
        else return a * b;)
 TESSEL_SCALAR_BINARY(div, if constexpr (is_int_v<T>) {
          if (b == 0) return T(-1);
          if constexpr (std::is_signed_v<T>)
            if (b == T(-1)) return wrap_neg(a);
          return T(a / b);
-       } else return a / b;)
+       } else if constexpr (is_complex_v<T>) return cx::div(a, b);
+       else return a / b;)
 TESSEL_SCALAR_BINARY(rem, if constexpr (is_int_v<T>) {
          if (b == 0) return a;
          if constexpr (std::is_signed_v<T>)
@@ -176,7 +180,7 @@ TESSEL_SCALAR_BINARY(rem, if constexpr (is_int_v<T>) {
          return T(a % b);
        } else return std::fmod(a, b);)
 TESSEL_SCALAR_BINARY(pow, if constexpr (is_int_v<T>) return int_pow(a, b);
-       else if constexpr (is_complex_v<T>) return b == T(0) ? T(1) : std::pow(a, b);  // libstdc++ gives 0^0 = 0
+       else if constexpr (is_complex_v<T>) return cx::pow(a, b);
        else return std::pow(a, b);)
 TESSEL_SCALAR_BINARY(max, return pick<true>(a, b);)
 TESSEL_SCALAR_BINARY(min, return pick<false>(a, b);)

@@ -69,6 +69,21 @@ template <class R> inline C<R> div(C<R> x, C<R> y) {
   return {cr, ci};
 }
 
+/// z^w as XLA computes it: |z|^c e^(-d arg z) (cos q + i sin q) with q = c arg z + d ln|z|
+/// (w = c + di), then Kahan's exact cases in XLA's order of precedence: 0^c = 0 for real
+/// c > 0, z^0 = 1, 1^w = 1, and inf^c = inf or 0 for real c.
+template <class R> inline C<R> pow(C<R> z, C<R> w) {
+  const R a = z.real(), b = z.imag(), c = w.real(), d = w.imag();
+  if (a == kInf<R> && b == 0 && d == 0 && c < 0) return {R(0), R(0)};
+  if (a == kInf<R> && b == 0 && d == 0 && c > 0) return {kInf<R>, R(0)};
+  if (a == 1 && b == 0) return {R(1), R(0)};
+  if (c == 0 && d == 0) return {R(1), R(0)};
+  const R r = cx::abs(z), t = std::atan2(b, a);
+  if (r == 0 && d == 0 && c >= 0) return {c == 0 ? R(1) : R(0), R(0)};
+  const R coeff = std::pow(r, c) * std::exp(-d * t), q = c * t + d * std::log(r);
+  return {coeff * std::cos(q), coeff * std::sin(q)};
+}
+
 /// |z|: NaN when either part is NaN (even beside an infinity, unlike C's hypot).
 template <class R> inline R abs(C<R> z) {
   if (isnan_(z.real()) || isnan_(z.imag())) return kNaN<R>;
