@@ -331,7 +331,7 @@ void Executable::run_sync(std::span<const void* const> ins, std::span<void* cons
   }
 }
 
-std::string Executable::to_text() const {
+std::string Executable::to_text(const ir::EquationNote& note) const {
   const size_t n = slot_kind_.size();
   size_t n_in = 0, n_const = 0, n_mid = 0, live = 0, peak = 0, n_in_place = 0, n_reused = 0;
   for (auto k : slot_kind_) {
@@ -380,7 +380,7 @@ std::string Executable::to_text() const {
   os << "# executable '" << program_->name << "' on cpu: " << steps_.size() << " kernel steps, " << n_in
      << " inputs, " << n_const << " constants, " << n_mid << " intermediate buffers, peak " << peak
      << " bytes live, " << n_in_place << " steps in place, " << n_reused << " buffers reused\n"
-     << lines.str() << ir::print_program(*program_);
+     << lines.str() << ir::print_program(*program_, note);
   return os.str();
 }
 

@@ -24,8 +24,9 @@ class Executable : public std::enable_shared_from_this<Executable> {
   /// Runs synchronously on the calling thread, on dense input and output buffers (control
   /// flow kernels run their bodies this way). Inputs are never written.
   void run_sync(std::span<const void* const> ins, std::span<void* const> outs, detail::DeviceImpl* dev) const;
-  /// The program with the buffer plan (steps in place, reused buffers, peak bytes).
-  std::string to_text() const;
+  /// The program with the buffer plan (steps in place, reused buffers, peak bytes); `note`
+  /// adds a comment to equations' lines (ir::print_program).
+  std::string to_text(const ir::EquationNote& note = {}) const;
   const ir::Program& program() const { return *program_; }
 
  private:

@@ -135,8 +135,12 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .doc = "A file name: each call of a pipelined function writes its timeline there as a Chrome trace (open "
             "it in Perfetto or chrome://tracing; [pipeline.md](pipeline.md#timelines)), replacing the last one."},
     {.var = Var::kLog, .name = "TESSEL_LOG", .kind = Kind::kString,
-     .doc = "`debug` (or `DEBUG`) writes one line per dispatch, compilation and execution to stderr, prefixed "
-            "`[tessel <process>]`. Reserved for more levels later."},
+     .doc = "How much tessel writes to stderr, each line prefixed `[tessel <process>]`. Unset (or any other "
+            "value): warnings only. `info` (or `INFO`): also one line for each choice that costs time or "
+            "memory, such as the SPMD partitioner computing an equation on gathered operands because it has "
+            "no partitioned form ([sharding.md](sharding.md#seeing-what-partitioning-costs)). `debug` (or "
+            "`DEBUG`): also one line per dispatch, compilation and execution. A program (a test) may override "
+            "it with `detail::set_log_level` (src/core/log.h)."},
 }};
 
 constexpr bool in_order() {

@@ -138,6 +138,10 @@ struct Arity {
   int max = -1;
 };
 
+/// The bytes one device receives from the other devices when the equation runs (a
+/// collective), from its per-device operand and result avals.
+using CommBytesFn = int64_t (*)(std::span<const Aval> ins, std::span<const Aval> outs, const Params& params);
+
 struct Primitive {
   std::string name;
   /// Abstract evaluation (ir/abstract_eval.h) rejects an equation with another operand
@@ -175,6 +179,9 @@ struct Primitive {
   ShardingRuleFn sharding_rule = nullptr;
   LocalizeFn localize = nullptr;
   const SpmdRules* spmd = nullptr;
+  /// A collective's communication per device, printed next to it in a partitioned program's
+  /// text (docs/sharding.md); null: the equation moves nothing between devices.
+  CommBytesFn comm_bytes = nullptr;
   /// The equation calls params["program"] on its inputs (jit, checkpoint, custom_jvp/vjp):
   /// once transformations are done, the compiler may inline it.
   bool inlinable_call = false;

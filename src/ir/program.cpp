@@ -38,6 +38,7 @@ std::string type_str(const Aval& a) {
 
 class Printer {
  public:
+  explicit Printer(const EquationNote* note = nullptr) : note_(note) {}
   std::string print(const Program& p, const std::string& indent) {
     std::ostringstream os;
     os << "{ lambda ";
@@ -51,6 +52,8 @@ class Printer {
       os << " = " << (e.prim ? e.prim->name : "<no primitive>");
       print_params(os, e.params, indent + "    ");
       for (auto& in : e.inputs) os << " " << atom(in);
+      if (note_ && *note_ && e.prim)
+        if (std::string n = (*note_)(e); !n.empty()) os << "  # " << n;
       os << "\n";
     }
     os << indent << "  in (";
@@ -97,6 +100,7 @@ class Printer {
     printed_ += text.size();
     return text;
   }
+  const EquationNote* note_;
   static constexpr size_t kMaxPrintedBytes = size_t(16) << 20;
   size_t printed_ = 0;
   std::string name(const Var& v) {
@@ -147,6 +151,8 @@ std::string missing_part(const Equation& e) {
 }  // namespace
 
 std::string print_program(const Program& p) { return Printer().print(p, ""); }
+
+std::string print_program(const Program& p, const EquationNote& note) { return Printer(&note).print(p, ""); }
 
 void verify_program(const Program& p) {
   if (p.consts.size() != p.constvars.size())

@@ -2,6 +2,7 @@
 // The typed SSA program (like a closed jaxpr): input vars, constants, equations
 // `outs = prim[params](ins)` and outputs.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,11 @@ Program hoist_tracer_consts(const Program& p, std::vector<Array>& captured);
 ///       c:f32[3] = mul b 2.0:f32[]
 ///     in (c,) }
 std::string print_program(const Program& p);
+/// A note on an equation, printed at the end of its line as "  # <note>" (nothing when
+/// empty); nested programs' equations get notes too.
+using EquationNote = std::function<std::string(const Equation&)>;
+/// print_program with a note per equation (the partitioned program's bytes per collective).
+std::string print_program(const Program& p, const EquationNote& note);
 /// Type-checks every equation (re-running abstract evaluation), checks that variables are
 /// defined once before use. Throws tessel::Error naming the equation.
 void verify_program(const Program& p);

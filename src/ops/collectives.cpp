@@ -377,6 +377,30 @@ Batched all_to_all_batch(const ir::Primitive& self, std::span<const Array> ins, 
   return batch_shifting(self, ins, dims, axis, p, {"split_dim", "concat_dim"});
 }
 
+// ---- communication per device ----
+// What one device receives from the others, as the runtime's direct algorithms move it
+// (each device reads its peers' pieces): k is the group size.
+
+int64_t all_reduce_bytes(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  return (group_size("all_reduce", p) - 1) * int64_t(ins[0].nbytes());  // every peer's partial result
+}
+int64_t all_gather_bytes(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  return (group_size("all_gather", p) - 1) * int64_t(ins[0].nbytes());  // every peer's piece
+}
+int64_t all_to_all_bytes(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  const int64_t k = group_size("all_to_all", p);
+  return (k - 1) * (int64_t(ins[0].nbytes()) / k);  // one block from every peer
+}
+int64_t reduce_scatter_bytes(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  const int64_t k = group_size("reduce_scatter", p);
+  return (k - 1) * (int64_t(ins[0].nbytes()) / k);  // its block of every peer's partial result
+}
+int64_t collective_permute_bytes(std::span<const Aval> ins, std::span<const Aval>, const Params& p) {
+  for (auto [s, d] : get_pairs(p))
+    if (s != d) return int64_t(ins[0].nbytes());  // a device that receives gets one whole piece
+  return 0;
+}
+
 // ---- registration ----
 
 constexpr uint32_t kCollectiveEffects = ir::kSideEffect;
@@ -390,6 +414,7 @@ const ir::Primitive& all_reduce_p = ir::register_primitive({
     .jvp = all_reduce_jvp,
     .transpose = all_reduce_transpose,
     .batch = batch_vectorized,
+    .comm_bytes = all_reduce_bytes,
 });
 const ir::Primitive& all_gather_p = ir::register_primitive({
     .name = "all_gather",
@@ -400,6 +425,7 @@ const ir::Primitive& all_gather_p = ir::register_primitive({
     .jvp = jvp_linear,
     .transpose = all_gather_transpose,
     .batch = all_gather_batch,
+    .comm_bytes = all_gather_bytes,
 });
 const ir::Primitive& all_to_all_p = ir::register_primitive({
     .name = "all_to_all",
@@ -410,6 +436,7 @@ const ir::Primitive& all_to_all_p = ir::register_primitive({
     .jvp = jvp_linear,
     .transpose = all_to_all_transpose,
     .batch = all_to_all_batch,
+    .comm_bytes = all_to_all_bytes,
 });
 const ir::Primitive& reduce_scatter_p = ir::register_primitive({
     .name = "reduce_scatter",
@@ -420,6 +447,7 @@ const ir::Primitive& reduce_scatter_p = ir::register_primitive({
     .jvp = reduce_scatter_jvp,
     .transpose = reduce_scatter_transpose,
     .batch = all_gather_batch,
+    .comm_bytes = reduce_scatter_bytes,
 });
 const ir::Primitive& collective_permute_p = ir::register_primitive({
     .name = "collective_permute",
@@ -430,6 +458,7 @@ const ir::Primitive& collective_permute_p = ir::register_primitive({
     .jvp = jvp_linear,
     .transpose = collective_permute_transpose,
     .batch = batch_vectorized,
+    .comm_bytes = collective_permute_bytes,
 });
 // No inputs, so no jvp or batching rule is ever asked for. Effectful so that constant
 // folding never evaluates it outside the launch.

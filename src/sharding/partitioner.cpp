@@ -357,6 +357,7 @@ class Lowerer {
 
   void lower(const ir::Equation& e);
   void lower_spmd(const ir::Equation& e);
+  void log_fallbacks(const ir::Equation& e, const ir::ShardingRule& rule, const std::vector<Axes>& factors);
 
   const ir::Program& p_;
   const Mesh& mesh_;
@@ -379,6 +380,7 @@ void Lowerer::lower(const ir::Equation& e) {
   for (auto& a : e.inputs) oh.push_back(hint(a));
   for (auto& v : e.outputs) rh.push_back(hint(ir::Atom(v)));
   std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_);
+  if (detail::info_logging()) log_fallbacks(e, rule, factors);
 
   std::vector<Array> local_ins;
   std::vector<Aval> local_in_avals;
@@ -415,6 +417,42 @@ void Lowerer::lower(const ir::Equation& e) {
                   " (its sharding rule and localize disagree)");
     env_[e.outputs[j].get()] = Local{res[j], Layout{project(rule.results[j], factors), partial.partial, partial.partial_op}};
   }
+}
+
+std::string axes_text(const Axes& axes) {
+  std::string r;
+  for (size_t k = 0; k < axes.size(); ++k) r += (k == 0 ? "" : k + 1 == axes.size() ? " and " : ", ") + axes[k];
+  return r;
+}
+
+// Never silently: one info line per reason an equation is computed on gathered operands
+// (a dimension its rule keeps whole, or no rule at all), naming the operands it gathers.
+// Gathers that resolve conflicts between layouts are choices, not fallbacks, and are not
+// reported.
+void Lowerer::log_fallbacks(const ir::Equation& e, const ir::ShardingRule& rule, const std::vector<Axes>& factors) {
+  std::vector<std::pair<std::string, std::string>> lines;  // reason, operands gathered; in order
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    if (e.inputs[i].is_literal()) continue;
+    const Layout& have = env_.at(e.inputs[i].var().get()).layout;
+    const Shape& global = e.inputs[i].aval().shape;
+    for (size_t d = 0; d < rule.operands[i].size(); ++d) {
+      if (rule.operands[i][d] >= 0 || have.dims[d].empty()) continue;
+      std::string reason = e.prim->sharding_rule ? e.prim->name + " along dimension " + std::to_string(d) +
+                                                       " split over " + axes_text(have.dims[d]) + ": no partitioned form"
+                                                 : e.prim->name + ": no partitioned form (computed whole on every device)";
+      Aval gathered(local_dims_shape(mesh_, project(rule.operands[i], factors), global), e.inputs[i].aval().dtype);
+      std::string operand = "operand " + std::to_string(i) + " " + have.to_string() + " into " + gathered.to_string() +
+                            " (" + detail::bytes_text(int64_t(gathered.nbytes())) + " per device)";
+      auto it = std::find_if(lines.begin(), lines.end(), [&](auto& l) { return l.first == reason; });
+      if (it == lines.end()) {
+        lines.emplace_back(reason, operand);
+      } else if (it->second.find("operand " + std::to_string(i) + " ") == std::string::npos) {
+        it->second += ", " + operand;
+      }
+    }
+  }
+  for (auto& [reason, operands] : lines)
+    TESSEL_INFO_LOG("partition '" + p_.name + "': " + reason + "; gathering " + operands);
 }
 
 // What a self-partitioning primitive sees of the lowering.

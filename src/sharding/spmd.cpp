@@ -256,9 +256,49 @@ std::vector<Array> spmd_run_program(const ir::ProgramRef& program, std::span<con
   return launch(program, *p.exe, p.args);
 }
 
+namespace {
+
+// The bytes a collective equation moves per device (its primitive's comm_bytes rule).
+int64_t equation_comm_bytes(const ir::Equation& e) {
+  std::vector<Aval> ins, outs;
+  for (auto& a : e.inputs) ins.push_back(a.aval());
+  for (auto& v : e.outputs) outs.push_back(v->aval);
+  return e.prim->comm_bytes(ins, outs, e.params);
+}
+
+// Counts the collectives of `p` and of its nested programs (a loop body's once) and adds
+// up their bytes per device.
+void count_collectives(const ir::Program& p, int64_t& count, int64_t& bytes) {
+  for (const ir::Equation& e : p.eqns) {
+    if (e.prim && e.prim->comm_bytes) {
+      ++count;
+      bytes += equation_comm_bytes(e);
+    }
+    for (auto& [key, v] : e.params.items()) {
+      if (auto* r = std::get_if<ir::ProgramRef>(&v); r && *r) count_collectives(**r, count, bytes);
+      if (auto* rs = std::get_if<std::vector<ir::ProgramRef>>(&v))
+        for (auto& q : *rs)
+          if (q) count_collectives(*q, count, bytes);
+    }
+  }
+}
+
+}  // namespace
+
 std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Array> args) {
   Prepared p = prepare(program, args);
-  return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + p.exe->executable()->to_text();
+  const compiler::Executable& exe = *p.exe->executable();
+  int64_t count = 0, bytes = 0;
+  count_collectives(exe.program(), count, bytes);
+  std::string summary = count == 0 ? "# no collectives: nothing moves between devices\n"
+                                   : "# " + std::to_string(count) + (count == 1 ? " collective moves " : " collectives move ") +
+                                         bytes_text(bytes) + (bytes >= 1024 ? " (" + std::to_string(bytes) + " bytes)" : "") +
+                                         " per device\n";
+  ir::EquationNote note = [](const ir::Equation& e) -> std::string {
+    if (!e.prim->comm_bytes) return "";
+    return "moves " + bytes_text(equation_comm_bytes(e)) + " per device";
+  };
+  return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + summary + exe.to_text(note);
 }
 
 // One primitive on sharded arrays: a one-equation program, cached by signature.
