@@ -312,10 +312,9 @@ class Lowerer {
     out_layouts.clear();
     for (auto& a : p_.outvars) {
       Local l = get(a);
-      if (!l.layout.partial.empty()) {
-        Layout done{l.layout.dims, {}, ir::Combine::kNone};
-        l.value = reshard(l.value, l.layout, done, a.aval().shape, mesh_);
-        l.layout = done;
+      if (!l.layout.partial.empty()) {  // through to_layout: shared with other users, and between outputs
+        l.layout = Layout{l.layout.dims, {}, ir::Combine::kNone};
+        l.value = to_layout(a, l.layout);
       }
       outs.push_back(l.value);
       out_layouts.push_back(l.layout);
@@ -342,8 +341,10 @@ class Lowerer {
     l.dims = h && h->known ? h->dims : std::vector<Axes>(v->aval.shape.size());
     return l;
   }
-  // A value resharded for several users is resharded once (collectives are effects, so
-  // CSE would not merge repeated ones).
+  // A value resharded for several users (equations, the program's outputs) is resharded
+  // once per layout (collectives are effects, so CSE would not merge repeated ones). The
+  // memo is this program's: a nested program is partitioned by a Lowerer of its own, and
+  // the values of one trace never leak into another.
   Array to_layout(const ir::Atom& a, const Layout& want) {
     Local l = get(a);
     if (a.is_literal() || l.layout == want) return l.value;

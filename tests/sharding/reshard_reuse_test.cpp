@@ -1,0 +1,79 @@
+// A value resharded for several users is resharded once per layout in a partitioned
+// program (8 devices): the collective appears once in the per-device text, and the result
+// is the one-device result.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+
+namespace {
+
+ts::Array range_f32(const ts::Shape& shape, float scale = 1.0f) {
+  return ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f32).reshape(shape) * scale;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+void expect_equal(const ts::Array& got, const ts::Array& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
+}
+
+ts::Mesh line() { return ts::make_mesh({8}, {"x"}); }
+
+}  // namespace
+
+// g(a) + h(a), both needing `a` whole along its split dimension: one all_gather.
+TEST(PartitionReuse, OperandGatheredForTwoUsersIsGatheredOnce) {
+  auto fn = [](const ts::Array& a) {
+    ts::Array g = ts::slice(a, {1, 0}, {16, 6}) - ts::slice(a, {0, 0}, {15, 6});  // a[1:] - a[:-1]
+    ts::Array h = ts::slice(ts::flip(a, ts::Axes{0}), {0, 0}, {15, 6});
+    return g + h;
+  };
+  auto f = ts::jit(fn, {.in_shardings = {ts::NamedSharding(line(), ts::P("x", ts::none))}});
+  const ts::Array a = range_f32({16, 6}, 0.5f);
+  const std::string text = f.lower(a).compile().as_text();
+  EXPECT_EQ(count(text, "= all_gather["), 1) << text;
+  expect_equal(f(a), fn(a));
+}
+
+// Two transposes of a row-split operand feeding element-wise work: one all_to_all.
+TEST(PartitionReuse, OperandTransposedForTwoUsersIsExchangedOnce) {
+  auto fn = [](const ts::Array& a) {
+    return ts::sin(ts::transpose(a, ts::Axes{1, 0})) + ts::cos(ts::transpose(a, ts::Axes{1, 0}));
+  };
+  const ts::NamedSharding rows(line(), ts::P("x", ts::none));
+  auto f = ts::jit(fn, {.in_shardings = {rows}, .out_shardings = {rows}});
+  const ts::Array a = range_f32({16, 24}, 0.01f);
+  const std::string text = f.lower(a).compile().as_text();
+  EXPECT_EQ(count(text, "= all_to_all["), 1) << text;
+  EXPECT_EQ(count(text, "= all_gather["), 0) << text;
+  const auto got = f(a).to_vector<float>(), want = fn(a).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
+
+// A partial result (a contraction over a split dimension) used by an equation and returned
+// twice: one all_reduce completes it for all three.
+TEST(PartitionReuse, PartialResultCompletedOnceForUsersAndOutputs) {
+  auto fn = [](const ts::Array& a, const ts::Array& b) {
+    ts::Array c = ts::matmul(a, b);
+    return std::vector<ts::Array>{c, c * 2.0f, c};
+  };
+  auto f = ts::jit(fn, {.in_shardings = {ts::NamedSharding(line(), ts::P(ts::none, "x")),
+                                         ts::NamedSharding(line(), ts::P("x", ts::none))}});
+  const ts::Array a = range_f32({8, 16}, 0.25f), b = range_f32({16, 4}, 0.5f);
+  const std::string text = f.lower(a, b).compile().as_text();
+  EXPECT_EQ(count(text, "= all_reduce["), 1) << text;
+  const auto got = f(a, b), want = fn(a, b);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) expect_equal(got[i], want[i]);
+}
