@@ -32,6 +32,13 @@ struct ShardingRule {
   /// Per factor: kNone for pass-through, else how the partial results combine. A factor
   /// that appears in a result must be kNone.
   std::vector<Combine> factors;
+  /// Per factor (may be shorter than `factors`; 0 or absent: no condition): the factor may
+  /// be split only into a number of pieces that divides this size. A reshape's merged (or
+  /// split) dimension is one factor with its major part: the pieces of (8, 6) split on
+  /// dimension 0 are the pieces of (48,) only when the number of pieces divides 8.
+  std::vector<int64_t> divides;
+
+  int64_t divisor(size_t f) const { return f < divides.size() ? divides[f] : 0; }
 };
 
 using ShardingRuleFn = ShardingRule (*)(std::span<const Aval> ins, std::span<const Aval> outs, const Params& params);

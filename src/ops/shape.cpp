@@ -41,10 +41,13 @@ Batched reshape_batch(const ir::Primitive&, std::span<const Array> ins, std::spa
 
 // SPMD. Leaving out size-1 dimensions (whole), the operand's and the result's dimensions
 // fall into the smallest groups of equal size product, in order. A group of one
-// dimension on each side is the same dimension: one pass-through factor. A dimension split
-// into several (or several merged into one) stays whole: sharding (a*b) like its major
-// part a only lines up with the pieces of a when the number of shards divides a, which a
-// rule cannot know (it sees no mesh); the partitioner gathers such dimensions instead.
+// dimension on each side is the same dimension: one pass-through factor. In a group that
+// merges or splits dimensions, the major (first) dimension on each side is one factor and
+// the others stay whole: k pieces of the major part, a on one side and b on the other, are
+// the same contiguous runs of elements on both sides when k divides a and b, which the
+// rule states as the factor's divisor gcd(a, b) (it sees no mesh; the partitioner checks
+// it and gathers when it fails). Each group reshapes on its own, so groups stay
+// independent: (5, 8, 6) split on dimension 1 -> (5, 48) split on dimension 1.
 ir::ShardingRule reshape_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
   const Shape &is = ins[0].shape, &os = outs[0].shape;
   ir::ShardingRule r;
@@ -64,7 +67,16 @@ ir::ShardingRule reshape_sharding_rule(std::span<const Aval> ins, std::span<cons
       if (pi < po) pi *= is[id[i++]];
       else po *= os[od[o++]];
     }
-    if (i == i0 + 1 && o == o0 + 1) r.operands[0][id[i0]] = r.results[0][od[o0]] = add_factor(r);
+    if (i == i0 + 1 && o == o0 + 1) {
+      r.operands[0][id[i0]] = r.results[0][od[o0]] = add_factor(r);
+      continue;
+    }
+    const int64_t major = std::gcd(is[id[i0]], os[od[o0]]);
+    if (major < 2) continue;  // no piece count lines up: the group stays whole
+    const int f = add_factor(r);
+    r.divides.resize(size_t(f) + 1, 0);
+    r.divides[size_t(f)] = major;
+    r.operands[0][id[i0]] = r.results[0][od[o0]] = f;
   }
   return r;
 }

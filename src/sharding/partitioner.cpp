@@ -120,7 +120,8 @@ std::vector<Aval> out_avals(const ir::Equation& e) {
 // results: constraints on results first, then constraints and layouts of operands, then
 // what the results' users want. Reduction factors are decided first, so a contraction over
 // a split dimension stays local (its partial result is combined later, by reduce-scatter
-// when the result is split over the same axes). An axis splits one factor only.
+// when the result is split over the same axes). An axis splits one factor only, and a
+// factor with a divisor (ShardingRule::divides) takes only axes whose pieces divide it.
 std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector<const Hint*>& operands,
                                  const std::vector<const Hint*>& results, const Mesh& mesh) {
   size_t nf = rule.factors.size();
@@ -163,10 +164,14 @@ std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector
     std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
     if (rule.factors[f] != ir::Combine::kNone && reduction != ir::Combine::kNone && rule.factors[f] != reduction)
       continue;  // partial results combine one way only
+    const int64_t divisor = rule.divisor(f);
     for (auto& c : cs) {
       Axes take;
+      int64_t pieces = 1;
       for (auto& a : c.axes) {
         if (std::find(used.begin(), used.end(), a) != used.end()) break;
+        if (divisor > 0 && divisor % (pieces * mesh.axis_size(a)) != 0) break;  // pieces must line up
+        pieces *= mesh.axis_size(a);
         take.push_back(a);
       }
       if (take.empty()) continue;
@@ -176,7 +181,6 @@ std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector
       break;
     }
   }
-  (void)mesh;
   return out;
 }
 
@@ -437,10 +441,19 @@ void Lowerer::log_fallbacks(const ir::Equation& e, const ir::ShardingRule& rule,
     const Layout& have = env_.at(e.inputs[i].var().get()).layout;
     const Shape& global = e.inputs[i].aval().shape;
     for (size_t d = 0; d < rule.operands[i].size(); ++d) {
-      if (rule.operands[i][d] >= 0 || have.dims[d].empty()) continue;
-      std::string reason = e.prim->sharding_rule ? e.prim->name + " along dimension " + std::to_string(d) +
-                                                       " split over " + axes_text(have.dims[d]) + ": no partitioned form"
-                                                 : e.prim->name + ": no partitioned form (computed whole on every device)";
+      const int f = rule.operands[i][d];
+      if (have.dims[d].empty()) continue;
+      std::string along = e.prim->name + " along dimension " + std::to_string(d) + " split over " + axes_text(have.dims[d]);
+      std::string reason;
+      if (f >= 0) {  // a factor whose divisor the pieces miss (a reshape's merged dimension)
+        const int64_t divisor = rule.divisor(size_t(f)), pieces = detail::axes_size(mesh_, have.dims[d]);
+        if (divisor == 0 || divisor % pieces == 0 || factors[size_t(f)] == have.dims[d]) continue;
+        reason = along + ": " + std::to_string(pieces) + " pieces do not divide " + std::to_string(divisor) +
+                 ", the size its pieces must line up with";
+      } else {
+        reason = e.prim->sharding_rule ? along + ": no partitioned form"
+                                       : e.prim->name + ": no partitioned form (computed whole on every device)";
+      }
       Aval gathered(local_dims_shape(mesh_, project(rule.operands[i], factors), global), e.inputs[i].aval().dtype);
       std::string operand = "operand " + std::to_string(i) + " " + have.to_string() + " into " + gathered.to_string() +
                             " (" + detail::bytes_text(int64_t(gathered.nbytes())) + " per device)";

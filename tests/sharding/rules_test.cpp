@@ -3,6 +3,7 @@
 // per-device parameters of primitives whose parameters hold global sizes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "ir/primitive.h"
@@ -24,6 +25,8 @@ using Dims = std::vector<std::vector<int>>;
 struct Canonical {
   Dims operands, results;
   std::vector<Combine> factors;
+  /// Per factor, its divisor (ShardingRule::divides); empty when no factor has one.
+  std::vector<int64_t> divides = {};
   bool operator==(const Canonical&) const = default;
 };
 
@@ -41,7 +44,10 @@ Canonical canonical(const ir::ShardingRule& r) {
         EXPECT_GE(f, 0);
         EXPECT_LT(size_t(f), r.factors.size());
         auto [it, added] = ids.emplace(f, int(ids.size()));
-        if (added) c.factors.push_back(r.factors[size_t(f)]);
+        if (added) {
+          c.factors.push_back(r.factors[size_t(f)]);
+          c.divides.push_back(r.divisor(size_t(f)));
+        }
         v.push_back(it->second);
       }
       out.push_back(v);
@@ -49,6 +55,7 @@ Canonical canonical(const ir::ShardingRule& r) {
   };
   relabel(r.operands, c.operands);
   relabel(r.results, c.results);
+  if (std::all_of(c.divides.begin(), c.divides.end(), [](int64_t d) { return d == 0; })) c.divides.clear();
   return c;
 }
 
@@ -65,7 +72,13 @@ std::string to_string(const Canonical& c) {
   };
   std::string s = "operands " + dims(c.operands) + " results " + dims(c.results) + " factors {";
   for (size_t i = 0; i < c.factors.size(); ++i) s += std::string(i ? "," : "") + ir::combine_name(c.factors[i]);
-  return s + "}";
+  s += "}";
+  if (!c.divides.empty()) {
+    s += " divides {";
+    for (size_t i = 0; i < c.divides.size(); ++i) s += (i ? "," : "") + std::to_string(c.divides[i]);
+    s += "}";
+  }
+  return s;
 }
 
 void PrintTo(const Canonical& c, std::ostream* os) { *os << to_string(c); }
@@ -166,18 +179,25 @@ TEST(ShardingRules, BroadcastInDim) {
   EXPECT_EQ(q.get_ints("broadcast_dimensions"), ts::Shape{});
 }
 
-TEST(ShardingRules, ReshapeSharesOnlyUnchangedDimensions) {
+TEST(ShardingRules, ReshapeSharesUnchangedDimensionsAndMajorParts) {
   auto r = [](ts::Shape in, ts::Shape out) { return rule("reshape", {f32(std::move(in))}, {{"new_sizes", out}}); };
   // Size-1 dimensions come and go; the others are matched one to one.
   EXPECT_EQ(r({4, 6}, {4, 1, 6}), (Canonical{{{0, 1}}, {{0, W, 1}}, {N, N}}));
   EXPECT_EQ(r({1, 8}, {8}), (Canonical{{{W, 0}}, {{0}}, {N}}));
-  // A split or a merge stays whole; the dimensions around it pass through.
-  EXPECT_EQ(r({5, 12, 7}, {5, 3, 4, 7}), (Canonical{{{0, W, 1}}, {{0, W, W, 1}}, {N, N}}));
-  EXPECT_EQ(r({5, 3, 4}, {5, 12}), (Canonical{{{0, W, W}}, {{0, W}}, {N}}));
-  // (6, 4) -> (4, 6): one group of two dimensions on each side.
-  EXPECT_EQ(r({6, 4}, {4, 6}), (Canonical{{{W, W}}, {{W, W}}, {}}));
+  // A split or a merge: the major dimensions on both sides share a factor that pieces must
+  // divide (the gcd of their sizes); the minor ones stay whole; the dimensions around pass
+  // through.
+  EXPECT_EQ(r({5, 12, 7}, {5, 3, 4, 7}), (Canonical{{{0, 1, 2}}, {{0, 1, W, 2}}, {N, N, N}, {0, 3, 0}}));
+  EXPECT_EQ(r({5, 3, 4}, {5, 12}), (Canonical{{{0, 1, W}}, {{0, 1}}, {N, N}, {0, 3}}));
+  EXPECT_EQ(r({8, 6}, {48}), (Canonical{{{0, W}}, {{0}}, {N}, {8}}));
+  EXPECT_EQ(r({48}, {8, 6}), (Canonical{{{0}}, {{0, W}}, {N}, {8}}));
+  EXPECT_EQ(r({4, 2, 3}, {8, 3}), (Canonical{{{0, W, 1}}, {{0, 1}}, {N, N}, {4, 0}}));
+  // (6, 4) -> (4, 6): one group of two dimensions on each side, pieces dividing 2.
+  EXPECT_EQ(r({6, 4}, {4, 6}), (Canonical{{{0, W}}, {{0, W}}, {N}, {2}}));
+  // (3, 4) -> (2, 6): the major parts share no divisor; the group stays whole.
+  EXPECT_EQ(r({3, 4}, {2, 6}), (Canonical{{{W, W}}, {{W, W}}, {}}));
   // (2, 3, 4) -> (6, 4): a merge, then an unchanged dimension.
-  EXPECT_EQ(r({2, 3, 4}, {6, 4}), (Canonical{{{W, W, 0}}, {{W, 0}}, {N}}));
+  EXPECT_EQ(r({2, 3, 4}, {6, 4}), (Canonical{{{0, W, 1}}, {{0, 1}}, {N, N}, {2, 0}}));
   // Empty arrays and scalars.
   EXPECT_EQ(r({0, 3}, {3, 0}), (Canonical{{{W, W}}, {{W, W}}, {}}));
   EXPECT_EQ(r({}, {1, 1}), (Canonical{{{}}, {{W, W}}, {}}));
