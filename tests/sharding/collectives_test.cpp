@@ -16,10 +16,12 @@
 #include "ir/trace.h"
 #include "ops/collectives.h"
 #include "runtime/spmd_context.h"
+#include "sharding/sharding_test_util.h"
 #include "tessel/tessel.h"
 #include "transforms/check_transforms.h"
 
 namespace ts = tessel;
+using sharding_test::range_f32;
 namespace ir = tessel::ir;
 namespace dist = tessel::distributed;
 
@@ -364,8 +366,6 @@ TEST(CollectiveKernels, OutsideShardMapTheyExplainWhere) {
 
 ts::Mesh mesh8() { return ts::make_mesh({8}, {"x"}); }
 ts::Mesh mesh2x4() { return ts::make_mesh({2, 4}, {"x", "y"}); }
-ts::Array range_f32(const ts::Shape& s) { return ts::reshape(ts::arange(0, double(ts::shape_size(s)), 1, ts::f32), s); }
-
 TEST(ShardMap, PsumOfShardedDataIsTheSum) {
   auto f = ts::shard_map([](const ts::Array& x) { return ts::psum(ts::sum(x), "x"); }, mesh8(), {ts::P("x")}, {ts::P()});
   ts::Array x = ts::arange(64, ts::f32);

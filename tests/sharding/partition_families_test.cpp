@@ -9,15 +9,13 @@
 
 #include "ir/primitive.h"
 #include "ir/trace.h"
+#include "sharding/sharding_test_util.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
+using sharding_test::range_f32;
 
 namespace {
-
-ts::Array range_f32(const ts::Shape& shape, float scale = 1.0f, float offset = 0.0f) {
-  return ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f32).reshape(shape) * scale + offset;
-}
 
 /// Deterministic values in [-1, 1) with no pattern along any dimension.
 ts::Array wavy(const ts::Shape& shape) {

@@ -7,15 +7,14 @@
 #include <string>
 
 #include "core/log.h"
+#include "sharding/sharding_test_util.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
 
 namespace {
 
-ts::Array range_f32(const ts::Shape& shape) {
-  return ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f32).reshape(shape) * 0.5f;
-}
+ts::Array range_f32(const ts::Shape& shape) { return sharding_test::range_f32(shape, 0.5f); }
 
 bool communicates(const std::string& text) {
   for (const char* c : {"all_gather", "all_to_all", "all_reduce", "reduce_scatter", "collective_permute"})

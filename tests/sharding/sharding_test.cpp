@@ -3,21 +3,14 @@
 
 #include <regex>
 
+#include "sharding/sharding_test_util.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
+using sharding_test::range_f32;
+using sharding_test::count;
 
 namespace {
-
-ts::Array range_f32(const ts::Shape& shape) {
-  return ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f32).reshape(shape);
-}
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
 
 void expect_same(const ts::Array& a, const ts::Array& b, float tol = 1e-5f) {
   ASSERT_EQ(a.shape(), b.shape());

@@ -6,21 +6,14 @@
 #include <string>
 
 #include "core/log.h"
+#include "sharding/sharding_test_util.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
+using sharding_test::range_f32;
+using sharding_test::count;
 
 namespace {
-
-ts::Array range_f32(const ts::Shape& shape) {
-  return ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f32).reshape(shape);
-}
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
 
 // The info level for one test, and whatever the process had afterwards.
 class InfoLogging : public ::testing::Test {
