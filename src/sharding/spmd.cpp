@@ -139,8 +139,12 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
     made->local_out = made->part.program->out_avals();
     exe = partitioned_cache().insert(std::move(layout_key), std::move(made));
   }
-  for (size_t i = 0; i < args.size(); ++i)
-    if (!as_sharded(args[i])) args[i] = split_array(args[i], sharding::sharding_of_layout(*mesh, exe->part.in_layouts[i]));
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (as_sharded(args[i])) continue;
+    // A value on the one device of a one-device mesh is its own piece: no copy.
+    if (mesh_devices.size() == 1 && as_concrete(args[i])->device() == mesh_devices[0].impl()) continue;
+    args[i] = split_array(args[i], sharding::sharding_of_layout(*mesh, exe->part.in_layouts[i]));
+  }
   return Prepared{exe, std::move(args)};
 }
 
