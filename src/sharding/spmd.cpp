@@ -28,8 +28,6 @@ namespace {
 
 using sharding::Layout;
 
-DeviceImpl* impl_of(const Device& d) { return d.impl(); }
-
 // ---- partitioned executables ----
 
 struct SpmdExecutable {
@@ -211,7 +209,7 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
   static std::mutex launch_mu;
   std::lock_guard lock(launch_mu);
   for (int pos = 0; pos < n; ++pos) {
-    DeviceImpl* dev = impl_of(mesh.devices()[size_t(pos)]);
+    DeviceImpl* dev = mesh.devices()[size_t(pos)].impl();
     if (!dev->is_local()) {  // another process runs this part
       for (size_t j = 0; j < nout; ++j) out_bufs[j].push_back(nullptr);
       continue;
