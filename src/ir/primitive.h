@@ -9,6 +9,7 @@
 
 #include "ir/index_map.h"
 #include "ir/params.h"
+#include "ir/regions.h"
 #include "ir/sharding_rule.h"
 #include "tessel/array.h"
 
@@ -179,6 +180,10 @@ struct Primitive {
   ShardingRuleFn sharding_rule = nullptr;
   LocalizeFn localize = nullptr;
   const SpmdRules* spmd = nullptr;
+  /// Control flow: how the nested programs in the parameters connect to the operands and
+  /// results (ir/regions.h), so the partitioner works inside them; null for primitives
+  /// without nested programs and for calls (which are inlined before partitioning).
+  RegionsFn regions = nullptr;
   /// A collective's communication per device, printed next to it in a partitioned program's
   /// text (docs/sharding.md); null: the equation moves nothing between devices.
   CommBytesFn comm_bytes = nullptr;

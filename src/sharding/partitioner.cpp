@@ -11,12 +11,11 @@
 #include "ir/trace.h"
 #include "runtime/spmd_context.h"
 #include "core/mesh_impl.h"
+#include "sharding/lowering.h"
 #include "sharding/reshard.h"
 #include "tessel/error.h"
 
 namespace tessel::sharding {
-
-using Axes = std::vector<std::string>;
 
 bool Layout::is_replicated() const {
   if (!partial.empty()) return false;
@@ -78,17 +77,7 @@ std::optional<Mesh> program_mesh(const ir::Program& p, const std::vector<std::op
   return mesh;
 }
 
-namespace {
-
 // ---- propagation ----
-
-struct Hint {
-  std::vector<Axes> dims;
-  bool known = false;
-  bool fixed = false;  // a constraint: never changed, wins conflicts
-};
-
-using Hints = std::unordered_map<const ir::VarNode*, Hint>;
 
 ir::ShardingRule rule_for(const ir::Equation& e, std::span<const Aval> ins, std::span<const Aval> outs) {
   ir::ShardingRule r;
@@ -115,6 +104,8 @@ std::vector<Aval> out_avals(const ir::Equation& e) {
   for (auto& v : e.outputs) r.push_back(v->aval);
   return r;
 }
+
+namespace {
 
 // The mesh axes of each factor of an equation, from the layouts of its operands and
 // results: constraints on results first, then constraints and layouts of operands, then
@@ -184,11 +175,15 @@ std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector
   return out;
 }
 
+}  // namespace
+
 std::vector<Axes> project(const std::vector<int>& dims, const std::vector<Axes>& factors) {
   std::vector<Axes> r;
   for (int f : dims) r.push_back(f >= 0 ? factors[size_t(f)] : Axes{});
   return r;
 }
+
+namespace {
 
 bool uses_axis(const std::vector<Axes>& dims, const std::string& a) {
   for (auto& d : dims)
@@ -250,6 +245,7 @@ class Propagator {
   void visit(const ir::Equation& e) {
     std::vector<Aval> ins = in_avals(e), outs = out_avals(e);
     if (e.prim->spmd) return visit_spmd(e, ins, outs);
+    if (e.prim->regions) return visit_nested(e);
     ir::ShardingRule rule = rule_for(e, ins, outs);
     std::vector<const Hint*> oh, rh;
     bool any_known = false;
@@ -266,6 +262,20 @@ class Propagator {
     for (size_t i = 0; i < e.inputs.size(); ++i)
       if (!e.inputs[i].is_literal()) suggest(e.inputs[i].var(), project(rule.operands[i], factors), false);
     for (size_t j = 0; j < e.outputs.size(); ++j) suggest(e.outputs[j], project(rule.results[j], factors), false);
+  }
+
+  // Forwards only: the results of a loop or cond take the layouts its regions give them.
+  void visit_nested(const ir::Equation& e) {
+    std::vector<const Hint*> oh;
+    bool any_known = false;
+    for (auto& a : e.inputs) {
+      oh.push_back(hint(a));
+      any_known |= oh.back() && oh.back()->known;
+    }
+    if (!any_known) return;
+    auto res = propagate_nested(e, mesh_, oh);
+    for (size_t j = 0; j < res.size(); ++j)
+      if (res[j]) suggest(e.outputs[j], *res[j], false);
   }
 
   void visit_spmd(const ir::Equation& e, std::span<const Aval> ins, std::span<const Aval> outs) {
@@ -296,80 +306,13 @@ class Propagator {
   bool changed_ = false;
 };
 
+}  // namespace
+
+Hints propagate(const ir::Program& p, const Mesh& mesh, const std::vector<std::optional<Layout>>& inputs) {
+  return Propagator(p, mesh).run(inputs);
+}
+
 // ---- lowering ----
-
-struct Local {
-  Array value;  // per-device value (a tracer of the per-device program, or a constant)
-  Layout layout;
-};
-
-class Lowerer {
- public:
-  Lowerer(const ir::Program& p, const Mesh& mesh, Hints hints) : p_(p), mesh_(mesh), hints_(std::move(hints)) {}
-
-  std::vector<Array> run(std::span<const Array> args, const std::vector<Layout>& in_layouts) {
-    for (size_t i = 0; i < p_.invars.size(); ++i) env_[p_.invars[i].get()] = Local{args[i], in_layouts[i]};
-    for (size_t i = 0; i < p_.constvars.size(); ++i)
-      env_[p_.constvars[i].get()] = Local{p_.consts[i], Layout{std::vector<Axes>(p_.consts[i].shape().size()), {}, {}}};
-    for (auto& e : p_.eqns) lower(e);
-    std::vector<Array> outs;
-    out_layouts.clear();
-    for (auto& a : p_.outvars) {
-      Local l = get(a);
-      if (!l.layout.partial.empty()) {  // through to_layout: shared with other users, and between outputs
-        l.layout = Layout{l.layout.dims, {}, ir::Combine::kNone};
-        l.value = to_layout(a, l.layout);
-      }
-      outs.push_back(l.value);
-      out_layouts.push_back(l.layout);
-    }
-    return outs;
-  }
-
-  std::vector<Layout> out_layouts;
-
- private:
-  friend class Builder;
-  Local get(const ir::Atom& a) {
-    if (a.is_literal()) return Local{detail::scalar_array(a.literal(), a.aval().weak_type), Layout{}};
-    return env_.at(a.var().get());
-  }
-  const Hint* hint(const ir::Atom& a) const {
-    if (a.is_literal()) return nullptr;
-    auto it = hints_.find(a.var().get());
-    return it == hints_.end() ? nullptr : &it->second;
-  }
-  Layout wanted(const ir::Var& v) const {
-    const Hint* h = hint(ir::Atom(v));
-    Layout l;
-    l.dims = h && h->known ? h->dims : std::vector<Axes>(v->aval.shape.size());
-    return l;
-  }
-  // A value resharded for several users (equations, the program's outputs) is resharded
-  // once per layout (collectives are effects, so CSE would not merge repeated ones). The
-  // memo is this program's: a nested program is partitioned by a Lowerer of its own, and
-  // the values of one trace never leak into another.
-  Array to_layout(const ir::Atom& a, const Layout& want) {
-    Local l = get(a);
-    if (a.is_literal() || l.layout == want) return l.value;
-    auto key = std::make_pair(a.var().get(), want.to_string());
-    auto it = resharded_.find(key);
-    if (it != resharded_.end()) return it->second;
-    Array r = reshard(l.value, l.layout, want, a.aval().shape, mesh_);
-    resharded_.emplace(key, r);
-    return r;
-  }
-
-  void lower(const ir::Equation& e);
-  void lower_spmd(const ir::Equation& e);
-  void log_fallbacks(const ir::Equation& e, const ir::ShardingRule& rule, const std::vector<Axes>& factors);
-
-  const ir::Program& p_;
-  const Mesh& mesh_;
-  Hints hints_;
-  std::unordered_map<const ir::VarNode*, Local> env_;
-  std::map<std::pair<const ir::VarNode*, std::string>, Array> resharded_;
-};
 
 Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Shape& global) {
   Shape s = global;
@@ -377,8 +320,70 @@ Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Sh
   return s;
 }
 
+std::vector<Array> Lowerer::run(std::span<const Array> args, const std::vector<Layout>& in_layouts,
+                                const std::vector<std::optional<Layout>>& out_layouts_wanted) {
+  for (size_t i = 0; i < p_.invars.size(); ++i) env_[p_.invars[i].get()] = Local{args[i], in_layouts[i]};
+  for (size_t i = 0; i < p_.constvars.size(); ++i)
+    env_[p_.constvars[i].get()] = Local{p_.consts[i], Layout{std::vector<Axes>(p_.consts[i].shape().size()), {}, {}}};
+  for (auto& e : p_.eqns) lower(e);
+  std::vector<Array> outs;
+  out_layouts.clear();
+  for (size_t j = 0; j < p_.outvars.size(); ++j) {
+    const ir::Atom& a = p_.outvars[j];
+    Local l = get(a);
+    const std::optional<Layout> want = j < out_layouts_wanted.size() ? out_layouts_wanted[j] : std::nullopt;
+    if (want && !a.is_literal()) {
+      l.value = to_layout(a, *want);
+      l.layout = *want;
+    } else if (want) {  // a literal output: every device holds it whole
+      l.layout = *want;
+      l.value = reshard(l.value, Layout{}, *want, a.aval().shape, mesh_);
+    } else if (!l.layout.partial.empty()) {  // through to_layout: shared with other users, and between outputs
+      l.layout = Layout{l.layout.dims, {}, ir::Combine::kNone};
+      l.value = to_layout(a, l.layout);
+    }
+    outs.push_back(l.value);
+    out_layouts.push_back(l.layout);
+  }
+  return outs;
+}
+
+Local Lowerer::get(const ir::Atom& a) const {
+  if (a.is_literal()) return Local{detail::scalar_array(a.literal(), a.aval().weak_type), Layout{}};
+  return env_.at(a.var().get());
+}
+
+const Hint* Lowerer::hint(const ir::Atom& a) const {
+  if (a.is_literal()) return nullptr;
+  auto it = hints_.find(a.var().get());
+  return it == hints_.end() ? nullptr : &it->second;
+}
+
+Layout Lowerer::wanted(const ir::Var& v) const {
+  const Hint* h = hint(ir::Atom(v));
+  Layout l;
+  l.dims = h && h->known ? h->dims : std::vector<Axes>(v->aval.shape.size());
+  return l;
+}
+
+// A value resharded for several users (equations, the program's outputs) is resharded once
+// per layout (collectives are effects, so CSE would not merge repeated ones). The memo is
+// this program's: a nested program is partitioned by a Lowerer of its own, and the values
+// of one trace never leak into another.
+Array Lowerer::to_layout(const ir::Atom& a, const Layout& want) {
+  Local l = get(a);
+  if (a.is_literal() || l.layout == want) return l.value;
+  auto key = std::make_pair(a.var().get(), want.to_string());
+  auto it = resharded_.find(key);
+  if (it != resharded_.end()) return it->second;
+  Array r = reshard(l.value, l.layout, want, a.aval().shape, mesh_);
+  resharded_.emplace(key, r);
+  return r;
+}
+
 void Lowerer::lower(const ir::Equation& e) {
   if (e.prim->spmd) return lower_spmd(e);
+  if (e.prim->regions) return lower_nested(*this, e);
   std::vector<Aval> ins = in_avals(e), outs = out_avals(e);
   ir::ShardingRule rule = rule_for(e, ins, outs);
   std::vector<const Hint*> oh, rh;
@@ -469,22 +474,24 @@ void Lowerer::log_fallbacks(const ir::Equation& e, const ir::ShardingRule& rule,
     TESSEL_INFO_LOG("partition '" + p_.name + "': " + reason + "; gathering " + operands);
 }
 
+namespace {
+
 // What a self-partitioning primitive sees of the lowering.
 class Builder final : public ir::SpmdBuilder {
  public:
   Builder(Lowerer& l, const ir::Equation& e) : l_(l), e_(e) {}
-  const Mesh& mesh() const override { return l_.mesh_; }
+  const Mesh& mesh() const override { return l_.mesh(); }
   Sharding operand_sharding(size_t i) const override {
     check(i, e_.inputs.size(), "operand");
     const ir::Atom& a = e_.inputs[i];
     if (a.is_literal()) return replicated_sharding();
-    Layout l = l_.env_.at(a.var().get()).layout;
+    Layout l = l_.get(a).layout;
     if (!l.partial.empty()) l = l_.wanted(a.var());
-    return sharding_of_layout(l_.mesh_, l);
+    return sharding_of_layout(l_.mesh(), l);
   }
   Sharding result_sharding(size_t j) const override {
     check(j, e_.outputs.size(), "result");
-    return sharding_of_layout(l_.mesh_, l_.wanted(e_.outputs[j]));
+    return sharding_of_layout(l_.mesh(), l_.wanted(e_.outputs[j]));
   }
   Array operand(size_t i, const Sharding& s) override {
     check(i, e_.inputs.size(), "operand");
@@ -494,24 +501,24 @@ class Builder final : public ir::SpmdBuilder {
     check(j, e_.outputs.size(), "result");
     const Aval& global = e_.outputs[j]->aval;
     Layout l = layout_for(s, global);
-    Shape want = local_dims_shape(l_.mesh_, l.dims, global.shape);
+    Shape want = local_dims_shape(l_.mesh(), l.dims, global.shape);
     if (local.shape() != want || local.dtype() != global.dtype)
       throw ValueError(e_.prim->name + ": the per-device result " + std::to_string(j) + " is " + local.aval().to_string() +
                        " but result " + std::to_string(j) + " (" + global.to_string() + ") laid out by " + s.to_string() +
                        " needs " + Aval(want, global.dtype).to_string() + " on each device; return per-device pieces of that shape");
-    l_.env_[e_.outputs[j].get()] = Local{local, l};
+    l_.set(e_.outputs[j], Local{local, l});
   }
 
  private:
-  Sharding replicated_sharding() const { return detail::replicated_sharding(l_.mesh_); }
+  Sharding replicated_sharding() const { return detail::replicated_sharding(l_.mesh()); }
   Layout layout_for(const Sharding& s, const Aval& a) const {
     if (!s.valid()) throw ValueError(e_.prim->name + ": a sharding is empty (default-constructed)");
-    if (s.is_single_device() || s.mesh().devices() != l_.mesh_.devices())
+    if (s.is_single_device() || s.mesh().devices() != l_.mesh().devices())
       throw ValueError(e_.prim->name + ": the sharding " + s.to_string() + " is not over the program's mesh " +
-                       l_.mesh_.to_string() + "; use NamedSharding(mesh, spec) with the program's mesh");
+                       l_.mesh().to_string() + "; use NamedSharding(mesh, spec) with the program's mesh");
     s.check_rank(a.shape.size(), e_.prim->name);
     Layout l = layout_of(s, a.shape.size());
-    if (s.mesh() != l_.mesh_) l = layout_of(NamedSharding(l_.mesh_, s.spec()), a.shape.size());
+    if (s.mesh() != l_.mesh()) l = layout_of(NamedSharding(l_.mesh(), s.spec()), a.shape.size());
     return l;
   }
   void check(size_t i, size_t n, const char* what) const {
@@ -523,6 +530,8 @@ class Builder final : public ir::SpmdBuilder {
   const ir::Equation& e_;
 };
 
+}  // namespace
+
 void Lowerer::lower_spmd(const ir::Equation& e) {
   Builder b(*this, e);
   e.prim->spmd->partition(b, in_avals(e), out_avals(e), e.params);
@@ -531,11 +540,9 @@ void Lowerer::lower_spmd(const ir::Equation& e) {
       throw Error("internal: partitioning '" + e.prim->name + "' set no value for result " + std::to_string(j));
 }
 
-}  // namespace
-
 std::vector<Layout> choose_input_layouts(const ir::Program& p, const Mesh& mesh,
                                          const std::vector<std::optional<Layout>>& known) {
-  Hints hints = Propagator(p, mesh).run(known);
+  Hints hints = propagate(p, mesh, known);
   std::vector<Layout> r;
   for (size_t i = 0; i < p.invars.size(); ++i) {
     if (i < known.size() && known[i]) {
@@ -552,7 +559,7 @@ std::vector<Layout> choose_input_layouts(const ir::Program& p, const Mesh& mesh,
 
 Partitioned partition(const ir::Program& p, const Mesh& mesh, const std::vector<Layout>& in_layouts) {
   std::vector<std::optional<Layout>> known(in_layouts.begin(), in_layouts.end());
-  Lowerer lowerer(p, mesh, Propagator(p, mesh).run(known));
+  Lowerer lowerer(p, mesh, propagate(p, mesh, known));
   std::vector<Aval> local_in;
   for (size_t i = 0; i < p.invars.size(); ++i) {
     const Aval& g = p.invars[i]->aval;

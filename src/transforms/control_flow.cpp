@@ -695,6 +695,65 @@ ir::Batched scan_batch(const ir::Primitive& self, std::span<const Array> ins, st
   return {bind(self, args, scan_params(params, bp.program, s.nconsts, s.ncarry)), out_dims};
 }
 
+// ============================== regions (ir/regions.h) ==============================
+
+ir::Regions cond_regions(size_t nins, const Params& params) {
+  ir::Regions r;
+  for (const ProgramRef& b : params.get<std::vector<ProgramRef>>("branches")) {
+    ir::Region g{b, {}, {}};
+    for (size_t i = 1; i < nins; ++i) g.inputs.push_back({ir::Port::kOperand, i});
+    for (size_t j = 0; j < b->outvars.size(); ++j) g.outputs.push_back({ir::Port::kResult, j});
+    r.regions.push_back(std::move(g));
+  }
+  r.with_programs = [](const Params& p, const std::vector<ProgramRef>& progs) { return with_branches(p, progs); };
+  return r;
+}
+
+ir::Regions while_regions(size_t nins, const Params& params) {
+  auto [cn, bn, nc] = while_parts(nins, params);
+  ir::Regions r;
+  ir::Region cond{params.get<ProgramRef>("cond"), {}, {{ir::Port::kPredicate, 0}}};
+  ir::Region body{params.get<ProgramRef>("body"), {}, {}};
+  for (size_t i = 0; i < cn; ++i) cond.inputs.push_back({ir::Port::kOperand, i});
+  for (size_t i = 0; i < bn; ++i) body.inputs.push_back({ir::Port::kOperand, cn + i});
+  for (size_t j = 0; j < nc; ++j) {
+    cond.inputs.push_back({ir::Port::kCarry, j});
+    body.inputs.push_back({ir::Port::kCarry, j});
+    body.outputs.push_back({ir::Port::kCarry, j});
+    r.carries.push_back({cn + bn + j, j});
+  }
+  r.regions = {std::move(cond), std::move(body)};
+  r.with_programs = [](const Params& p, const std::vector<ProgramRef>& progs) {
+    Params q = p;
+    q.set("cond", progs[0]);
+    q.set("body", progs[1]);
+    return q;
+  };
+  return r;
+}
+
+ir::Regions scan_regions(size_t nins, const Params& params) {
+  ScanParts s = scan_parts(nins, params);
+  const ProgramRef& body = params.get<ProgramRef>("program");
+  ir::Regions r;
+  ir::Region g{body, {}, {}};
+  for (size_t i = 0; i < s.nconsts; ++i) g.inputs.push_back({ir::Port::kOperand, i});
+  for (size_t j = 0; j < s.ncarry; ++j) {
+    g.inputs.push_back({ir::Port::kCarry, j});
+    g.outputs.push_back({ir::Port::kCarry, j});
+    r.carries.push_back({s.nconsts + j, j});
+  }
+  for (size_t k = 0; k < s.nxs; ++k) g.inputs.push_back({ir::Port::kOperandSlice, s.nconsts + s.ncarry + k});
+  for (size_t k = s.ncarry; k < body->outvars.size(); ++k) g.outputs.push_back({ir::Port::kResultSlice, k});
+  r.regions = {std::move(g)};
+  r.with_programs = [](const Params& p, const std::vector<ProgramRef>& progs) {
+    Params q = p;
+    q.set("program", progs[0]);
+    return q;
+  };
+  return r;
+}
+
 }  // namespace
 
 const ir::Primitive& cond_p = ir::register_primitive({
@@ -706,6 +765,7 @@ const ir::Primitive& cond_p = ir::register_primitive({
     .transpose = cond_transpose,
     .batch = cond_batch,
     .partial_eval = cond_partial_eval,
+    .regions = cond_regions,
 });
 
 const ir::Primitive& while_p = ir::register_primitive({
@@ -715,6 +775,7 @@ const ir::Primitive& while_p = ir::register_primitive({
     .jvp_with_primals = while_jvp,
     .batch = while_batch,
     .partial_eval = while_partial_eval,
+    .regions = while_regions,
 });
 
 const ir::Primitive& scan_p = ir::register_primitive({
@@ -725,6 +786,7 @@ const ir::Primitive& scan_p = ir::register_primitive({
     .transpose = scan_transpose,
     .batch = scan_batch,
     .partial_eval = scan_partial_eval,
+    .regions = scan_regions,
 });
 
 // ============================== public entry points ==============================

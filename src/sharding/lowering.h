@@ -1,0 +1,93 @@
+#pragma once
+// Inside the partitioner (partitioner.h): the layouts propagation suggests, and the Lowerer
+// that turns one global program into per-device code. partitioner.cpp lowers ordinary and
+// self-partitioning equations; partition_nested.cpp lowers control flow (loop bodies and
+// branches partitioned with their own Lowerer).
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/program.h"
+#include "sharding/partitioner.h"
+
+namespace tessel::sharding {
+
+using Axes = std::vector<std::string>;
+
+/// What propagation knows of a value's layout.
+struct Hint {
+  std::vector<Axes> dims;
+  bool known = false;
+  bool fixed = false;  // a constraint: never changed, wins conflicts
+};
+using Hints = std::unordered_map<const ir::VarNode*, Hint>;
+
+/// Propagation over `p` for inputs of which some layouts are known (constraints).
+Hints propagate(const ir::Program& p, const Mesh& mesh, const std::vector<std::optional<Layout>>& inputs);
+
+/// The factor rule of an equation (all dimensions whole for primitives without one).
+ir::ShardingRule rule_for(const ir::Equation& e, std::span<const Aval> ins, std::span<const Aval> outs);
+std::vector<Aval> in_avals(const ir::Equation& e);
+std::vector<Aval> out_avals(const ir::Equation& e);
+/// The mesh axes of each dimension of an operand or result with factor ids `dims`.
+std::vector<Axes> project(const std::vector<int>& dims, const std::vector<Axes>& factors);
+/// The per-device shape of `global` with dimensions split over `dims`' axes (padded pieces).
+Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Shape& global);
+/// "x", "x and y", "x, y and z".
+std::string axes_text(const Axes& axes);
+
+/// A value of the per-device program with its layout.
+struct Local {
+  Array value;  // per-device value (a tracer of the per-device program, or a constant)
+  Layout layout;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Program& p, const Mesh& mesh, Hints hints) : p_(p), mesh_(mesh), hints_(std::move(hints)) {}
+
+  /// Lowers the program on per-device `args` laid out by `in_layouts`; results not partial.
+  /// An output with a layout in `out_layouts_wanted` (may be shorter, entries unset) is
+  /// resharded to it.
+  std::vector<Array> run(std::span<const Array> args, const std::vector<Layout>& in_layouts,
+                         const std::vector<std::optional<Layout>>& out_layouts_wanted = {});
+  std::vector<Layout> out_layouts;
+
+  const Mesh& mesh() const { return mesh_; }
+  const ir::Program& program() const { return p_; }
+  Local get(const ir::Atom& a) const;
+  const Hint* hint(const ir::Atom& a) const;
+  /// The layout propagation chose for `v` (whole where it knows none).
+  Layout wanted(const ir::Var& v) const;
+  /// `a` laid out by `want` (resharded once per layout, see partitioner.cpp).
+  Array to_layout(const ir::Atom& a, const Layout& want);
+  void set(const ir::Var& v, Local l) { env_[v.get()] = std::move(l); }
+
+ private:
+  void lower(const ir::Equation& e);
+  void lower_spmd(const ir::Equation& e);
+  void log_fallbacks(const ir::Equation& e, const ir::ShardingRule& rule, const std::vector<Axes>& factors);
+
+  const ir::Program& p_;
+  const Mesh& mesh_;
+  Hints hints_;
+  std::unordered_map<const ir::VarNode*, Local> env_;
+  std::map<std::pair<const ir::VarNode*, std::string>, Array> resharded_;
+};
+
+/// Lowers an equation whose primitive has nested programs (Primitive::regions): each
+/// region is partitioned with its own Lowerer, loop carries laid out by a fixed point
+/// (partition_nested.cpp).
+void lower_nested(Lowerer& l, const ir::Equation& e);
+
+/// Suggests result layouts of an equation with nested programs from its operands' hints,
+/// by propagating through the regions (partition_nested.cpp). `hint_of` gives an operand's
+/// hint (or null); returns one suggestion per result (unset: none).
+std::vector<std::optional<std::vector<Axes>>> propagate_nested(const ir::Equation& e, const Mesh& mesh,
+                                                               const std::vector<const Hint*>& operand_hints);
+
+}  // namespace tessel::sharding
