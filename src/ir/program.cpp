@@ -265,7 +265,17 @@ std::vector<Array> eval_program(const Program& p, std::span<const Array> args) {
 
 bool has_spmd_equations(const Program& p) {
   for (const auto& e : p.eqns)
-    if (e.prim->spmd) return true;
+    if (e.prim->spmd || has_spmd_programs(e.params)) return true;
+  return false;
+}
+
+bool has_spmd_programs(const Params& params) {
+  for (const auto& [key, v] : params.items()) {
+    if (auto* r = std::get_if<ProgramRef>(&v); r && *r && has_spmd_equations(**r)) return true;
+    if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
+      for (const auto& q : *rs)
+        if (q && has_spmd_equations(*q)) return true;
+  }
   return false;
 }
 

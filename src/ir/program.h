@@ -88,7 +88,10 @@ void verify_program(const Program& p);
 /// tracers it records into their trace (so transformations nest).
 std::vector<Array> eval_program(const Program& p, std::span<const Array> args);
 /// True when the program has an equation that partitions itself (a sharding constraint,
-/// shard_map, custom_partitioning): it runs through the SPMD partitioner.
+/// shard_map, custom_partitioning), here or in a nested program (a loop body, a call): it
+/// runs through the SPMD partitioner.
 bool has_spmd_equations(const Program& p);
+/// True when a program in `params` (a call's, a loop body, cond's branches) has such equations.
+bool has_spmd_programs(const Params& params);
 
 }  // namespace tessel::ir

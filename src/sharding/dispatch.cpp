@@ -24,15 +24,12 @@ bool any_sharded(std::span<const Array> xs) {
 
 /// True when `p` on `ins` runs through the partitioner: sharded inputs, a primitive that
 /// partitions itself (unless it names no mesh and has its own eager path, as
-/// custom_partitioning on single-device arrays does), or a call of a program that has such
-/// equations.
+/// custom_partitioning on single-device arrays does), or a call or control flow whose
+/// programs have such equations (a with_sharding_constraint in a loop body).
 bool partitions(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
   if (any_sharded(ins)) return true;
   if (p.spmd) return (p.spmd->mesh && p.spmd->mesh(params)) || !p.eager_impl;
-  if (p.inlinable_call) {
-    return params.has("program") && ir::has_spmd_equations(*params.get<ir::ProgramRef>("program"));
-  }
-  return false;
+  return (p.inlinable_call || p.regions) && ir::has_spmd_programs(params);
 }
 
 class Dispatch final : public ir::Evaluator {

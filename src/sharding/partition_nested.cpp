@@ -63,6 +63,7 @@ struct Plan {
   std::vector<MaybeDims> operands, carries, results;
   std::vector<std::vector<MaybeDims>> region_in;
   std::vector<Hints> inside;
+  std::vector<std::string> notes;  // carries split less than their initial values (TESSEL_LOG=info)
 };
 
 std::string loop_name(const ir::Equation& e) {
@@ -86,7 +87,15 @@ Plan plan_nested(const ir::Equation& e, const Mesh& mesh, std::vector<MaybeDims>
   for (auto& r : p.regions.regions) p.programs.push_back(simplified(r.program));
   p.operands = std::move(operands);
   const size_t nc = p.regions.carries.size();
-  for (auto& c : p.regions.carries) p.carries.push_back(p.operands[c.init]);
+  // A carry starts as its initial value is laid out when that splits something or a user
+  // constraint says so; an initial value that is whole only because nothing decided
+  // otherwise (a constant, zeros) lets the body decide, since cutting a whole value into
+  // pieces moves nothing.
+  for (auto& c : p.regions.carries) {
+    const MaybeDims& d = p.operands[c.init];
+    const bool splits = d && std::any_of(d->begin(), d->end(), [](const Axes& a) { return !a.empty(); });
+    p.carries.push_back(splits || operand_fixed[c.init] ? d : std::nullopt);
+  }
   std::vector<bool> carry_constrained(nc, false);
   auto in_layouts = [&](size_t r) {
     std::vector<std::optional<Layout>> in;
@@ -117,7 +126,8 @@ Plan plan_nested(const ir::Equation& e, const Mesh& mesh, std::vector<MaybeDims>
         if (fixed && got) {
           const size_t init = p.regions.carries[j].init;
           if (operand_fixed[init] && p.operands[init] && *p.operands[init] != *got)
-            throw ValueError(loop_name(e) + ": carry " + std::to_string(j) + " enters the loop laid out as " +
+            throw ValueError(loop_name(e) + ": carry " + std::to_string(j) + " (" +
+                             e.inputs[init].aval().to_string() + ") enters the loop laid out as " +
                              layout_text(p.operands[init]) + " but a with_sharding_constraint in the body lays it out as " +
                              layout_text(got) + "; constrain both the same way (or drop one of the constraints)");
           next = got;
@@ -127,9 +137,9 @@ Plan plan_nested(const ir::Equation& e, const Mesh& mesh, std::vector<MaybeDims>
         }
         if (next != p.carries[j]) {
           if (p.carries[j] && next && *next != *p.carries[j] && !carry_constrained[j])
-            TESSEL_INFO_LOG("partition: " + loop_name(e) + " carry " + std::to_string(j) + " enters as " +
-                            layout_text(p.carries[j]) + " and the body returns it as " + layout_text(got) +
-                            "; carrying it as " + layout_text(next));
+            p.notes.push_back(loop_name(e) + " carry " + std::to_string(j) + " enters as " + layout_text(p.carries[j]) +
+                              " and the body returns it as " + layout_text(got) + "; carrying it as " +
+                              layout_text(next));
           p.carries[j] = next;
           changed = true;
         }
@@ -166,6 +176,17 @@ Plan plan_nested(const ir::Equation& e, const Mesh& mesh, std::vector<MaybeDims>
   return p;
 }
 
+// Laid out by a with_sharding_constraint (in_shardings are constraints too). The program's
+// own inputs and constants are fixed for propagation, but their layout is the caller's (or
+// whole), not a constraint.
+bool user_constrained(const Lowerer& l, const ir::Atom& a) {
+  const Hint* h = l.hint(a);
+  if (!h || !h->fixed || a.is_literal()) return false;
+  const auto& p = l.program();
+  auto in = [&](const std::vector<ir::Var>& vs) { return std::find(vs.begin(), vs.end(), a.var()) != vs.end(); };
+  return !in(p.invars) && !in(p.constvars);
+}
+
 Layout layout(const MaybeDims& d, size_t rank) { return Layout{d ? *d : Dims(rank), {}, ir::Combine::kNone}; }
 
 }  // namespace
@@ -187,8 +208,7 @@ void lower_nested(Lowerer& l, const ir::Equation& e) {
   std::vector<bool> fixed;
   for (const ir::Atom& a : e.inputs) {
     ops.push_back(l.get(a).layout.dims.size() == a.aval().shape.size() ? l.get(a).layout.dims : Dims(a.aval().shape.size()));
-    const Hint* h = l.hint(a);
-    fixed.push_back(h && h->fixed);
+    fixed.push_back(user_constrained(l, a));
   }
   // A scanned operand is whole along its scanned dimension.
   const ir::Regions shape = e.prim->regions(e.inputs.size(), e.params);
@@ -196,6 +216,7 @@ void lower_nested(Lowerer& l, const ir::Equation& e) {
     for (const ir::Port& port : r.inputs)
       if (port.kind == ir::Port::kOperandSlice && !(*ops[port.index]).empty()) (*ops[port.index])[0].clear();
   Plan p = plan_nested(e, mesh, ops, fixed);
+  for (const std::string& note : p.notes) TESSEL_INFO_LOG("partition '" + l.program().name + "': " + note);
 
   // The operands as the per-device equation takes them: carries' initial values laid out
   // as the carries are.

@@ -2,6 +2,7 @@
 #include "sharding/partitioner.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -71,9 +72,20 @@ std::optional<Mesh> program_mesh(const ir::Program& p, const std::vector<std::op
   };
   for (size_t i = 0; i < arg_meshes.size(); ++i)
     if (arg_meshes[i]) take(*arg_meshes[i], "argument " + std::to_string(i));
-  for (const auto& e : p.eqns)
-    if (e.prim->spmd && e.prim->spmd->mesh)
-      if (auto m = e.prim->spmd->mesh(e.params)) take(*m, e.prim->name);
+  // Equations here and in nested programs (loop bodies, branches, calls).
+  std::function<void(const ir::Program&)> visit = [&](const ir::Program& q) {
+    for (const auto& e : q.eqns) {
+      if (e.prim->spmd && e.prim->spmd->mesh)
+        if (auto m = e.prim->spmd->mesh(e.params)) take(*m, e.prim->name);
+      for (const auto& [key, v] : e.params.items()) {
+        if (auto* r = std::get_if<ir::ProgramRef>(&v); r && *r) visit(**r);
+        if (auto* rs = std::get_if<std::vector<ir::ProgramRef>>(&v))
+          for (const auto& b : *rs)
+            if (b) visit(*b);
+      }
+    }
+  };
+  visit(p);
   return mesh;
 }
 
