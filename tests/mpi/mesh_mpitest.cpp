@@ -170,7 +170,8 @@ template <class T> void expect_reductions(const InterleavedGroup& ig, const std:
                              : op == ir::Combine::kMax  ? 2.0f
                                                         : -1.0f;
     const T want = T(want_value);
-    std::vector<std::vector<T>> reduced(size_t(n), std::vector<T>(K)), scattered(size_t(n), std::vector<T>(B));
+    auto reduced = std::vector<std::vector<T>>(size_t(n), std::vector<T>(K));
+    auto scattered = std::vector<std::vector<T>>(size_t(n), std::vector<T>(B));
     ig.run([&](int r) {
       std::vector<T> in, blocks;
       for (size_t k = 0; k < K; ++k) in.push_back(T(member_value(r, k, n)));
