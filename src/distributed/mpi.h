@@ -38,7 +38,7 @@ void check(int err, const char* call, const std::string& op);
 
 /// The MPI datatype moving elements of `dtype`: the native type where MPI has one,
 /// otherwise one of the same size (float16 and bfloat16 travel as 16-bit integers; their
-/// reductions use tessel's own MPI_Op, see src/comm/).
+/// reductions use tessel's own MPI_Ops: src/comm/ for ts::comm, mpi_hub.cpp for meshes).
 MPI_Datatype datatype(DType dtype);
 
 /// The largest element count passed to one MPI call: INT_MAX, or TESSEL_MPI_MAX_COUNT

@@ -2,10 +2,12 @@
 // processes. A group's collective runs in three steps:
 //   1. its local members (the devices of this process in the group) meet in shared memory
 //      and publish their buffers; one leader (the lowest local rank) packs their inputs
-//      into the group's staging buffer;
-//   2. the leader of each process runs the cross-process part through MPI, on a
-//      communicator of the group's processes (made once per device set and cached: two
-//      groups over the same processes may run at once from different device threads);
+//      into the group's staging buffer (a reduction combines them there first);
+//   2. the leader of each process runs the cross-process part through MPI's own collective
+//      (MPI_Iallreduce, MPI_Ireduce_scatter(_block), MPI_Iallgather(v), MPI_Ialltoall(v),
+//      MPI_Isend/MPI_Irecv of the blocks that cross processes), on a communicator of the
+//      group's processes (made once per device set and cached: two groups over the same
+//      processes may run at once from different device threads);
 //   3. every local member copies its result out of the staging buffer, and waits until all
 //      have (so the next collective may reuse the staging buffer).
 // MPI only ever touches the staging buffer, never a member's own buffers: a member that
@@ -14,7 +16,8 @@
 // the communicator it abandons is marked broken, and later launches on it fail clearly.
 //
 // Staging layouts use the *packed* order of members: by process (ascending, the
-// communicator's rank order), then by group rank.
+// communicator's rank order), then by group rank. With TESSEL_LOG=debug every exchange
+// writes one line naming the MPI call (and, for reductions, the MPI_Op).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -23,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "core/log.h"
 #include "distributed/collectives.h"
@@ -88,6 +92,73 @@ CommEntry& group_comm(const std::vector<int>& devices, const std::vector<int>& p
   return *e;
 }
 
+// ---- reduction operations ----
+
+/// The MPI_Op of a reduction, and its name for the debug log.
+struct ReduceOp {
+  MPI_Op op;
+  std::string name;
+};
+
+/// tessel's combine (ir::Combine over the functors of backend/cpu/reduction_ops.h) as an
+/// MPI user function on elements of T.
+template <ir::Combine C, class T> void combine_as_mpi_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  combine_elements(C, dtype_of<T>(), {inout, in}, inout, size_t(*len));
+}
+
+/// tessel's combine of `dtype` as a (commutative) MPI_Op, made on first use.
+MPI_Op tessel_op(ir::Combine c, DType dtype) {
+  static std::mutex mu;
+  static auto* ops = new std::map<std::pair<ir::Combine, DType>, MPI_Op>();  // MPI_Finalize frees them
+  std::lock_guard lock(mu);
+  auto it = ops->find({c, dtype});
+  if (it != ops->end()) return it->second;
+  MPI_User_function* fn = visit_dtype(dtype, [&](auto z) -> MPI_User_function* {
+    using T = decltype(z);
+    switch (c) {
+      case ir::Combine::kSum: return &combine_as_mpi_op<ir::Combine::kSum, T>;
+      case ir::Combine::kProd: return &combine_as_mpi_op<ir::Combine::kProd, T>;
+      case ir::Combine::kMax: return &combine_as_mpi_op<ir::Combine::kMax, T>;
+      case ir::Combine::kMin: return &combine_as_mpi_op<ir::Combine::kMin, T>;
+      case ir::Combine::kNone: break;
+    }
+    throw Error("internal: a collective reduction needs an operation (sum, prod, max or min)");
+  });
+  MPI_Op op = MPI_OP_NULL;
+  mpi::check(MPI_Op_create(fn, /*commute=*/1, &op), "MPI_Op_create", "collective reduction");
+  return ops->emplace(std::pair{c, dtype}, op).first->second;
+}
+
+/// The MPI_Op combining `dtype` with `c` exactly as tessel's in-process collectives do:
+/// MPI's predefined operation where its result is tessel's bit for bit, else tessel's
+/// combine as a user operation:
+///  - float16/bfloat16: MPI has no 16-bit floating types (they travel as MPI_UINT16_T);
+///  - max/min of floating and complex types: tessel's propagate NaN and order -0 < +0 (as
+///    pmax/pmin document); MPI_MAX/MPI_MIN do neither, and with a NaN their result even
+///    depends on the operands' order, so two processes could get different values; MPI
+///    defines no max/min of complex numbers at all.
+/// bool (MPI_C_BOOL) sums and maximums are MPI_LOR, products and minimums MPI_LAND.
+ReduceOp reduce_op(ir::Combine c, DType dtype) {
+  const bool half = dtype == DType::float16 || dtype == DType::bfloat16;
+  const bool ordered = c == ir::Combine::kMax || c == ir::Combine::kMin;
+  if (half || (ordered && (is_floating(dtype) || is_complex(dtype))))
+    return {tessel_op(c, dtype), std::string("tessel's ") + ir::combine_name(c)};
+  const bool boolean = dtype == DType::bool_;
+  switch (c) {
+    case ir::Combine::kSum: return boolean ? ReduceOp{MPI_LOR, "MPI_LOR"} : ReduceOp{MPI_SUM, "MPI_SUM"};
+    case ir::Combine::kProd: return boolean ? ReduceOp{MPI_LAND, "MPI_LAND"} : ReduceOp{MPI_PROD, "MPI_PROD"};
+    case ir::Combine::kMax: return boolean ? ReduceOp{MPI_LOR, "MPI_LOR"} : ReduceOp{MPI_MAX, "MPI_MAX"};
+    case ir::Combine::kMin: return boolean ? ReduceOp{MPI_LAND, "MPI_LAND"} : ReduceOp{MPI_MIN, "MPI_MIN"};
+    case ir::Combine::kNone: break;
+  }
+  throw Error("internal: a collective reduction needs an operation (sum, prod, max or min)");
+}
+
+/// "12 float32 (max: tessel's max)": the elements of a reduction, for the debug log.
+std::string reduction_text(size_t count, DType dtype, ir::Combine c, const ReduceOp& op) {
+  return std::to_string(count) + " " + dtype_name(dtype) + " (" + ir::combine_name(c) + ": " + op.name + ")";
+}
+
 /// An MPI datatype whose one element is `bytes` bytes (any size).
 class BlockType {
  public:
@@ -143,9 +214,15 @@ class MpiGroup final : public CollectiveGroup {
   void set_stage(int stage);
   /// Waits for MPI requests, polling so an abort can end the wait.
   void wait_all(std::vector<MPI_Request>& reqs, const char* op);
+  /// reduce_scatter's exchange: reduces the runs of the send area (staging, n_ blocks of
+  /// `count` elements in packed order) and leaves this process's run after them.
+  void reduce_scatter_runs(MPI_Comm c, size_t count, DType dtype, ir::Combine op);
   /// The staging area, grown to at least `bytes` bytes (contents unspecified).
   char* staging(size_t bytes);
   MPI_Comm comm(const char* op);
+  /// The TESSEL_LOG=debug line of an exchange: "collectives: <op> over <devices> (<P>
+  /// processes): <what>".
+  std::string exchange_line(const char* op, const std::string& what) const;
   void check_rank(int rank) const;
   /// The local index of member `rank` (its position among this process's members).
   size_t local_index(int rank) const { return size_t(packed_[size_t(rank)] - first_[size_t(my_slot_)]); }
@@ -160,6 +237,7 @@ class MpiGroup final : public CollectiveGroup {
   std::vector<int> slot_of_;    // communicator rank of member r's process
   std::vector<int> local_;      // local members' ranks, ascending
   int my_slot_ = 0;
+  bool uniform_ = true;  // every process holds as many members: MPI's non-v collectives fit
   CommEntry* comm_ = nullptr;
 
   std::vector<Slot> slots_;  // written by each local member at its rank before meeting
@@ -247,6 +325,12 @@ MpiGroup::MpiGroup(MpiHub& hub, const std::vector<int>& members, const std::vect
   for (size_t r = 0; r < n_; ++r)
     if (proc_of[r] == me) local_.push_back(int(r));
   my_slot_ = int(std::lower_bound(processes_.begin(), processes_.end(), me) - processes_.begin());
+  uniform_ = std::all_of(count_.begin(), count_.end(), [&](int k) { return k == count_[0]; });
+}
+
+std::string MpiGroup::exchange_line(const char* op, const std::string& what) const {
+  return std::string("collectives: ") + op + " over " + devices_text(devices_) + " (" +
+         std::to_string(processes_.size()) + " processes): " + what;
 }
 
 void MpiGroup::check_rank(int rank) const {
@@ -347,38 +431,41 @@ void MpiGroup::run(int rank, Slot slot, const char* op, Pack pack, Exchange exch
   if (error) std::rethrow_exception(error);
 }
 
-// all_reduce: the leader combines the local inputs into one partial result; the leaders
-// exchange partials (allgather) and each combines them in process order, so every member
-// of the group gets bit-identical values for every dtype and operation.
+// all_reduce: the leader combines the local inputs into one partial result, which the
+// leaders reduce in place with MPI_Iallreduce (in chunks of at most max_count elements:
+// MPI's operations take only its own datatypes, so no derived type can span more). MPI
+// gives every process the same result, so every member of the group gets bit-identical
+// values; the order in which the processes' partials combine is MPI's.
 void MpiGroup::all_reduce(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) {
-  const size_t bytes = count * itemsize(dtype), P = processes_.size();
+  const size_t isz = itemsize(dtype), bytes = count * isz;
   run(
       rank, {in, out}, "all_reduce",
       [&] {
-        char* recv = staging(bytes * P);
         std::vector<const void*> ins;
         for (int r : local_) ins.push_back(slots_[size_t(r)].in);
-        combine_elements(op, dtype, ins, recv + size_t(my_slot_) * bytes, count);
+        combine_elements(op, dtype, ins, staging(bytes), count);
       },
       [&](MPI_Comm c) {
         if (bytes == 0) return;
-        char* recv = staging_.get();
-        BlockType t(bytes);
-        std::vector<MPI_Request> req(1);
-        mpi::check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, 1, t.get(), c, req.data()),
-                   "MPI_Iallgather", "all_reduce");
-        wait_all(req, "all_reduce");
-        std::vector<const void*> ins;
-        for (size_t s = 0; s < P; ++s) ins.push_back(recv + s * bytes);
-        combine_elements(op, dtype, ins, recv, count);
+        const ReduceOp rop = reduce_op(op, dtype);
+        TESSEL_DEBUG_LOG(exchange_line("all_reduce", "MPI_Iallreduce of " + reduction_text(count, dtype, op, rop)));
+        std::vector<MPI_Request> reqs;
+        mpi::for_each_chunk(int64_t(count), [&](int64_t off, int n) {
+          reqs.emplace_back();
+          mpi::check(MPI_Iallreduce(MPI_IN_PLACE, staging_.get() + size_t(off) * isz, n, mpi::datatype(dtype),
+                                    rop.op, c, &reqs.back()),
+                     "MPI_Iallreduce", "all_reduce");
+        });
+        wait_all(reqs, "all_reduce");
       },
       [&] {
         if (bytes && out) std::memcpy(out, staging_.get(), bytes);
       });
 }
 
-// all_gather: the leaders gather every process's blocks in packed order (allgatherv in
-// place); each member copies them to its output in rank order.
+// all_gather: the leaders gather every process's blocks in packed order in place
+// (MPI_Iallgather when every process holds as many members, else MPI_Iallgatherv); each
+// member copies them to its output in rank order.
 void MpiGroup::all_gather(int rank, const void* in, void* out, size_t bytes) {
   run(
       rank, {in, out}, "all_gather",
@@ -388,11 +475,16 @@ void MpiGroup::all_gather(int rank, const void* in, void* out, size_t bytes) {
       },
       [&](MPI_Comm c) {
         if (bytes == 0) return;
+        const char* call = uniform_ ? "MPI_Iallgather" : "MPI_Iallgatherv";
+        TESSEL_DEBUG_LOG(exchange_line("all_gather", std::string(call) + " of " + std::to_string(n_) + " blocks of " +
+                                                         std::to_string(bytes) + " bytes"));
         BlockType t(bytes);
         std::vector<MPI_Request> req(1);
-        mpi::check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, staging_.get(), count_.data(), first_.data(),
-                                   t.get(), c, req.data()),
-                   "MPI_Iallgatherv", "all_gather");
+        mpi::check(uniform_ ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, staging_.get(), count_[0], t.get(),
+                                             c, req.data())
+                            : MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, staging_.get(), count_.data(),
+                                              first_.data(), t.get(), c, req.data()),
+                   call, "all_gather");
         wait_all(req, "all_gather");
       },
       [&] {
@@ -403,7 +495,8 @@ void MpiGroup::all_gather(int rank, const void* in, void* out, size_t bytes) {
 
 // all_to_all: the send area holds, per destination process t, per local source a, the
 // blocks for t's members; the receive area, per source member (packed order), the blocks
-// for this process's members.
+// for this process's members. The leaders swap them with MPI_Ialltoall (as many members
+// in every process: L * L blocks between any two) or MPI_Ialltoallv.
 void MpiGroup::all_to_all(int rank, const void* in, void* out, size_t bytes) {
   const size_t L = local_.size(), total = n_ * L * bytes;
   run(
@@ -420,14 +513,19 @@ void MpiGroup::all_to_all(int rank, const void* in, void* out, size_t bytes) {
       },
       [&](MPI_Comm c) {
         if (bytes == 0) return;
+        const char* call = uniform_ ? "MPI_Ialltoall" : "MPI_Ialltoallv";
+        TESSEL_DEBUG_LOG(exchange_line("all_to_all", std::string(call) + " of " + std::to_string(n_ * L) +
+                                                         " blocks of " + std::to_string(bytes) + " bytes"));
         const size_t P = processes_.size();
         std::vector<int> counts(P), displs(P);
         for (size_t t = 0; t < P; ++t) counts[t] = int(L) * count_[t], displs[t] = int(L) * first_[t];
         BlockType type(bytes);
+        char *send = staging_.get(), *recv = send + total;
         std::vector<MPI_Request> req(1);
-        mpi::check(MPI_Ialltoallv(staging_.get(), counts.data(), displs.data(), type.get(), staging_.get() + total,
-                                  counts.data(), displs.data(), type.get(), c, req.data()),
-                   "MPI_Ialltoallv", "all_to_all");
+        mpi::check(uniform_ ? MPI_Ialltoall(send, counts[0], type.get(), recv, counts[0], type.get(), c, req.data())
+                            : MPI_Ialltoallv(send, counts.data(), displs.data(), type.get(), recv, counts.data(),
+                                             displs.data(), type.get(), c, req.data()),
+                   call, "all_to_all");
         wait_all(req, "all_to_all");
       },
       [&] {
@@ -438,15 +536,16 @@ void MpiGroup::all_to_all(int rank, const void* in, void* out, size_t bytes) {
       });
 }
 
-// reduce_scatter: the leader combines the local inputs block by block, in packed order; the
-// leaders exchange the blocks of each other's members (alltoallv) and combine, per local
-// member, the partials of every process in process order.
+// reduce_scatter: the leader combines the local inputs block by block, in packed order, so
+// process t's members' blocks are one run of count_[t] blocks; the leaders reduce and
+// scatter those runs with MPI_Ireduce_scatter_block (as many members in every process) or
+// MPI_Ireduce_scatter, and each local member copies its block.
 void MpiGroup::reduce_scatter(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) {
-  const size_t L = local_.size(), P = processes_.size(), bytes = count * itemsize(dtype);
+  const size_t L = local_.size(), bytes = count * itemsize(dtype);
   run(
       rank, {in, out}, "reduce_scatter",
       [&] {
-        char* send = staging(n_ * bytes + P * L * bytes);
+        char* send = staging(n_ * bytes + L * bytes);  // [send: n_ blocks | receive: L blocks]
         for (size_t b = 0; b < n_; ++b) {
           std::vector<const void*> ins;
           for (int r : local_) ins.push_back(static_cast<const char*>(slots_[size_t(r)].in) + b * bytes);
@@ -454,31 +553,49 @@ void MpiGroup::reduce_scatter(int rank, const void* in, void* out, size_t count,
         }
       },
       [&](MPI_Comm c) {
-        if (bytes == 0) return;
-        char* recv = staging_.get() + n_ * bytes;
-        std::vector<int> rcounts(P, int(L)), rdispls(P);
-        for (size_t t = 0; t < P; ++t) rdispls[t] = int(t * L);
-        BlockType type(bytes);
-        std::vector<MPI_Request> req(1);
-        mpi::check(MPI_Ialltoallv(staging_.get(), count_.data(), first_.data(), type.get(), recv, rcounts.data(),
-                                  rdispls.data(), type.get(), c, req.data()),
-                   "MPI_Ialltoallv", "reduce_scatter");
-        wait_all(req, "reduce_scatter");
-        // Result of local member i into recv block i (block 0 of process 0 ... combined in place).
-        for (size_t i = 0; i < L; ++i) {
-          std::vector<const void*> ins;
-          for (size_t t = 0; t < P; ++t) ins.push_back(recv + (t * L + i) * bytes);
-          combine_elements(op, dtype, ins, staging_.get() + i * bytes, count);
-        }
+        if (bytes) reduce_scatter_runs(c, count, dtype, op);
       },
       [&] {
-        if (bytes) std::memcpy(out, staging_.get() + local_index(rank) * bytes, bytes);
+        if (bytes) std::memcpy(out, staging_.get() + (n_ + local_index(rank)) * bytes, bytes);
       });
 }
 
+void MpiGroup::reduce_scatter_runs(MPI_Comm c, size_t count, DType dtype, ir::Combine op) {
+  const size_t P = processes_.size(), isz = itemsize(dtype);
+  const ReduceOp rop = reduce_op(op, dtype);
+  const MPI_Datatype t = mpi::datatype(dtype);
+  char *send = staging_.get(), *recv = send + n_ * count * isz;
+  const bool fits = int64_t(*std::max_element(count_.begin(), count_.end())) * int64_t(count) <= mpi::max_count();
+  const char* call = !fits ? "MPI_Ireduce" : uniform_ ? "MPI_Ireduce_scatter_block" : "MPI_Ireduce_scatter";
+  TESSEL_DEBUG_LOG(exchange_line("reduce_scatter",
+                                 std::string(call) + " of " + reduction_text(n_ * count, dtype, op, rop)));
+  std::vector<MPI_Request> reqs;
+  auto post = [&](int err) { mpi::check(err, call, "reduce_scatter"); };
+  std::vector<int> counts;  // elements per process, alive until the request completes
+  if (fits) {
+    for (int k : count_) counts.push_back(k * int(count));
+    reqs.emplace_back();
+    post(uniform_ ? MPI_Ireduce_scatter_block(send, recv, counts[0], t, rop.op, c, &reqs.back())
+                  : MPI_Ireduce_scatter(send, recv, counts.data(), t, rop.op, c, &reqs.back()));
+  } else {
+    // A process's run is longer than one MPI call takes: reduce each run to its process
+    // in chunks (the same result, as P reductions).
+    for (size_t p = 0; p < P; ++p) {
+      const size_t first = size_t(first_[p]) * count;
+      mpi::for_each_chunk(int64_t(count_[p]) * int64_t(count), [&](int64_t off, int n) {
+        reqs.emplace_back();
+        post(MPI_Ireduce(send + (first + size_t(off)) * isz, recv + size_t(off) * isz, n, t, rop.op, int(p), c,
+                         &reqs.back()));
+      });
+    }
+  }
+  wait_all(reqs, "reduce_scatter");
+}
+
 // permute: the leader copies each local input bound for a local member straight into that
-// member's receive block, and the rest into a send block; the leaders then exchange the
-// blocks that cross processes point to point (tag: the sender's rank in the group).
+// member's receive block (shared memory), and the rest into a send block; the leaders then
+// exchange only the blocks that cross processes, point to point (MPI_Isend/MPI_Irecv
+// pairs, tag: the sender's rank in the group).
 void MpiGroup::permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) {
   if (source >= size() || dest >= size())
     throw ValueError("collective_permute: member " + std::to_string(rank) + " names " +
@@ -517,6 +634,8 @@ void MpiGroup::permute(int rank, const void* in, void* out, size_t bytes, int so
             reqs.push_back(req);
           }
         }
+        TESSEL_DEBUG_LOG(exchange_line("collective_permute", "MPI_Isend/MPI_Irecv of " + std::to_string(reqs.size()) +
+                                                                 " blocks of " + std::to_string(bytes) + " bytes"));
         wait_all(reqs, "collective_permute");
       },
       [&] {

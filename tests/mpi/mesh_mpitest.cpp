@@ -7,12 +7,19 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstring>
 #include <functional>
 #include <future>
+#include <limits>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
+#include "core/log.h"
 #include "distributed/collectives.h"
+#include "distributed/mpi.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
@@ -58,23 +65,39 @@ bool spans_processes(const ts::Mesh& m) {
 
 // ---- the hub, directly ----
 
-// Participants p = 0..2P-1 live in process p % P (interleaved: group rank order differs
-// from the packed process order); each process runs its own members on threads.
+/// A group of 2P participants, participant p in process p % P, ranked in reverse (rank r is
+/// participant 2P-1-r): group rank order differs from the packed process order. Each
+/// process runs its own members (`mine`, their ranks) on threads.
+struct InterleavedGroup {
+  int n = 0;
+  std::shared_ptr<dist::CollectiveHub> hub;
+  std::vector<int> members, mine;
+
+  InterleavedGroup() {
+    const int P = ts::process_count(), me = ts::process_index();
+    n = 2 * P;
+    std::vector<dist::Participant> parts;
+    for (int p = 0; p < n; ++p) parts.push_back({p % P, 100000 + p});  // device ids of no real device
+    hub = dist::make_hub(parts, me);
+    for (int p = n - 1; p >= 0; --p) members.push_back(p);
+    for (int r = 0; r < n; ++r)
+      if (members[size_t(r)] % P == me) mine.push_back(r);
+  }
+  dist::CollectiveGroup& group() const { return hub->group(members); }
+  /// Runs fn(rank) for each of this process's members at once.
+  void run(const std::function<void(int)>& fn) const {
+    run_threads(int(mine.size()), [&](int i) { fn(mine[size_t(i)]); });
+  }
+};
+
 TEST(MeshHub, EveryCollectiveAcrossProcessesInterleaved) {
-  const int P = ts::process_count(), me = ts::process_index(), n = 2 * P;
-  std::vector<dist::Participant> parts;
-  for (int p = 0; p < n; ++p) parts.push_back({p % P, 100000 + p});  // device ids of no real device
-  auto hub = dist::make_hub(parts, me);
-  std::vector<int> members;  // reversed: rank r is participant n-1-r
-  for (int p = n - 1; p >= 0; --p) members.push_back(p);
-  std::vector<int> mine;
-  for (int r = 0; r < n; ++r)
-    if (members[size_t(r)] % P == me) mine.push_back(r);
+  const InterleavedGroup ig;
+  const int n = ig.n;
+  const std::vector<int>& mine = ig.mine;
   std::vector<std::vector<float>> sum(n), mx(n), gathered(n), a2a(n), rs(n), perm(n), rows(n);
   std::vector<std::vector<ts::float16_t>> half(n);
-  run_threads(int(mine.size()), [&](int i) {
-    const int r = mine[size_t(i)];
-    auto& g = hub->group(members);
+  ig.run([&](int r) {
+    auto& g = ig.group();
     EXPECT_EQ(g.size(), n);
     std::vector<float> x{float(r), float(10 * r), 1.0f};
     sum[size_t(r)].resize(3), mx[size_t(r)].resize(3);
@@ -117,6 +140,131 @@ TEST(MeshHub, EveryCollectiveAcrossProcessesInterleaved) {
     for (int k = 0; k < 2; ++k) EXPECT_EQ(rs[size_t(r)][size_t(k)], float(total + n * (2 * r + k)));
     EXPECT_EQ(perm[size_t(r)][0], r == 0 ? -1.0f : float(r - 1));
   }
+}
+
+/// True when `a` and `b` hold the same bits (complex numbers: the same value, as the sign
+/// of a zero imaginary part of a product depends on the order of the factors).
+template <class T> bool same_bits(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, ts::complex64_t> || std::is_same_v<T, ts::complex128_t>) return a == b;
+  else return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+/// Member r's element k (of a group of n >= 2): 2 at member k % n, -1 at member (k + 1) % n,
+/// else 1, so that every signed and floating dtype holds the sum n - 1, the product -2, the
+/// maximum 2 and the minimum -1 exactly.
+float member_value(int r, size_t k, int n) {
+  return r == int(k % size_t(n)) ? 2.0f : r == int((k + 1) % size_t(n)) ? -1.0f : 1.0f;
+}
+
+/// all_reduce and reduce_scatter of T with every operation across processes give every
+/// member the combined value, bit for bit.
+template <class T> void expect_reductions(const InterleavedGroup& ig, const std::vector<ir::Combine>& ops) {
+  const int n = ig.n;
+  // all_reduce elements; reduce_scatter elements per member block (beyond TESSEL_MPI_MAX_COUNT=7
+  // of the chunked test run with two members per process)
+  const size_t K = 9, B = 4;
+  const ts::DType d = ts::dtype_of<T>();
+  for (ir::Combine op : ops) {
+    const float want_value = op == ir::Combine::kSum    ? float(n - 1)
+                             : op == ir::Combine::kProd ? -2.0f
+                             : op == ir::Combine::kMax  ? 2.0f
+                                                        : -1.0f;
+    const T want = T(want_value);
+    auto reduced = std::vector<std::vector<T>>(size_t(n), std::vector<T>(K));
+    auto scattered = std::vector<std::vector<T>>(size_t(n), std::vector<T>(B));
+    ig.run([&](int r) {
+      std::vector<T> in, blocks;
+      for (size_t k = 0; k < K; ++k) in.push_back(T(member_value(r, k, n)));
+      for (size_t k = 0; k < B * size_t(n); ++k) blocks.push_back(T(member_value(r, k, n)));
+      ig.group().all_reduce(r, in.data(), reduced[size_t(r)].data(), K, d, op);
+      ig.group().reduce_scatter(r, blocks.data(), scattered[size_t(r)].data(), B, d, op);
+    });
+    const std::string what = std::string(ts::dtype_name(d)) + " " + ir::combine_name(op);
+    for (int r : ig.mine) {
+      for (const T& v : reduced[size_t(r)]) EXPECT_TRUE(same_bits(v, want)) << "all_reduce " << what << ", rank " << r;
+      for (const T& v : scattered[size_t(r)])
+        EXPECT_TRUE(same_bits(v, want)) << "reduce_scatter " << what << ", rank " << r;
+    }
+  }
+}
+
+// MPI's own operations (integers, float and complex sums and products) and tessel's as
+// MPI_Ops (16-bit floats; max and min of floats) give the same values.
+TEST(MeshHub, ReductionsOfEveryDtypeAcrossProcesses) {
+  const InterleavedGroup ig;
+  const std::vector<ir::Combine> all{ir::Combine::kSum, ir::Combine::kProd, ir::Combine::kMax, ir::Combine::kMin};
+  expect_reductions<float>(ig, all);
+  expect_reductions<double>(ig, all);
+  expect_reductions<int32_t>(ig, all);
+  expect_reductions<int8_t>(ig, all);
+  expect_reductions<int64_t>(ig, all);
+  expect_reductions<ts::float16_t>(ig, all);
+  expect_reductions<ts::bfloat16_t>(ig, all);
+  expect_reductions<ts::complex64_t>(ig, {ir::Combine::kSum, ir::Combine::kProd});
+  expect_reductions<ts::complex128_t>(ig, {ir::Combine::kSum, ir::Combine::kProd});
+  // bool: sum and max are "or", prod and min "and"; member 0 alone holds true.
+  for (ir::Combine op : all) {
+    std::vector<char> got(size_t(ig.n));
+    ig.run([&](int r) {
+      bool in = r == 0, out = false;
+      ig.group().all_reduce(r, &in, &out, 1, ts::bool_, op);
+      got[size_t(r)] = out;
+    });
+    const bool want = op == ir::Combine::kSum || op == ir::Combine::kMax;
+    for (int r : ig.mine) EXPECT_EQ(bool(got[size_t(r)]), want) << "bool " << ir::combine_name(op) << ", rank " << r;
+  }
+}
+
+// max and min of floats propagate NaN and order -0 < +0 across processes too (as pmax and
+// pmin do on one process), whichever process holds the NaN or the zero.
+template <class T> void expect_nan_and_zero_sign(const InterleavedGroup& ig) {
+  const int n = ig.n;
+  const T nan = T(std::numeric_limits<float>::quiet_NaN());
+  for (ir::Combine op : {ir::Combine::kMax, ir::Combine::kMin}) {
+    std::vector<std::vector<T>> got(size_t(n), std::vector<T>(4));
+    ig.run([&](int r) {
+      // element 0: NaN at rank 0; 1: NaN at the last rank; 2: +0 at rank 1, else -0; 3: -0 at rank 1, else +0.
+      std::vector<T> in{r == 0 ? nan : T(1.0f), r == n - 1 ? nan : T(1.0f), T(r == 1 ? 0.0f : -0.0f),
+                        T(r == 1 ? -0.0f : 0.0f)};
+      ig.group().all_reduce(r, in.data(), got[size_t(r)].data(), 4, ts::dtype_of<T>(), op);
+    });
+    for (int r : ig.mine) {
+      const std::vector<T>& v = got[size_t(r)];
+      const std::string what = std::string(ts::dtype_name(ts::dtype_of<T>())) + " " + ir::combine_name(op);
+      EXPECT_TRUE(std::isnan(float(v[0])) && std::isnan(float(v[1]))) << what << ", rank " << r;
+      const bool want_negative = op == ir::Combine::kMin;
+      for (int k : {2, 3})
+        EXPECT_TRUE(float(v[size_t(k)]) == 0.0f && std::signbit(float(v[size_t(k)])) == want_negative)
+            << what << " of signed zeros, rank " << r << ": " << float(v[size_t(k)]);
+    }
+  }
+}
+
+TEST(MeshHub, MaxAndMinPropagateNanAndOrderSignedZeros) {
+  const InterleavedGroup ig;
+  expect_nan_and_zero_sign<float>(ig);
+  expect_nan_and_zero_sign<double>(ig);
+  expect_nan_and_zero_sign<ts::float16_t>(ig);
+}
+
+// Sums whose rounding depends on the order of the terms: every process gets the same bits
+// (MPI requires every process of a reduction to receive an identical result).
+TEST(MeshHub, FloatSumsAreBitIdenticalInEveryProcess) {
+  const InterleavedGroup ig;
+  const size_t K = 1000;
+  std::vector<std::vector<float>> got(size_t(ig.n), std::vector<float>(K));
+  ig.run([&](int r) {
+    std::vector<float> in;
+    for (size_t k = 0; k < K; ++k) in.push_back(1.0f / float(3 * r + 7 * int(k % 13) + 1) * (k % 2 ? -1.0f : 1.0f));
+    ig.group().all_reduce(r, in.data(), got[size_t(r)].data(), K, ts::f32, ir::Combine::kSum);
+  });
+  for (int r : ig.mine) EXPECT_EQ(got[size_t(r)], got[size_t(ig.mine[0])]) << "rank " << r;
+  std::vector<float> all(K * size_t(ts::process_count()));
+  ASSERT_EQ(MPI_Allgather(got[size_t(ig.mine[0])].data(), int(K), MPI_FLOAT, all.data(), int(K), MPI_FLOAT,
+                          dist::mpi::world_comm()),
+            MPI_SUCCESS);
+  for (int p = 1; p < ts::process_count(); ++p)
+    EXPECT_EQ(std::memcmp(all.data(), all.data() + size_t(p) * K, K * sizeof(float)), 0) << "process " << p;
 }
 
 TEST(MeshHub, OnlyLocalParticipantsNeedNoMpi) {
@@ -304,6 +452,101 @@ TEST(MeshShardMap, PsumAllGatherAndPpermuteAcrossProcesses) {
   auto a2a = ts::shard_map([](const ts::Array& p) { return ts::all_to_all(p, "i", 1, 0, {.tiled = true}); }, mesh,
                            {ts::P("i", ts::none)}, {ts::P(ts::none, "i")});
   expect_pieces(a2a(m), m, "all_to_all rows to columns");
+}
+
+/// Runs fn with TESSEL_LOG=debug and returns what it wrote to stderr.
+std::string debug_log_of(const std::function<void()>& fn) {
+  const auto level = ts::detail::log_level();
+  ts::detail::set_log_level(ts::detail::LogLevel::kDebug);
+  testing::internal::CaptureStderr();
+  try {
+    fn();
+  } catch (...) {
+    testing::internal::GetCapturedStderr();
+    ts::detail::set_log_level(level);
+    throw;
+  }
+  std::string text = testing::internal::GetCapturedStderr();
+  ts::detail::set_log_level(level);
+  return text;
+}
+
+// A mesh (x: 2 across processes, y: within one) and every collective over x, and over
+// (x, y) whose groups hold several devices of each process, for f32, f64 and int32, with
+// reductions other than sum; the debug log shows each went through MPI's own collective.
+TEST(MeshCollectives, EveryCollectiveOverAnAxisAcrossProcesses) {
+  REQUIRE_DEVICES(4);
+  const int64_t N = ts::device_count(), M = N / 2;
+  if (N % 2) GTEST_SKIP() << "needs an even number of devices";
+  ts::Mesh mesh = ts::make_mesh({2, M}, {"x", "y"});
+  ASSERT_NE(mesh.devices()[0].process_index(), mesh.devices()[size_t(M)].process_index()) << "x crosses processes";
+  const int64_t R = 4 * M, C = 2;  // a device's piece is [R, C]: R splits over x and over (x, y)
+  using Spec = ts::PartitionSpec;
+  const Spec split = ts::P("x", "y"), cols = ts::P(ts::none, "y"), repl = ts::P();
+  struct Case {
+    std::string name;
+    std::function<ts::Array(const ts::Array&)> fn;
+    Spec out;
+    std::function<ts::Array(const ts::Array&)> want;  // of the global argument
+  };
+  auto top = [=](const ts::Array& a) { return ts::slice(a, {0, 0}, {R, M * C}); };
+  auto bottom = [=](const ts::Array& a) { return ts::slice(a, {R, 0}, {2 * R, M * C}); };
+  // The pieces [R, C] of every device, in group order over (x, y).
+  auto pieces = [=](const ts::Array& a) {
+    std::vector<ts::Array> r;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < M; ++j) r.push_back(ts::slice(a, {i * R, j * C}, {(i + 1) * R, (j + 1) * C}));
+    return r;
+  };
+  auto fold = [=](const ts::Array& a, ts::Array (*op)(const ts::Array&, const ts::Array&)) {
+    auto ps = pieces(a);
+    ts::Array acc = ps[0];
+    for (size_t k = 1; k < ps.size(); ++k) acc = op(acc, ps[k]);
+    return acc;
+  };
+  const std::vector<Case> cases{
+      {"psum over x", [](const ts::Array& p) { return ts::psum(p, "x"); }, cols,
+       [=](const ts::Array& a) { return top(a) + bottom(a); }},
+      {"pmax over x", [](const ts::Array& p) { return ts::pmax(p, "x"); }, cols,
+       [=](const ts::Array& a) { return ts::maximum(top(a), bottom(a)); }},
+      {"pmin over (x, y)", [](const ts::Array& p) { return ts::pmin(p, {"x", "y"}); }, repl,
+       [=](const ts::Array& a) { return fold(a, [](const ts::Array& u, const ts::Array& v) { return ts::minimum(u, v); }); }},
+      {"psum over (x, y)", [](const ts::Array& p) { return ts::psum(p, {"x", "y"}); }, repl,
+       [=](const ts::Array& a) { return fold(a, [](const ts::Array& u, const ts::Array& v) { return u + v; }); }},
+      {"all_gather over x", [](const ts::Array& p) { return ts::all_gather(p, "x", {.axis = 0, .tiled = true}); }, cols,
+       [](const ts::Array& a) { return a; }},
+      {"all_gather over (x, y)",
+       [](const ts::Array& p) { return ts::all_gather(p, {"x", "y"}, {.axis = 0, .tiled = true}); }, repl,
+       [=](const ts::Array& a) { return ts::concatenate(pieces(a), 0); }},
+      {"psum_scatter over x",
+       [](const ts::Array& p) { return ts::psum_scatter(p, "x", {.scatter_dimension = 0, .tiled = true}); }, split,
+       [=](const ts::Array& a) { return top(a) + bottom(a); }},
+      {"psum_scatter over (x, y)",
+       [](const ts::Array& p) { return ts::psum_scatter(p, {"x", "y"}, {.scatter_dimension = 0, .tiled = true}); },
+       ts::P(ts::axes("x", "y")),
+       [=](const ts::Array& a) { return fold(a, [](const ts::Array& u, const ts::Array& v) { return u + v; }); }},
+      {"all_to_all over x", [](const ts::Array& p) { return ts::all_to_all(p, "x", 1, 0, {.tiled = true}); },
+       ts::P(ts::none, ts::axes("y", "x")), [](const ts::Array& a) { return a; }},
+      {"ppermute over x", [](const ts::Array& p) { return ts::ppermute(p, "x", {{0, 1}, {1, 0}}); }, split,
+       [=](const ts::Array& a) { return ts::concatenate({bottom(a), top(a)}, 0); }},
+  };
+  // Mixed signs, so that max and min differ from the first and last pieces.
+  const ts::Array base = ts::remainder(range_f32({2 * R, M * C}) * 7.0f, ts::Array(11.0f)) - 5.0f;
+  const std::string log = debug_log_of([&] {
+    for (ts::DType d : {ts::f32, ts::f64, ts::i32}) {
+      const ts::Array a = base.astype(d);
+      for (const Case& c : cases) {
+        ts::Array got = ts::shard_map(c.fn, mesh, {split}, {c.out})(a);
+        expect_pieces(got, c.want(a), c.name + " in " + ts::dtype_name(d));
+      }
+    }
+  });
+  // Sums are MPI_SUM; max and min of int32 are MPI's, of floats tessel's (NaN, -0 < +0).
+  for (const char* line : {"MPI_Iallreduce of", "float32 (sum: MPI_SUM)", "float64 (sum: MPI_SUM)",
+                           "int32 (max: MPI_MAX)", "int32 (min: MPI_MIN)", "float32 (max: tessel's max)",
+                           "float64 (min: tessel's min)", "MPI_Ireduce", "MPI_Iallgather", "MPI_Ialltoall",
+                           "MPI_Isend/MPI_Irecv"})
+    EXPECT_NE(log.find(line), std::string::npos) << "no debug line with '" << line << "'";
 }
 
 TEST(MeshShardMap, GradThroughPsumAcrossProcesses) {
