@@ -126,14 +126,17 @@ namespace {
 // when the result is split over the same axes). An axis splits one factor only, and a
 // factor with a divisor (ShardingRule::divides) takes only axes whose pieces divide it.
 std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector<const Hint*>& operands,
-                                 const std::vector<const Hint*>& results, const Mesh& mesh) {
+                                 const std::vector<const Hint*>& results, const Mesh& mesh,
+                                 std::span<const Aval> ins, std::span<const Aval> outs) {
   size_t nf = rule.factors.size();
   struct Candidate {
     Axes axes;
     int priority;
+    size_t bytes;  // of the value that has this layout: what taking another layout would move
   };
   std::vector<std::vector<Candidate>> cands(nf);
-  auto collect = [&](const std::vector<std::vector<int>>& dims, const std::vector<const Hint*>& hints, bool result) {
+  auto collect = [&](const std::vector<std::vector<int>>& dims, const std::vector<const Hint*>& hints,
+                     std::span<const Aval> avals, bool result) {
     for (size_t i = 0; i < dims.size(); ++i) {
       const Hint* h = hints[i];
       if (!h || !h->known) continue;
@@ -141,17 +144,19 @@ std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector
         int f = dims[i][d];
         if (f < 0 || h->dims[d].empty()) continue;
         int prio = result ? (h->fixed ? 3 : 0) : (h->fixed ? 2 : 1);
-        cands[size_t(f)].push_back({h->dims[d], prio});
+        cands[size_t(f)].push_back({h->dims[d], prio, avals[i].nbytes()});
       }
     }
   };
-  collect(rule.operands, operands, false);
-  collect(rule.results, results, true);
+  collect(rule.operands, operands, ins, false);
+  collect(rule.results, results, outs, true);
   std::vector<size_t> order(nf);
   for (size_t f = 0; f < nf; ++f) order[f] = f;
+  // A factor's strongest candidate, and of those the largest value: factors compete for
+  // mesh axes in that order, so a conflict moves the smaller values.
   auto best = [&](size_t f) {
-    int b = -1;
-    for (auto& c : cands[f]) b = std::max(b, c.priority);
+    std::pair<int, size_t> b{-1, 0};
+    for (auto& c : cands[f]) b = std::max(b, std::pair<int, size_t>{c.priority, c.bytes});
     return b;
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -164,7 +169,11 @@ std::vector<Axes> assign_factors(const ir::ShardingRule& rule, const std::vector
   ir::Combine reduction = ir::Combine::kNone;
   for (size_t f : order) {
     auto& cs = cands[f];
-    std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
+    // Of equally strong candidates, the layout of the largest value: the others, which move
+    // to it, are smaller, so the plan moves the fewest bytes.
+    std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) {
+      return a.priority != b.priority ? a.priority > b.priority : a.bytes > b.bytes;
+    });
     if (rule.factors[f] != ir::Combine::kNone && reduction != ir::Combine::kNone && rule.factors[f] != reduction)
       continue;  // partial results combine one way only
     const int64_t divisor = rule.divisor(f);
@@ -270,7 +279,7 @@ class Propagator {
       any_known |= rh.back() && rh.back()->known;
     }
     if (!any_known) return;
-    std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_);
+    std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_, ins, outs);
     for (size_t i = 0; i < e.inputs.size(); ++i)
       if (!e.inputs[i].is_literal()) suggest(e.inputs[i].var(), project(rule.operands[i], factors), false);
     for (size_t j = 0; j < e.outputs.size(); ++j) suggest(e.outputs[j], project(rule.results[j], factors), false);
@@ -401,7 +410,7 @@ void Lowerer::lower(const ir::Equation& e) {
   std::vector<const Hint*> oh, rh;
   for (auto& a : e.inputs) oh.push_back(hint(a));
   for (auto& v : e.outputs) rh.push_back(hint(ir::Atom(v)));
-  std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_);
+  std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_, ins, outs);
   if (detail::info_logging()) log_fallbacks(e, rule, factors);
 
   std::vector<Array> local_ins;
