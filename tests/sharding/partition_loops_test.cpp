@@ -203,3 +203,25 @@ TEST(PartitionLoops, ConstraintInTheBodyDecidesAnUnconstrainedCarry) {
   expect_close(got, fn(wavy({16, 16})));
   EXPECT_EQ(got.sharding(), ts::Sharding(cols)) << got.sharding().to_string();
 }
+
+TEST(PartitionLoops, CustomPartitioningInsideALoopBodyGetsTheCarryLayout) {
+  ts::NamedSharding rows(line(), ts::P("x", ts::none));
+  // An element-wise op with its own partitioning: each device applies it to its rows.
+  auto scale = ts::custom_partitioning([](const ts::Array& a) { return a * 0.5f + 1.0f; }, {.name = "scale_rows"});
+  scale.def_partition(
+      {.partition =
+           [](const ts::Mesh& m, const std::vector<ts::ShardedShape>& a, const std::vector<ts::ShardedShape>&) {
+             auto lower = [](const std::vector<ts::Array>& xs) { return std::vector<ts::Array>{xs[0] * 0.5f + 1.0f}; };
+             return ts::PartitionResult{m, lower, {a[0].sharding}, {a[0].sharding}};
+           },
+       .sharding_rule = "i j -> i j"});
+  auto fn = [&](const ts::Array& u) {
+    return ts::fori_loop(0, 4, [&](const ts::Array&, const ts::Array& c) { return scale(ts::sin(c)); }, u);
+  };
+  auto f = ts::jit(fn, {.in_shardings = {rows}});
+  const ts::Array u = wavy({32, 8});
+  expect_close(f(u), fn(u));
+  const std::string text = f.lower(u).compile().as_text();
+  EXPECT_NE(text.find("no collectives"), std::string::npos) << text;
+  EXPECT_EQ(count(text, "f32[32,8]"), 0) << text;
+}
