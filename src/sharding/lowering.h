@@ -76,7 +76,7 @@ class Lowerer {
   const Mesh& mesh_;
   Hints hints_;
   std::unordered_map<const ir::VarNode*, Local> env_;
-  std::map<std::pair<const ir::VarNode*, std::string>, Array> resharded_;
+  std::map<std::pair<const ir::VarNode*, std::string>, Local> resharded_;  // by value and layout
 };
 
 /// Lowers an equation whose primitive has nested programs (Primitive::regions): each

@@ -335,6 +335,20 @@ Hints propagate(const ir::Program& p, const Mesh& mesh, const std::vector<std::o
 
 // ---- lowering ----
 
+namespace {
+
+// `to` splits every dimension at least as finely as `from`, with `from`'s axes first: each
+// device's piece of `to` lies inside its piece of `from`, so resharding is local slicing.
+bool slices_locally(const Layout& from, const Layout& to) {
+  if (!from.partial.empty() || !to.partial.empty() || from.dims.size() != to.dims.size()) return false;
+  for (size_t d = 0; d < from.dims.size(); ++d)
+    if (to.dims[d].size() < from.dims[d].size() || !std::equal(from.dims[d].begin(), from.dims[d].end(), to.dims[d].begin()))
+      return false;
+  return true;
+}
+
+}  // namespace
+
 Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Shape& global) {
   Shape s = global;
   for (size_t d = 0; d < s.size(); ++d) s[d] = detail::piece_size(s[d], detail::axes_size(mesh, dims[d]));
@@ -396,9 +410,18 @@ Array Lowerer::to_layout(const ir::Atom& a, const Layout& want) {
   if (a.is_literal() || l.layout == want) return l.value;
   auto key = std::make_pair(a.var().get(), want.to_string());
   auto it = resharded_.find(key);
-  if (it != resharded_.end()) return it->second;
+  if (it != resharded_.end()) return it->second.value;
+  // A layout this value already has elsewhere in the program, from which `want` is only
+  // local slicing, saves a collective: a value gathered for one user is sliced for another.
+  for (auto s = resharded_.lower_bound(std::make_pair(a.var().get(), std::string())); s != resharded_.end() &&
+                                                                                     s->first.first == a.var().get();
+       ++s)
+    if (slices_locally(s->second.layout, want)) {
+      l = s->second;
+      break;
+    }
   Array r = reshard(l.value, l.layout, want, a.aval().shape, mesh_);
-  resharded_.emplace(key, r);
+  resharded_.emplace(key, Local{r, want});
   return r;
 }
 

@@ -70,3 +70,22 @@ TEST(PartitionReuse, PartialResultCompletedOnceForUsersAndOutputs) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) expect_equal(got[i], want[i]);
 }
+
+// A value gathered for one user and needed split another way by a second user is sliced
+// from the gathered copy: one all_gather, no all_to_all.
+TEST(PartitionReuse, SecondLayoutIsSlicedFromAGatheredCopy) {
+  const ts::Mesh mesh = line();
+  const ts::NamedSharding rows(mesh, ts::P("x", ts::none)), cols(mesh, ts::P(ts::none, "x"));
+  auto fn = [&](const ts::Array& a) {
+    // Wanted whole: a gathered. Wanted split by columns: a sliced from the gathered copy.
+    ts::Array whole = ts::with_sharding_constraint(ts::cumsum(a, 0), ts::NamedSharding(mesh, ts::P()));
+    ts::Array by_cols = ts::with_sharding_constraint(a, cols) * 2.0f;
+    return whole + by_cols;
+  };
+  auto f = ts::jit(fn, {.in_shardings = {rows}});
+  const ts::Array a = range_f32({16, 16}, 0.5f);
+  const std::string text = f.lower(a).compile().as_text();
+  EXPECT_EQ(count(text, "= all_gather["), 1) << text;
+  EXPECT_EQ(count(text, "all_to_all"), 0) << text;
+  expect_equal(f(a), fn(a));
+}
