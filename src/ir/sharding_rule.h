@@ -4,8 +4,9 @@
 // dimension of each operand and result is labelled with a factor; dimensions that share a
 // factor are split the same way. A factor found in the results is pass-through (every
 // device computes its piece); a factor found only in operands is a reduction (every device
-// computes a partial result that a collective combines). A dimension labelled kWhole must
-// not be split (slices, sorts, FFTs along it): the partitioner gathers it first.
+// computes a partial result that a collective combines). A permutation factor (below) may
+// stay split though positions move along it. A dimension labelled kWhole must not be split
+// (sorts, FFTs, cumulative sums along it): the partitioner gathers it first.
 // Primitives without a rule are computed on whole (replicated) operands: correct, not fast.
 #include <optional>
 #include <span>
@@ -37,8 +38,16 @@ struct ShardingRule {
   /// split) dimension is one factor with its major part: the pieces of (8, 6) split on
   /// dimension 0 are the pieces of (48,) only when the number of pieces divides 8.
   std::vector<int64_t> divides;
+  /// Per factor (may be shorter than `factors`; absent: false): a *permutation* factor, a
+  /// dimension whose positions move between operands and results (Shardy's name): the
+  /// windowed dimension of a slice, pad or windowed update, the concatenated or reversed
+  /// one, iota's counted one. Unlike kWhole it may stay split: the partitioner then moves
+  /// the rows each piece needs from its neighbours (a halo exchange) or adds each piece's
+  /// offset (sharding/halo.cpp), and gathers the dimension only where that does not fit.
+  std::vector<bool> permutes;
 
   int64_t divisor(size_t f) const { return f < divides.size() ? divides[f] : 0; }
+  bool permutation(size_t f) const { return f < permutes.size() && permutes[f]; }
 };
 
 using ShardingRuleFn = ShardingRule (*)(std::span<const Aval> ins, std::span<const Aval> outs, const Params& params);

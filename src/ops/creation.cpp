@@ -35,12 +35,12 @@ void iota_kernel(const KernelCall& c) {
   });
 }
 
-// SPMD: the counted dimension stays whole (the kernel counts from 0); every device fills
-// its piece of the others.
+// SPMD: every device fills its piece; along the counted dimension (a permutation factor)
+// the partitioner adds the piece's offset to a local count (sharding/halo.cpp).
 ir::ShardingRule iota_sharding_rule(std::span<const Aval>, std::span<const Aval> outs, const Params& p) {
-  std::vector<bool> whole(outs[0].shape.size(), false);
-  whole[size_t(p.get_int("dimension"))] = true;
-  return aligned_sharding_rule({}, outs, whole);
+  std::vector<DimRule> dims(outs[0].shape.size(), DimRule::kPass);
+  dims[size_t(p.get_int("dimension"))] = DimRule::kPermute;
+  return aligned_sharding_rule({}, outs, dims);
 }
 
 Params iota_localize(const Params& p, std::span<const Aval>, std::span<const Aval> local_outs) {

@@ -135,9 +135,9 @@ Batched scan_batch(const ir::Primitive& self, std::span<const Array> ins, std::s
 
 /// SPMD: the scanned axis stays whole; the others pass through.
 ir::ShardingRule scan_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
-  std::vector<bool> whole(outs[0].shape.size(), false);
-  whole[size_t(p.get_int("axis"))] = true;
-  return aligned_sharding_rule(ins, outs, whole);
+  std::vector<DimRule> dims(outs[0].shape.size(), DimRule::kPass);
+  dims[size_t(p.get_int("axis"))] = DimRule::kWhole;
+  return aligned_sharding_rule(ins, outs, dims);
 }
 
 template <class Op> ir::Primitive scan_primitive() {

@@ -132,17 +132,25 @@ Batched slice_batch(const ir::Primitive& self, std::span<const Array> ins, std::
 }
 
 // ---- SPMD rules of the slicing primitives: a dimension taken in full (from 0, stride 1)
-// passes through; any other stays whole (a piece's window would depend on its position) ----
+// passes through; a window of stride 1 is a permutation factor (each piece of the result
+// reads the operand's rows at its positions shifted by the start: a halo exchange); a
+// strided one stays whole ----
 
 /// Whether a strided window takes dimension d of `s` in full.
 bool full_window(const Shape& s, const Params& p, size_t d) {
   return p.get_ints("start_indices")[d] == 0 && p.get_ints("strides")[d] == 1 && p.get_ints("limit_indices")[d] == s[d];
 }
 
+/// How dimension d of a strided window of `s` partitions.
+DimRule window_rule(const Shape& s, const Params& p, size_t d) {
+  if (full_window(s, p, d)) return DimRule::kPass;
+  return p.get_ints("strides")[d] == 1 ? DimRule::kPermute : DimRule::kWhole;
+}
+
 ir::ShardingRule slice_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
-  std::vector<bool> whole(outs[0].shape.size());
-  for (size_t d = 0; d < whole.size(); ++d) whole[d] = !full_window(ins[0].shape, p, d);
-  return aligned_sharding_rule(ins, outs, whole);
+  std::vector<DimRule> dims(outs[0].shape.size());
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = window_rule(ins[0].shape, p, d);
+  return aligned_sharding_rule(ins, outs, dims);
 }
 
 /// limit_indices of the per-device window: a dimension read from 0 with stride 1 whose
@@ -375,11 +383,13 @@ Batched dynamic_update_slice_batch(const ir::Primitive& self, std::span<const Ar
 }
 
 // SPMD: dimensions the window covers in full (their start clamps to 0) pass through; the
-// others stay whole. The start indices are scalars.
+// others are permutation factors (a constant start is a halo exchange; any other start
+// gathers the dimension). The start indices are scalars.
 ir::ShardingRule dynamic_slice_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
-  std::vector<bool> whole(outs[0].shape.size());
-  for (size_t d = 0; d < whole.size(); ++d) whole[d] = outs[0].shape[d] != ins[0].shape[d];
-  return aligned_sharding_rule(ins, outs, whole);
+  std::vector<DimRule> dims(outs[0].shape.size());
+  for (size_t d = 0; d < dims.size(); ++d)
+    dims[d] = outs[0].shape[d] == ins[0].shape[d] ? DimRule::kPass : DimRule::kPermute;
+  return aligned_sharding_rule(ins, outs, dims);
 }
 
 Params dynamic_slice_localize(const Params& p, std::span<const Aval>, std::span<const Aval> local_outs) {
@@ -390,9 +400,10 @@ Params dynamic_slice_localize(const Params& p, std::span<const Aval>, std::span<
 
 ir::ShardingRule dynamic_update_slice_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs,
                                                     const Params&) {
-  std::vector<bool> whole(outs[0].shape.size());
-  for (size_t d = 0; d < whole.size(); ++d) whole[d] = ins[1].shape[d] != ins[0].shape[d];
-  return aligned_sharding_rule(ins, outs, whole);
+  std::vector<DimRule> dims(outs[0].shape.size());
+  for (size_t d = 0; d < dims.size(); ++d)
+    dims[d] = ins[1].shape[d] == ins[0].shape[d] ? DimRule::kPass : DimRule::kPermute;
+  return aligned_sharding_rule(ins, outs, dims);
 }
 
 const ir::Primitive& dynamic_slice_p = ir::register_primitive({
@@ -646,8 +657,11 @@ Batched gather_batch(const ir::Primitive& self, std::span<const Array> ins, std:
 // ---- SPMD rules of gather and scatter. Indexed dimensions stay whole (an index may point
 // anywhere in them). A window dimension taken in full passes through to its place in the
 // indexed shape. gather: the index arrays' dimensions pass through to the batch dimensions
-// of the result (each device gathers for its piece of the indices). scatter: indices and
-// the update's batch dimensions stay whole (every update must reach the whole operand) ----
+// of the result (each device gathers for its piece of the indices); its partial windows
+// stay whole. scatter: indices and the update's batch dimensions stay whole (every update
+// must reach the whole operand); without index arrays (x.at[1:-1].set(u)) a partial
+// window of stride 1 is a permutation factor (the update's rows move to the pieces that
+// hold their positions) ----
 
 /// Where each operand dimension lands in the indexed shape (-1 for indexed ones), for
 /// index arrays of rank `index_rank`.
@@ -665,21 +679,26 @@ std::vector<int64_t> window_positions(const Params& p, size_t rank, int64_t inde
 }
 
 /// Labels the operand dimensions (`x`) and the indexed shape (`view`) of a gather/scatter:
-/// full window dimensions get a shared factor, the rest stay whole.
+/// full window dimensions get a shared factor, partial ones a shared permutation factor
+/// when `partial_windows` (else they stay whole, like indexed ones).
 void label_windows(ir::ShardingRule& r, const Aval& operand, size_t index_rank, const Params& p,
-                   std::vector<int>& x, std::vector<int>& view) {
+                   bool partial_windows, std::vector<int>& x, std::vector<int>& view) {
   const Shape& s = operand.shape;
   const auto pos = window_positions(p, s.size(), int64_t(index_rank));
   x.assign(s.size(), ir::kWhole);
-  for (size_t d = 0; d < s.size(); ++d)
-    if (pos[d] >= 0 && full_window(s, p, d)) x[d] = view[size_t(pos[d])] = add_factor(r);
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (pos[d] < 0) continue;
+    const DimRule kind = window_rule(s, p, d);
+    if (kind == DimRule::kPass) x[d] = view[size_t(pos[d])] = add_factor(r);
+    if (kind == DimRule::kPermute && partial_windows) x[d] = view[size_t(pos[d])] = add_permutation_factor(r);
+  }
 }
 
 ir::ShardingRule gather_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
   const size_t index_rank = ins.size() > 1 ? ins[1].shape.size() : 0;
   ir::ShardingRule r;
   std::vector<int> x, out(outs[0].shape.size(), ir::kWhole), idx;
-  label_windows(r, ins[0], index_rank, p, x, out);
+  label_windows(r, ins[0], index_rank, p, /*partial_windows=*/false, x, out);
   const size_t bp = size_t(p.get_int("batch_pos"));
   for (size_t k = 0; k < index_rank; ++k) idx.push_back(out[bp + k] = add_factor(r));
   r.operands.push_back(x);
@@ -909,7 +928,7 @@ ir::ShardingRule scatter_sharding_rule(std::span<const Aval> ins, std::span<cons
   const size_t index_rank = ins.size() > 2 ? ins[2].shape.size() : 0;
   ir::ShardingRule r;
   std::vector<int> x, update(ins[1].shape.size(), ir::kWhole);
-  label_windows(r, ins[0], index_rank, p, x, update);
+  label_windows(r, ins[0], index_rank, p, /*partial_windows=*/ins.size() == 2, x, update);
   r.operands = {x, update};
   for (size_t j = 2; j < ins.size(); ++j) r.operands.push_back(std::vector<int>(index_rank, ir::kWhole));
   r.results = {x};

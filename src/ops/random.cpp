@@ -64,10 +64,12 @@ void threefry_kernel(const KernelCall& c) {
   }
 }
 
-// Not differentiable (uint32 operands only); batches element-wise.
+// Not differentiable (uint32 operands only); batches and partitions element-wise (each
+// device hashes its piece of the counters: random bits of a split result are drawn
+// piece by piece).
 const ir::Primitive& threefry_p = ir::register_primitive({
     .name = "threefry2x32", .arity = {4, 4}, .abstract_eval = threefry_aval, .cpu_kernel = threefry_kernel,
-    .batch = batch_elementwise});
+    .batch = batch_elementwise, .sharding_rule = ir::elementwise_sharding_rule});
 
 // ---- bitcast_convert_type ----
 

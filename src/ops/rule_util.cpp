@@ -115,13 +115,22 @@ int add_factor(ir::ShardingRule& r, ir::Combine c) {
   return int(r.factors.size()) - 1;
 }
 
+int add_permutation_factor(ir::ShardingRule& r) {
+  const int f = add_factor(r);
+  r.permutes.resize(size_t(f) + 1, false);
+  r.permutes[size_t(f)] = true;
+  return f;
+}
+
 ir::ShardingRule aligned_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs,
-                                       const std::vector<bool>& whole) {
+                                       const std::vector<DimRule>& kinds) {
   ir::ShardingRule r;
   const size_t rank = outs[0].shape.size();
   std::vector<int> dims(rank, ir::kWhole);
-  for (size_t d = 0; d < rank; ++d)
-    if (!whole[d]) dims[d] = add_factor(r);
+  for (size_t d = 0; d < rank; ++d) {
+    if (kinds[d] == DimRule::kPass) dims[d] = add_factor(r);
+    if (kinds[d] == DimRule::kPermute) dims[d] = add_permutation_factor(r);
+  }
   for (const Aval& a : ins) r.operands.push_back(a.shape.empty() ? std::vector<int>{} : dims);
   for (size_t i = 0; i < outs.size(); ++i) r.results.push_back(dims);
   return r;

@@ -62,11 +62,19 @@ std::vector<Array> jvp_zero(const ir::Primitive& self, std::span<const Array> pr
 /// Adds a factor to `r` (pass-through unless `c` says how partial results combine) and
 /// returns its id.
 int add_factor(ir::ShardingRule& r, ir::Combine c = ir::Combine::kNone);
+/// How one dimension partitions in an aligned_sharding_rule.
+enum class DimRule {
+  kPass,     // taken in full: each device computes its piece from its piece
+  kPermute,  // positions move along it (a window, a concatenation): a permutation factor
+  kWhole,    // must not be split
+};
+/// Adds a permutation factor (ShardingRule::permutes) to `r` and returns its id.
+int add_permutation_factor(ir::ShardingRule& r);
 /// The rule of a primitive whose results and non-scalar operands all have the first
-/// result's rank and dimension d means the same in each: every dimension d not marked in
-/// `whole` is one pass-through factor shared by all of them; marked dimensions stay whole.
-/// Rank-0 operands (scalar values, start indices) have no dimensions.
+/// result's rank and dimension d means the same in each: dimension d is one factor shared
+/// by all of them, of the kind `dims[d]` says. Rank-0 operands (scalar values, start
+/// indices) have no dimensions.
 ir::ShardingRule aligned_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs,
-                                       const std::vector<bool>& whole);
+                                       const std::vector<DimRule>& dims);
 
 }  // namespace tessel::ops

@@ -226,12 +226,17 @@ Batched rev_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
   return {{bind1(self, {ins[0]}, Params{{"dimensions", rd}})}, {dims[0]}};
 }
 
-// SPMD: reversed dimensions stay whole (their pieces would change places); the others
-// pass through.
+// SPMD: a reversed dimension is a permutation factor whose pieces change places (device d
+// takes piece k-1-d and reverses it), so its pieces must divide it; the others pass
+// through.
 ir::ShardingRule rev_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
-  std::vector<bool> whole(outs[0].shape.size(), false);
-  for (auto d : p.get_ints("dimensions")) whole[size_t(d)] = true;
-  return aligned_sharding_rule(ins, outs, whole);
+  const Shape& s = outs[0].shape;
+  std::vector<DimRule> dims(s.size(), DimRule::kPass);
+  for (auto d : p.get_ints("dimensions")) dims[size_t(d)] = DimRule::kPermute;
+  ir::ShardingRule r = aligned_sharding_rule(ins, outs, dims);
+  r.divides.resize(r.factors.size(), 0);
+  for (auto d : p.get_ints("dimensions")) r.divides[size_t(r.results[0][size_t(d)])] = s[size_t(d)];
+  return r;
 }
 
 // Code generation: a reversed dimension of size n reads index n - 1 - i.
@@ -310,11 +315,12 @@ Batched concatenate_batch(const ir::Primitive& self, std::span<const Array> ins,
   return {{bind1(self, xs, Params{{"dimension", p.get_int("dimension") + 1}})}, {0}};
 }
 
-// SPMD: the concatenated dimension stays whole; the others pass through.
+// SPMD: the concatenated dimension is a permutation factor (each piece of the result reads
+// the operands' rows at its positions); the others pass through.
 ir::ShardingRule concatenate_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
-  std::vector<bool> whole(outs[0].shape.size(), false);
-  whole[size_t(p.get_int("dimension"))] = true;
-  return aligned_sharding_rule(ins, outs, whole);
+  std::vector<DimRule> dims(outs[0].shape.size(), DimRule::kPass);
+  dims[size_t(p.get_int("dimension"))] = DimRule::kPermute;
+  return aligned_sharding_rule(ins, outs, dims);
 }
 
 // Code generation: operand i where the index along `dimension` lies in its range of the
@@ -442,13 +448,17 @@ Batched pad_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
   return {{where(broadcast_to(inside, padded.shape()), padded, value)}, {0}};
 }
 
-// SPMD: padded (or cropped) dimensions stay whole; the others pass through. The padding
-// value is a scalar.
+// SPMD: a dimension padded (or cropped) at its ends is a permutation factor (its positions
+// shift by the low padding); interior padding keeps it whole; the others pass through. The
+// padding value is a scalar.
 ir::ShardingRule pad_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
   const auto& cfg = p.get_ints("padding_config");
-  std::vector<bool> whole(outs[0].shape.size(), false);
-  for (size_t d = 0; d < whole.size(); ++d) whole[d] = cfg[3 * d] != 0 || cfg[3 * d + 1] != 0 || cfg[3 * d + 2] != 0;
-  return aligned_sharding_rule(ins, outs, whole);
+  std::vector<DimRule> dims(outs[0].shape.size(), DimRule::kPass);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (cfg[3 * d + 2] != 0) dims[d] = DimRule::kWhole;
+    else if (cfg[3 * d] != 0 || cfg[3 * d + 1] != 0) dims[d] = DimRule::kPermute;
+  }
+  return aligned_sharding_rule(ins, outs, dims);
 }
 
 // Code generation without interior padding: the operand inside [low, low + size) of every

@@ -2,7 +2,8 @@
 // Inside the partitioner (partitioner.h): the layouts propagation suggests, and the Lowerer
 // that turns one global program into per-device code. partitioner.cpp lowers ordinary and
 // self-partitioning equations; partition_nested.cpp lowers control flow (loop bodies and
-// branches partitioned with their own Lowerer).
+// branches partitioned with their own Lowerer); halo.cpp lowers windows along split
+// dimensions (halo exchange).
 #include <map>
 #include <optional>
 #include <span>
@@ -67,6 +68,14 @@ class Lowerer {
   Array to_layout(const ir::Atom& a, const Layout& want);
   void set(const ir::Var& v, Local l) { env_[v.get()] = std::move(l); }
 
+  /// Leaves `e` to be lowered by its user (halo.cpp: a slice that only feeds a concatenate
+  /// along a split dimension, which reads the slice's source instead).
+  void defer(const ir::Equation& e) { deferred_[e.outputs[0].get()] = &e; }
+  /// The deferred equation that computes `a`, or null.
+  const ir::Equation* deferred(const ir::Atom& a) const;
+  /// Lowers the deferred equation that computes `a` now (nothing when there is none).
+  void lower_deferred(const ir::Atom& a);
+
  private:
   void lower(const ir::Equation& e);
   void lower_spmd(const ir::Equation& e);
@@ -77,12 +86,26 @@ class Lowerer {
   Hints hints_;
   std::unordered_map<const ir::VarNode*, Local> env_;
   std::map<std::pair<const ir::VarNode*, std::string>, Local> resharded_;  // by value and layout
+  std::unordered_map<const ir::VarNode*, const ir::Equation*> deferred_;
 };
 
 /// Lowers an equation whose primitive has nested programs (Primitive::regions): each
 /// region is partitioned with its own Lowerer, loop carries laid out by a fixed point
 /// (partition_nested.cpp).
 void lower_nested(Lowerer& l, const ir::Equation& e);
+
+/// Lowers an equation whose rule has permutation factors (ir::ShardingRule::permutes) split
+/// by `factors`: windows read across pieces by halo exchange, rev by swapping pieces, iota
+/// by offsets (halo.cpp). Returns false when none is split, or when a dimension cannot be
+/// lowered that way (its reads would move as much as a gather, a start is not a constant):
+/// those factors' axes are then cleared in `factors` (with an info line), and the caller
+/// computes those dimensions whole.
+bool lower_window(Lowerer& l, const ir::Equation& e, const ir::ShardingRule& rule, std::vector<Axes>& factors);
+
+/// Defers (Lowerer::defer) the slices, and broadcasts of one-row slices, that only feed a
+/// concatenate along a dimension propagation split, so that a rotation (roll) or an edge
+/// padding reads their source and moves only the halo (halo.cpp).
+void defer_window_feeders(Lowerer& l);
 
 /// Suggests result layouts of an equation with nested programs from its operands' hints,
 /// by propagating through the regions (partition_nested.cpp). `hint_of` gives an operand's

@@ -206,6 +206,24 @@ std::vector<Axes> project(const std::vector<int>& dims, const std::vector<Axes>&
 
 namespace {
 
+// The layout suggested to operand i: its factors' axes, except that a permutation factor's
+// axes are not suggested to an operand smaller than the result along it (a concatenated
+// part, a windowed update, the values a pad surrounds). Held whole, such an operand is
+// windowed on every device without communication; split, its few rows would sit on pieces
+// far from the positions that read them.
+std::vector<Axes> operand_suggestion(const ir::ShardingRule& rule, size_t i, const std::vector<Axes>& factors,
+                                     std::span<const Aval> ins, std::span<const Aval> outs) {
+  std::vector<Axes> dims = project(rule.operands[i], factors);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const int f = rule.operands[i][d];
+    if (f < 0 || !rule.permutation(size_t(f))) continue;
+    for (size_t j = 0; j < rule.results.size(); ++j)
+      for (size_t rd = 0; rd < rule.results[j].size(); ++rd)
+        if (rule.results[j][rd] == f && ins[i].shape[d] < outs[j].shape[rd]) dims[d].clear();
+  }
+  return dims;
+}
+
 bool uses_axis(const std::vector<Axes>& dims, const std::string& a) {
   for (auto& d : dims)
     if (std::find(d.begin(), d.end(), a) != d.end()) return true;
@@ -281,7 +299,7 @@ class Propagator {
     if (!any_known) return;
     std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_, ins, outs);
     for (size_t i = 0; i < e.inputs.size(); ++i)
-      if (!e.inputs[i].is_literal()) suggest(e.inputs[i].var(), project(rule.operands[i], factors), false);
+      if (!e.inputs[i].is_literal()) suggest(e.inputs[i].var(), operand_suggestion(rule, i, factors, ins, outs), false);
     for (size_t j = 0; j < e.outputs.size(); ++j) suggest(e.outputs[j], project(rule.results[j], factors), false);
   }
 
@@ -360,6 +378,8 @@ std::vector<Array> Lowerer::run(std::span<const Array> args, const std::vector<L
   for (size_t i = 0; i < p_.invars.size(); ++i) env_[p_.invars[i].get()] = Local{args[i], in_layouts[i]};
   for (size_t i = 0; i < p_.constvars.size(); ++i)
     env_[p_.constvars[i].get()] = Local{p_.consts[i], Layout{std::vector<Axes>(p_.consts[i].shape().size()), {}, {}}};
+  deferred_.clear();
+  defer_window_feeders(*this);
   for (auto& e : p_.eqns) lower(e);
   std::vector<Array> outs;
   out_layouts.clear();
@@ -425,7 +445,21 @@ Array Lowerer::to_layout(const ir::Atom& a, const Layout& want) {
   return r;
 }
 
+const ir::Equation* Lowerer::deferred(const ir::Atom& a) const {
+  if (a.is_literal()) return nullptr;
+  auto it = deferred_.find(a.var().get());
+  return it == deferred_.end() ? nullptr : it->second;
+}
+
+void Lowerer::lower_deferred(const ir::Atom& a) {
+  const ir::Equation* e = deferred(a);
+  if (!e) return;
+  deferred_.erase(a.var().get());
+  lower(*e);
+}
+
 void Lowerer::lower(const ir::Equation& e) {
+  if (!e.outputs.empty() && deferred(ir::Atom(e.outputs[0]))) return;  // its user lowers it (halo.cpp)
   if (e.prim->spmd) return lower_spmd(e);
   if (e.prim->regions) return lower_nested(*this, e);
   std::vector<Aval> ins = in_avals(e), outs = out_avals(e);
@@ -434,6 +468,8 @@ void Lowerer::lower(const ir::Equation& e) {
   for (auto& a : e.inputs) oh.push_back(hint(a));
   for (auto& v : e.outputs) rh.push_back(hint(ir::Atom(v)));
   std::vector<Axes> factors = assign_factors(rule, oh, rh, mesh_, ins, outs);
+  if (lower_window(*this, e, rule, factors)) return;  // split permutation factors: halo.cpp
+  for (auto& a : e.inputs) lower_deferred(a);
   if (detail::info_logging()) log_fallbacks(e, rule, factors);
 
   std::vector<Array> local_ins;

@@ -27,8 +27,8 @@ ts::Mesh line() { return ts::make_mesh({8}, {"x"}); }
 // g(a) + h(a), both needing `a` whole along its split dimension: one all_gather.
 TEST(PartitionReuse, OperandGatheredForTwoUsersIsGatheredOnce) {
   auto fn = [](const ts::Array& a) {
-    ts::Array g = ts::slice(a, {1, 0}, {16, 6}) - ts::slice(a, {0, 0}, {15, 6});  // a[1:] - a[:-1]
-    ts::Array h = ts::slice(ts::flip(a, ts::Axes{0}), {0, 0}, {15, 6});
+    ts::Array g = ts::cumsum(a, 0) - ts::cummax(a, 0);  // scans along the split dimension
+    ts::Array h = ts::cumsum(a, 0, /*reverse=*/true);
     return g + h;
   };
   auto f = ts::jit(fn, {.in_shardings = {ts::NamedSharding(line(), ts::P("x", ts::none))}});

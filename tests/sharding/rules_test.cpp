@@ -27,6 +27,8 @@ struct Canonical {
   std::vector<Combine> factors;
   /// Per factor, its divisor (ShardingRule::divides); empty when no factor has one.
   std::vector<int64_t> divides = {};
+  /// Per factor, whether it is a permutation factor; empty when none is.
+  std::vector<bool> permutes = {};
   bool operator==(const Canonical&) const = default;
 };
 
@@ -47,6 +49,7 @@ Canonical canonical(const ir::ShardingRule& r) {
         if (added) {
           c.factors.push_back(r.factors[size_t(f)]);
           c.divides.push_back(r.divisor(size_t(f)));
+          c.permutes.push_back(r.permutation(size_t(f)));
         }
         v.push_back(it->second);
       }
@@ -56,6 +59,7 @@ Canonical canonical(const ir::ShardingRule& r) {
   relabel(r.operands, c.operands);
   relabel(r.results, c.results);
   if (std::all_of(c.divides.begin(), c.divides.end(), [](int64_t d) { return d == 0; })) c.divides.clear();
+  if (std::none_of(c.permutes.begin(), c.permutes.end(), [](bool p) { return p; })) c.permutes.clear();
   return c;
 }
 
@@ -76,6 +80,11 @@ std::string to_string(const Canonical& c) {
   if (!c.divides.empty()) {
     s += " divides {";
     for (size_t i = 0; i < c.divides.size(); ++i) s += (i ? "," : "") + std::to_string(c.divides[i]);
+    s += "}";
+  }
+  if (!c.permutes.empty()) {
+    s += " permutes {";
+    for (size_t i = 0; i < c.permutes.size(); ++i) s += std::string(i ? "," : "") + (c.permutes[i] ? "1" : "0");
     s += "}";
   }
   return s;
@@ -161,6 +170,10 @@ TEST(ShardingRules, ElementwiseScalarOperandsHaveNoDimensions) {
   EXPECT_EQ(rule("select_n", {b8({3, 2}), f32({}), f32({})}), (Canonical{{{0, 1}, {}, {}}, {{0, 1}}, {N, N}}));
   // Rank 0 everywhere: no factors at all.
   EXPECT_EQ(rule("add", {f32({}), f32({})}), (Canonical{{{}, {}}, {{}}, {}}));
+  // Random bits: scalar key words, counters of the result's shape (each device hashes its
+  // piece), two results.
+  const ts::Aval k({}, ts::uint32), counters({6, 2}, ts::uint32);
+  EXPECT_EQ(rule("threefry2x32", {k, k, k, counters}), (Canonical{{{}, {}, {}, {0, 1}}, {{0, 1}, {0, 1}}, {N, N}}));
 }
 
 TEST(ShardingRules, BroadcastInDim) {
@@ -210,22 +223,26 @@ TEST(ShardingRules, TransposePermutesFactors) {
             (Canonical{{{0, 1, 2}}, {{2, 0, 1}}, {N, N, N}}));
 }
 
-TEST(ShardingRules, ShapeOpsKeepTheirMovedDimensionsWhole) {
+TEST(ShardingRules, ShapeOpsMoveTheirPositionsAlongPermutationFactors) {
+  // rev: the reversed dimensions' pieces must divide them (they swap places whole).
   EXPECT_EQ(rule("rev", {f32({2, 3, 4})}, {{"dimensions", ts::Shape{0, 2}}}),
-            (Canonical{{{W, 0, W}}, {{W, 0, W}}, {N}}));
+            (Canonical{{{0, 1, 2}}, {{0, 1, 2}}, {N, N, N}, {2, 0, 4}, {true, false, true}}));
   EXPECT_EQ(rule("concatenate", {f32({2, 3}), f32({2, 5}), f32({2, 1})}, {{"dimension", int64_t(1)}}),
-            (Canonical{{{0, W}, {0, W}, {0, W}}, {{0, W}}, {N}}));
-  // pad: low, high or interior padding (or cropping) keeps a dimension whole.
+            (Canonical{{{0, 1}, {0, 1}, {0, 1}}, {{0, 1}}, {N, N}, {}, {false, true}}));
+  // pad: low or high padding (or cropping) is a permutation factor; interior padding keeps
+  // a dimension whole.
   const std::vector<int64_t> cfg{0, 0, 0, 1, 0, 0, 0, 0, 1, 0, -1, 0, 0, 0, 0};
   EXPECT_EQ(rule("pad", {f32({2, 3, 4, 5, 6}), f32({})}, {{"padding_config", cfg}}),
-            (Canonical{{{0, W, W, W, 1}, {}}, {{0, W, W, W, 1}}, {N, N}}));
+            (Canonical{{{0, 1, W, 2, 3}, {}}, {{0, 1, W, 2, 3}}, {N, N, N, N}, {}, {false, true, true, false}}));
 }
 
 TEST(ShardingRules, SliceSharesDimensionsTakenInFull) {
   ir::Params p{{"start_indices", ts::Shape{0, 1, 0, 0}},
                {"limit_indices", ts::Shape{8, 5, 6, 3}},
                {"strides", ts::Shape{1, 1, 2, 1}}};
-  EXPECT_EQ(rule("slice", {f32({8, 5, 6, 4})}, p), (Canonical{{{0, W, W, W}}, {{0, W, W, W}}, {N}}));
+  // A window of stride 1 is a permutation factor; a strided one stays whole.
+  EXPECT_EQ(rule("slice", {f32({8, 5, 6, 4})}, p),
+            (Canonical{{{0, 1, W, 2}}, {{0, 1, W, 2}}, {N, N, N}, {}, {false, true, true}}));
   // Per device: a split dimension 0 (local size 3) is read to its local end; the others keep
   // their limits.
   ir::Params q = localize("slice", p, {f32({3, 5, 6, 4})}, {f32({3, 4, 3, 3})});
@@ -237,11 +254,11 @@ TEST(ShardingRules, SliceSharesDimensionsTakenInFull) {
 TEST(ShardingRules, DynamicSlices) {
   ir::Params p{{"slice_sizes", ts::Shape{8, 2, 4}}};
   EXPECT_EQ(rule("dynamic_slice", {f32({8, 5, 4}), i32({}), i32({}), i32({})}, p),
-            (Canonical{{{0, W, 1}, {}, {}, {}}, {{0, W, 1}}, {N, N}}));
+            (Canonical{{{0, 1, 2}, {}, {}, {}}, {{0, 1, 2}}, {N, N, N}, {}, {false, true, false}}));
   ir::Params q = localize("dynamic_slice", p, {f32({2, 5, 4}), i32({}), i32({}), i32({})}, {f32({2, 2, 4})});
   EXPECT_EQ(q.get_ints("slice_sizes"), (ts::Shape{2, 2, 4}));
   EXPECT_EQ(rule("dynamic_update_slice", {f32({8, 5, 4}), f32({8, 1, 4}), i32({}), i32({}), i32({})}),
-            (Canonical{{{0, W, 1}, {0, W, 1}, {}, {}, {}}, {{0, W, 1}}, {N, N}}));
+            (Canonical{{{0, 1, 2}, {0, 1, 2}, {}, {}, {}}, {{0, 1, 2}}, {N, N, N}, {}, {false, true, false}}));
 }
 
 TEST(ShardingRules, GatherAndScatter) {
@@ -270,11 +287,21 @@ TEST(ShardingRules, GatherAndScatter) {
             (Canonical{{{0, W, 1}, {0, W, 1}, {W}}, {{0, W, 1}}, {N, N}}));
   q = localize("scatter", p, {f32({4, 10, 3}), f32({4, 3, 3}), i32({3})}, {f32({4, 10, 3})});
   EXPECT_EQ(q.get_ints("limit_indices"), (ts::Shape{4, 10, 3}));
+  // Without index arrays (x.at[1:4, :].set(u)), a partial window of stride 1 is a
+  // permutation factor shared with the update.
+  p = {{"axes", ts::Shape{}},
+       {"batch_pos", int64_t(0)},
+       {"start_indices", ts::Shape{1, 0}},
+       {"limit_indices", ts::Shape{4, 6}},
+       {"strides", ts::Shape{1, 1}},
+       {"mode", std::string("set")}};
+  EXPECT_EQ(rule("scatter", {f32({8, 6}), f32({3, 6})}, p),
+            (Canonical{{{0, 1}, {0, 1}}, {{0, 1}}, {N, N}, {}, {true, false}}));
 }
 
-TEST(ShardingRules, IotaCountsAlongAWholeDimension) {
+TEST(ShardingRules, IotaCountsAlongAPermutationFactor) {
   ir::Params p{{"dtype", ts::int32}, {"shape", ts::Shape{4, 6, 2}}, {"dimension", int64_t(1)}};
-  EXPECT_EQ(rule("iota", {}, p), (Canonical{{}, {{0, W, 1}}, {N, N}}));
+  EXPECT_EQ(rule("iota", {}, p), (Canonical{{}, {{0, 1, 2}}, {N, N, N}, {}, {false, true, false}}));
   ir::Params q = localize("iota", p, {}, {ts::Aval({1, 6, 2}, ts::int32)});
   EXPECT_EQ(q.get_ints("shape"), (ts::Shape{1, 6, 2}));
   EXPECT_EQ(q.get_int("dimension"), 1);
@@ -347,7 +374,7 @@ TEST(ShardingRules, DotGeneral) {
 
 TEST(ShardingRules, PrimitivesComputedWhole) {
   // These have no factor rule: they are computed on whole operands.
-  for (const char* name : {"fft", "threefry2x32", "while", "cond", "scan", "custom_jvp_call", "custom_vjp_call",
+  for (const char* name : {"fft", "while", "cond", "scan", "custom_jvp_call", "custom_vjp_call",
                            "custom_vjp_lin", "checkpoint", "fused", "jit", "device_put"}) {
     const ir::Primitive* p = nullptr;
     try {

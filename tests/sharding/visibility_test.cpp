@@ -32,9 +32,9 @@ ts::Mesh line() { return ts::make_mesh({8}, {"x"}); }
 
 }  // namespace
 
-TEST_F(InfoLogging, RevAlongASplitDimensionLogsOneLinePerCompilation) {
+TEST_F(InfoLogging, CumsumAlongASplitDimensionLogsOneLinePerCompilation) {
   ts::NamedSharding rows(line(), ts::P("x", ts::none));
-  auto f = ts::jit([](const ts::Array& a) { return ts::flip(a, ts::Axes{0}) * 2.0f; }, {.in_shardings = {rows}});
+  auto f = ts::jit([](const ts::Array& a) { return ts::cumsum(a, 0) * 2.0f; }, {.in_shardings = {rows}});
   ts::Array a = range_f32({64, 32});  // 8 KiB
   ::testing::internal::CaptureStderr();
   f(a).block_until_ready();
@@ -42,7 +42,7 @@ TEST_F(InfoLogging, RevAlongASplitDimensionLogsOneLinePerCompilation) {
   (void)f.lower(a).compile().as_text();
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(count(err, "info: "), 1) << err;
-  EXPECT_NE(err.find("rev along dimension 0 split over x: no partitioned form; gathering operand 0 {x, _} into "
+  EXPECT_NE(err.find("cumsum along dimension 0 split over x: no partitioned form; gathering operand 0 {x, _} into "
                      "f32[64,32] (8.0 KiB per device)"),
             std::string::npos)
       << err;

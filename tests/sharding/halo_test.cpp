@@ -1,0 +1,287 @@
+// Halo exchange (src/sharding/halo.cpp): windows along a split dimension — rolls, slices,
+// pads, concatenation, rev, windowed updates, stencils, iota and random bits — stay split:
+// each device receives only the rows it needs from other pieces (collective_permute) and
+// nothing is gathered, and the values equal the one-device ones. Sizes that do not divide
+// the pieces give the right values too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/log.h"
+#include "sharding/sharding_test_util.h"
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+using sharding_test::count;
+using sharding_test::range_f32;
+
+namespace {
+
+ts::Mesh line(int64_t k) { return ts::make_mesh({k}, {"x"}); }
+ts::Mesh grid() { return ts::make_mesh({2, 4}, {"x", "y"}); }
+ts::NamedSharding rows(int64_t k) { return ts::NamedSharding(line(k), ts::P("x", ts::none)); }
+
+/// Values with no pattern along any dimension.
+ts::Array wavy(const ts::Shape& shape) { return ts::sin(range_f32(shape, 0.7f, 0.3f)) * 3.0f; }
+
+void expect_close(const ts::Array& got, const ts::Array& want, double tol = 1e-5) {
+  ASSERT_EQ(got.shape(), want.shape());
+  ASSERT_EQ(got.dtype(), want.dtype());
+  const auto g = ts::astype(ts::device_put(got, want.device()), ts::f64).to_vector<double>();
+  const auto w = ts::astype(want, ts::f64).to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << "at flat index " << i;
+}
+
+enum class Moves { kHalo, kNothing, kAny };
+
+/// jit(fn) with the shardings gives fn's one-device values; its per-device program gathers
+/// nothing and (kHalo) exchanges rows with collective_permute.
+template <class F, class... A>
+std::string check(F fn, const ts::JitOptions& opts, Moves moves, const A&... args) {
+  auto f = ts::jit(fn, opts);
+  const std::string text = f.lower(args...).compile().as_text();
+  if (moves != Moves::kAny) {
+    EXPECT_EQ(count(text, "= all_gather["), 0) << text;
+  }
+  if (moves == Moves::kHalo) {
+    EXPECT_GT(count(text, "= collective_permute["), 0) << text;
+  }
+  if (moves == Moves::kNothing) {
+    EXPECT_NE(text.find("# no collectives"), std::string::npos) << text;
+  }
+  expect_close(f(args...), fn(args...));
+  if (getenv("HALO_PRINT")) std::cerr << text << "\n";
+  return text;
+}
+
+ts::JitOptions split_rows(int64_t k, bool out_too = true) {
+  ts::JitOptions o;
+  o.in_shardings = {rows(k)};
+  if (out_too) o.out_shardings = {rows(k)};
+  return o;
+}
+
+}  // namespace
+
+// ---- roll: a ring permute of the rotated rows, on 2, 4 and 8 devices ----
+
+class HaloRoll : public ::testing::TestWithParam<std::tuple<int64_t, int64_t>> {};
+
+TEST_P(HaloRoll, MovesOnlyTheRotatedRows) {
+  const auto [k, shift] = GetParam();
+  const ts::Array x = wavy({16, 3});
+  const std::string text = check([shift](const ts::Array& v) { return ts::roll(v, shift, 0); }, split_rows(k),
+                                 Moves::kHalo, x);
+  // The slices feeding the rotation are not exchanged on their own: one ring permute per
+  // piece the rotated rows come from.
+  const int64_t piece = 16 / k, hops = (std::abs(shift) + piece - 1) / piece;
+  EXPECT_EQ(count(text, "= collective_permute["), hops) << text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shifts, HaloRoll,
+                         ::testing::Combine(::testing::Values(2, 4, 8), ::testing::Values(1, -1, 3, -3)),
+                         [](const auto& info) {
+                           const int64_t s = std::get<1>(info.param);
+                           return std::to_string(std::get<0>(info.param)) + "dev_shift" + (s < 0 ? "m" : "") +
+                                  std::to_string(std::abs(s));
+                         });
+
+TEST(Halo, RollAlongASplitColumnDimension) {
+  ts::JitOptions o{.in_shardings = {ts::NamedSharding(line(4), ts::P(ts::none, "x"))}};
+  check([](const ts::Array& v) { return ts::roll(v, -1, 1) + ts::roll(v, 2, 1); }, o, Moves::kHalo, wavy({3, 16}));
+}
+
+// ---- slices, pads, concatenation ----
+
+TEST(Halo, DifferenceOfShiftedSlices) {
+  const std::string text =
+      check([](const ts::Array& v) { return ts::slice(v, {1, 0}, {16, 3}) - ts::slice(v, {0, 0}, {15, 3}); },
+            split_rows(8), Moves::kHalo, wavy({16, 3}));
+  EXPECT_EQ(count(text, "= collective_permute["), 1) << text;  // x[1:] needs one row from the right
+}
+
+TEST(Halo, SliceFromTwo) {
+  check([](const ts::Array& v) { return ts::slice(v, {2, 0}, {16, 3}); }, split_rows(4), Moves::kHalo, wavy({16, 3}));
+  check([](const ts::Array& v) { return ts::slice(v, {2, 0}, {16, 3}); }, split_rows(8), Moves::kHalo, wavy({16, 3}));
+}
+
+TEST(Halo, LastRowReachesTheFirstDeviceAroundTheRing) {
+  check([](const ts::Array& v) { return ts::slice(v, {15, 0}, {16, 3}) * 2.0f; }, split_rows(8, false), Moves::kHalo,
+        wavy({16, 3}));
+}
+
+TEST(Halo, PadWithAConstant) {
+  auto fn = [](const ts::Array& v) { return ts::pad(v, {{2, 1}, {0, 0}}, "constant", 5.0); };
+  check(fn, split_rows(4), Moves::kHalo, wavy({16, 3}));
+  check(fn, split_rows(8), Moves::kHalo, wavy({16, 3}));  // result pieces of 3 drift from the operand's 2
+  auto crop = [](const ts::Array& v) { return ts::lax_pad(v, 0.0f, std::vector<std::array<int64_t, 3>>{{-1, 2, 0}, {0, 0, 0}}); };
+  check(crop, split_rows(4), Moves::kHalo, wavy({16, 3}));
+}
+
+TEST(Halo, PadAtTheEdges) {
+  auto fn = [](const ts::Array& v) { return ts::pad(v, {{1, 2}, {0, 0}}, "edge"); };
+  check(fn, split_rows(4), Moves::kHalo, wavy({16, 3}));
+  check(fn, split_rows(8), Moves::kHalo, wavy({16, 3}));
+}
+
+TEST(Halo, ConcatenateTwoSplitArrays) {
+  auto fn = [](const ts::Array& a, const ts::Array& b) { return ts::concatenate({a, b}, 0); };
+  ts::JitOptions o{.in_shardings = {rows(8), rows(8)}, .out_shardings = {rows(8)}};
+  check(fn, o, Moves::kHalo, wavy({16, 3}), range_f32({8, 3}));
+}
+
+TEST(Halo, ShiftWithZerosFlowingIn) {
+  auto fn = [](const ts::Array& v) { return ts::concatenate({ts::slice(v, {1, 0}, {16, 3}), ts::zeros({1, 3})}, 0); };
+  check(fn, split_rows(8), Moves::kHalo, wavy({16, 3}));
+}
+
+// ---- rev: whole pieces change places ----
+
+TEST(Halo, RevSwapsPieces) {
+  check([](const ts::Array& v) { return ts::flip(v, ts::Axes{0}) * 2.0f; }, split_rows(8), Moves::kHalo, wavy({16, 3}));
+  ts::JitOptions o{.in_shardings = {ts::NamedSharding(grid(), ts::P("x", "y"))}};
+  check([](const ts::Array& v) { return ts::flip(v); }, o, Moves::kHalo, wavy({4, 8}));
+}
+
+// ---- stencils ----
+
+TEST(Halo, RollStencil) {
+  auto fn = [](const ts::Array& u) {
+    return u * 0.5f + ts::roll(u, -1, 0) * 0.25f + ts::roll(u, 1, 1) * 0.25f;
+  };
+  check(fn, split_rows(8), Moves::kHalo, wavy({16, 12}));
+  const ts::NamedSharding both(grid(), ts::P("x", "y"));
+  check(fn, ts::JitOptions{.in_shardings = {both}, .out_shardings = {both}}, Moves::kHalo, wavy({16, 12}));
+}
+
+TEST(Halo, ShallowWaterAverage) {
+  auto fn = [](const ts::Array& h) {
+    return (ts::slice(h, {1, 1}, {15, 11}) + ts::slice(h, {1, 2}, {15, 12})) * 0.5f;
+  };
+  check(fn, split_rows(8, false), Moves::kHalo, wavy({16, 12}));
+  check(fn, ts::JitOptions{.in_shardings = {ts::NamedSharding(grid(), ts::P("x", "y"))}}, Moves::kHalo,
+        wavy({16, 12}));
+}
+
+// ---- windowed updates ----
+
+TEST(Halo, SetTheInterior) {
+  auto fn = [](const ts::Array& x) {
+    const ts::Array inner = ts::slice(x, {2, 1}, {16, 11}) + ts::slice(x, {0, 1}, {14, 11});
+    return x.at({ts::Slice(1, -1), ts::Slice(1, -1)}).set(inner);
+  };
+  check(fn, split_rows(8), Moves::kHalo, wavy({16, 12}));
+}
+
+TEST(Halo, SetOneRowFromTheEnd) {
+  auto fn = [](const ts::Array& x) { return x.at({-2, ts::Slice()}).set(ts::Array(0.0f)); };
+  check(fn, split_rows(8), Moves::kAny, wavy({16, 3}));
+  check(fn, split_rows(4), Moves::kAny, wavy({16, 3}));
+  auto f = ts::jit(fn, split_rows(8));
+  EXPECT_EQ(count(f.lower(wavy({16, 3})).compile().as_text(), "= all_gather["), 0);
+}
+
+TEST(Halo, AddAndMultiplyIntoAWindow) {
+  // A replicated update is windowed on each device: nothing moves.
+  auto fn = [](const ts::Array& x, const ts::Array& u) {
+    return x.at({ts::Slice(3, 9)}).add(u) + x.at({ts::Slice(5, 11)}).mul(u);
+  };
+  ts::JitOptions o{.in_shardings = {rows(4), std::nullopt}, .out_shardings = {rows(4)}};
+  check(fn, o, Moves::kNothing, wavy({16, 3}), range_f32({6, 3}, 0.5f, 1.0f));
+  // An update computed from split rows moves to the pieces that hold its window.
+  auto shifted = [](const ts::Array& x) {
+    const ts::Array u = ts::slice(x, {5, 0}, {11, 3});
+    return x.at({ts::Slice(3, 9)}).add(u * 2.0f) + x.at({ts::Slice(2, 8)}).max(u);
+  };
+  check(shifted, split_rows(4), Moves::kHalo, wavy({16, 3}));
+}
+
+TEST(Halo, ConstantStartDynamicSlices) {
+  auto fn = [](const ts::Array& x) {
+    const ts::Array w = ts::dynamic_slice(x, {ts::Array(int32_t(3)), ts::Array(int32_t(0))}, {12, 3});
+    return ts::dynamic_update_slice(x, w * 2.0f, {ts::Array(int32_t(2)), ts::Array(int32_t(0))});
+  };
+  check(fn, split_rows(4), Moves::kHalo, wavy({16, 3}));
+}
+
+// ---- iota and random bits: each device counts (and draws) only its piece ----
+
+TEST(Halo, IotaCountsFromEachPiece) {
+  auto fn = [](const ts::Array& x) { return x + ts::astype(ts::iota(ts::int32, {16, 3}, 0), ts::f32); };
+  const std::string text = check(fn, split_rows(8), Moves::kNothing, wavy({16, 3}));
+  EXPECT_NE(text.find("axis_index"), std::string::npos) << text;
+}
+
+TEST(Halo, RandomBitsArePartitioned) {
+  const ts::NamedSharding split(line(8), ts::P("x", ts::none));
+  for (bool normal : {false, true}) {
+    auto fn = [normal](const ts::Array& key) {
+      return normal ? ts::random::normal(key, {16, 8}) : ts::random::uniform(key, {16, 8});
+    };
+    check(fn, ts::JitOptions{.out_shardings = {split}}, Moves::kNothing, ts::random::key(7));
+  }
+}
+
+// ---- sizes that do not divide the pieces: right values (gathering allowed) ----
+
+TEST(Halo, SizesThatDoNotDivide) {
+  const ts::Array x = wavy({10, 3});
+  auto opts = split_rows(4);
+  for (int64_t s : {1, -1, 3}) check([s](const ts::Array& v) { return ts::roll(v, s, 0); }, opts, Moves::kAny, x);
+  check([](const ts::Array& v) { return ts::slice(v, {1, 0}, {10, 3}) - ts::slice(v, {0, 0}, {9, 3}); }, opts,
+        Moves::kAny, x);
+  check([](const ts::Array& v) { return ts::pad(v, {{2, 1}, {0, 0}}, "constant", 5.0); }, opts, Moves::kAny, x);
+  check([](const ts::Array& v) { return ts::pad(v, {{1, 2}, {0, 0}}, "edge"); }, opts, Moves::kAny, x);
+  check([](const ts::Array& v) { return ts::flip(v, ts::Axes{0}); }, opts, Moves::kAny, x);
+  check([](const ts::Array& v) { return v.at({ts::Slice(1, -1)}).set(ts::slice(v, {2, 0}, {10, 3})); }, opts,
+        Moves::kAny, x);
+  check([](const ts::Array& v) { return ts::concatenate({v, ts::slice(v, {0, 0}, {3, 3})}, 0); }, opts, Moves::kAny,
+        x);
+  check([](const ts::Array& v) { return v + ts::astype(ts::iota(ts::int32, {10, 3}, 0), ts::f32); }, opts,
+        Moves::kAny, x);
+  const ts::Array y = wavy({13, 2});
+  auto eight = split_rows(8);
+  for (int64_t s : {1, -2}) check([s](const ts::Array& v) { return ts::roll(v, s, 0); }, eight, Moves::kAny, y);
+  check([](const ts::Array& v) { return ts::pad(v, {{1, 1}, {0, 0}}, "edge"); }, eight, Moves::kAny, y);
+}
+
+// ---- transformations and loops ----
+
+TEST(Halo, GradientOfAStencil) {
+  auto loss = [](const ts::Array& u) {
+    const ts::Array s = u * 0.5f + ts::roll(u, -1, 0) * 0.25f + ts::roll(u, 1, 0) * 0.25f;
+    const ts::Array d = ts::slice(u, {1, 0}, {16, 4}) - ts::slice(u, {0, 0}, {15, 4});
+    return ts::sum(s * s) + ts::sum(d * d);
+  };
+  auto g = [loss](const ts::Array& u) { return ts::grad(loss)(u); };
+  check(g, split_rows(8, false), Moves::kHalo, wavy({16, 4}));
+}
+
+TEST(Halo, StencilInsideALoop) {
+  auto fn = [](const ts::Array& u0) {
+    return ts::fori_loop(0, 3, [](const ts::Array&, const ts::Array& u) {
+      return u * 0.5f + (ts::roll(u, 1, 0) + ts::roll(u, -1, 0)) * 0.25f;
+    }, u0);
+  };
+  check(fn, split_rows(8), Moves::kHalo, wavy({16, 3}));
+}
+
+// A fallback says why: a window whose start is not a constant gathers its dimension.
+TEST(Halo, NonConstantStartGathersWithAnInfoLine) {
+  auto fn = [](const ts::Array& x, const ts::Array& i) {
+    return ts::dynamic_slice(x, {i, ts::Array(int32_t(0))}, {4, 3});
+  };
+  ts::JitOptions o{.in_shardings = {rows(8), std::nullopt}};
+  const auto level = ts::detail::log_level();
+  ts::detail::set_log_level(ts::detail::LogLevel::kInfo);
+  ::testing::internal::CaptureStderr();
+  auto f = ts::jit(fn, o);
+  const ts::Array x = wavy({16, 3});
+  const ts::Array got = f(x, ts::Array(int32_t(5)));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ts::detail::set_log_level(level);
+  expect_close(got, fn(x, ts::Array(int32_t(5))));
+  EXPECT_NE(err.find("dynamic_slice along dimension 0 split over x: its start is not a constant; gathering"),
+            std::string::npos)
+      << err;
+}
