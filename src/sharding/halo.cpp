@@ -306,31 +306,39 @@ Array within(const Array& o, int64_t begin, int64_t end, int64_t m) {
   return r;
 }
 
-/// The buffer of a split source: the blocks of other pieces received (one
-/// collective_permute per hop) and its own rows, in ring order, with zeros around.
-Array buffer_of(const Array& local, const SourcePlan& p, const SplitDim& s) {
-  std::vector<Array> parts;
-  for (const Block& b : p.blocks) {
-    Array rows = slice_in_dim(local, b.a, b.b, 1, int64_t(s.dim));
-    if (b.hop != 0) {
-      std::vector<std::pair<int64_t, int64_t>> pairs;
-      for (int64_t d = 0; d < s.k; ++d)
-        if (b.receivers[size_t(d)]) pairs.emplace_back(((d + b.hop) % s.k + s.k) % s.k, d);
-      rows = detail::collective_permute(rows, s.axes, pairs);
+/// Rows [b.a, b.b) of the piece b.hop pieces along the ring, received by b's receivers (one
+/// collective_permute; the own rows for hop 0). Windows of one program that read the same
+/// rows of the same value share one exchange (collectives are effects: never merged later).
+Array block_rows(Lowerer& l, const Array& local, const Block& b, const SplitDim& s) {
+  const bool whole_piece = b.a == 0 && b.b == local.shape()[s.dim];
+  Array rows = whole_piece ? local : slice_in_dim(local, b.a, b.b, 1, int64_t(s.dim));
+  if (b.hop == 0) return rows;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  std::string key = "halo dim " + std::to_string(s.dim) + " rows " + std::to_string(b.a) + ":" + std::to_string(b.b);
+  for (int64_t d = 0; d < s.k; ++d)
+    if (b.receivers[size_t(d)]) {
+      pairs.emplace_back(((d + b.hop) % s.k + s.k) % s.k, d);
+      key += " " + std::to_string(pairs.back().first) + "->" + std::to_string(d);
     }
-    parts.push_back(rows);
-  }
+  return l.derived(local, key, [&] { return detail::collective_permute(rows, s.axes, pairs); });
+}
+
+/// The buffer of a split source: the blocks of other pieces received and its own rows, in
+/// ring order.
+Array buffer_of(Lowerer& l, const Array& local, const SourcePlan& p, const SplitDim& s) {
+  std::vector<Array> parts;
+  for (const Block& b : p.blocks) parts.push_back(block_rows(l, local, b, s));
   return parts.size() == 1 ? parts[0] : concatenate(parts, int64_t(s.dim));
 }
 
 /// Per segment, the rows it reads at this device's result positions (size po along the
 /// dimension; a row segment's row repeated).
-std::vector<Array> read(const DimPlan& plan, const std::vector<Array>& sources) {
+std::vector<Array> read(Lowerer& l, const DimPlan& plan, const std::vector<Array>& sources) {
   const SplitDim& s = plan.s;
   std::vector<Array> buffers;
   for (size_t i = 0; i < sources.size(); ++i) {
     const SourcePlan& p = plan.sources[i];
-    Array b = p.blocks.empty() ? sources[i] : buffer_of(sources[i], p, s);
+    Array b = p.blocks.empty() ? sources[i] : buffer_of(l, sources[i], p, s);
     if (p.pad_lo > 0 || p.pad_hi > 0) {
       std::vector<std::pair<int64_t, int64_t>> widths(size_t(b.ndim()), {0, 0});
       widths[s.dim] = {p.pad_lo, p.pad_hi};
@@ -504,8 +512,13 @@ bool lower_one_source(Window& w) {
 
   Array v = w.source(x, w.rule.operands[0]);
   Array fill = name == "pad" ? w.l.get(e.inputs[1]).value : Array();
-  for (const DimPlan& p : plans) v = assemble(p, read(p, {v}), fill, realigned(v.shape(), p.s));
-  // The primitive itself, with identity windows along the realigned dimensions.
+  for (const DimPlan& p : plans) v = assemble(p, read(w.l, p, {v}), fill, realigned(v.shape(), p.s));
+  // The primitive itself, with identity windows along the realigned dimensions (none at all
+  // when a slice keeps the whole piece).
+  if (name != "pad" && v.shape() == w.local_result().shape) {
+    w.set_result(v);
+    return true;
+  }
   ir::Params params = e.params;
   std::vector<Array> ins{v};
   if (name == "slice") {
@@ -557,7 +570,7 @@ bool lower_update(Window& w) {
     return true;
   }
   Array uv = w.source(u, w.rule.operands[1]);
-  for (const DimPlan& p : plans) uv = assemble(p, read(p, {uv}), Array(), realigned(uv.shape(), p.s));
+  for (const DimPlan& p : plans) uv = assemble(p, read(w.l, p, {uv}), Array(), realigned(uv.shape(), p.s));
   ir::Params params = e.params;
   std::vector<Array> ins{xv, uv};
   Array inside;
@@ -624,7 +637,7 @@ bool lower_concatenate(Window& w) {
   if (plans.empty()) return false;
   std::vector<Array> values;
   for (const ir::Atom& a : sources) values.push_back(w.source(a, w.rule.operands[0]));
-  w.set_result(assemble(plans[0], read(plans[0], values), Array(), w.local_result().shape));
+  w.set_result(assemble(plans[0], read(w.l, plans[0], values), Array(), w.local_result().shape));
   return true;
 }
 

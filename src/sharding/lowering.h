@@ -4,6 +4,7 @@
 // self-partitioning equations; partition_nested.cpp lowers control flow (loop bodies and
 // branches partitioned with their own Lowerer); halo.cpp lowers windows along split
 // dimensions (halo exchange).
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -75,6 +76,10 @@ class Lowerer {
   const ir::Equation* deferred(const ir::Atom& a) const;
   /// Lowers the deferred equation that computes `a` now (nothing when there is none).
   void lower_deferred(const ir::Atom& a);
+  /// The per-device value `make` derives from `from`, emitted once per `key` in this
+  /// program (halo.cpp: rows of a value received from another piece, shared by every window
+  /// that reads them; collectives are effects, so later passes never merge repeated ones).
+  Array derived(const Array& from, const std::string& key, const std::function<Array()>& make);
 
  private:
   void lower(const ir::Equation& e);
@@ -87,6 +92,7 @@ class Lowerer {
   std::unordered_map<const ir::VarNode*, Local> env_;
   std::map<std::pair<const ir::VarNode*, std::string>, Local> resharded_;  // by value and layout
   std::unordered_map<const ir::VarNode*, const ir::Equation*> deferred_;
+  std::map<std::pair<const void*, std::string>, std::pair<Array, Array>> derived_;  // -> (from, value)
 };
 
 /// Lowers an equation whose primitive has nested programs (Primitive::regions): each

@@ -451,6 +451,15 @@ const ir::Equation* Lowerer::deferred(const ir::Atom& a) const {
   return it == deferred_.end() ? nullptr : it->second;
 }
 
+// Keyed by the source's identity; the entry holds the source, so that its address is not
+// reused by another value while the program is lowered.
+Array Lowerer::derived(const Array& from, const std::string& key, const std::function<Array()>& make) {
+  auto k = std::make_pair(static_cast<const void*>(from.impl().get()), key);
+  auto it = derived_.find(k);
+  if (it == derived_.end()) it = derived_.emplace(k, std::make_pair(from, make())).first;
+  return it->second.second;
+}
+
 void Lowerer::lower_deferred(const ir::Atom& a) {
   const ir::Equation* e = deferred(a);
   if (!e) return;
