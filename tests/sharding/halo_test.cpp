@@ -50,7 +50,6 @@ std::string check(F fn, const ts::JitOptions& opts, Moves moves, const A&... arg
     EXPECT_NE(text.find("# no collectives"), std::string::npos) << text;
   }
   expect_close(f(args...), fn(args...));
-  if (getenv("HALO_PRINT")) std::cerr << text << "\n";
   return text;
 }
 
