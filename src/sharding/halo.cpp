@@ -497,8 +497,10 @@ bool lower_one_source(Window& w) {
     if (name == "slice") return std::vector<Segment>{{0, 0, s.m, e.params.get_ints("start_indices")[s.dim]}};
     if (name == "dynamic_slice") {
       std::optional<int64_t> start = constant_start(e.inputs[1 + s.dim], n, s.m);
-      if (!start) why = "its start is not a constant";
-      if (!start) return std::nullopt;
+      if (!start) {
+        why = "its start is not a constant";
+        return std::nullopt;
+      }
       return std::vector<Segment>{{0, 0, s.m, *start}};
     }
     const int64_t lo = e.params.get_ints("padding_config")[3 * s.dim];
@@ -554,8 +556,10 @@ bool lower_update(Window& w) {
   auto segments_of = [&](const SplitDim& s, std::string& why) -> std::optional<std::vector<Segment>> {
     std::optional<int64_t> start = scatter ? std::optional<int64_t>(e.params.get_ints("start_indices")[s.dim])
                                            : constant_start(e.inputs[2 + s.dim], s.m, us[s.dim]);
-    if (!start) why = "its start is not a constant";
-    if (!start) return std::nullopt;
+    if (!start) {
+      why = "its start is not a constant";
+      return std::nullopt;
+    }
     window[s.dim] = {*start, *start + us[s.dim]};
     if (us[s.dim] == 0) return std::vector<Segment>{};
     return std::vector<Segment>{{0, *start, *start + us[s.dim], -*start}};
