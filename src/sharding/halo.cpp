@@ -331,6 +331,45 @@ Array buffer_of(Lowerer& l, const Array& local, const SourcePlan& p, const Split
   return parts.size() == 1 ? parts[0] : concatenate(parts, int64_t(s.dim));
 }
 
+/// Windows of one program with at most this many different starts are static slices chosen
+/// per device (see window).
+constexpr size_t kMaxSelectedWindows = 4;
+
+/// The `size` rows of `b` along s.dim from this device's start (start[d] on device d; only
+/// `used` ones matter). With few different starts, static slices chosen by the device's
+/// index: slices and selects fuse into the loop nests that read the window, where a
+/// dynamic_slice (used past kMaxSelectedWindows starts) stores a copy of it.
+Array window(const Array& b, const SplitDim& s, const std::vector<int64_t>& start, const std::vector<bool>& used,
+             int64_t size) {
+  const int64_t n = b.shape()[s.dim];
+  auto clamped = [&](int64_t st) { return std::clamp<int64_t>(st, 0, n - size); };  // as dynamic_slice clamps
+  std::vector<int64_t> distinct;
+  for (size_t d = 0; d < start.size(); ++d)
+    if (used[d] && std::find(distinct.begin(), distinct.end(), clamped(start[d])) == distinct.end())
+      distinct.push_back(clamped(start[d]));
+  auto at = [&](int64_t st) { return slice_in_dim(b, st, st + size, 1, int64_t(s.dim)); };
+  if (distinct.size() <= 1) return at(distinct.empty() ? 0 : distinct[0]);
+  if (distinct.size() > kMaxSelectedWindows) {
+    std::vector<Array> starts(size_t(b.ndim()), Array(int32_t(0)));
+    starts[s.dim] = per_device(s.axes, start, used);
+    Shape sizes = b.shape();
+    sizes[s.dim] = size;
+    return dynamic_slice(b, starts, sizes);
+  }
+  const Array index = detail::axis_index(s.axes);
+  Array w = at(distinct.back());
+  for (size_t k = 0; k + 1 < distinct.size(); ++k) {
+    Array here;  // this device starts at distinct[k]
+    for (size_t d = 0; d < start.size(); ++d)
+      if (used[d] && clamped(start[d]) == distinct[k]) {
+        Array is_d = equal(index, Array(int32_t(d)));
+        here = here.valid() ? logical_or(here, is_d) : is_d;
+      }
+    w = where(here, at(distinct[k]), w);
+  }
+  return w;
+}
+
 /// Per segment, the rows it reads at this device's result positions (size po along the
 /// dimension; a row segment's row repeated).
 std::vector<Array> read(Lowerer& l, const DimPlan& plan, const std::vector<Array>& sources) {
@@ -354,11 +393,9 @@ std::vector<Array> read(Lowerer& l, const DimPlan& plan, const std::vector<Array
     }
     const Segment& g = plan.segments[j];
     const Array& b = buffers[g.source];
-    std::vector<Array> starts(size_t(b.ndim()), Array(int32_t(0)));
-    starts[s.dim] = per_device(s.axes, plan.reads[j].start, plan.reads[j].used);
     Shape sizes = b.shape();
     sizes[s.dim] = g.row ? 1 : s.po;
-    Array w = dynamic_slice(b, starts, sizes);
+    Array w = window(b, s, plan.reads[j].start, plan.reads[j].used, sizes[s.dim]);
     if (g.row) {
       sizes[s.dim] = s.po;
       tessel::Axes dims(size_t(w.ndim()));
@@ -699,6 +736,7 @@ bool lower_window(Lowerer& l, const ir::Equation& e, const ir::ShardingRule& rul
     const int f = rule.results[0][d];
     if (f < 0 || !rule.permutation(size_t(f)) || factors[size_t(f)].empty()) continue;
     const int64_t k = detail::axes_size(l.mesh(), factors[size_t(f)]);
+    if (k == 1) continue;  // one piece: every device holds the whole dimension, nothing moves
     w.dims.push_back({d, size_t(f), factors[size_t(f)], k, shape[d], piece_size(shape[d], k)});
   }
   if (w.dims.empty()) return false;
