@@ -16,6 +16,10 @@
 // --check then also runs the single-process model on process 0 and compares the gathered
 // fields with it (exit status 1 if they differ).
 //
+// --shard N runs the one-domain model (no decomposition, no comm calls) with its fields'
+// rows split over N devices by a NamedSharding: the partitioner exchanges the halo rows.
+// Alone, N virtual devices; under mpirun, a mesh over the processes' devices.
+//
 // A progress bar on process 0 is drawn by an id_tap inside the jitted step (the device hands
 // the step number to the host and goes on; --no-progress turns it off): model days done and
 // an estimate of the time left. Prints progress lines, `compile_seconds <t>` (tracing the two
