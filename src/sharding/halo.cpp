@@ -10,9 +10,11 @@
 // (its halo; from pieces d-1 and d+1 for a stencil) arrive by one collective_permute per
 // distance between pieces, each carrying only the rows some device needs from that
 // distance; the device lays [received rows, own rows] out in order and takes each
-// segment's rows with a dynamic_slice at a start of its own (a constant, axis_index
-// arithmetic or a small table indexed by axis_index). Masks on the global position
-// (iota + offset) choose between segments and the fill value.
+// segment's rows at a start of its own: a static slice where every device's start is the
+// same, a choice among a few static slices by the device index (both fuse into the loop
+// nests that read them), else a dynamic_slice at a start from axis_index arithmetic or a
+// small table. Masks on the global position (iota + offset) choose between segments and
+// the fill value.
 //
 // Pieces sit on a ring: the last piece's rows reach the first device in one hop, so a
 // rotation (roll: a concatenate of two slices of one value) moves only the rotated rows.
