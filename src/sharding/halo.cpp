@@ -11,10 +11,9 @@
 // distance between pieces, each carrying only the rows some device needs from that
 // distance; the device lays [received rows, own rows] out in order and takes each
 // segment's rows at a start of its own: a static slice where every device's start is the
-// same, a choice among a few static slices by the device index (both fuse into the loop
-// nests that read them), else a dynamic_slice at a start from axis_index arithmetic or a
-// small table. Masks on the global position (iota + offset) choose between segments and
-// the fill value.
+// same (it fuses into the loop nests that read it), else a dynamic_slice at a start from
+// axis_index arithmetic or a small table. Masks on the global position (iota + offset)
+// choose between segments and the fill value.
 //
 // Pieces sit on a ring: the last piece's rows reach the first device in one hop, so a
 // rotation (roll: a concatenate of two slices of one value) moves only the rotated rows.
@@ -333,14 +332,12 @@ Array buffer_of(Lowerer& l, const Array& local, const SourcePlan& p, const Split
   return parts.size() == 1 ? parts[0] : concatenate(parts, int64_t(s.dim));
 }
 
-/// Windows of one program with at most this many different starts are static slices chosen
-/// per device (see window).
-constexpr size_t kMaxSelectedWindows = 4;
-
 /// The `size` rows of `b` along s.dim from this device's start (start[d] on device d; only
-/// `used` ones matter). With few different starts, static slices chosen by the device's
-/// index: slices and selects fuse into the loop nests that read the window, where a
-/// dynamic_slice (used past kMaxSelectedWindows starts) stores a copy of it.
+/// `used` ones matter): a static slice when the devices agree, which fuses into the loop
+/// nests that read it, else a dynamic_slice, which stores a copy. (Choosing among static
+/// slices by the device index would fuse too, but makes every loop nest that reads the
+/// window compute its source once per choice, which nested windows multiply: slower than
+/// the copy in the shallow-water step.)
 Array window(const Array& b, const SplitDim& s, const std::vector<int64_t>& start, const std::vector<bool>& used,
              int64_t size) {
   const int64_t n = b.shape()[s.dim];
@@ -349,27 +346,15 @@ Array window(const Array& b, const SplitDim& s, const std::vector<int64_t>& star
   for (size_t d = 0; d < start.size(); ++d)
     if (used[d] && std::find(distinct.begin(), distinct.end(), clamped(start[d])) == distinct.end())
       distinct.push_back(clamped(start[d]));
-  auto at = [&](int64_t st) { return slice_in_dim(b, st, st + size, 1, int64_t(s.dim)); };
-  if (distinct.size() <= 1) return at(distinct.empty() ? 0 : distinct[0]);
-  if (distinct.size() > kMaxSelectedWindows) {
-    std::vector<Array> starts(size_t(b.ndim()), Array(int32_t(0)));
-    starts[s.dim] = per_device(s.axes, start, used);
-    Shape sizes = b.shape();
-    sizes[s.dim] = size;
-    return dynamic_slice(b, starts, sizes);
+  if (distinct.size() <= 1) {
+    const int64_t st = distinct.empty() ? 0 : distinct[0];
+    return slice_in_dim(b, st, st + size, 1, int64_t(s.dim));
   }
-  const Array index = detail::axis_index(s.axes);
-  Array w = at(distinct.back());
-  for (size_t k = 0; k + 1 < distinct.size(); ++k) {
-    Array here;  // this device starts at distinct[k]
-    for (size_t d = 0; d < start.size(); ++d)
-      if (used[d] && clamped(start[d]) == distinct[k]) {
-        Array is_d = equal(index, Array(int32_t(d)));
-        here = here.valid() ? logical_or(here, is_d) : is_d;
-      }
-    w = where(here, at(distinct[k]), w);
-  }
-  return w;
+  std::vector<Array> starts(size_t(b.ndim()), Array(int32_t(0)));
+  starts[s.dim] = per_device(s.axes, start, used);
+  Shape sizes = b.shape();
+  sizes[s.dim] = size;
+  return dynamic_slice(b, starts, sizes);
 }
 
 /// Per segment, the rows it reads at this device's result positions (size po along the
