@@ -1,7 +1,8 @@
 // Runs the code samples of docs/sharding.md, in order, and prints what each shows (the page
 // quotes this output): arrays laid out over a 2x4 mesh, a data-parallel jit, the canonical
 // reshard, a matmul split on its contracting dimension, and the per-device programs with
-// the communication the partitioner inserted. Needs 8 devices:
+// the communication the partitioner inserted, loops partitioned (a stencil exchanging halo
+// rows). Needs 8 devices:
 //   TESSEL_CPU_DEVICES=8 build/examples/sharding/sharding_tour
 // Checks every partitioned result against the same computation on one device; prints
 // "sharding tour: ok" at the end, or exits 1.
@@ -152,6 +153,33 @@ int main() {
     check("eager sum", s, ts::sum(ts::exp(a * 0.01f), {0}), 1e-5f);
   }
 
+  section("control flow");
+  {
+    // A loop over a split array: the body runs on each device's rows, nothing moves.
+    ts::Mesh line = ts::make_mesh({8}, {"x"});
+    ts::NamedSharding rows(line, ts::P("x", ts::none));
+    auto relax = [](const ts::Array& u0) {
+      return ts::fori_loop(0, 10, [](const ts::Array&, const ts::Array& u) { return u * 0.5f + ts::sin(u) * 0.25f; }, u0);
+    };
+    auto f = ts::jit(relax, {.in_shardings = {rows}});
+    ts::Array u = ts::reshape(ts::arange(0.0, 1024.0, 1.0, ts::f32), {64, 16}) * 0.01f;
+    const std::string text = f.lower(u).compile().as_text();
+    std::cout << text << "\n";
+    expect_count("fori_loop", text, "all_gather", 0);
+    check("fori_loop", f(u), relax(u));
+    // A stencil in a loop: one halo row from each neighbour per step.
+    auto stencil = [](const ts::Array& u0) {
+      return ts::fori_loop(0, 10, [](const ts::Array&, const ts::Array& v) {
+        return v * 0.5f + ts::roll(v, -1, 0) * 0.25f + ts::roll(v, 1, 1) * 0.25f;
+      }, u0);
+    };
+    auto g = ts::jit(stencil, {.in_shardings = {rows}});
+    const std::string halo = g.lower(u).compile().as_text();
+    expect_count("stencil", halo, "all_gather", 0);
+    expect_count("stencil", halo, "= collective_permute[", 1);
+    check("stencil", g(u), stencil(u));
+  }
+
   section("errors");
   {
     auto show = [](const auto& what) {
@@ -179,6 +207,12 @@ int main() {
           ts::device_put(v, ts::devices()[0]));
     });
     show([&] { ts::jit([](const ts::Array& t) { return t; }, {.in_shardings = {std::nullopt, std::nullopt}})(v); });
+    show([&] {  // the carry enters split by rows, a constraint in the body splits it by columns
+      ts::NamedSharding rows(line, ts::P("x", ts::none)), cols(line, ts::P(ts::none, "x"));
+      auto body = [&](const ts::Array&, const ts::Array& c) { return ts::with_sharding_constraint(c * 2.0f, cols); };
+      ts::jit([&](const ts::Array& t) { return ts::fori_loop(0, 2, body, t); }, {.in_shardings = {rows}})(
+          ts::reshape(ts::arange(0.0, 256.0, 1.0, ts::f32), {16, 16}));
+    });
   }
 
   if (failures) return 1;
