@@ -98,6 +98,19 @@ std::vector<float> values(size_t n, uint32_t seed) {
   return v;
 }
 
+// Whether two results agree element by element within `tol` (relative); reports the
+// first element that does not.
+bool same_result(const char* what, const ts::Array& one, const ts::Array& two, float tol) {
+  const auto x1 = one.to_vector<float>(), x2 = two.to_vector<float>();
+  for (size_t i = 0; i < x1.size(); ++i)
+    if (!(std::abs(x1[i] - x2[i]) <= tol * (1.0f + std::abs(x1[i])))) {
+      std::fprintf(stderr, "bench_sharding: %s: element %zu: one device %g, two devices %g\n", what, i, double(x1[i]),
+                   double(x2[i]));
+      return false;
+    }
+  return true;
+}
+
 ts::Array program(const ts::Array& a, const ts::Array& b) {
   return ts::sum(ts::sin(a) * b + ts::exp(-(a * a)), {1});
 }
@@ -115,13 +128,7 @@ bool speedup(int64_t rows, int rounds) {
 
   auto one = ts::jit(program);
   auto two = ts::jit(program, {.in_shardings = {split, split}});
-  const ts::Array r1 = one(a1, b1), r2 = two(a2, b2);  // compile
-  const auto x1 = r1.to_vector<float>(), x2 = r2.to_vector<float>();
-  for (size_t i = 0; i < x1.size(); ++i)
-    if (std::abs(x1[i] - x2[i]) > 1e-3f * (1.0f + std::abs(x1[i]))) {
-      std::fprintf(stderr, "bench_sharding: row %zu: one device %g, two devices %g\n", i, double(x1[i]), double(x2[i]));
-      return false;
-    }
+  if (!same_result("element-wise", one(a1, b1), two(a2, b2), 1e-3f)) return false;  // and compile
   const std::string text = two.lower(a2, b2).compile().as_text();
   if (count(text, "all_") != 0) std::printf("# unexpected communication in the 2-device program:\n%s", text.c_str());
 
@@ -139,19 +146,6 @@ bool speedup(int64_t rows, int rounds) {
   tb::report("sharded.time_2dev", best2, "s");
   tb::report("sharded.speedup_2dev", median_ratio(t1, t2), "x");
   tb::report("sharded.speedup_2dev_best", best1 / best2, "x");  // the best rounds: both at the machine's fastest
-  return true;
-}
-
-// The largest difference between two results relative to their size; reports it and
-// returns false above `tol`.
-bool same_result(const char* what, const ts::Array& one, const ts::Array& two, float tol) {
-  const auto x1 = one.to_vector<float>(), x2 = two.to_vector<float>();
-  for (size_t i = 0; i < x1.size(); ++i)
-    if (!(std::abs(x1[i] - x2[i]) <= tol * (1.0f + std::abs(x1[i])))) {
-      std::fprintf(stderr, "bench_sharding: %s: element %zu: one device %g, two devices %g\n", what, i, double(x1[i]),
-                   double(x2[i]));
-      return false;
-    }
   return true;
 }
 

@@ -208,11 +208,7 @@ void verify_program(const Program& p) {
 
 uint32_t Equation::effects() const {
   uint32_t e = prim->effects;
-  for (auto& [k, v] : params.items()) {
-    if (auto* r = std::get_if<ProgramRef>(&v)) e |= program_effects(**r);
-    else if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
-      for (auto& q : *rs) e |= program_effects(*q);
-  }
+  for_each_program(params, [&](const Program& q) { e |= program_effects(q); });
   return e;
 }
 
@@ -270,13 +266,9 @@ bool has_spmd_equations(const Program& p) {
 }
 
 bool has_spmd_programs(const Params& params) {
-  for (const auto& [key, v] : params.items()) {
-    if (auto* r = std::get_if<ProgramRef>(&v); r && *r && has_spmd_equations(**r)) return true;
-    if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
-      for (const auto& q : *rs)
-        if (q && has_spmd_equations(*q)) return true;
-  }
-  return false;
+  bool any = false;
+  for_each_program(params, [&](const Program& q) { any = any || has_spmd_equations(q); });
+  return any;
 }
 
 }  // namespace tessel::ir

@@ -64,6 +64,16 @@ struct Program {
 
 /// Effects of any equation of the program (recursively).
 uint32_t program_effects(const Program& p);
+/// Calls f(const Program&) for every (non-null) program in `params`: a call's program, a
+/// loop's cond and body, cond's branches.
+template <class F> void for_each_program(const Params& params, F&& f) {
+  for (const auto& [key, v] : params.items()) {
+    if (auto* r = std::get_if<ProgramRef>(&v); r && *r) f(**r);
+    if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
+      for (const auto& q : *rs)
+        if (q) f(*q);
+  }
+}
 
 /// Closure conversion: constants of `p` that are tracers of an enclosing transformation
 /// become leading inputs (appended to `captured`, in order), so that calling the program

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -342,14 +343,14 @@ Array window(const Array& b, const SplitDim& s, const std::vector<int64_t>& star
              int64_t size) {
   const int64_t n = b.shape()[s.dim];
   auto clamped = [&](int64_t st) { return std::clamp<int64_t>(st, 0, n - size); };  // as dynamic_slice clamps
-  std::vector<int64_t> distinct;
-  for (size_t d = 0; d < start.size(); ++d)
-    if (used[d] && std::find(distinct.begin(), distinct.end(), clamped(start[d])) == distinct.end())
-      distinct.push_back(clamped(start[d]));
-  if (distinct.size() <= 1) {
-    const int64_t st = distinct.empty() ? 0 : distinct[0];
-    return slice_in_dim(b, st, st + size, 1, int64_t(s.dim));
-  }
+  std::optional<int64_t> common;  // the start every used device agrees on
+  bool agree = true;
+  for (size_t d = 0; d < start.size() && agree; ++d)
+    if (used[d]) {
+      agree = !common || *common == clamped(start[d]);
+      common = clamped(start[d]);
+    }
+  if (agree) return slice_in_dim(b, common.value_or(0), common.value_or(0) + size, 1, int64_t(s.dim));
   std::vector<Array> starts(size_t(b.ndim()), Array(int32_t(0)));
   starts[s.dim] = per_device(s.axes, start, used);
   Shape sizes = b.shape();

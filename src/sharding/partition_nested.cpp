@@ -86,6 +86,11 @@ Plan plan_nested(const ir::Equation& e, const Mesh& mesh, std::vector<MaybeDims>
   p.regions = e.prim->regions(e.inputs.size(), e.params);
   for (auto& r : p.regions.regions) p.programs.push_back(simplified(r.program));
   p.operands = std::move(operands);
+  // A scanned operand is whole along its scanned dimension.
+  for (const auto& r : p.regions.regions)
+    for (const ir::Port& port : r.inputs)
+      if (port.kind == ir::Port::kOperandSlice && p.operands[port.index] && !p.operands[port.index]->empty())
+        (*p.operands[port.index])[0].clear();
   const size_t nc = p.regions.carries.size();
   // A carry starts as its initial value is laid out when that splits something or a user
   // constraint says so; an initial value that is whole only because nothing decided
@@ -207,14 +212,10 @@ void lower_nested(Lowerer& l, const ir::Equation& e) {
   std::vector<MaybeDims> ops;
   std::vector<bool> fixed;
   for (const ir::Atom& a : e.inputs) {
-    ops.push_back(l.get(a).layout.dims.size() == a.aval().shape.size() ? l.get(a).layout.dims : Dims(a.aval().shape.size()));
+    Dims dims = l.get(a).layout.dims;  // a literal's are empty
+    ops.push_back(dims.size() == a.aval().shape.size() ? dims : Dims(a.aval().shape.size()));
     fixed.push_back(user_constrained(l, a));
   }
-  // A scanned operand is whole along its scanned dimension.
-  const ir::Regions shape = e.prim->regions(e.inputs.size(), e.params);
-  for (const auto& r : shape.regions)
-    for (const ir::Port& port : r.inputs)
-      if (port.kind == ir::Port::kOperandSlice && !(*ops[port.index]).empty()) (*ops[port.index])[0].clear();
   Plan p = plan_nested(e, mesh, ops, fixed);
   for (const std::string& note : p.notes) TESSEL_INFO_LOG("partition '" + l.program().name + "': " + note);
 

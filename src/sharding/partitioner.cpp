@@ -77,12 +77,7 @@ std::optional<Mesh> program_mesh(const ir::Program& p, const std::vector<std::op
     for (const auto& e : q.eqns) {
       if (e.prim->spmd && e.prim->spmd->mesh)
         if (auto m = e.prim->spmd->mesh(e.params)) take(*m, e.prim->name);
-      for (const auto& [key, v] : e.params.items()) {
-        if (auto* r = std::get_if<ir::ProgramRef>(&v); r && *r) visit(**r);
-        if (auto* rs = std::get_if<std::vector<ir::ProgramRef>>(&v))
-          for (const auto& b : *rs)
-            if (b) visit(*b);
-      }
+      ir::for_each_program(e.params, visit);
     }
   };
   visit(p);

@@ -276,12 +276,7 @@ void count_collectives(const ir::Program& p, int64_t& count, int64_t& bytes) {
       ++count;
       bytes += equation_comm_bytes(e);
     }
-    for (auto& [key, v] : e.params.items()) {
-      if (auto* r = std::get_if<ir::ProgramRef>(&v); r && *r) count_collectives(**r, count, bytes);
-      if (auto* rs = std::get_if<std::vector<ir::ProgramRef>>(&v))
-        for (auto& q : *rs)
-          if (q) count_collectives(*q, count, bytes);
-    }
+    ir::for_each_program(e.params, [&](const ir::Program& q) { count_collectives(q, count, bytes); });
   }
 }
 

@@ -52,12 +52,9 @@ std::vector<size_t> group_order(const std::vector<size_t>& sizes, const std::vec
 bool only_debug_effects(const ir::Program& p) {
   for (const ir::Equation& e : p.eqns) {
     if (e.prim->effects != ir::kNoEffect && !(e.prim->effects & ir::kRematReplay)) return false;
-    for (const auto& [key, v] : e.params.items()) {
-      if (auto* r = std::get_if<ProgramRef>(&v); r && !only_debug_effects(**r)) return false;
-      if (auto* rs = std::get_if<std::vector<ProgramRef>>(&v))
-        for (const auto& q : *rs)
-          if (!only_debug_effects(*q)) return false;
-    }
+    bool nested = true;
+    ir::for_each_program(e.params, [&](const ir::Program& q) { nested = nested && only_debug_effects(q); });
+    if (!nested) return false;
   }
   return true;
 }
