@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -141,12 +142,15 @@ class BodyEmitter {
 
   std::string fresh() { return "v" + std::to_string(next_++); }
 
-  std::string flat_index(const Shape& shape, const IndexMap& m) {
+  /// The flat offset of index `m` in a dense array of `shape`, plus `offsets[d]` (names of
+  /// run-time values; empty entries add nothing) in each dimension when given.
+  std::string flat_index(const Shape& shape, const IndexMap& m, const std::vector<std::string>* offsets = nullptr) {
     std::string s;
     int64_t stride = 1;
     for (size_t d = shape.size(); d-- > 0;) {
       if (shape[d] != 1) {
         std::string term = affine_text(m[d]);
+        if (offsets && !(*offsets)[d].empty()) term = "(" + term + " + " + (*offsets)[d] + ")";
         if (stride != 1) term += " * " + std::to_string(stride);
         s = s.empty() ? term : term + " + " + s;
       }
@@ -228,13 +232,19 @@ class BodyEmitter {
     return name;
   }
 
+  /// The local holding `key` in this scope or an enclosing one, or null.
+  const std::string* memoized(const std::string& key) const {
+    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+      if (auto it = s->find(key); it != s->end()) return &it->second;
+    return nullptr;
+  }
+
   /// The element of `a` at index map `m`, as an expression (usually a local's name).
   std::string value(const ir::Atom& a, const IndexMap& m) {
     if (a.is_literal()) return literal_text(a.literal(), a.aval().dtype);
     const ir::VarNode* var = a.var().get();
     const std::string key = std::to_string(var->id) + ":" + map_key(m);
-    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
-      if (auto it = s->find(key); it != s->end()) return it->second;
+    if (const std::string* known = memoized(key)) return *known;
     const std::string type = ops::codegen_type(var->aval.dtype);
     if (auto it = input_.find(var); it != input_.end()) {
       std::string name = fresh();
@@ -289,10 +299,54 @@ class BodyEmitter {
   /// The value of one case of an index map at the output index `m`.
   std::string case_value(const ir::Equation& e, const ir::IndexCase& c, const IndexMap& m, const std::string& type) {
     if (c.operand == ir::kIndexValue) return type + "(" + affine_text(c.at[0]) + ")";
+    if (!c.dynamic.empty()) return dynamic_read(e, c, type);
     std::string v = value(e.inputs[size_t(c.operand)], c.at);
     if (c.combine.empty()) return v;
     return type + "(tessel::scalar::" + c.combine + "(" + value(e.inputs[0], m) + ", " + v + "))";
   }
+
+  /// A case reading an input of the group at offsets known when the kernel runs
+  /// (ir::DynamicOffset). Each offset is computed once, before the loops (the prologue), so
+  /// the reads stay affine in the loop variables and vectorize.
+  std::string dynamic_read(const ir::Equation& e, const ir::IndexCase& c, const std::string& type) {
+    auto input_index = [&](const ir::Atom& a) {
+      auto in = a.is_literal() ? input_.end() : input_.find(a.var().get());
+      if (in == input_.end())
+        throw Error("internal: '" + e.prim->name + "' reads a value computed in its own loop nest at a run-time offset");
+      return std::to_string(in->second);
+    };
+    const ir::Atom& x = e.inputs[size_t(c.operand)];
+    const std::string in = input_index(x);
+    std::vector<std::string> offsets;
+    for (const ir::DynamicOffset& o : c.dynamic) {
+      if (o.operand < 0) {
+        offsets.emplace_back();
+        continue;
+      }
+      const ir::Atom& start = e.inputs[size_t(o.operand)];
+      const std::string size = std::to_string(o.size), max = std::to_string(o.max);
+      if (start.is_literal()) {
+        int64_t v = start.literal().to<int64_t>();
+        offsets.push_back(std::to_string(std::clamp<int64_t>(v < 0 ? v + o.size : v, 0, o.max)));
+        continue;
+      }
+      const std::string k = input_index(start), name = "off" + k + "_" + size + "_" + max;
+      const std::string v = "int64_t(in" + k + "[0])";
+      prologue_[name] = "std::clamp<int64_t>(" + v + " < 0 ? " + v + " + " + size + " : " + v + ", 0, " + max + ")";
+      offsets.push_back(name);
+    }
+    const std::string name = fresh();
+    line("const " + type + " " + name + " = in" + in + "[" + flat_index(x.aval().shape, c.at, &offsets) + "];");
+    return name;
+  }
+
+ public:
+  /// The run-time offsets the emitted statements read: name -> initializer, to declare
+  /// before the loops.
+  const std::map<std::string, std::string>& prologue() const { return prologue_; }
+
+ private:
+  std::map<std::string, std::string> prologue_;
 
   const ir::Program& g_;
   std::vector<int64_t> lo_, hi_;
@@ -327,6 +381,16 @@ void interior_box(const Shape& domain, std::vector<std::vector<int64_t>>& cuts, 
   }
 }
 
+/// The index-map cases of an index-mapping equation at its own output index.
+std::vector<ir::IndexCase> identity_cases(const ir::Equation& e) {
+  const Aval& out = e.outputs[0]->aval;
+  IndexMap identity;
+  for (size_t d = 0; d < out.shape.size(); ++d) identity.push_back({int(d), 1, 0});
+  std::vector<Aval> avals;
+  for (const ir::Atom& a : e.inputs) avals.push_back(a.aval());
+  return e.prim->index_map(identity, avals, out, e.params);
+}
+
 }  // namespace
 
 bool can_generate(const ir::Equation& e) {
@@ -341,13 +405,14 @@ bool can_generate(const ir::Equation& e) {
     for (const ir::Atom& a : e.inputs) avals.push_back(a.aval());
     return !e.prim->codegen(xs, avals, out, e.params).empty();
   }
-  if (e.prim->index_map) {
-    IndexMap identity;
-    for (size_t d = 0; d < out.shape.size(); ++d) identity.push_back({int(d), 1, 0});
-    std::vector<Aval> avals;
-    for (const ir::Atom& a : e.inputs) avals.push_back(a.aval());
-    return !e.prim->index_map(identity, avals, out, e.params).empty();
-  }
+  if (e.prim->index_map) return !identity_cases(e).empty();
+  return false;
+}
+
+bool reads_at_run_time_offsets(const ir::Equation& e) {
+  if (!e.prim->index_map || e.outputs.size() != 1) return false;
+  for (const ir::IndexCase& c : identity_cases(e))
+    if (!c.dynamic.empty()) return true;
   return false;
 }
 
@@ -355,13 +420,17 @@ std::string kernel_prelude() { return std::string(kScalarSource) + "\n#include <
 
 namespace {
 
-/// The generic body (over the whole domain), and the interior box its tests leave.
-std::string generic_body(const ir::Program& g, int indent, std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
+/// The generic body (over the whole domain), and the interior box its tests leave. The
+/// declarations of the run-time offsets it reads are added to `prologue`.
+std::string generic_body(const ir::Program& g, int indent, std::vector<int64_t>& lo, std::vector<int64_t>& hi,
+                         std::map<std::string, std::string>* prologue = nullptr) {
   const Shape domain = group_shape(g).domain;
   std::vector<std::vector<int64_t>> cuts(domain.size());
   lo.assign(domain.size(), 0);
   hi.assign(domain.begin(), domain.end());
-  std::string body = BodyEmitter(g, lo, hi, &cuts).emit(indent);
+  BodyEmitter emitter(g, lo, hi, &cuts);
+  std::string body = emitter.emit(indent);
+  if (prologue) prologue->insert(emitter.prologue().begin(), emitter.prologue().end());
   interior_box(domain, cuts, lo, hi);
   return body;
 }
@@ -393,8 +462,14 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
   const size_t rank = domain.size();
   const size_t outer = rank == 0 ? 0 : rank - 1;  // loops before the split last dimension
   std::vector<int64_t> lo, hi;
-  std::string generic = generic_body(g, 4, lo, hi);
-  std::string special = rank == 0 ? "" : BodyEmitter(g, lo, hi, nullptr).emit(2 * int(rank) + 6);
+  std::map<std::string, std::string> prologue;
+  std::string generic = generic_body(g, 4, lo, hi, &prologue);
+  std::string special;
+  if (rank > 0) {
+    BodyEmitter emitter(g, lo, hi, nullptr);
+    special = emitter.emit(2 * int(rank) + 6);
+    prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
+  }
   auto ind = [](int n) { return std::string(size_t(n), ' '); };
   auto str = [](int64_t v) { return std::to_string(v); };
 
@@ -404,6 +479,7 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
     s += "  const " + t + "* __restrict in" + str(int64_t(k)) + " = static_cast<const " + t + "*>(bufs[" +
          str(int64_t(k)) + "]);\n";
   }
+  for (const auto& [offset, init] : prologue) s += "  const int64_t " + offset + " = " + init + ";\n";
   // Reductions (over the trailing dimensions from `kept` on) accumulate in locals, reset
   // when the kept indices change and stored after the reduced loops.
   std::string acc_init, acc_store;

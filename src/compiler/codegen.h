@@ -27,6 +27,11 @@ namespace tessel::compiler {
 /// supported dtypes).
 bool can_generate(const ir::Equation& e);
 
+/// An index-mapping equation that reads its operand at offsets known only when the kernel
+/// runs (dynamic_slice, ir::DynamicOffset): the fusion pass stores its operands, so the
+/// loop nest reads them from memory.
+bool reads_at_run_time_offsets(const ir::Equation& e);
+
 /// A reduction with a reduction_epilogue rule for its operand's dtype (reduce_sum/max/min of
 /// a float operand) over trailing axes: fused as a group's epilogue (the group's outputs are
 /// then all such reductions of one operand shape and axes).

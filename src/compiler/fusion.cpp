@@ -178,7 +178,7 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
   for (const ir::Atom& a : p.outvars)
     if (!a.is_literal()) plan.stored.insert(a.var().get());
   for (size_t i = 0; i < p.eqns.size(); ++i)
-    if (!plan.fusible[i]) plan.store_inputs_of(i);
+    if (!plan.fusible[i] || reads_at_run_time_offsets(p.eqns[i])) plan.store_inputs_of(i);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < p.eqns.size(); ++i)

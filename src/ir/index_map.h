@@ -41,6 +41,14 @@ struct RangeTest {
 /// output's dtype.
 inline constexpr int kIndexValue = -1;
 
+/// An offset known only when the kernel runs: the value of a 0-d integer operand, counted
+/// from the end when negative (+ `size`) and clamped to [0, max] (dynamic_slice's starts).
+struct DynamicOffset {
+  int operand = -1;  ///< the operand holding it; -1: no dynamic offset in this dimension
+  int64_t size = 0;
+  int64_t max = 0;
+};
+
 /// One way of computing an output element, used where every test of `when` holds.
 struct IndexCase {
   std::vector<RangeTest> when = {};  ///< all must hold; empty: always
@@ -49,6 +57,10 @@ struct IndexCase {
   /// Non-empty: the element is scalar::<combine>(operand 0 at the output's own index, the
   /// value read) of src/backend/cpu/scalar.h (scatter-add into operand 0: "add").
   std::string combine = {};
+  /// Non-empty: one entry per dimension of `at`, added to it at run time. Such a case reads
+  /// a value the loop nest does not compute (the fusion pass stores the equation's
+  /// operands), so its offsets enter no range test.
+  std::vector<DynamicOffset> dynamic = {};
 };
 
 /// The index-map rule of a primitive: the element of the output at `out_index` is that of

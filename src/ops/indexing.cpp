@@ -406,8 +406,19 @@ ir::ShardingRule dynamic_update_slice_sharding_rule(std::span<const Aval> ins, s
   return aligned_sharding_rule(ins, outs, dims);
 }
 
+// Code generation: output index i reads the operand at i + the clamped start, read when the
+// kernel runs (a start per device in a partitioned program's halo windows fuses this way).
+std::vector<ir::IndexCase> dynamic_slice_index_map(const ir::IndexMap& m, std::span<const Aval> ins, const Aval& out,
+                                                   const Params&) {
+  ir::IndexCase c{.at = m};
+  for (size_t d = 0; d < m.size(); ++d)
+    c.dynamic.push_back({int(d) + 1, ins[0].shape[d], ins[0].shape[d] - out.shape[d]});
+  return {c};
+}
+
 const ir::Primitive& dynamic_slice_p = ir::register_primitive({
     .name = "dynamic_slice", .arity = {1, -1}, .abstract_eval = dynamic_slice_aval, .cpu_kernel = dynamic_slice_kernel,
+    .fusion = ir::FusionKind::kShape, .index_map = dynamic_slice_index_map, .point_cost = 0,
     .jvp = dynamic_slice_jvp, .transpose = dynamic_slice_transpose, .batch = dynamic_slice_batch,
     .sharding_rule = dynamic_slice_sharding_rule, .localize = dynamic_slice_localize});
 const ir::Primitive& dynamic_update_slice_p = ir::register_primitive({

@@ -184,6 +184,28 @@ TEST(Fusion, StencilReadsEachInputOnceAndWritesOnce) {
   expect_same(run(fused, args), run(p, args), "stencil");
 }
 
+// A window at starts known only when the program runs (a loop counter, a device's offset in
+// a partitioned program) is read by the loop nest that uses it, not copied out first; starts
+// past either end clamp, negative ones count from the end, as the unfused kernel does.
+TEST(Fusion, DynamicSlicesAreReadInPlaceByTheirLoopNest) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  auto f = [](std::span<const ts::Array> x) {
+    const ts::Array& h = x[0];
+    ts::Array w = ts::dynamic_slice(h, {x[1], x[2]}, {30, 40});
+    ts::Array v = ts::dynamic_slice(h, {x[2], ts::Array(int32_t(3))}, {30, 40});
+    return std::vector<ts::Array>{ts::exp(w) * 2.0f + v};
+  };
+  auto base = random_inputs(ts::f32, 40, 50, 11);
+  for (auto [r, c] : std::vector<std::pair<int32_t, int32_t>>{{0, 0}, {7, 3}, {10, 10}, {25, 2}, {-4, 1}, {-90, 99}}) {
+    std::vector<ts::Array> args{base[0], ts::Array(r), ts::Array(c)};
+    ts::ir::Program p = lower(f, args);
+    ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything());
+    ASSERT_EQ(count_prim(fused, "dynamic_slice"), 0u) << ts::ir::print_program(fused);
+    ASSERT_EQ(count_prim(fused, "fused"), 1u) << ts::ir::print_program(fused);
+    expect_same(run(fused, args), run(p, args), "starts " + std::to_string(r) + ", " + std::to_string(c));
+  }
+}
+
 TEST(Fusion, RecomputeBudgetStoresValuesReadAtManyOffsets) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
   // Three nested 5-point smoothings: inlined, the innermost would run 125 times per point.
