@@ -27,6 +27,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -48,9 +49,12 @@ struct SplitDim {
   size_t dim;
   size_t factor;
   Axes axes;
-  int64_t k;   // pieces
-  int64_t m;   // the result's size along it
-  int64_t po;  // the result's piece size
+  int64_t k;       // pieces
+  int64_t m;       // the result's size along it
+  int64_t po;      // the result's grid (Grid): piece size
+  int64_t ro = 0;  // and origin
+  /// The first result position of device d's piece.
+  int64_t first(int64_t d) const { return d * po - ro; }
 };
 
 /// Result positions [begin, end) read source `source` at o + shift; a `row` segment reads
@@ -61,11 +65,14 @@ struct Segment {
   bool row = false;
 };
 
-/// A per-device value segments read along one dimension: its global size there, and
-/// whether it is split there (over the dimension's axes) or whole on every device.
+/// A per-device value segments read along one dimension: its global size there, whether
+/// it is split there (over the dimension's axes) or whole on every device, and if split
+/// its grid (piece d holds positions from d * pi - origin).
 struct SourceShape {
   int64_t n;
   bool split;
+  int64_t pi = 0;
+  int64_t origin = 0;
 };
 
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
@@ -135,15 +142,15 @@ std::vector<Read> reads_of(const SplitDim& s, const std::vector<Segment>& segmen
     const Segment& g = segments[j];
     const SourceShape& src = shapes[g.source];
     for (int64_t d = 0; d < s.k; ++d) {
-      const int64_t o0 = std::max(g.begin, d * s.po), o1 = std::min({g.end, d * s.po + s.po, s.m});
+      const int64_t o0 = std::max(g.begin, s.first(d)), o1 = std::min({g.end, s.first(d) + s.po, s.m});
       if (o0 >= o1) continue;
       const int64_t p0 = g.row ? g.shift : o0 + g.shift, p1 = g.row ? g.shift + 1 : o1 + g.shift;
       if (p0 < 0 || p1 > src.n) throw Error("internal: a halo segment reads outside its source");
-      Read r{j, d, p0, p1, g.row ? 0 : o0 - d * s.po, {}};
+      Read r{j, d, p0, p1, g.row ? 0 : o0 - s.first(d), {}};
       if (src.split) {
-        const int64_t base = d * piece_size(src.n, s.k);
+        const int64_t base = d * src.pi - src.origin;
         r.r0 -= base, r.r1 -= base;
-        r.turns = nearest_turns(r.r0, r.r1, s.k, piece_size(src.n, s.k));
+        r.turns = nearest_turns(r.r0, r.r1, s.k, src.pi);
       }
       reads.push_back(std::move(r));
     }
@@ -157,7 +164,7 @@ void choose_turns(std::vector<Read>& reads, const std::vector<Segment>& segments
                   const std::vector<SourceShape>& shapes, int64_t k) {
   std::map<std::pair<size_t, int64_t>, int> votes;  // (source, hop) -> reads with one nearest turn using it
   auto hops = [&](const Read& r, int64_t turn, auto&& each) {
-    const int64_t pi = piece_size(shapes[segments[r.segment].source].n, k);
+    const int64_t pi = shapes[segments[r.segment].source].pi;
     for (int64_t h = floor_div(r.r0 + turn, pi); h <= floor_div(r.r1 - 1 + turn, pi); ++h) each(h);
   };
   for (const Read& r : reads)
@@ -198,9 +205,9 @@ void share_windows(DimPlan& plan) {
 }
 
 /// Plans the reads of one split dimension; nullopt when they would move as many rows as
-/// gathering the dimension.
+/// gathering the dimension, unless `whatever_it_moves`.
 std::optional<DimPlan> plan_dim(const SplitDim& s, const std::vector<Segment>& segments,
-                                const std::vector<SourceShape>& shapes) {
+                                const std::vector<SourceShape>& shapes, bool whatever_it_moves = false) {
   const int64_t k = s.k;
   DimPlan plan{s, segments, std::vector<SourcePlan>(shapes.size()),
                std::vector<SegmentPlan>(segments.size(), {std::vector<int64_t>(size_t(k), 0),
@@ -213,7 +220,7 @@ std::optional<DimPlan> plan_dim(const SplitDim& s, const std::vector<Segment>& s
   for (const Read& r : reads) {
     const size_t i = segments[r.segment].source;
     if (!shapes[i].split) continue;
-    const int64_t pi = piece_size(shapes[i].n, k);
+    const int64_t pi = shapes[i].pi;
     for (int64_t hop = floor_div(r.r0, pi); hop <= floor_div(r.r1 - 1, pi); ++hop) {
       const int64_t a = std::max(r.r0 - hop * pi, int64_t(0)), b = std::min(r.r1 - hop * pi, pi);
       auto [it, fresh] = blocks[i].try_emplace(hop, Block{hop, a, b, 0, std::vector<bool>(size_t(k), false)});
@@ -225,7 +232,7 @@ std::optional<DimPlan> plan_dim(const SplitDim& s, const std::vector<Segment>& s
   for (size_t i = 0; i < shapes.size(); ++i) {
     SourcePlan& p = plan.sources[i];
     if (!shapes[i].split || blocks[i].empty()) {
-      p.length = shapes[i].split ? piece_size(shapes[i].n, k) : shapes[i].n;
+      p.length = shapes[i].split ? shapes[i].pi : shapes[i].n;
       continue;
     }
     int64_t moved = 0;
@@ -235,13 +242,13 @@ std::optional<DimPlan> plan_dim(const SplitDim& s, const std::vector<Segment>& s
       if (hop != 0) moved += b.b - b.a;
       p.blocks.push_back(b);
     }
-    if (moved > 0 && moved >= (k - 1) * piece_size(shapes[i].n, k)) return std::nullopt;  // no better than a gather
+    if (!whatever_it_moves && moved > 0 && moved >= (k - 1) * shapes[i].pi) return std::nullopt;  // no better than a gather
   }
   // Window starts, and the zeros around each buffer that keep every window inside it.
   for (const Read& r : reads) {
     const Segment& g = segments[r.segment];
     const SourcePlan& p = plan.sources[g.source];
-    const int64_t at = p.blocks.empty() ? r.r0 : buffer_index(p, r.r0, piece_size(shapes[g.source].n, k));
+    const int64_t at = p.blocks.empty() ? r.r0 : buffer_index(p, r.r0, shapes[g.source].pi);
     plan.reads[r.segment].start[size_t(r.device)] = at - r.t0;
     plan.reads[r.segment].used[size_t(r.device)] = true;
   }
@@ -290,10 +297,11 @@ Array per_device(const Axes& axes, const std::vector<int64_t>& values, const std
 }
 
 /// The global position along `dim` of each element of a per-device value of `shape` whose
-/// dimension `dim` is this device's piece of size `po` (int32, or int64 past 2^31).
+/// dimension `dim` is this device's piece of the result's grid (int32, or int64 past 2^31).
 Array global_positions(const Shape& shape, const SplitDim& s) {
   const DType dt = s.k * s.po < (int64_t(1) << 31) ? DType::int32 : DType::int64;
   Array offset = astype(detail::axis_index(s.axes), dt) * Array(Scalar(s.po, dt));
+  if (s.ro != 0) offset = offset - Array(Scalar(s.ro, dt));
   return iota(dt, shape, int64_t(s.dim)) + offset;
 }
 
@@ -452,18 +460,39 @@ struct Window {
     const Layout& have = l.get(a).layout;
     return !have.partial.empty() || !have.dims[s.dim].empty();
   }
+  /// The grid a source split along `s` keeps for the window: its own where it is split over
+  /// the dimension's axes (no reshard needed), else the canonical one it is resharded to.
+  Grid kept_grid(const ir::Atom& a, const SplitDim& s) const {
+    const int64_t n = a.aval().shape[s.dim];
+    const Layout& have = l.get(a).layout;
+    if (have.partial.empty() && have.dims[s.dim] == s.axes) return grid_of(have, s.dim, n, l.mesh());
+    return Grid{piece_size(n, s.k), 0};
+  }
+  /// What the window reads of source `a` along `s` (once laid out by source()).
+  SourceShape shape_along(const ir::Atom& a, const SplitDim& s) const {
+    const int64_t n = a.aval().shape[s.dim];
+    if (!split_along(a, s)) return {n, false, n, 0};
+    const Grid g = kept_grid(a, s);
+    return {n, true, g.piece, g.origin};
+  }
   /// `a` laid out by `rule_dims` (a rule's factor ids), except along split dimensions where
-  /// it is whole.
+  /// it is whole, with the grids it keeps there.
   Array source(const ir::Atom& a, const std::vector<int>& rule_dims) {
     Layout want{project(rule_dims, factors), {}, ir::Combine::kNone};
-    for (auto& s : dims)
+    for (auto& s : dims) {
       if (!split_along(a, s)) want.dims[s.dim].clear();
+      else set_grid(want, s.dim, kept_grid(a, s), a.aval().shape[s.dim], l.mesh());
+    }
     return l.to_layout(a, want);
   }
-  Layout result_layout() const { return Layout{project(rule.results[0], factors), {}, ir::Combine::kNone}; }
+  Layout result_layout() const {
+    Layout r{project(rule.results[0], factors), {}, ir::Combine::kNone};
+    for (auto& s : dims) set_grid(r, s.dim, Grid{s.po, s.ro}, s.m, l.mesh());
+    return r;
+  }
   Aval local_result() const {
     const Aval& g = e.outputs[0]->aval;
-    return Aval(local_dims_shape(l.mesh(), result_layout().dims, g.shape), g.dtype, g.weak_type);
+    return Aval(local_shape(l.mesh(), result_layout(), g.shape), g.dtype, g.weak_type);
   }
   /// The primitive bound on per-device operands, its parameters localized for them.
   Array bind_local(const std::vector<Array>& ins, ir::Params params) const {
@@ -533,7 +562,7 @@ bool lower_one_source(Window& w) {
     if (begin >= end) return std::vector<Segment>{};
     return std::vector<Segment>{{0, begin, end, -lo}};
   };
-  auto shapes_of = [&](const SplitDim& s) { return std::vector<SourceShape>{{xs[s.dim], w.split_along(x, s)}}; };
+  auto shapes_of = [&](const SplitDim& s) { return std::vector<SourceShape>{w.shape_along(x, s)}; };
   std::vector<DimPlan> plans = w.plan(segments_of, shapes_of);
   if (plans.empty()) return false;
 
@@ -589,11 +618,11 @@ bool lower_update(Window& w) {
     if (us[s.dim] == 0) return std::vector<Segment>{};
     return std::vector<Segment>{{0, *start, *start + us[s.dim], -*start}};
   };
-  auto shapes_of = [&](const SplitDim& s) { return std::vector<SourceShape>{{us[s.dim], w.split_along(u, s)}}; };
+  auto shapes_of = [&](const SplitDim& s) { return std::vector<SourceShape>{w.shape_along(u, s)}; };
   std::vector<DimPlan> plans = w.plan(segments_of, shapes_of);
   if (plans.empty()) return false;
 
-  Array xv = w.l.to_layout(x, Layout{project(w.rule.operands[0], w.factors), {}, ir::Combine::kNone});
+  Array xv = w.l.to_layout(x, w.result_layout());
   if (shape_size(us) == 0) {  // nothing to update
     w.set_result(xv);
     return true;
@@ -659,7 +688,7 @@ bool lower_concatenate(Window& w) {
   auto segments_of = [&](const SplitDim&, std::string&) { return std::optional<std::vector<Segment>>(segments); };
   auto shapes_of = [&](const SplitDim&) {
     std::vector<SourceShape> shapes;
-    for (const ir::Atom& a : sources) shapes.push_back({a.aval().shape[s.dim], w.split_along(a, s)});
+    for (const ir::Atom& a : sources) shapes.push_back(w.shape_along(a, s));
     return shapes;
   };
   std::vector<DimPlan> plans = w.plan(segments_of, shapes_of);
@@ -692,6 +721,38 @@ bool lower_iota(Window& w) {
 
 // ---- the slices a concatenate reads through ----
 
+/// The grid a window's result takes along `s`: its source's (operand 0's), shifted by the
+/// window's start, where the source is split there the same way, the window has stride 1
+/// and every piece keeps some of the result's positions. Each device's result is then
+/// mostly its own piece of the source: x[1:-1] moves nothing, pad(x[1:-1]) neither, and
+/// x.at[1:-1].set(y) is a local select when y kept x's pieces. Nullopt: canonical pieces.
+std::optional<Grid> kept_window_grid(const Lowerer& l, const ir::Equation& e, const SplitDim& s) {
+  const std::string& name = e.prim->name;
+  static const std::set<std::string> windows{"slice", "dynamic_slice", "pad", "scatter", "dynamic_update_slice"};
+  if (!windows.count(name) || e.inputs[0].is_literal()) return std::nullopt;
+  const ir::Atom& source = e.inputs[0];
+  const int64_t n = source.aval().shape[s.dim];
+  int64_t shift = 0;  // result position o reads source position o + shift; updates keep operand 0's
+  if (name == "slice") {
+    if (e.params.get_ints("strides")[s.dim] != 1) return std::nullopt;
+    shift = e.params.get_ints("start_indices")[s.dim];
+  } else if (name == "dynamic_slice") {
+    std::optional<int64_t> start = constant_start(e.inputs[1 + s.dim], n, s.m);
+    if (!start) return std::nullopt;
+    shift = *start;
+  } else if (name == "pad") {
+    const auto& cfg = e.params.get_ints("padding_config");
+    if (cfg[3 * s.dim + 2] != 0) return std::nullopt;
+    shift = -cfg[3 * s.dim];
+  }
+  const Layout& have = l.get(source).layout;
+  if (!have.partial.empty() || have.dims[s.dim] != s.axes) return std::nullopt;
+  const Grid g = grid_of(have, s.dim, n, l.mesh()), r{g.piece, g.origin + shift};
+  if (r.origin < 0 || r.origin >= r.piece || (s.k - 1) * r.piece - r.origin >= s.m || s.k * r.piece - r.origin < s.m)
+    return std::nullopt;
+  return r;
+}
+
 /// Whether `e` slices dimension `dim` with stride 1 and takes every other dimension in full.
 bool slices_only(const ir::Equation& e, size_t dim) {
   if (e.prim->name != "slice") return false;
@@ -716,6 +777,22 @@ bool repeats_row(const ir::Equation& e, size_t dim) {
 
 }  // namespace
 
+Array realign(Lowerer& l, const Array& x, const Layout& from, const Layout& to, const Shape& global) {
+  Array v = x;
+  for (size_t d = 0; d < global.size(); ++d) {
+    if (from.dims[d].empty()) continue;
+    const Grid have = grid_of(from, d, global[d], l.mesh()), want = grid_of(to, d, global[d], l.mesh());
+    if (have == want) continue;
+    const int64_t k = detail::axes_size(l.mesh(), from.dims[d]);
+    const SplitDim s{d, 0, from.dims[d], k, global[d], want.piece, want.origin};
+    // Every position reads itself: the new pieces' positions from the old pieces.
+    std::optional<DimPlan> plan = plan_dim(s, {Segment{0, 0, global[d], 0}},
+                                           {SourceShape{global[d], true, have.piece, have.origin}}, true);
+    v = assemble(*plan, read(l, *plan, {v}), Array(), realigned(v.shape(), s));
+  }
+  return v;
+}
+
 bool lower_window(Lowerer& l, const ir::Equation& e, const ir::ShardingRule& rule, std::vector<Axes>& factors) {
   if (e.outputs.size() != 1) return false;
   Window w{l, e, rule, factors, {}};
@@ -725,7 +802,9 @@ bool lower_window(Lowerer& l, const ir::Equation& e, const ir::ShardingRule& rul
     if (f < 0 || !rule.permutation(size_t(f)) || factors[size_t(f)].empty()) continue;
     const int64_t k = detail::axes_size(l.mesh(), factors[size_t(f)]);
     if (k == 1) continue;  // one piece: every device holds the whole dimension, nothing moves
-    w.dims.push_back({d, size_t(f), factors[size_t(f)], k, shape[d], piece_size(shape[d], k)});
+    SplitDim s{d, size_t(f), factors[size_t(f)], k, shape[d], piece_size(shape[d], k)};
+    if (std::optional<Grid> g = kept_window_grid(l, e, s)) s.po = g->piece, s.ro = g->origin;
+    w.dims.push_back(s);
   }
   if (w.dims.empty()) return false;
   static const std::unordered_map<std::string, bool (*)(Window&)> lowerings{

@@ -39,6 +39,14 @@ std::vector<Aval> out_avals(const ir::Equation& e);
 std::vector<Axes> project(const std::vector<int>& dims, const std::vector<Axes>& factors);
 /// The per-device shape of `global` with dimensions split over `dims`' axes (padded pieces).
 Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Shape& global);
+/// The per-device shape of a value of `global` shape laid out by `l`, grids included.
+Shape local_shape(const Mesh& mesh, const Layout& l, const Shape& global);
+/// The grid of dimension `d` (of global size `n`) in `l`: its own, or the canonical one.
+Grid grid_of(const Layout& l, size_t d, int64_t n, const Mesh& mesh);
+/// Gives dimension `d` (of global size `n`) of `l` the grid `g` (none when it is canonical).
+void set_grid(Layout& l, size_t d, Grid g, int64_t n, const Mesh& mesh);
+/// `l` with canonical grids.
+Layout canonical(Layout l);
 /// "x", "x and y", "x, y and z".
 std::string axes_text(const Axes& axes);
 
@@ -84,6 +92,9 @@ class Lowerer {
  private:
   void lower(const ir::Equation& e);
   void lower_spmd(const ir::Equation& e);
+  Array relayout(const Array& x, const Layout& from, const Layout& to, const Shape& global);
+  std::map<size_t, Grid> factor_grids(const ir::Equation& e, const ir::ShardingRule& rule,
+                                      const std::vector<Axes>& factors) const;
   void log_fallbacks(const ir::Equation& e, const ir::ShardingRule& rule, const std::vector<Axes>& factors);
 
   const ir::Program& p_;
@@ -99,6 +110,11 @@ class Lowerer {
 /// region is partitioned with its own Lowerer, loop carries laid out by a fixed point
 /// (partition_nested.cpp).
 void lower_nested(Lowerer& l, const ir::Equation& e);
+
+/// `x` (a per-device value laid out by `from`, not partial) with the grids of `to`, which
+/// splits every dimension as `from` does: the positions each device's new piece needs from
+/// other pieces arrive by collective_permute (halo.cpp).
+Array realign(Lowerer& l, const Array& x, const Layout& from, const Layout& to, const Shape& global);
 
 /// Lowers an equation whose rule has permutation factors (ir::ShardingRule::permutes) split
 /// by `factors`: windows read across pieces by halo exchange, rev by swapping pieces, iota

@@ -32,6 +32,8 @@ std::string Layout::to_string() const {
     if (dims[d].empty()) r += "_";
     for (size_t k = 0; k < dims[d].size(); ++k) r += (k ? "*" : "") + dims[d][k];
   }
+  for (const auto& [d, g] : grids)
+    r += " | dim " + std::to_string(d) + " pieces of " + std::to_string(g.piece) + " from " + std::to_string(-g.origin);
   if (!partial.empty()) {
     r += " | partial " + std::string(ir::combine_name(partial_op)) + " over";
     for (auto& a : partial) r += " " + a;
@@ -353,7 +355,9 @@ namespace {
 // `to` splits every dimension at least as finely as `from`, with `from`'s axes first: each
 // device's piece of `to` lies inside its piece of `from`, so resharding is local slicing.
 bool slices_locally(const Layout& from, const Layout& to) {
-  if (!from.partial.empty() || !to.partial.empty() || from.dims.size() != to.dims.size()) return false;
+  if (!from.partial.empty() || !to.partial.empty() || from.dims.size() != to.dims.size() || !from.grids.empty() ||
+      !to.grids.empty())
+    return false;
   for (size_t d = 0; d < from.dims.size(); ++d)
     if (to.dims[d].size() < from.dims[d].size() || !std::equal(from.dims[d].begin(), from.dims[d].end(), to.dims[d].begin()))
       return false;
@@ -365,6 +369,28 @@ bool slices_locally(const Layout& from, const Layout& to) {
 Shape local_dims_shape(const Mesh& mesh, const std::vector<Axes>& dims, const Shape& global) {
   Shape s = global;
   for (size_t d = 0; d < s.size(); ++d) s[d] = detail::piece_size(s[d], detail::axes_size(mesh, dims[d]));
+  return s;
+}
+
+Grid grid_of(const Layout& l, size_t d, int64_t n, const Mesh& mesh) {
+  auto it = l.grids.find(d);
+  if (it != l.grids.end()) return it->second;
+  return Grid{detail::piece_size(n, detail::axes_size(mesh, l.dims[d])), 0};
+}
+
+void set_grid(Layout& l, size_t d, Grid g, int64_t n, const Mesh& mesh) {
+  l.grids.erase(d);
+  if (!(g == grid_of(l, d, n, mesh))) l.grids[d] = g;
+}
+
+Layout canonical(Layout l) {
+  l.grids.clear();
+  return l;
+}
+
+Shape local_shape(const Mesh& mesh, const Layout& l, const Shape& global) {
+  Shape s = local_dims_shape(mesh, l.dims, global);
+  for (const auto& [d, g] : l.grids) s[d] = g.piece;
   return s;
 }
 
@@ -388,7 +414,9 @@ std::vector<Array> Lowerer::run(std::span<const Array> args, const std::vector<L
     } else if (want) {  // a literal output: every device holds it whole
       l.layout = *want;
       l.value = reshard(l.value, Layout{}, *want, a.aval().shape, mesh_);
-    } else if (!l.layout.partial.empty()) {  // through to_layout: shared with other users, and between outputs
+    } else if (!l.layout.partial.empty() || !l.layout.grids.empty()) {
+      // Through to_layout: shared with other users, and between outputs. Outside the
+      // partitioner pieces are canonical.
       l.layout = Layout{l.layout.dims, {}, ir::Combine::kNone};
       l.value = to_layout(a, l.layout);
     }
@@ -435,9 +463,20 @@ Array Lowerer::to_layout(const ir::Atom& a, const Layout& want) {
       l = s->second;
       break;
     }
-  Array r = reshard(l.value, l.layout, want, a.aval().shape, mesh_);
+  Array r = relayout(l.value, l.layout, want, a.aval().shape);
   resharded_.emplace(key, Local{r, want});
   return r;
+}
+
+// Grids change by realigning pieces between neighbours; everything else by the reshard
+// planner, which knows canonical pieces only.
+Array Lowerer::relayout(const Array& x, const Layout& from, const Layout& to, const Shape& global) {
+  if (from.dims == to.dims && from.partial.empty() && to.partial.empty()) return realign(*this, x, from, to, global);
+  if (!from.grids.empty() && !from.partial.empty())
+    throw Error("internal: a partial per-device value " + from.to_string() + " has non-canonical pieces");
+  Array r = from.grids.empty() ? x : realign(*this, x, from, canonical(from), global);
+  r = reshard(r, canonical(from), canonical(to), global, mesh_);
+  return to.grids.empty() ? r : realign(*this, r, canonical(to), to, global);
 }
 
 const ir::Equation* Lowerer::deferred(const ir::Atom& a) const {
@@ -476,11 +515,18 @@ void Lowerer::lower(const ir::Equation& e) {
   for (auto& a : e.inputs) lower_deferred(a);
   if (detail::info_logging()) log_fallbacks(e, rule, factors);
 
+  const std::map<size_t, Grid> grids = factor_grids(e, rule, factors);
+  auto layout = [&](const std::vector<int>& dims, const Shape& shape) {
+    Layout r{project(dims, factors), {}, ir::Combine::kNone};
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d] >= 0 && grids.count(size_t(dims[d])) && !r.dims[d].empty())
+        set_grid(r, d, grids.at(size_t(dims[d])), shape[d], mesh_);
+    return r;
+  };
   std::vector<Array> local_ins;
   std::vector<Aval> local_in_avals;
   for (size_t i = 0; i < e.inputs.size(); ++i) {
-    Layout want{project(rule.operands[i], factors), {}, ir::Combine::kNone};
-    Array x = to_layout(e.inputs[i], want);
+    Array x = to_layout(e.inputs[i], layout(rule.operands[i], ins[i].shape));
     // Padding of a split dimension must not take part in a reduction over it.
     for (size_t d = 0; d < rule.operands[i].size(); ++d) {
       int f = rule.operands[i][d];
@@ -492,10 +538,12 @@ void Lowerer::lower(const ir::Equation& e) {
     local_ins.push_back(x);
     local_in_avals.push_back(x.aval());
   }
+  std::vector<Layout> out_layouts;
   std::vector<Aval> local_outs;
-  for (size_t j = 0; j < outs.size(); ++j)
-    local_outs.push_back(Aval(local_dims_shape(mesh_, project(rule.results[j], factors), outs[j].shape), outs[j].dtype,
-                              outs[j].weak_type));
+  for (size_t j = 0; j < outs.size(); ++j) {
+    out_layouts.push_back(layout(rule.results[j], outs[j].shape));
+    local_outs.push_back(Aval(local_shape(mesh_, out_layouts[j], outs[j].shape), outs[j].dtype, outs[j].weak_type));
+  }
   ir::Params params = e.prim->localize ? e.prim->localize(e.params, local_in_avals, local_outs) : e.params;
   std::vector<Array> res = detail::bind(*e.prim, local_ins, params);
   Layout partial;
@@ -509,8 +557,54 @@ void Lowerer::lower(const ir::Equation& e) {
       throw Error("internal: partitioning '" + e.prim->name + "' gave a per-device result of shape " +
                   shape_to_string(res[j].shape()) + ", expected " + shape_to_string(local_outs[j].shape) +
                   " (its sharding rule and localize disagree)");
-    env_[e.outputs[j].get()] = Local{res[j], Layout{project(rule.results[j], factors), partial.partial, partial.partial_op}};
+    out_layouts[j].partial = partial.partial;
+    out_layouts[j].partial_op = partial.partial_op;
+    env_[e.outputs[j].get()] = Local{res[j], out_layouts[j]};
   }
+}
+
+// A split factor that every operand and result has at one size (not a window's, not a
+// contraction's) takes the grid most of the operands split that way have (canonical on a
+// tie): element-wise work on windows stays on the windows' pieces, and the other operands
+// realign to them. An equation with partial results keeps canonical pieces (partial values
+// never move between pieces).
+std::map<size_t, Grid> Lowerer::factor_grids(const ir::Equation& e, const ir::ShardingRule& rule,
+                                             const std::vector<Axes>& factors) const {
+  std::map<size_t, Grid> grids;
+  for (size_t f = 0; f < factors.size(); ++f)
+    if (!factors[f].empty() && rule.factors[f] != ir::Combine::kNone) return grids;
+  std::map<size_t, int64_t> size;  // per split factor: its size, -1 where operands and results differ
+  auto note = [&](const std::vector<int>& dims, const Shape& shape) {
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const int f = dims[d];
+      if (f < 0 || factors[size_t(f)].empty()) continue;
+      auto [it, fresh] = size.try_emplace(size_t(f), shape[d]);
+      if (!fresh && it->second != shape[d]) it->second = -1;
+    }
+  };
+  for (size_t i = 0; i < e.inputs.size(); ++i) note(rule.operands[i], e.inputs[i].aval().shape);
+  for (size_t j = 0; j < e.outputs.size(); ++j) note(rule.results[j], e.outputs[j]->aval.shape);
+  for (const auto& [f, n] : size) {
+    if (n < 0 || rule.permutation(f)) continue;
+    std::vector<std::pair<Grid, int>> votes;  // in operand order
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      if (e.inputs[i].is_literal()) continue;
+      const Layout& have = env_.at(e.inputs[i].var().get()).layout;
+      for (size_t d = 0; d < rule.operands[i].size(); ++d) {
+        if (rule.operands[i][d] != int(f) || !have.partial.empty() || have.dims[d] != factors[f]) continue;
+        const Grid g = grid_of(have, d, n, mesh_);
+        auto it = std::find_if(votes.begin(), votes.end(), [&](const auto& v) { return v.first == g; });
+        if (it == votes.end()) votes.emplace_back(g, 1);
+        else ++it->second;
+      }
+    }
+    const Grid canonical_grid{detail::piece_size(n, detail::axes_size(mesh_, factors[f])), 0};
+    const std::pair<Grid, int>* best = nullptr;
+    for (const auto& v : votes)
+      if (!best || v.second > best->second || (v.second == best->second && v.first == canonical_grid)) best = &v;
+    if (best && !(best->first == canonical_grid)) grids[f] = best->first;
+  }
+  return grids;
 }
 
 std::string axes_text(const Axes& axes) {

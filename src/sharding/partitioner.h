@@ -10,6 +10,7 @@
 //     is traced with per-device shapes;
 //  3. sharded contractions leave partial results that become all-reduce or reduce-scatter
 //     where they are used.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,13 +21,29 @@
 
 namespace tessel::sharding {
 
-/// A layout inside the partitioner: the mesh axes of each dimension (major first), and the
-/// axes over which the per-device values are partial results still to be combined.
+/// How the pieces of a split dimension lie over its positions: `piece` positions each, the
+/// first piece starting `origin` positions before position 0 (positions outside [0, n) are
+/// padding). Piece d holds positions [d * piece - origin, (d + 1) * piece - origin). The
+/// canonical grid, the only one outside the partitioner, is {ceil(n / k), 0}; inside it, a
+/// window keeps its source's grid (x[1:-1] is then each device's own piece, nothing moves)
+/// and element-wise operations adopt their operands' (docs/sharding.md, "Halo exchange").
+struct Grid {
+  int64_t piece = 0;
+  int64_t origin = 0;
+  bool operator==(const Grid&) const = default;
+};
+
+/// A layout inside the partitioner: the mesh axes of each dimension (major first), the
+/// axes over which the per-device values are partial results still to be combined, and
+/// the grids of split dimensions whose pieces are not the canonical ones.
 struct Layout {
   std::vector<std::vector<std::string>> dims;
   std::vector<std::string> partial;
   ir::Combine partial_op = ir::Combine::kNone;
-  bool operator==(const Layout& o) const { return dims == o.dims && partial == o.partial && partial_op == o.partial_op; }
+  std::map<size_t, Grid> grids;  ///< by dimension; absent: canonical
+  bool operator==(const Layout& o) const {
+    return dims == o.dims && partial == o.partial && partial_op == o.partial_op && grids == o.grids;
+  }
   bool is_replicated() const;
   std::string to_string() const;
 };

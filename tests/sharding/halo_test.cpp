@@ -162,6 +162,45 @@ TEST(Halo, ShallowWaterAverage) {
         wavy({16, 12}));
 }
 
+// ---- windows keep their source's pieces (sharding::Grid) ----
+
+// x[1:-1] is each device's own piece of x, shifted by one position: nothing moves for the
+// window, for element-wise work on it, for padding it back, or for writing it back into x;
+// only a window at another offset (x[2:]) brings one row from the neighbour. Sizes that do
+// not divide (18 rows on 4 devices) too.
+TEST(Halo, InteriorWindowsKeepTheSourcePieces) {
+  auto interior = [](const ts::Array& x) { return ts::pad(ts::slice(x, {1, 0}, {x.shape()[0] - 1, 3}) * 2.0f, {{1, 1}, {0, 0}}); };
+  auto write_back = [](const ts::Array& x) {
+    const int64_t n = x.shape()[0];
+    return x.at({ts::Slice(1, -1)}).set(ts::slice(x, {1, 0}, {n - 1, 3}) * 0.5f + 1.0f);
+  };
+  auto shifted = [](const ts::Array& x) {
+    const int64_t n = x.shape()[0];
+    return x.at({ts::Slice(1, -1)}).set(ts::slice(x, {1, 0}, {n - 1, 3}) - ts::slice(x, {2, 0}, {n, 3}));
+  };
+  for (int64_t n : {16, 18}) {
+    for (int64_t k : {2, 4}) {
+      check(interior, split_rows(k), Moves::kNothing, wavy({n, 3}));
+      check(write_back, split_rows(k), Moves::kNothing, wavy({n, 3}));
+      const std::string text = check(shifted, split_rows(k), Moves::kHalo, wavy({n, 3}));
+      EXPECT_EQ(count(text, "= collective_permute["), 1) << text;  // x[2:]'s row from the right
+    }
+  }
+}
+
+// A window's pieces reach the program's results, other layouts and reductions realigned to
+// the canonical pieces: the values are the one-device ones.
+TEST(Halo, KeptPiecesRealignWhereTheyLeave) {
+  auto fn = [](const ts::Array& x) {
+    const ts::Array w = ts::slice(x, {1, 0}, {17, 5}) * 3.0f;  // pieces kept from x
+    return std::vector<ts::Array>{w, ts::sum(w, {0}), ts::sum(w), ts::transpose(w, ts::Axes{1, 0})};
+  };
+  auto f = ts::jit(fn, ts::JitOptions{.in_shardings = {rows(4)}});
+  const ts::Array x = wavy({18, 5});
+  const auto got = f(x), want = fn(x);
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
+}
+
 // ---- windowed updates ----
 
 TEST(Halo, SetTheInterior) {
