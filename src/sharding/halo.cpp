@@ -298,10 +298,15 @@ Array per_device(const Axes& axes, const std::vector<int64_t>& values, const std
 
 /// The global position along `dim` of each element of a per-device value of `shape` whose
 /// dimension `dim` is this device's piece of the result's grid (int32, or int64 past 2^31).
-Array global_positions(const Shape& shape, const SplitDim& s) {
+Array global_positions(const Lowerer& l, const Shape& shape, const SplitDim& s) {
   const DType dt = s.k * s.po < (int64_t(1) << 31) ? DType::int32 : DType::int64;
-  Array offset = astype(detail::axis_index(s.axes), dt) * Array(Scalar(s.po, dt));
-  if (s.ro != 0) offset = offset - Array(Scalar(s.ro, dt));
+  Array offset;
+  if (std::optional<int64_t> d = l.known_index(s.axes)) {
+    offset = Array(Scalar(s.first(*d), dt));
+  } else {
+    offset = astype(detail::axis_index(s.axes), dt) * Array(Scalar(s.po, dt));
+    if (s.ro != 0) offset = offset - Array(Scalar(s.ro, dt));
+  }
   return iota(dt, shape, int64_t(s.dim)) + offset;
 }
 
@@ -314,6 +319,33 @@ Array within(const Array& o, int64_t begin, int64_t end, int64_t m) {
     r = r.valid() ? logical_and(r, below) : below;
   }
   return r;
+}
+
+/// `in` where this device's positions along s (of a piece of `shape`) lie in [begin, end),
+/// `out` (a piece or a scalar) elsewhere; positions outside [0, s.m) count as inside a
+/// range that reaches that end. Lowered for one device the positions are known: the rows of
+/// each, concatenated, which a fused loop nest reads with no test in its interior (a select
+/// would compute both values at every point). Otherwise a select on the global positions.
+Array where_positions(const Lowerer& l, const SplitDim& s, int64_t begin, int64_t end, const Array& in,
+                      const Array& out, const Shape& shape) {
+  std::optional<int64_t> d = l.known_index(s.axes);
+  if (!d) {
+    Array inside = within(global_positions(l, shape, s), begin, end, s.m);
+    return inside.valid() ? where(inside, in, out) : in;
+  }
+  const int64_t first = s.first(*d);
+  const int64_t lo = begin > 0 ? std::clamp<int64_t>(begin - first, 0, s.po) : 0;
+  const int64_t hi = end < s.m ? std::clamp<int64_t>(end - first, 0, s.po) : s.po;
+  const Array typed = out.dtype() == in.dtype() ? out : astype(out, in.dtype());
+  const Array whole_out = typed.shape() == shape ? typed : broadcast_to(typed, shape);
+  if (lo >= hi) return whole_out;
+  if (lo == 0 && hi == s.po) return in;
+  std::vector<Array> parts;
+  const int64_t dim = int64_t(s.dim);
+  if (lo > 0) parts.push_back(slice_in_dim(whole_out, 0, lo, 1, dim));
+  parts.push_back(slice_in_dim(in, lo, hi, 1, dim));
+  if (hi < s.po) parts.push_back(slice_in_dim(whole_out, hi, s.po, 1, dim));
+  return concatenate(parts, dim);
 }
 
 /// Rows [b.a, b.b) of the piece b.hop pieces along the ring, received by b's receivers (one
@@ -342,18 +374,18 @@ Array buffer_of(Lowerer& l, const Array& local, const SourcePlan& p, const Split
 }
 
 /// The `size` rows of `b` along s.dim from this device's start (start[d] on device d; only
-/// `used` ones matter): a static slice when the devices agree, which fuses into the loop
-/// nests that read it, else a dynamic_slice, which stores a copy. (Choosing among static
-/// slices by the device index would fuse too, but makes every loop nest that reads the
-/// window compute its source once per choice, which nested windows multiply: slower than
-/// the copy in the shallow-water step.)
-Array window(const Array& b, const SplitDim& s, const std::vector<int64_t>& start, const std::vector<bool>& used,
-             int64_t size) {
+/// `used` ones matter): a static slice when the devices agree or the program is lowered for
+/// one device, else a dynamic_slice at a start from the device index (which fused loop
+/// nests read at a run-time offset). (Choosing among static slices by the device index
+/// would make every loop nest that reads the window compute its source once per choice.)
+Array window(const Lowerer& l, const Array& b, const SplitDim& s, const std::vector<int64_t>& start,
+             const std::vector<bool>& used, int64_t size) {
   const int64_t n = b.shape()[s.dim];
   auto clamped = [&](int64_t st) { return std::clamp<int64_t>(st, 0, n - size); };  // as dynamic_slice clamps
   std::optional<int64_t> common;  // the start every used device agrees on
   bool agree = true;
-  for (size_t d = 0; d < start.size() && agree; ++d)
+  if (std::optional<int64_t> d = l.known_index(s.axes)) common = used[size_t(*d)] ? clamped(start[size_t(*d)]) : 0;
+  for (size_t d = 0; d < start.size() && agree && !l.position(); ++d)
     if (used[d]) {
       agree = !common || *common == clamped(start[d]);
       common = clamped(start[d]);
@@ -391,7 +423,7 @@ std::vector<Array> read(Lowerer& l, const DimPlan& plan, const std::vector<Array
     const Array& b = buffers[g.source];
     Shape sizes = b.shape();
     sizes[s.dim] = g.row ? 1 : s.po;
-    Array w = window(b, s, plan.reads[j].start, plan.reads[j].used, sizes[s.dim]);
+    Array w = window(l, b, s, plan.reads[j].start, plan.reads[j].used, sizes[s.dim]);
     if (g.row) {
       sizes[s.dim] = s.po;
       tessel::Axes dims(size_t(w.ndim()));
@@ -412,18 +444,15 @@ Shape realigned(Shape shape, const SplitDim& s) {
 /// This device's piece of `shape` along the dimension: each segment's rows where its
 /// positions lie, `fill` (a scalar, or null when the segments cover every position)
 /// elsewhere.
-Array assemble(const DimPlan& plan, const std::vector<Array>& rows, const Array& fill, const Shape& shape) {
-  const SplitDim& s = plan.s;
+Array assemble(const Lowerer& l, const DimPlan& plan, const std::vector<Array>& rows, const Array& fill,
+               const Shape& shape) {
   if (rows.empty()) return broadcast_to(fill, shape);
   size_t first = 0;
   Array r = fill;
   if (!r.valid()) r = rows[first++];
-  Array o;  // the global positions, once a segment needs them
   for (size_t j = first; j < rows.size(); ++j) {
     if (rows[j].impl() == r.impl()) continue;  // a window shared with the segment before
-    if (!o.valid()) o = global_positions(shape, s);
-    Array in = within(o, plan.segments[j].begin, plan.segments[j].end, s.m);
-    r = in.valid() ? where(in, rows[j], r) : rows[j];
+    r = where_positions(l, plan.s, plan.segments[j].begin, plan.segments[j].end, rows[j], r, shape);
   }
   return r;
 }
@@ -568,7 +597,7 @@ bool lower_one_source(Window& w) {
 
   Array v = w.source(x, w.rule.operands[0]);
   Array fill = name == "pad" ? w.l.get(e.inputs[1]).value : Array();
-  for (const DimPlan& p : plans) v = assemble(p, read(w.l, p, {v}), fill, realigned(v.shape(), p.s));
+  for (const DimPlan& p : plans) v = assemble(w.l, p, read(w.l, p, {v}), fill, realigned(v.shape(), p.s));
   // The primitive itself, with identity windows along the realigned dimensions (none at all
   // when a slice keeps the whole piece).
   if (name != "pad" && v.shape() == w.local_result().shape) {
@@ -628,14 +657,9 @@ bool lower_update(Window& w) {
     return true;
   }
   Array uv = w.source(u, w.rule.operands[1]);
-  for (const DimPlan& p : plans) uv = assemble(p, read(w.l, p, {uv}), Array(), realigned(uv.shape(), p.s));
+  for (const DimPlan& p : plans) uv = assemble(w.l, p, read(w.l, p, {uv}), Array(), realigned(uv.shape(), p.s));
   ir::Params params = e.params;
   std::vector<Array> ins{xv, uv};
-  Array inside;
-  for (const DimPlan& p : plans) {
-    Array in = within(global_positions(xv.shape(), p.s), window[p.s.dim].first, window[p.s.dim].second, p.s.m);
-    if (in.valid()) inside = inside.valid() ? logical_and(inside, in) : in;
-  }
   if (scatter) {
     Shape start = params.get_ints("start_indices"), limit = params.get_ints("limit_indices");
     for (const DimPlan& p : plans) start[p.s.dim] = 0, limit[p.s.dim] = p.s.po;
@@ -644,8 +668,11 @@ bool lower_update(Window& w) {
     for (size_t i = 2; i < e.inputs.size(); ++i) ins.push_back(w.l.get(e.inputs[i]).value);
     for (const DimPlan& p : plans) ins[2 + p.s.dim] = Array(Scalar(0, e.inputs[2 + p.s.dim].aval().dtype));
   }
+  // The update's result inside the window along every split dimension, the operand elsewhere.
   Array r = w.bind_local(ins, params);
-  w.set_result(inside.valid() ? where(inside, r, xv) : r);
+  for (const DimPlan& p : plans)
+    r = where_positions(w.l, p.s, window[p.s.dim].first, window[p.s.dim].second, r, xv, xv.shape());
+  w.set_result(r);
   return true;
 }
 
@@ -695,7 +722,7 @@ bool lower_concatenate(Window& w) {
   if (plans.empty()) return false;
   std::vector<Array> values;
   for (const ir::Atom& a : sources) values.push_back(w.source(a, w.rule.operands[0]));
-  w.set_result(assemble(plans[0], read(w.l, plans[0], values), Array(), w.local_result().shape));
+  w.set_result(assemble(w.l, plans[0], read(w.l, plans[0], values), Array(), w.local_result().shape));
   return true;
 }
 
@@ -715,7 +742,7 @@ bool lower_rev(Window& w) {
 /// iota along its split counted dimension: each device counts from its piece's offset.
 bool lower_iota(Window& w) {
   const Aval out = w.local_result();
-  w.set_result(astype(global_positions(out.shape, w.dims[0]), out.dtype));
+  w.set_result(astype(global_positions(w.l, out.shape, w.dims[0]), out.dtype));
   return true;
 }
 
@@ -788,7 +815,7 @@ Array realign(Lowerer& l, const Array& x, const Layout& from, const Layout& to, 
     // Every position reads itself: the new pieces' positions from the old pieces.
     std::optional<DimPlan> plan = plan_dim(s, {Segment{0, 0, global[d], 0}},
                                            {SourceShape{global[d], true, have.piece, have.origin}}, true);
-    v = assemble(*plan, read(l, *plan, {v}), Array(), realigned(v.shape(), s));
+    v = assemble(l, *plan, read(l, *plan, {v}), Array(), realigned(v.shape(), s));
   }
   return v;
 }

@@ -58,7 +58,10 @@ struct Local {
 
 class Lowerer {
  public:
-  Lowerer(const ir::Program& p, const Mesh& mesh, Hints hints) : p_(p), mesh_(mesh), hints_(std::move(hints)) {}
+  /// `position`: the mesh position of the one device the program is lowered for (partition's
+  /// per-device specialization), or unset for a program every device runs.
+  Lowerer(const ir::Program& p, const Mesh& mesh, Hints hints, std::optional<int> position = std::nullopt)
+      : p_(p), mesh_(mesh), hints_(std::move(hints)), position_(position) {}
 
   /// Lowers the program on per-device `args` laid out by `in_layouts`; results not partial.
   /// An output with a layout in `out_layouts_wanted` (may be shorter, entries unset) is
@@ -68,6 +71,9 @@ class Lowerer {
   std::vector<Layout> out_layouts;
 
   const Mesh& mesh() const { return mesh_; }
+  std::optional<int> position() const { return position_; }
+  /// This device's index along `axes` when the program is lowered for one device, else unset.
+  std::optional<int64_t> known_index(const Axes& axes) const;
   const ir::Program& program() const { return p_; }
   Local get(const ir::Atom& a) const;
   const Hint* hint(const ir::Atom& a) const;
@@ -100,6 +106,7 @@ class Lowerer {
   const ir::Program& p_;
   const Mesh& mesh_;
   Hints hints_;
+  std::optional<int> position_;
   std::unordered_map<const ir::VarNode*, Local> env_;
   std::map<std::pair<const ir::VarNode*, std::string>, Local> resharded_;  // by value and layout
   std::unordered_map<const ir::VarNode*, const ir::Equation*> deferred_;

@@ -251,7 +251,7 @@ void lower_nested(Lowerer& l, const ir::Equation& e) {
       else if (port.kind == ir::Port::kResultSlice) out.push_back(layout(without_leading(*p.results[port.index]), rank));
       else out.push_back(Layout{Dims(rank), {}, ir::Combine::kNone});  // the predicate: the same on every device
     }
-    Lowerer inner(prog, mesh, p.inside[r]);
+    Lowerer inner(prog, mesh, p.inside[r], l.position());
     ir::Program local = detail::trace_to_program(
         [&](std::span<const Array> args) { return inner.run(args, in, out); }, local_in, prog.name);
     local_programs.push_back(std::make_shared<const ir::Program>(compiler::simplify(local, /*fold=*/false)));

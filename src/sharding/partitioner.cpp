@@ -735,9 +735,15 @@ std::vector<Layout> choose_input_layouts(const ir::Program& p, const Mesh& mesh,
   return r;
 }
 
-Partitioned partition(const ir::Program& p, const Mesh& mesh, const std::vector<Layout>& in_layouts) {
+std::optional<int64_t> Lowerer::known_index(const Axes& axes) const {
+  if (!position_) return std::nullopt;
+  return detail::piece_index(mesh_, *position_, axes);
+}
+
+Partitioned partition(const ir::Program& p, const Mesh& mesh, const std::vector<Layout>& in_layouts,
+                      std::optional<int> position) {
   std::vector<std::optional<Layout>> known(in_layouts.begin(), in_layouts.end());
-  Lowerer lowerer(p, mesh, propagate(p, mesh, known));
+  Lowerer lowerer(p, mesh, propagate(p, mesh, known), position);
   std::vector<Aval> local_in;
   for (size_t i = 0; i < p.invars.size(); ++i) {
     const Aval& g = p.invars[i]->aval;

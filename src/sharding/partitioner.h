@@ -70,7 +70,12 @@ std::optional<Mesh> program_mesh(const ir::Program& p, const std::vector<std::op
 std::vector<Layout> choose_input_layouts(const ir::Program& p, const Mesh& mesh,
                                          const std::vector<std::optional<Layout>>& known);
 
-/// Partitions `p` for inputs laid out by `in_layouts` over `mesh`.
-Partitioned partition(const ir::Program& p, const Mesh& mesh, const std::vector<Layout>& in_layouts);
+/// Partitions `p` for inputs laid out by `in_layouts` over `mesh`. With `position`, the
+/// program is the one the device at that mesh position runs: what depends on the device's
+/// place (window starts, which rows a halo fills, axis_index) is a constant there, so that
+/// fused loop nests read static windows and test no positions; it issues the same
+/// collectives as every other device's.
+Partitioned partition(const ir::Program& p, const Mesh& mesh, const std::vector<Layout>& in_layouts,
+                      std::optional<int> position = std::nullopt);
 
 }  // namespace tessel::sharding

@@ -2,6 +2,7 @@
 // layouts, and the SPMD launch (one task per mesh device, collectives through one hub per
 // launch; on the driver of a single-controller job, the workers' parts by message).
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -30,21 +31,62 @@ using sharding::Layout;
 
 // ---- partitioned executables ----
 
+/// A partitioned program worth one executable per device: it depends on the device's place
+/// (axis_index: halo windows, masks) and works on values large enough that testing
+/// positions at every point costs more than compiling once per device.
+bool worth_specializing(const ir::Program& p, const Mesh& mesh) {
+  constexpr int64_t kMinElements = int64_t(1) << 16;
+  if (mesh.size() < 2) return false;
+  bool place = false, large = false;
+  std::function<void(const ir::Program&)> visit = [&](const ir::Program& q) {
+    for (const ir::Equation& e : q.eqns) {
+      place |= e.prim->name == "axis_index";
+      for (const ir::Var& v : e.outputs) large |= v->aval.size() >= kMinElements;
+      ir::for_each_program(e.params, visit);
+    }
+  };
+  visit(p);
+  return place && large;
+}
+
 struct SpmdExecutable {
   sharding::Partitioned part;
   std::vector<Aval> global_out, local_out;
-  /// The per-device executable, built on first use: a driver whose devices are not in the
-  /// mesh never compiles it.
+  /// What the partitioner was given, to lower the program again for one device.
+  std::shared_ptr<const ir::Program> source;
+  bool per_device = false;
+
+  /// The executable of the program every device runs, built on first use: a driver whose
+  /// devices are not in the mesh never compiles it.
   const std::shared_ptr<compiler::Executable>& executable() const {
-    std::call_once(exe_once, [this] {
-      exe = std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*part.program)));
-    });
+    std::call_once(exe_once, [this] { exe = compile(part); });
     return exe;
+  }
+  /// The executable the device at mesh position `pos` runs: its own specialization
+  /// (sharding::partition with a position) when `per_device`.
+  std::shared_ptr<compiler::Executable> executable_for(int pos) const {
+    if (!per_device) return executable();
+    std::lock_guard lock(mu);
+    if (by_position.empty()) by_position.resize(part.mesh.size());
+    auto& x = by_position[size_t(pos)];
+    if (!x) {
+      sharding::Partitioned mine = sharding::partition(*source, part.mesh, part.in_layouts, pos);
+      if (mine.program->out_avals() != local_out || mine.out_layouts != part.out_layouts)
+        throw Error("internal: the program lowered for mesh position " + std::to_string(pos) + " of '" +
+                    source->name + "' returns other pieces than the one every device runs");
+      x = compile(mine);
+    }
+    return x;
   }
 
  private:
+  static std::shared_ptr<compiler::Executable> compile(const sharding::Partitioned& p) {
+    return std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*p.program)));
+  }
   mutable std::once_flag exe_once;
   mutable std::shared_ptr<compiler::Executable> exe;
+  mutable std::mutex mu;
+  mutable std::vector<std::shared_ptr<compiler::Executable>> by_position;
 };
 
 // Simplified programs, and partitioned executables by program and argument layouts, keyed
@@ -135,6 +177,8 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
     made->part = sharding::partition(*simplified, *mesh, in_layouts);
     made->global_out = simplified->out_avals();
     made->local_out = made->part.program->out_avals();
+    made->source = simplified;
+    made->per_device = worth_specializing(*made->part.program, *mesh);
     exe = partitioned_cache().insert(std::move(layout_key), std::move(made));
   }
   for (size_t i = 0; i < args.size(); ++i) {
@@ -220,7 +264,7 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
       outs.push_back(Buffer::allocate(x.local_out[j].nbytes(), dev, &x.local_out[j]));
       out_bufs[j].push_back(outs.back());
     }
-    dev->stream().enqueue([exe = x.executable(), hub, contexts, pos, dev, ins = std::move(ins), outs = std::move(outs)] {
+    dev->stream().enqueue([exe = x.executable_for(pos), hub, contexts, pos, dev, ins = std::move(ins), outs = std::move(outs)] {
       try {
         std::vector<const void*> ip;
         std::vector<void*> op;
@@ -295,7 +339,10 @@ std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Arr
     if (!e.prim->comm_bytes) return "";
     return "moves " + bytes_text(equation_comm_bytes(e)) + " per device";
   };
-  return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + summary + exe.to_text(note);
+  const std::string specialized = p.exe->per_device ? "# each device runs this program lowered for its place in "
+                                                      "the mesh: window starts and halo rows are constants there\n"
+                                                    : "";
+  return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + summary + specialized + exe.to_text(note);
 }
 
 // One primitive on sharded arrays: a one-equation program, cached by signature.

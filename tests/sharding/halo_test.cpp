@@ -201,6 +201,25 @@ TEST(Halo, KeptPiecesRealignWhereTheyLeave) {
   for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i]);
 }
 
+// Large enough that each device runs the program lowered for its own place (window starts,
+// masked rows and iota offsets constants there; src/sharding/spmd.cpp): the values are the
+// one-device ones, on pieces that divide and pieces that do not, with the edge rows filled
+// by pads and updates on the first and last devices only.
+TEST(Halo, EachDeviceRunsItsOwnLoweringOfLargePrograms) {
+  auto fn = [](const ts::Array& x) {
+    const int64_t n = x.shape()[0];
+    const ts::Array inner = ts::slice(x, {1, 0}, {n - 1, 256}), below = ts::slice(x, {2, 0}, {n, 256});
+    const ts::Array edged = ts::pad(inner * 0.5f + below, {{1, 1}, {0, 0}}, "edge");
+    const ts::Array rows = ts::astype(ts::iota(ts::int32, {n, 256}, 0), ts::f32);
+    return edged.at({-2, ts::Slice()}).set(ts::Array(7.0f)) + rows * 0.01f;
+  };
+  // Pieces of at least 2^16 elements: 2048 rows divide over 2 devices, 2050 not over 8.
+  for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{2048, 2}, {2050, 8}}) {
+    const std::string text = check(fn, split_rows(k), Moves::kHalo, wavy({n, 256}));
+    EXPECT_NE(text.find("# each device runs this program lowered for its place"), std::string::npos) << text;
+  }
+}
+
 // ---- windowed updates ----
 
 TEST(Halo, SetTheInterior) {
