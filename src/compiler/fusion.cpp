@@ -239,11 +239,54 @@ struct Step {
   size_t kept = 0;
 };
 
+/// The stored values a step reads: an unfused equation's operands, a loop nest's roots'
+/// inputs (`reads_of_root`).
+bool step_reads(const Plan& plan, const Step& st, const ir::VarNode* v,
+                const std::unordered_map<const ir::VarNode*, VarSet>& reads_of_root) {
+  if (st.roots.empty()) {
+    for (const ir::Atom& a : plan.p.eqns[st.eqn].inputs)
+      if (!a.is_literal() && a.var().get() == v) return true;
+    return false;
+  }
+  for (auto* r : st.roots)
+    if (reads_of_root.at(r).count(v)) return true;
+  return false;
+}
+
+/// Moves each root into the latest later loop nest of its shape that runs before anything
+/// reading the root (going from the last loop nest back), so that roots an unrelated step
+/// separates in program order share one loop nest. In a partitioned program the halo
+/// exchanges (collectives) sit between the computations of the fields they feed; each
+/// field's loop nest would otherwise read every input again.
+void sink_roots(const Plan& plan, std::vector<Step>& steps, const FusionOptions& opt,
+                const std::unordered_map<const ir::VarNode*, VarSet>& reads_of_root) {
+  for (size_t s = steps.size(); s-- > 0;) {
+    if (steps[s].roots.empty()) continue;
+    const std::vector<const ir::VarNode*> roots = steps[s].roots;
+    for (const ir::VarNode* r : roots) {
+      size_t target = s;
+      for (size_t u = s + 1; u < steps.size(); ++u) {
+        const Step& st = steps[u];
+        if (step_reads(plan, st, r, reads_of_root)) break;
+        if (!st.roots.empty() && st.domain == steps[s].domain && st.kept == steps[s].kept &&
+            int64_t(st.roots.size()) < opt.max_outputs)
+          target = u;
+      }
+      if (target == s) continue;
+      steps[target].roots.push_back(r);
+      std::erase(steps[s].roots, r);
+    }
+    if (steps[s].roots.empty()) steps.erase(steps.begin() + std::ptrdiff_t(s));
+  }
+}
+
 /// Orders the program into steps: unfused equations in place; each root joins the latest
-/// loop nest of its shape that runs after everything it reads (else starts its own).
+/// loop nest of its shape that runs after everything it reads (else starts its own); then
+/// roots sink into later loop nests (sink_roots).
 std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
   const ir::Program& p = plan.p;
   std::vector<Step> steps;
+  std::unordered_map<const ir::VarNode*, VarSet> reads_of_root;
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     if (!plan.fusible[i]) {
       steps.push_back(Step{i, {}, {}, 0});
@@ -254,7 +297,7 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
     std::vector<size_t> eqns;
     std::vector<ir::Var> inputs;
     plan.closure({root}, eqns, inputs);
-    VarSet reads;
+    VarSet& reads = reads_of_root[root];
     for (const auto& v : inputs) reads.insert(v.get());
     const ir::Equation& e = p.eqns[i];
     const bool reduction = is_fusible_reduction(e);
@@ -279,6 +322,7 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
     if (target) target->roots.push_back(root);
     else steps.push_back(Step{0, {root}, domain, kept});
   }
+  sink_roots(plan, steps, opt, reads_of_root);
   return steps;
 }
 

@@ -329,6 +329,10 @@ void count_collectives(const ir::Program& p, int64_t& count, int64_t& bytes) {
 std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Array> args) {
   Prepared p = prepare(program, args);
   const compiler::Executable& exe = *p.exe->executable();
+  // Compiling builds what this process's devices run (their own lowerings when per_device).
+  if (p.exe->per_device)
+    for (int pos = 0; pos < int(p.exe->part.mesh.size()); ++pos)
+      if (p.exe->part.mesh.devices()[size_t(pos)].impl()->is_local()) p.exe->executable_for(pos);
   int64_t count = 0, bytes = 0;
   count_collectives(exe.program(), count, bytes);
   std::string summary = count == 0 ? "# no collectives: nothing moves between devices\n"
