@@ -5,15 +5,19 @@
 // *source* at o + shift: a slice reads its operand at o + start, a pad at o - low (the
 // padding value outside the operand), a concatenate each operand at o - its offset, a
 // windowed update its update at o - start. These reads are *segments* of the result's
-// positions. Device d computes its piece of the result, positions [d*Po, d*Po + Po), and
-// holds its piece of each source, [d*Pi, d*Pi + Pi). The rows it needs from other pieces
-// (its halo; from pieces d-1 and d+1 for a stencil) arrive by one collective_permute per
-// distance between pieces, each carrying only the rows some device needs from that
-// distance; the device lays [received rows, own rows] out in order and takes each
-// segment's rows at a start of its own: a static slice where every device's start is the
-// same (it fuses into the loop nests that read it), else a dynamic_slice at a start from
-// axis_index arithmetic or a small table. Masks on the global position (iota + offset)
-// choose between segments and the fill value.
+// positions. Device d computes its piece of the result, positions [d*Po - Oo, d*Po + Po - Oo),
+// and holds its piece of each source, [d*Pi - Oi, d*Pi + Pi - Oi) (Grid: piece size and
+// origin; a window's result keeps its source's grid where it can, kept_window_grid, so
+// x[1:-1] is each device's own piece). The rows it needs from other pieces (its halo; from
+// pieces d-1 and d+1 for a stencil) arrive by one collective_permute per distance between
+// pieces, each carrying only the rows some device needs from that distance; the device
+// lays [received rows, own rows] out in order and takes each segment's rows at a start of
+// its own: a static slice where every device's start is the same or the program is lowered
+// for one device (Lowerer::position), else a dynamic_slice at a start from axis_index
+// arithmetic or a small table. Between segments and the fill value, a lowering for one
+// device concatenates rows; otherwise masks on the global position (iota + offset) choose.
+// realign() is the same exchange with every position reading itself: a value moving to
+// another grid.
 //
 // Pieces sit on a ring: the last piece's rows reach the first device in one hop, so a
 // rotation (roll: a concatenate of two slices of one value) moves only the rotated rows.
