@@ -165,7 +165,7 @@ std::vector<Read> reads_of(const SplitDim& s, const std::vector<Segment>& segmen
 /// Takes one turn per read: where turns tie (a ring of two pieces), the one whose hops the
 /// other reads of the source use, so that they share collective_permutes.
 void choose_turns(std::vector<Read>& reads, const std::vector<Segment>& segments,
-                  const std::vector<SourceShape>& shapes, int64_t k) {
+                  const std::vector<SourceShape>& shapes) {
   std::map<std::pair<size_t, int64_t>, int> votes;  // (source, hop) -> reads with one nearest turn using it
   auto hops = [&](const Read& r, int64_t turn, auto&& each) {
     const int64_t pi = shapes[segments[r.segment].source].pi;
@@ -218,7 +218,7 @@ std::optional<DimPlan> plan_dim(const SplitDim& s, const std::vector<Segment>& s
                                                           std::vector<bool>(size_t(k), false)}),
                {}};
   std::vector<Read> reads = reads_of(s, segments, shapes);
-  choose_turns(reads, segments, shapes, k);
+  choose_turns(reads, segments, shapes);
   // The rows each hop brings: the union of what its receivers read there.
   std::vector<std::map<int64_t, Block>> blocks(shapes.size());
   for (const Read& r : reads) {

@@ -40,7 +40,7 @@ struct Layout {
   std::vector<std::vector<std::string>> dims;
   std::vector<std::string> partial;
   ir::Combine partial_op = ir::Combine::kNone;
-  std::map<size_t, Grid> grids;  ///< by dimension; absent: canonical
+  std::map<size_t, Grid> grids = {};  ///< by dimension; absent: canonical
   bool operator==(const Layout& o) const {
     return dims == o.dims && partial == o.partial && partial_op == o.partial_op && grids == o.grids;
   }
