@@ -827,6 +827,12 @@ Array scatter_with(const std::string& mode, const Array& x, const Array& u, std:
 /// What a scatter with params `p` would write at each update position: the values of `x`
 /// there, or zero for updates it drops.
 Array gather_at_scatter(const Array& x, std::span<const Array> idx, const Params& p) {
+  // Without index arrays the window is static: a slice, which fuses and partitions along a
+  // split dimension by halo exchange (the gradient of x.at[1:-1].set(u) stays split).
+  const Shape &start = p.get_ints("start_indices"), &limit = p.get_ints("limit_indices");
+  bool inside = idx.empty();
+  for (size_t d = 0; inside && d < limit.size(); ++d) inside = start[d] >= 0 && limit[d] <= x.shape()[d];
+  if (inside) return slice(x, start, limit, p.get_ints("strides"));
   std::vector<Array> ins{x};
   ins.insert(ins.end(), idx.begin(), idx.end());
   return bind1(gather_p, ins, gather_params_of_scatter(p));

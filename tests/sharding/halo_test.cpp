@@ -330,6 +330,34 @@ TEST(Halo, StencilInsideALoop) {
   check(looped, split_rows(8), Moves::kHalo, wavy({16, 3}));
 }
 
+// Interior windows (which keep their source's pieces) written back into the carry, in a
+// loop (the carry realigns to canonical pieces at the body's end), under grad, and with
+// rows and columns split over a 2-D mesh, on a program small enough to be one program for
+// all devices and on one large enough that its row-split runs are lowered once per device.
+TEST(Halo, InteriorWindowsInLoopsGradientsAndTwoSplitDimensions) {
+  auto relax = [](const ts::Array& u) {
+    const int64_t n = u.shape()[0], m = u.shape()[1];
+    const ts::Slice I(1, -1);
+    const ts::Array avg = (ts::slice(u, {0, 1}, {n - 2, m - 1}) + ts::slice(u, {2, 1}, {n, m - 1}) +
+                           ts::slice(u, {1, 0}, {n - 1, m - 2}) + ts::slice(u, {1, 2}, {n - 1, m})) *
+                          0.25f;
+    return u.at({I, I}).set(avg * 0.9f + ts::slice(u, {1, 1}, {n - 1, m - 1}) * 0.1f);
+  };
+  auto looped = [relax](const ts::Array& u0) {
+    return ts::fori_loop(0, 4, [relax](const ts::Array&, const ts::Array& u) { return relax(u); }, u0);
+  };
+  auto loss = [relax](const ts::Array& u) { return ts::sum(relax(relax(u)) * u); };
+  auto g = [loss](const ts::Array& u) { return ts::grad(loss)(u); };
+  const ts::JitOptions both{.in_shardings = {ts::NamedSharding(grid(), ts::P("x", "y"))}};
+  for (const ts::Shape& shape : {ts::Shape{18, 11}, ts::Shape{1026, 260}}) {
+    const ts::Array u = wavy(shape);
+    const std::string text = check(looped, split_rows(4), Moves::kHalo, u);
+    EXPECT_EQ(text.find("# each device runs") != std::string::npos, shape[0] > 1000) << text;
+    check(g, split_rows(4, false), Moves::kHalo, u);
+    check(looped, both, Moves::kHalo, u);
+  }
+}
+
 // A rotation whose reads would move as much as a gather lowers its slices on their own.
 TEST(Halo, HalfRotationOnTwoDevices) {
   check([](const ts::Array& v) { return ts::roll(v, 8, 0); }, split_rows(2), Moves::kAny, wavy({16, 3}));
