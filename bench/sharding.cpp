@@ -17,9 +17,9 @@
 //                             exchanging halo rows, a data-parallel training loop
 //                             all-reducing its gradients, and the demo's model step; each
 //                             jitted on one device against the same jit on 2 devices.
-//  sharded.shallow_water.handwritten_2thread_speedup
-//                             the hand-written OpenMP model of the same step on 2 threads over
-//                             1: the scaling the shared memory bus allows such a step.
+//  sharded.stencil.handwritten_2thread_speedup, sharded.shallow_water.handwritten_2thread_speedup
+//                             the same steps written by hand (OpenMP) on 2 threads over 1:
+//                             the scaling the shared memory bus allows such steps.
 //
 // The figures are about devices, not threads: the program sets TESSEL_CPU_DEVICES=2 and
 // TESSEL_NUM_THREADS=1 before tessel starts, so each virtual device computes on its own
@@ -176,6 +176,31 @@ bool lowered_as_expected(const char* what, const std::string& text, const std::v
   return ok;
 }
 
+// <name>.handwritten_2thread_speedup: what 2 cores give the same step written by hand
+// (bench/baselines/: stencil_ref.cpp, shallow_water_ref.cpp; OpenMP over blocks of rows)
+// over 1 core, in the same run: these steps stream their arrays through memory, and the 2
+// cores share the memory bus, so this is the scaling the machine allows them. `command`
+// prints `ms_per_step`. Alternating rounds; the median of the per-round ratios, as above.
+void handwritten_scaling(const std::string& name, const std::string& command, int rounds) {
+  auto ms = [&](int threads) {
+    auto r = tb::run_baseline("OMP_WAIT_POLICY=passive OMP_NUM_THREADS=" + std::to_string(threads) + " " + command);
+    return r.count("ms_per_step") ? r["ms_per_step"] : NAN;
+  };
+  std::vector<double> one, two;
+  for (int r = 0; r < (rounds + 1) / 2; ++r) {
+    one.push_back(ms(1));
+    two.push_back(ms(2));
+  }
+  auto failed = [](const std::vector<double>& v) { return std::any_of(v.begin(), v.end(), [](double x) { return std::isnan(x); }); };
+  if (failed(one) || failed(two)) {
+    std::printf("# %s.handwritten: %s did not run; skipped\n", name.c_str(), command.c_str());
+    return;
+  }
+  std::printf("# rounds (ms/step): %s handwritten 1 thread%s; 2 threads%s\n", name.c_str(), rounds_text(one).c_str(),
+              rounds_text(two).c_str());
+  tb::report(name + ".handwritten_2thread_speedup", median_ratio(one, two), "x");
+}
+
 // sharded.stencil_speedup_2dev: u*0.5 + roll(u,-1,0)*0.25 + roll(u,1,1)*0.25 on 2048 x 2048
 // float32, 100 steps in a fori_loop, rows split over 2 devices (a halo row from each
 // neighbour per step) against the same jit on one device.
@@ -196,6 +221,9 @@ bool stencil(int rounds) {
   if (!lowered_as_expected("stencil", two.lower(u2).compile().as_text(), {"collective_permute"})) return false;
   compare("sharded.stencil", "100 stencil steps on 2048 x 2048 float32, rows split", rounds,
           [&] { one(u1).block_until_ready(); }, [&] { two(u2).block_until_ready(); });
+#ifdef TESSEL_STENCIL_REF
+  handwritten_scaling("sharded.stencil", tb::shell_quote(TESSEL_STENCIL_REF) + " --n 2048 --steps 100", rounds);
+#endif
   return true;
 }
 
@@ -242,36 +270,6 @@ bool train_loop(int rounds) {
   return true;
 }
 
-// sharded.shallow_water.handwritten_2thread_speedup: what 2 cores give the same step written
-// by hand (bench/baselines/shallow_water_ref.cpp, OpenMP over blocks of rows) over 1 core, in
-// the same run: the step streams its fields through memory, and the 2 cores share the
-// memory bus, so this is the scaling the machine allows such a step. Alternating rounds of
-// 100 steps; the median of the per-round ratios, as above.
-void handwritten_scaling(int rounds) {
-#ifdef TESSEL_SHALLOW_WATER_REF
-  auto ms = [](int threads) {
-    auto r = tb::run_baseline("OMP_WAIT_POLICY=passive OMP_NUM_THREADS=" + std::to_string(threads) + " " +
-                              tb::shell_quote(TESSEL_SHALLOW_WATER_REF) + " --nx 1800 --ny 900 --steps 100");
-    return r.count("ms_per_step") ? r["ms_per_step"] : NAN;
-  };
-  std::vector<double> one, two;
-  for (int r = 0; r < (rounds + 1) / 2; ++r) {
-    one.push_back(ms(1));
-    two.push_back(ms(2));
-  }
-  if (std::any_of(one.begin(), one.end(), [](double v) { return std::isnan(v); }) ||
-      std::any_of(two.begin(), two.end(), [](double v) { return std::isnan(v); })) {
-    std::printf("# sharded.shallow_water.handwritten: the baseline %s did not run; skipped\n", TESSEL_SHALLOW_WATER_REF);
-    return;
-  }
-  std::printf("# rounds (ms/step): handwritten 1 thread%s; 2 threads%s\n", rounds_text(one).c_str(),
-              rounds_text(two).c_str());
-  tb::report("sharded.shallow_water.handwritten_2thread_speedup", median_ratio(one, two), "x");
-#else
-  (void)rounds;
-#endif
-}
-
 // sharded.shallow_water_speedup_2dev: the demo's model (examples/shallow_water) at 1800 x 900,
 // float32, 10 Adams-Bashforth steps per round: its step jitted on one device against the
 // same jit with every field's rows split over 2 devices (the partitioner exchanges halo
@@ -295,7 +293,10 @@ bool shallow_water_model(int rounds) {
     return false;
   compare("sharded.shallow_water", "10 steps of the shallow-water model at 1800 x 900 float32, rows split", rounds,
           [&] { run(one, s1).h.block_until_ready(); }, [&] { run(two, s2).h.block_until_ready(); });
-  handwritten_scaling(rounds);
+#ifdef TESSEL_SHALLOW_WATER_REF
+  handwritten_scaling("sharded.shallow_water", tb::shell_quote(TESSEL_SHALLOW_WATER_REF) + " --nx 1800 --ny 900 --steps 100",
+                      rounds);
+#endif
   return true;
 }
 
