@@ -324,15 +324,15 @@ class BodyEmitter {
         continue;
       }
       const ir::Atom& start = e.inputs[size_t(o.operand)];
-      const std::string size = std::to_string(o.size), max = std::to_string(o.max);
       if (start.is_literal()) {
-        int64_t v = start.literal().to<int64_t>();
-        offsets.push_back(std::to_string(std::clamp<int64_t>(v < 0 ? v + o.size : v, 0, o.max)));
+        offsets.push_back(std::to_string(ops::window_start(start.literal().to<int64_t>(), o.extent, o.window)));
         continue;
       }
-      const std::string k = input_index(start), name = "off" + k + "_" + size + "_" + max;
+      // ops::window_start, as generated code.
+      const std::string extent = std::to_string(o.extent), max = std::to_string(o.extent - o.window);
+      const std::string k = input_index(start), name = "off" + k + "_" + extent + "_" + max;
       const std::string v = "int64_t(in" + k + "[0])";
-      prologue_[name] = "std::clamp<int64_t>(" + v + " < 0 ? " + v + " + " + size + " : " + v + ", 0, " + max + ")";
+      prologue_[name] = "std::clamp<int64_t>(" + v + " < 0 ? " + v + " + " + extent + " : " + v + ", 0, " + max + ")";
       offsets.push_back(name);
     }
     const std::string name = fresh();

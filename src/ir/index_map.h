@@ -41,12 +41,14 @@ struct RangeTest {
 /// output's dtype.
 inline constexpr int kIndexValue = -1;
 
-/// An offset known only when the kernel runs: the value of a 0-d integer operand, counted
-/// from the end when negative (+ `size`) and clamped to [0, max] (dynamic_slice's starts).
+/// An offset known only when the kernel runs: the start of a window of `window` positions
+/// along a dimension of `extent`, the value of a 0-d integer operand, counted from the end
+/// when negative and clamped so that the window fits (ops::window_start: dynamic_slice's
+/// starts).
 struct DynamicOffset {
   int operand = -1;  ///< the operand holding it; -1: no dynamic offset in this dimension
-  int64_t size = 0;
-  int64_t max = 0;
+  int64_t extent = 0;
+  int64_t window = 0;
 };
 
 /// One way of computing an output element, used where every test of `when` holds.

@@ -224,11 +224,8 @@ std::vector<Aval> dynamic_slice_aval(std::span<const Aval> ins, const Params& p)
 int64_t clamped_base(const KernelCall& c, size_t first_start, const Shape& s, const Shape& window) {
   auto st = strides_of(s);
   int64_t base = 0;
-  for (size_t d = 0; d < s.size(); ++d) {
-    int64_t i = load_int(c.in_avals[first_start + d].dtype, c.ins[first_start + d]);
-    if (i < 0) i += s[d];
-    base += std::clamp<int64_t>(i, 0, s[d] - window[d]) * st[d];
-  }
+  for (size_t d = 0; d < s.size(); ++d)
+    base += window_start(load_int(c.in_avals[first_start + d].dtype, c.ins[first_start + d]), s[d], window[d]) * st[d];
   return base;
 }
 
@@ -412,7 +409,7 @@ std::vector<ir::IndexCase> dynamic_slice_index_map(const ir::IndexMap& m, std::s
                                                    const Params&) {
   ir::IndexCase c{.at = m};
   for (size_t d = 0; d < m.size(); ++d)
-    c.dynamic.push_back({int(d) + 1, ins[0].shape[d], ins[0].shape[d] - out.shape[d]});
+    c.dynamic.push_back({int(d) + 1, ins[0].shape[d], out.shape[d]});
   return {c};
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Shared helpers for defining primitives and their jax.numpy-level wrappers.
+#include <algorithm>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,13 @@ std::string avals_to_string(std::span<const Aval> avals);
 
 /// Row-major strides (in elements).
 std::vector<int64_t> strides_of(const Shape& s);
+
+/// Where dynamic_slice and dynamic_update_slice start a window of `window` positions along a
+/// dimension of `extent` given `start`: counted from the end when negative, then clamped so
+/// that the window fits (as JAX does).
+inline int64_t window_start(int64_t start, int64_t extent, int64_t window) {
+  return std::clamp<int64_t>(start < 0 ? start + extent : start, 0, extent - window);
+}
 
 /// Elements per chunk when an unfused element-wise kernel is split over threads.
 inline constexpr int64_t kElementwiseGrain = int64_t(1) << 16;

@@ -38,6 +38,7 @@
 #include "core/mesh_impl.h"
 #include "ir/trace.h"
 #include "ops/collectives.h"
+#include "ops/op_util.h"
 #include "sharding/lowering.h"
 #include "tessel/error.h"
 #include "tessel/ops.h"
@@ -385,15 +386,18 @@ Array buffer_of(Lowerer& l, const Array& local, const SourcePlan& p, const Split
 Array window(const Lowerer& l, const Array& b, const SplitDim& s, const std::vector<int64_t>& start,
              const std::vector<bool>& used, int64_t size) {
   const int64_t n = b.shape()[s.dim];
-  auto clamped = [&](int64_t st) { return std::clamp<int64_t>(st, 0, n - size); };  // as dynamic_slice clamps
-  std::optional<int64_t> common;  // the start every used device agrees on
+  auto clamped = [&](int64_t st) { return ops::window_start(st, n, size); };
+  std::optional<int64_t> common;  // this device's start, or the one every used device agrees on
   bool agree = true;
-  if (std::optional<int64_t> d = l.known_index(s.axes)) common = used[size_t(*d)] ? clamped(start[size_t(*d)]) : 0;
-  for (size_t d = 0; d < start.size() && agree && !l.position(); ++d)
-    if (used[d]) {
-      agree = !common || *common == clamped(start[d]);
-      common = clamped(start[d]);
-    }
+  if (std::optional<int64_t> d = l.known_index(s.axes)) {
+    common = used[size_t(*d)] ? clamped(start[size_t(*d)]) : 0;
+  } else {
+    for (size_t d = 0; d < start.size() && agree; ++d)
+      if (used[d]) {
+        agree = !common || *common == clamped(start[d]);
+        common = clamped(start[d]);
+      }
+  }
   if (agree) return slice_in_dim(b, common.value_or(0), common.value_or(0) + size, 1, int64_t(s.dim));
   std::vector<Array> starts(size_t(b.ndim()), Array(int32_t(0)));
   starts[s.dim] = per_device(s.axes, start, used);
@@ -567,9 +571,7 @@ struct Window {
 /// and dynamic_update_slice clamp it; nullopt when it is not a literal.
 std::optional<int64_t> constant_start(const ir::Atom& a, int64_t n, int64_t size) {
   if (!a.is_literal()) return std::nullopt;
-  int64_t s = a.literal().to<int64_t>();
-  if (s < 0) s += n;
-  return std::clamp<int64_t>(s, 0, n - size);
+  return ops::window_start(a.literal().to<int64_t>(), n, size);
 }
 
 /// slice, dynamic_slice and pad: the operand realigned dimension by dimension (a pad fills

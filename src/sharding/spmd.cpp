@@ -328,11 +328,18 @@ void count_collectives(const ir::Program& p, int64_t& count, int64_t& bytes) {
 
 std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Array> args) {
   Prepared p = prepare(program, args);
-  const compiler::Executable& exe = *p.exe->executable();
-  // Compiling builds what this process's devices run (their own lowerings when per_device).
+  // Compiling builds what this process's devices run; with a lowering per device, the text
+  // is the first local device's (the program every device would run is never built then).
+  std::shared_ptr<compiler::Executable> shown;
+  int shown_pos = -1;
   if (p.exe->per_device)
     for (int pos = 0; pos < int(p.exe->part.mesh.size()); ++pos)
-      if (p.exe->part.mesh.devices()[size_t(pos)].impl()->is_local()) p.exe->executable_for(pos);
+      if (p.exe->part.mesh.devices()[size_t(pos)].impl()->is_local()) {
+        std::shared_ptr<compiler::Executable> mine = p.exe->executable_for(pos);
+        if (!shown) shown = mine, shown_pos = pos;
+      }
+  if (!shown) shown = p.exe->executable();
+  const compiler::Executable& exe = *shown;
   int64_t count = 0, bytes = 0;
   count_collectives(exe.program(), count, bytes);
   std::string summary = count == 0 ? "# no collectives: nothing moves between devices\n"
@@ -343,9 +350,12 @@ std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Arr
     if (!e.prim->comm_bytes) return "";
     return "moves " + bytes_text(equation_comm_bytes(e)) + " per device";
   };
-  const std::string specialized = p.exe->per_device ? "# each device runs this program lowered for its place in "
-                                                      "the mesh: window starts and halo rows are constants there\n"
-                                                    : "";
+  const std::string specialized =
+      !p.exe->per_device ? ""
+      : "# each device runs this program lowered for its place in the mesh: window starts and halo rows are "
+        "constants there" +
+            (shown_pos >= 0 ? " (shown: the device at mesh position " + std::to_string(shown_pos) + ")" : std::string()) +
+            "\n";
   return "# partitioned over " + p.exe->part.mesh.to_string() + "\n" + summary + specialized + exe.to_text(note);
 }
 
