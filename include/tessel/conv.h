@@ -138,8 +138,9 @@ using WindowComputation = Array (*)(const Array&, const Array&);
 /// lax.reduce_window: reduces each window of `x` with `computation` (ts::add, ts::maximum
 /// or ts::minimum; another function is a NotImplementedError) starting from `init_value`.
 /// One entry per dimension of x in window_dimensions, window_strides (empty: 1),
-/// base_dilation (empty: 1; holes hold init_value) and window_dilation (empty: 1);
-/// padding positions hold init_value, as in XLA.
+/// base_dilation (empty: 1) and window_dilation (empty: 1). Padding and the holes of the
+/// base dilation count as the computation's identity; init_value joins each window once
+/// (as JAX computes it on CPU).
 TESSEL_API Array reduce_window(const Array& x, Scalar init_value, WindowComputation computation,
                                const Shape& window_dimensions, const Shape& window_strides = {},
                                const WindowPadding& padding = "VALID", const Shape& base_dilation = {},

@@ -306,14 +306,10 @@ Array reduce_window(const Array& x, Scalar init_value, WindowComputation computa
   for (size_t d = 0; d < n; ++d) dilated.push_back(ops::dilate_dim(window_dimensions[d], wdil[d]));
   const ops::Pads pads = ops::resolve_padding(op, padding, x.shape(), dilated, strides);
   const Scalar init = init_value.astype(x.dtype());
-  if (init == window_identity(wop, x.dtype()))
-    return ops::reduce_window_bind(wop, x, window_dimensions, strides, pads, base, wdil);
-  // Another initial value fills padding and holes and joins every window once, as in XLA.
-  std::vector<std::array<int64_t, 3>> cfg;
-  for (size_t d = 0; d < n; ++d) cfg.push_back({pads[d].first, pads[d].second, base[d] - 1});
-  const Array padded = lax_pad(x, init, cfg);
-  const Array r = ops::reduce_window_bind(wop, padded, window_dimensions, strides, ops::Pads(n, {0, 0}), Shape(n, 1),
-                                          wdil);
+  const Array r = ops::reduce_window_bind(wop, x, window_dimensions, strides, pads, base, wdil);
+  if (init == window_identity(wop, x.dtype())) return r;
+  // Another initial value joins each window once (what JAX computes on CPU; padding and
+  // holes still hold the identity).
   return computation(r, full_like(r, init));
 }
 
