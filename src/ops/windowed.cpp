@@ -6,6 +6,8 @@
 // Params, one entry per operand dimension: window_dimensions, window_strides, padding_low,
 // padding_high, base_dilation, window_dilation; the select primitives also `select` ("max"
 // or "min"). Padding and the holes of the base dilation hold the reduction's identity.
+#include <memory>
+
 #include "backend/cpu/reduction_ops.h"
 #include "ops/conv.h"
 #include "ops/rule_util.h"
@@ -62,16 +64,26 @@ Shape window_out_shape(const std::string& op, const Shape& in, const WindowSpec&
 }
 
 // ---- kernels ----
+// The trailing dimensions no window spans (the features of an NHWC pooling) are one
+// contiguous `inner` run per position: the kernels walk windows over the leading ones and
+// combine whole runs, which vectorizes.
 
-/// Where the windows read: per dimension, for each (output position, window tap), the input
-/// position or -1 (padding, or a hole of the base dilation).
+/// Where the windows read: per leading dimension, for each (output position, window tap),
+/// the input position or -1 (padding, or a hole of the base dilation).
 struct Taps {
-  Shape in, out, window;
+  Shape in, out, window;  // the leading dimensions
+  int64_t inner = 1;      // elements per position: the product of the trailing unwindowed dims
   std::vector<int64_t> in_strides;
   std::vector<std::vector<int64_t>> table;
-  Taps(const Shape& in_shape, const Shape& out_shape, const WindowSpec& w)
-      : in(in_shape), out(out_shape), window(w.dims), in_strides(strides_of(in_shape)) {
-    for (size_t d = 0; d < in.size(); ++d) {
+  Taps(const Shape& in_shape, const Shape& out_shape, const WindowSpec& w) {
+    size_t lead = in_shape.size();
+    while (lead > 0 && w.trivial(lead - 1)) inner *= in_shape[--lead];
+    in.assign(in_shape.begin(), in_shape.begin() + int64_t(lead));
+    out.assign(out_shape.begin(), out_shape.begin() + int64_t(lead));
+    window.assign(w.dims.begin(), w.dims.begin() + int64_t(lead));
+    in_strides = strides_of(in);
+    for (auto& s : in_strides) s *= inner;
+    for (size_t d = 0; d < lead; ++d) {
       std::vector<int64_t> t(size_t(out[d] * window[d]));
       for (int64_t y = 0; y < out[d]; ++y)
         for (int64_t k = 0; k < window[d]; ++k) {
@@ -82,8 +94,9 @@ struct Taps {
       table.push_back(std::move(t));
     }
   }
-  /// Calls f(input offset) for each tap of the window of output position `y` that reads
-  /// the input (taps in row-major order).
+  int64_t positions() const { return shape_size(out); }
+  /// Calls f(input offset of the run) for each tap of the window of output position `y`
+  /// that reads the input (taps in row-major order).
   template <class F> void for_each_tap(const Shape& y, Shape& k, F&& f) const {
     const size_t n = in.size();
     std::fill(k.begin(), k.end(), 0);
@@ -105,7 +118,7 @@ struct Taps {
   }
 };
 
-/// Calls f(output flat index, output position) for every output position of [lo, hi).
+/// Calls f(output position index, output position) for every position of [lo, hi).
 template <class F> void for_each_position(const Shape& out, int64_t lo, int64_t hi, F&& f) {
   Shape y(out.size());
   int64_t rest = lo;
@@ -119,7 +132,9 @@ template <class F> void for_each_position(const Shape& out, int64_t lo, int64_t 
   }
 }
 
-int64_t grain_for(const WindowSpec& w) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, shape_size(w.dims))); }
+int64_t grain_for(const Taps& t) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, shape_size(t.window) * t.inner));
+}
 
 template <class Op, class T> void reduce_window_t(const KernelCall& c) {
   using A = typename Op::template Acc<T>;
@@ -127,12 +142,19 @@ template <class Op, class T> void reduce_window_t(const KernelCall& c) {
   const Taps taps(c.in_avals[0].shape, c.out_avals[0].shape, w);
   const T* x = c.in<T>(0);
   T* out = c.out<T>(0);
-  cpu::parallel_for(c.out_avals[0].size(), grain_for(w), [&](int64_t lo, int64_t hi) {
+  const int64_t m = taps.inner;
+  cpu::parallel_for(taps.positions(), grain_for(taps), [&](int64_t lo, int64_t hi) {
     Shape k(taps.in.size());
+    const std::unique_ptr<A[]> acc(new A[size_t(m)]);  // not std::vector: vector<bool> has no data()
     for_each_position(taps.out, lo, hi, [&](int64_t i, const Shape& y) {
-      A acc = Op::template identity<A>();
-      taps.for_each_tap(y, k, [&](int64_t off) { acc = Op::combine(acc, load<A>(x[off])); });
-      out[i] = store<T>(acc);
+      A* a = acc.get();
+      std::fill(a, a + m, Op::template identity<A>());
+      taps.for_each_tap(y, k, [&](int64_t off) {
+        const T* run = x + off;
+        for (int64_t j = 0; j < m; ++j) a[j] = Op::combine(a[j], load<A>(run[j]));
+      });
+      T* o = out + i * m;
+      for (int64_t j = 0; j < m; ++j) o[j] = store<T>(a[j]);
     });
   });
 }
@@ -143,17 +165,22 @@ template <class Op> void reduce_window_kernel(const KernelCall& c) {
 
 bool selects_max(const Params& p) { return p.get<std::string>("select") == "max"; }
 
-/// The offset of the first tap of y's window holding its maximum (minimum when !max), or -1
-/// for a window that reads only padding.
+/// For each element j of the run at output position y: the offset (run offset + j) of the
+/// first tap of its window holding the maximum (minimum when !max), or -1 for a window that
+/// reads only padding. `best` is scratch of the run's length.
 template <class A, class T>
-int64_t select_tap(const Taps& taps, const Shape& y, Shape& k, const T* operand, bool max) {
-  int64_t best = -1;
-  A best_v{};
+void select_taps(const Taps& taps, const Shape& y, Shape& k, const T* operand, bool max, A* best, int64_t* at) {
+  const int64_t m = taps.inner;
+  std::fill(at, at + m, int64_t(-1));
   taps.for_each_tap(y, k, [&](int64_t off) {
-    const A v = load<A>(operand[off]);
-    if (best < 0 || (max ? greater(v, best_v) : greater(best_v, v))) best = off, best_v = v;
+    const T* run = operand + off;
+    for (int64_t j = 0; j < m; ++j) {
+      const A v = load<A>(run[j]);
+      const bool better = at[j] < 0 || (max ? greater(v, best[j]) : greater(best[j], v));
+      best[j] = better ? v : best[j];
+      at[j] = better ? off + j : at[j];
+    }
   });
-  return best;
 }
 
 // select_and_gather_add(tangent, operand): the tangent at each window's selected position.
@@ -164,11 +191,14 @@ template <class T> void gather_t(const KernelCall& c) {
   const Taps taps(c.in_avals[0].shape, c.out_avals[0].shape, w);
   const T *t = c.in<T>(0), *x = c.in<T>(1);
   T* out = c.out<T>(0);
-  cpu::parallel_for(c.out_avals[0].size(), grain_for(w), [&](int64_t lo, int64_t hi) {
+  const int64_t m = taps.inner;
+  cpu::parallel_for(taps.positions(), grain_for(taps), [&](int64_t lo, int64_t hi) {
     Shape k(taps.in.size());
+    std::vector<A> best(static_cast<size_t>(m));
+    std::vector<int64_t> at(static_cast<size_t>(m));
     for_each_position(taps.out, lo, hi, [&](int64_t i, const Shape& y) {
-      const int64_t at = select_tap<A>(taps, y, k, x, max);
-      out[i] = at < 0 ? T(0) : t[at];
+      select_taps<A>(taps, y, k, x, max, best.data(), at.data());
+      for (int64_t j = 0; j < m; ++j) out[i * m + j] = at[size_t(j)] < 0 ? T(0) : t[at[size_t(j)]];
     });
   });
 }
@@ -180,21 +210,23 @@ template <class T> void scatter_t(const KernelCall& c) {
   using A = compute_t<T>;
   const WindowSpec w = WindowSpec::from(c.params);
   const bool max = selects_max(c.params);
-  const Shape& in = c.out_avals[0].shape;
-  const Shape& wout = c.in_avals[0].shape;
-  const Taps taps(in, wout, w);
+  const Taps taps(c.out_avals[0].shape, c.in_avals[0].shape, w);
   const T *src = c.in<T>(0), *x = c.in<T>(1);
   T* out = c.out<T>(0);
   std::fill(out, out + c.out_avals[0].size(), T(0));
+  const int64_t m = taps.inner;
   size_t lead = 0;
   int64_t slices = 1;
-  while (lead < in.size() && w.trivial(lead)) slices *= in[lead++];
-  const int64_t per_slice = slices == 0 ? 0 : shape_size(wout) / slices;
+  while (lead < taps.in.size() && w.trivial(lead)) slices *= taps.in[lead++];
+  const int64_t per_slice = slices == 0 ? 0 : taps.positions() / slices;
   cpu::parallel_for(slices, 1, [&](int64_t lo, int64_t hi) {
-    Shape k(in.size());
-    for_each_position(wout, lo * per_slice, hi * per_slice, [&](int64_t i, const Shape& y) {
-      const int64_t at = select_tap<A>(taps, y, k, x, max);
-      if (at >= 0) out[at] = store<T>(load<A>(out[at]) + load<A>(src[i]));
+    Shape k(taps.in.size());
+    std::vector<A> best(static_cast<size_t>(m));
+    std::vector<int64_t> at(static_cast<size_t>(m));
+    for_each_position(taps.out, lo * per_slice, hi * per_slice, [&](int64_t i, const Shape& y) {
+      select_taps<A>(taps, y, k, x, max, best.data(), at.data());
+      for (int64_t j = 0; j < m; ++j)
+        if (const int64_t p = at[size_t(j)]; p >= 0) out[p] = store<T>(load<A>(out[p]) + load<A>(src[i * m + j]));
     });
   });
 }
