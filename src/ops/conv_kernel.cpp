@@ -4,6 +4,7 @@
 //
 // Both read the operands in place in whatever layout the dimension numbers give: oneDNN is
 // handed each tensor's strides (and reorders what its chosen implementation cannot read).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -136,52 +137,127 @@ int64_t exact_high(int64_t in, int64_t lo, int64_t hi, int64_t window, int64_t s
   return hi - (in + lo + hi - window - (count - 1) * stride);
 }
 
-/// The problem as oneDNN's forward pass (no lhs dilation, no batch groups), or as its
-/// weights-gradient pass when the output is smaller than the kernel (the rhs cotangent of a
-/// convolution: the lhs features are the sum, the lhs batch the weights' input features).
-std::optional<dnnl::ConvProblem> onednn_problem(const Geometry& g, const ConvSpec& s) {
-  if (g.nsp < 1 || g.nsp > 3 || s.batch_group_count != 1) return std::nullopt;
-  for (auto v : s.lhs_dilation)
-    if (v != 1) return std::nullopt;
-  if (g.batch == 0 || g.features == 0 || g.out_features == 0 || shape_size(g.out) == 0) return std::nullopt;
-  const Shape& ls = g.lhs_strides;
-  const Shape& rs = g.rhs_strides;
-  const Shape& os = g.out_strides;
+/// oneDNN's weights dimensions {O, I, spatial...}, or {G, O / G, I, spatial...} with groups,
+/// over memory whose O and I strides are `so` and `si`.
+dnnl::TensorView weights_view(int64_t o, int64_t so, int64_t i, int64_t si, const Shape& sp, const Shape& strides,
+                              int64_t groups) {
+  dnnl::TensorView w = view(o, so, i, si, sp, strides);
+  if (groups > 1) {
+    w.dims[0] = o / groups;
+    w.dims.insert(w.dims.begin(), groups);
+    w.strides.insert(w.strides.begin(), so * (o / groups));
+  }
+  return w;
+}
+
+/// The convolution as oneDNN's forward pass (no lhs dilation).
+dnnl::ConvProblem forward_problem(const Geometry& g, const ConvSpec& s) {
   dnnl::ConvProblem p;
-  const bool weights_pass = s.feature_group_count == 1 && shape_size(g.out) < shape_size(g.kernel);
   for (size_t d = 0; d < g.nsp; ++d) {
-    if (weights_pass) {
-      // oneDNN's kernel is our output, its output our kernel: strides and dilation swap.
-      const int64_t window = dilate_dim(g.out[d], s.window_strides[d]);
-      p.strides.push_back(s.rhs_dilation[d]);
-      p.dilates.push_back(s.window_strides[d] - 1);
-      p.pad_l.push_back(s.padding_low[d]);
-      p.pad_r.push_back(exact_high(g.in[d], s.padding_low[d], s.padding_high[d], window, s.rhs_dilation[d], g.kernel[d]));
-    } else {
-      const int64_t k = dilate_dim(g.kernel[d], s.rhs_dilation[d]);
-      p.strides.push_back(s.window_strides[d]);
-      p.dilates.push_back(s.rhs_dilation[d] - 1);
-      p.pad_l.push_back(s.padding_low[d]);
-      p.pad_r.push_back(exact_high(g.in[d], s.padding_low[d], s.padding_high[d], k, s.window_strides[d], g.out[d]));
-    }
+    const int64_t k = dilate_dim(g.kernel[d], s.rhs_dilation[d]);
+    p.strides.push_back(s.window_strides[d]);
+    p.dilates.push_back(s.rhs_dilation[d] - 1);
+    p.pad_l.push_back(s.padding_low[d]);
+    p.pad_r.push_back(exact_high(g.in[d], s.padding_low[d], s.padding_high[d], k, s.window_strides[d], g.out[d]));
   }
-  if (weights_pass) {
-    p.pass = dnnl::ConvPass::kBackwardWeights;
-    p.src = view(g.features, ls[1], g.batch, ls[0], g.in, ls);
-    p.dst = view(g.group_features, rs[1], g.out_features, rs[0], g.kernel, rs);
-    p.weights = view(g.out_features, os[1], g.batch, os[0], g.out, os);
-    return p;
-  }
+  const Shape &ls = g.lhs_strides, &rs = g.rhs_strides, &os = g.out_strides;
   p.src = view(g.batch, ls[0], g.features, ls[1], g.in, ls);
   p.dst = view(g.batch, os[0], g.out_features, os[1], g.out, os);
-  const int64_t groups = s.feature_group_count;
-  p.weights = view(g.out_features, rs[0], g.group_features, rs[1], g.kernel, rs);
-  if (groups > 1) {  // {G, O / G, I, spatial...}
-    p.weights.dims[0] = g.out_features / groups;
-    p.weights.dims.insert(p.weights.dims.begin(), groups);
-    p.weights.strides.insert(p.weights.strides.begin(), rs[0] * (g.out_features / groups));
-  }
+  p.weights = weights_view(g.out_features, rs[0], g.group_features, rs[1], g.kernel, rs, s.feature_group_count);
   return p;
+}
+
+/// The convolution as oneDNN's weights-gradient pass (no lhs dilation, no groups): the
+/// rhs cotangent of a convolution, whose sum runs over the lhs features (the forward
+/// batch) and whose output is the forward kernel. oneDNN's kernel is our output and its
+/// output our kernel, so strides and kernel dilation swap.
+dnnl::ConvProblem weights_problem(const Geometry& g, const ConvSpec& s) {
+  dnnl::ConvProblem p;
+  p.pass = dnnl::ConvPass::kBackwardWeights;
+  for (size_t d = 0; d < g.nsp; ++d) {
+    const int64_t window = dilate_dim(g.out[d], s.window_strides[d]);
+    p.strides.push_back(s.rhs_dilation[d]);
+    p.dilates.push_back(s.window_strides[d] - 1);
+    p.pad_l.push_back(s.padding_low[d]);
+    p.pad_r.push_back(exact_high(g.in[d], s.padding_low[d], s.padding_high[d], window, s.rhs_dilation[d], g.kernel[d]));
+  }
+  const Shape &ls = g.lhs_strides, &rs = g.rhs_strides, &os = g.out_strides;
+  p.src = view(g.features, ls[1], g.batch, ls[0], g.in, ls);
+  p.dst = view(g.group_features, rs[1], g.out_features, rs[0], g.kernel, rs);
+  p.weights = view(g.out_features, os[1], g.batch, os[0], g.out, os);
+  return p;
+}
+
+/// The convolution as oneDNN's data-gradient pass (unit window strides, lhs dilation: the
+/// lhs cotangent of a strided convolution). oneDNN's output gradient is our lhs, its input
+/// gradient our output, its strides our lhs dilation; its weights are our kernel spatially
+/// reversed with I and O swapped, which the caller writes contiguously (flipped_kernel).
+dnnl::ConvProblem data_problem(const Geometry& g, const ConvSpec& s) {
+  dnnl::ConvProblem p;
+  p.pass = dnnl::ConvPass::kBackwardData;
+  for (size_t d = 0; d < g.nsp; ++d) {
+    const int64_t reach = (g.kernel[d] - 1) * s.rhs_dilation[d];
+    p.strides.push_back(s.lhs_dilation[d]);
+    p.dilates.push_back(s.rhs_dilation[d] - 1);
+    p.pad_l.push_back(reach - s.padding_low[d]);
+    p.pad_r.push_back(reach - s.padding_high[d]);
+  }
+  const Shape &ls = g.lhs_strides, &os = g.out_strides;
+  p.dst = view(g.batch, ls[0], g.features, ls[1], g.in, ls);
+  p.src = view(g.batch, os[0], g.out_features, os[1], g.out, os);
+  const int64_t groups = s.feature_group_count, per_group = g.out_features / groups;
+  // Contiguous {G, I, O / G, spatial...}: strides of that row-major layout.
+  Shape dims{groups, g.group_features, per_group};
+  dims.insert(dims.end(), g.kernel.begin(), g.kernel.end());
+  const Shape st = strides_of(dims);
+  p.weights = weights_view(g.features, st[1], per_group, st[2], g.kernel, Shape(st.begin() + 1, st.end()), groups);
+  if (groups > 1) p.weights.strides[0] = st[0], p.weights.strides[1] = st[1];
+  return p;
+}
+
+/// Our kernel in data_problem's weights layout: W[g][i][o][k] = rhs[g * O/G + o][i][K-1-k].
+std::vector<float> flipped_kernel(const Geometry& g, const ConvSpec& s, const float* rhs) {
+  const int64_t groups = s.feature_group_count, per_group = g.out_features / groups;
+  const int64_t taps = shape_size(g.kernel);
+  std::vector<float> w(static_cast<size_t>(g.out_features * g.group_features * taps));
+  Shape k(g.nsp);
+  size_t at = 0;
+  for (int64_t gr = 0; gr < groups; ++gr)
+    for (int64_t i = 0; i < g.group_features; ++i)
+      for (int64_t o = 0; o < per_group; ++o) {
+        const float* src = rhs + (gr * per_group + o) * g.rhs_strides[0] + i * g.rhs_strides[1];
+        std::fill(k.begin(), k.end(), 0);
+        for (int64_t t = 0; t < taps; ++t) {
+          int64_t off = 0;
+          for (size_t d = 0; d < g.nsp; ++d) off += (g.kernel[d] - 1 - k[d]) * g.rhs_strides[2 + d];
+          w[at++] = src[off];
+          for (size_t d = g.nsp; d-- > 0;) {
+            if (++k[d] < g.kernel[d]) break;
+            k[d] = 0;
+          }
+        }
+      }
+  return w;
+}
+
+/// The convolution as one of oneDNN's passes, where one fits: the forward pass, the
+/// weights-gradient pass when the output is smaller than the kernel (a rhs cotangent), the
+/// data-gradient pass for lhs dilation with unit strides (the lhs cotangent of a strided
+/// convolution). None for batch groups, other ranks and empty arrays.
+std::optional<dnnl::ConvProblem> onednn_problem(const Geometry& g, const ConvSpec& s) {
+  if (g.nsp < 1 || g.nsp > 3 || s.batch_group_count != 1) return std::nullopt;
+  if (g.batch == 0 || g.features == 0 || g.out_features == 0 || shape_size(g.out) == 0 || shape_size(g.in) == 0)
+    return std::nullopt;
+  const bool unit = [](const Shape& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+  }(s.lhs_dilation);
+  if (!unit) {
+    for (auto v : s.window_strides)
+      if (v != 1) return std::nullopt;
+    return data_problem(g, s);
+  }
+  if (s.feature_group_count == 1 && shape_size(g.out) < shape_size(g.kernel)) return weights_problem(g, s);
+  return forward_problem(g, s);
 }
 
 bool onednn_enabled() { return config::get_flag(config::kConvOnednn); }
@@ -219,8 +295,10 @@ void conv_kernel(const KernelCall& c) {
       float* l = const_cast<float*>(static_cast<const float*>(lhs));  // read only
       float* r = const_cast<float*>(static_cast<const float*>(rhs));
       float* o = c.out<float>(0);
-      const dnnl::ConvBuffers b = p->pass == dnnl::ConvPass::kForward ? dnnl::ConvBuffers{l, r, o}
-                                                                       : dnnl::ConvBuffers{l, o, r};
+      std::vector<float> flipped;
+      dnnl::ConvBuffers b{l, r, o};
+      if (p->pass == dnnl::ConvPass::kBackwardWeights) b = {l, o, r};
+      if (p->pass == dnnl::ConvPass::kBackwardData) flipped = flipped_kernel(g, s, r), b = {o, flipped.data(), l};
       if (dnnl::convolution(*p, b)) return;
     }
   visit_dtype(out.dtype, [&](auto z) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 
+#include "ops/conv.h"
 #include "ops/conv_jax_values.h"
 #include "tessel/conv.h"
 #include "tessel/tessel.h"
@@ -247,15 +248,20 @@ TEST(ConvGrad, BothOperandsMatchFiniteDifferencesInFloat64) {
 }
 
 TEST(ConvGrad, Float32GradientsOnOnednnMatchFloat64) {
-  // The lhs cotangent of a stride-1 convolution and the rhs cotangent run on oneDNN.
-  auto f = [](const ts::Array& x, const ts::Array& w) {
-    return ts::sum(ts::conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}}) *
-                   input({2, 6, 6, 5}, 0.3, x.dtype()));
-  };
-  auto [gx64, gw64] = ts::grad<0, 1>(f)(input({2, 6, 6, 4}, 0.1), input({3, 3, 4, 5}, 0.2));
-  auto [gx32, gw32] = ts::grad<0, 1>(f)(input({2, 6, 6, 4}, 0.1, ts::f32), input({3, 3, 4, 5}, 0.2, ts::f32));
-  expect_values(gx32, gx64.to_vector<double>(), gx64.shape(), 1e-4, "lhs cotangent");
-  expect_values(gw32, gw64.to_vector<double>(), gw64.shape(), 1e-4, "rhs cotangent");
+  // The lhs cotangent (oneDNN's forward pass at stride 1, its data-gradient pass at stride
+  // 2) and the rhs cotangent (its weights-gradient pass).
+  for (int64_t stride : {1, 2}) {
+    auto f = [stride](const ts::Array& x, const ts::Array& w) {
+      const ts::Array y =
+          ts::conv_general_dilated(x, w, {stride, stride}, "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}});
+      return ts::sum(y * input(y.shape(), 0.3, x.dtype()));
+    };
+    auto [gx64, gw64] = ts::grad<0, 1>(f)(input({2, 7, 6, 4}, 0.1), input({3, 3, 4, 5}, 0.2));
+    auto [gx32, gw32] = ts::grad<0, 1>(f)(input({2, 7, 6, 4}, 0.1, ts::f32), input({3, 3, 4, 5}, 0.2, ts::f32));
+    const std::string at = " at stride " + std::to_string(stride);
+    expect_values(gx32, gx64.to_vector<double>(), gx64.shape(), 1e-4, "lhs cotangent" + at);
+    expect_values(gw32, gw64.to_vector<double>(), gw64.shape(), 1e-4, "rhs cotangent" + at);
+  }
 }
 
 // ---- transformations ----
@@ -451,4 +457,23 @@ TEST(Cumlogsumexp, MatchesJaxWithoutOverflow) {
   EXPECT_NEAR(ts::cumlogsumexp(big).to_vector<float>()[1], 1000.0f + std::log(2.0f), 1e-3);
   EXPECT_EQ(ts::cumlogsumexp(ts::arange(3, ts::i32)).dtype(), ts::f32);
   EXPECT_THROW(ts::cumlogsumexp(c, 2), ts::IndexError);
+}
+
+TEST(Conv, OnednnRunsForwardDataAndWeightsPasses) {
+  namespace ops = ts::ops;
+  const ts::Aval x({2, 8, 8, 4}, ts::f32), w({3, 3, 4, 6}, ts::f32), g({2, 4, 4, 6}, ts::f32);
+  // Forward, NHWC / HWIO, stride 2.
+  ops::ConvSpec fwd{{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}, {2, 2}, {1, 1}, {0, 0}, {1, 1}, {1, 1}, 1, 1, {}};
+  EXPECT_NE(ops::conv_onednn_impl(x, w, fwd), "");
+  // Its lhs cotangent: lhs dilation 2, unit strides (oneDNN's data-gradient pass).
+  ops::ConvSpec dx{{0, 3, 1, 2}, {2, 3, 0, 1}, {0, 3, 1, 2}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, {1, 1}, 1, 1, {}};
+  EXPECT_NE(ops::conv_onednn_impl(g, w, dx), "");
+  // Its rhs cotangent (the weights-gradient pass).
+  ops::ConvSpec dw{{3, 0, 1, 2}, {3, 0, 1, 2}, {2, 3, 0, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {2, 2}, 1, 1, {}};
+  EXPECT_NE(ops::conv_onednn_impl(x, g, dw), "");
+  // Float64 and batch groups run on tessel's loops.
+  EXPECT_EQ(ops::conv_onednn_impl(ts::Aval(x.shape, ts::f64), ts::Aval(w.shape, ts::f64), fwd), "");
+  ops::ConvSpec bg = fwd;
+  bg.batch_group_count = 2;
+  EXPECT_EQ(ops::conv_onednn_impl(x, ts::Aval({3, 3, 4, 6}, ts::f32), bg), "");
 }
