@@ -236,9 +236,9 @@ Array transpose_lhs(const Array& g, const Aval& lhs, const Array& rhs_in, const 
   ConvSpec t{s.out_spec, swap_front(s.rhs_spec), s.lhs_spec, s.lhs_dilation, {}, {}, s.window_strides,
              s.rhs_dilation, groups, 1, std::nullopt};
   for (size_t d = 0; d < nsp; ++d) {
-    const int64_t before = k[d] - s.padding_low[d] - 1;
-    t.padding_low.push_back(before);
-    t.padding_high.push_back(in[d] + k[d] - 1 - out[d] - before);
+    const auto [lo, hi] = vjp_lhs_padding(in[d], k[d], out[d], s.padding_low[d]);
+    t.padding_low.push_back(lo);
+    t.padding_high.push_back(hi);
   }
   const Axes sdims(s.rhs_spec.begin() + 2, s.rhs_spec.end());
   const Array reversed = convert(flip(rhs, sdims), g.dtype());

@@ -20,6 +20,25 @@ inline int64_t stride_dim(int64_t d, int64_t window, int64_t stride) {
   return d < window ? 0 : (d - window) / stride + 1;
 }
 
+/// Where tap `k` of window `y` reads along a dimension of `in` elements dilated by
+/// `base_dilation` and padded by `pad_lo` below, windows `stride` apart with taps `dilation`
+/// apart: the element's index, or -1 on padding or a hole of the dilation. (A convolution's
+/// lhs dilation is a base dilation, its rhs dilation the tap dilation.)
+inline int64_t window_tap(int64_t y, int64_t k, int64_t stride, int64_t dilation, int64_t pad_lo,
+                          int64_t base_dilation, int64_t in) {
+  const int64_t p = y * stride + k * dilation - pad_lo;
+  return p >= 0 && p % base_dilation == 0 && p / base_dilation < in ? p / base_dilation : -1;
+}
+
+/// The (low, high) padding that spreads a windowed operation's output cotangent back over its
+/// input (JAX's _conv_general_vjp_lhs_padding), along a dimension of `in` elements (after
+/// base dilation), windows of `window` (after tap dilation), `out` cotangent elements
+/// (after dilation by the strides), for a forward low padding `pad_lo`.
+inline std::pair<int64_t, int64_t> vjp_lhs_padding(int64_t in, int64_t window, int64_t out, int64_t pad_lo) {
+  const int64_t before = window - pad_lo - 1;
+  return {before, in + window - 1 - out - before};
+}
+
 /// `values`, or `n` copies of `fill` when empty; a ValueError naming `op` and `what` when it
 /// has another length or (positive) a value below 1.
 Shape per_dim(const std::string& op, const char* what, const Shape& values, size_t n, int64_t fill, bool positive);

@@ -59,11 +59,9 @@ std::vector<std::vector<int64_t>> tap_tables(const Geometry& g, const ConvSpec& 
   for (size_t d = 0; d < g.nsp; ++d) {
     t[d].resize(size_t(g.out[d] * g.kernel[d]));
     for (int64_t y = 0; y < g.out[d]; ++y)
-      for (int64_t k = 0; k < g.kernel[d]; ++k) {
-        const int64_t p = y * s.window_strides[d] + k * s.rhs_dilation[d] - s.padding_low[d];
-        const bool hit = p >= 0 && p % s.lhs_dilation[d] == 0 && p / s.lhs_dilation[d] < g.in[d];
-        t[d][size_t(y * g.kernel[d] + k)] = hit ? p / s.lhs_dilation[d] : -1;
-      }
+      for (int64_t k = 0; k < g.kernel[d]; ++k)
+        t[d][size_t(y * g.kernel[d] + k)] = window_tap(y, k, s.window_strides[d], s.rhs_dilation[d], s.padding_low[d],
+                                                       s.lhs_dilation[d], g.in[d]);
   }
   return t;
 }

@@ -86,11 +86,9 @@ struct Taps {
     for (size_t d = 0; d < lead; ++d) {
       std::vector<int64_t> t(size_t(out[d] * window[d]));
       for (int64_t y = 0; y < out[d]; ++y)
-        for (int64_t k = 0; k < window[d]; ++k) {
-          const int64_t p = y * w.strides[d] + k * w.window_dilation[d] - w.pad_lo[d];
-          const bool hit = p >= 0 && p % w.base_dilation[d] == 0 && p / w.base_dilation[d] < in[d];
-          t[size_t(y * window[d] + k)] = hit ? p / w.base_dilation[d] : -1;
-        }
+        for (int64_t k = 0; k < window[d]; ++k)
+          t[size_t(y * window[d] + k)] =
+              window_tap(y, k, w.strides[d], w.window_dilation[d], w.pad_lo[d], w.base_dilation[d], in[d]);
       table.push_back(std::move(t));
     }
   }
@@ -306,8 +304,8 @@ std::vector<Array> sum_transpose(const ir::Primitive& self, std::span<const Arra
   for (size_t d = 0; d < in.size(); ++d) {
     const int64_t in_d = dilate_dim(in[d], w.base_dilation[d]), k = dilate_dim(w.dims[d], w.window_dilation[d]);
     const int64_t out_d = dilate_dim(ct.dim(int64_t(d)), w.strides[d]);
-    const int64_t before = k - w.pad_lo[d] - 1, after = in_d + k - 1 - out_d - before;
-    cfg.push_back({before, after, w.strides[d] - 1});
+    const auto [lo, hi] = vjp_lhs_padding(in_d, k, out_d, w.pad_lo[d]);
+    cfg.push_back({lo, hi, w.strides[d] - 1});
   }
   WindowSpec t = w;
   t.strides = w.base_dilation;
