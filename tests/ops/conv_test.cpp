@@ -334,6 +334,22 @@ TEST(Conv, ShardedBatchStaysPartitioned) {
   EXPECT_EQ(got.sharding(), ts::Sharding(batch));
 }
 
+TEST(Conv, SplitChannelsReduceWithOneAllReduce) {
+  ts::Mesh m = ts::make_mesh({2}, {"x"});
+  auto f = ts::jit(
+      [](const ts::Array& x, const ts::Array& w) {
+        return ts::conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}});
+      },
+      {.in_shardings = {ts::NamedSharding(m, ts::P(ts::none, ts::none, ts::none, "x")),
+                        ts::NamedSharding(m, ts::P(ts::none, ts::none, "x", ts::none))}});
+  const ts::Array x = input({2, 5, 5, 4}, 0.1), w = input({3, 3, 4, 3}, 0.2);
+  const ts::Array want = ts::conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}});
+  expect_values(f(x, w), want.to_vector<double>(), want.shape(), 1e-12, "split channels");
+  const std::string text = f.lower(x, w).compile().as_text();
+  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+  EXPECT_NE(text.find("all_reduce"), std::string::npos) << text;
+}
+
 TEST(Conv, ErrorsNameTheProblem) {
   const ts::Array x = input({2, 3, 5, 5}, 0.1), w = input({4, 2, 3, 3}, 0.2);
   auto message = [](auto f) {
