@@ -293,6 +293,8 @@ TEST(Conv, VmapOverEitherOrBothOperands) {
     check(ts::vmap(bgrouped, {0, ts::none})(bx, row(bw)), bgrouped(row(bx), row(bw)), "batch-grouped lhs");
     check(ts::vmap(bgrouped)(bx, bw), bgrouped(row(bx), row(bw)), "batch-grouped both");
   }
+  // An empty vmapped axis gives an empty result.
+  EXPECT_EQ(ts::vmap(conv)(input({0, 2, 4, 5, 2}, 0.1), input({0, 2, 3, 2, 4}, 0.2)).shape(), (ts::Shape{0, 2, 4, 3, 4}));
   // A batch dimension not in front.
   const ts::Array moved = ts::moveaxis(xs, 0, 3);
   const ts::Array r = ts::vmap(conv, {3, ts::none})(moved, ts::slice_in_dim(ws, 0, 1, 1, 0).reshape({2, 3, 2, 4}));
