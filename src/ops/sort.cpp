@@ -217,10 +217,6 @@ std::vector<Array> lax_sort(const std::vector<Array>& operands, int64_t dimensio
   return ops::bind_sort(operands, dim, is_stable, num_keys);
 }
 
-Array lax_sort(const Array& operand, int64_t dimension, bool is_stable) {
-  return lax_sort(std::vector<Array>{operand}, dimension, is_stable, 1)[0];
-}
-
 std::pair<Array, Array> sort_key_val(const Array& keys, const Array& values, int64_t dimension, bool is_stable) {
   std::vector<Array> r = lax_sort({keys, values}, dimension, is_stable, 1);
   return {r[0], r[1]};
