@@ -67,8 +67,15 @@ void sort_kernel(const KernelCall& c) {
   }
   sortk::for_each_row(rows, [&](int64_t r, bool parallel, sortk::Scratch& s) {
     sortk::sort_row(keys, rows, r, sortk::FloatOrder::kSort, false, parallel, s);
-    for (size_t i = 0; i < c.ins.size(); ++i)
-      sortk::permute_row(c.ins[i], c.outs[i], itemsize(c.in_avals[i].dtype), rows, rows, r, s.perm, parallel);
+    // Moving elements by the order found is a gather; two common operands avoid it: a key
+    // that its sorted keys give back, and positions 0..n-1 (argsort), which become the order.
+    for (size_t i = 0; i < c.ins.size(); ++i) {
+      const DType d = c.in_avals[i].dtype;
+      if (i == 0 && sortk::write_sorted_keys(keys[0], c.outs[0], rows, r, sortk::FloatOrder::kSort, false, s, parallel))
+        continue;
+      if (sortk::write_if_positions(c.ins[i], d, c.outs[i], rows, r, s, parallel)) continue;
+      sortk::permute_row(c.ins[i], c.outs[i], itemsize(d), rows, rows, r, s, rows.n, parallel);
+    }
   });
 }
 
@@ -146,10 +153,9 @@ void top_k_kernel(const KernelCall& c) {
   int32_t* positions = c.out<int32_t>(1);
   sortk::for_each_row(rows, [&](int64_t r, bool parallel, sortk::Scratch& s) {
     sortk::sort_row({&key, 1}, rows, r, sortk::FloatOrder::kTotal, true, parallel, s);
-    const std::span<const uint32_t> top(s.perm.data(), size_t(k));
-    sortk::permute_row(c.ins[0], c.outs[0], item, rows, out_rows, r, top, parallel);
+    sortk::permute_row(c.ins[0], c.outs[0], item, rows, out_rows, r, s, k, parallel);
     const int64_t base = out_rows.base(r);
-    for (int64_t i = 0; i < k; ++i) positions[base + i * out_rows.inner] = int32_t(top[size_t(i)]);
+    for (int64_t i = 0; i < k; ++i) positions[base + i * out_rows.inner] = int32_t(s.position(i));
   });
 }
 

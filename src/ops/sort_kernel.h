@@ -3,7 +3,9 @@
 // seen as (outer, n, inner) around the ordered dimension are turned into order-preserving
 // unsigned keys and sorted by a parallel LSD radix sort (std::sort for short rows).
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -32,22 +34,68 @@ struct Rows {
   int64_t base(int64_t r) const { return (r / inner) * n * inner + r % inner; }
 };
 
-/// Scratch reused across the rows one thread sorts.
+/// Memory for a ScratchBuffer (std::free releases it); throws ResourceExhaustedError.
+void* allocate_scratch(size_t bytes);
+
+/// A buffer that is reallocated only to grow; large ones ask for transparent huge pages,
+/// so that a 16M-element sort does not spend its time faulting in 4 KiB pages.
+template <class T> class ScratchBuffer {
+ public:
+  void resize(size_t n) {
+    if (n > capacity_) {
+      data_.reset(static_cast<T*>(allocate_scratch(n * sizeof(T))));
+      capacity_ = n;
+    }
+    size_ = n;
+  }
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  T& operator[](size_t i) { return data_.get()[i]; }
+  const T& operator[](size_t i) const { return data_.get()[i]; }
+  std::span<const T> span() const { return {data_.get(), size_}; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+/// Scratch reused across the rows one thread sorts. After sort_row, position(i) is the row
+/// position of the i-th element in order: when the row was ordered by one key of at most 32
+/// bits, `sorted` holds its packed words (key << 32 | position) in order, else `perm` holds
+/// the positions. `lossless` says whether the sorted keys give the values back exactly (no
+/// -0.0 or NaN was made equal to another value).
 struct Scratch {
-  std::vector<uint64_t> a, b;
-  std::vector<uint32_t> perm, next;
+  ScratchBuffer<uint64_t> a, b;
+  ScratchBuffer<uint32_t> perm, next;
+  const uint64_t* sorted = nullptr;
+  bool lossless = false;
+  uint32_t position(int64_t i) const { return sorted ? uint32_t(sorted[i]) : perm[size_t(i)]; }
 };
 
 /// Sorts row `r` lexicographically by `keys` (first key most significant), stably:
-/// on return `s.perm[0..n)` holds the row positions in sorted order. `parallel` lets the
+/// on return `s.position(i)` is the row position of the i-th element in sorted order. `parallel` lets the
 /// radix passes of a long row use the shared thread arena.
 void sort_row(std::span<const KeyColumn> keys, const Rows& rows, int64_t r, FloatOrder order, bool descending,
               bool parallel, Scratch& s);
 
-/// Copies row `r` of an operand in `perm` order: element i of the output row (laid out by
-/// `out_rows`) is element perm[i] of the input row (laid out by `in_rows`).
+/// Copies the first `count` elements of row `r` of an operand in sorted order: element i of
+/// the output row (laid out by `out_rows`) is element s.position(i) of the input row (laid
+/// out by `in_rows`).
 void permute_row(const void* in, void* out, size_t itemsize, const Rows& in_rows, const Rows& out_rows, int64_t r,
-                 std::span<const uint32_t> perm, bool parallel);
+                 const Scratch& s, int64_t count, bool parallel);
+
+/// Writes row `r` of the sorted operand that was the single key of the last sort_row from
+/// the sorted keys (sequential, no gather); false (nothing written) when the keys cannot
+/// give the values back.
+bool write_sorted_keys(const KeyColumn& key, void* out, const Rows& rows, int64_t r, FloatOrder order, bool descending,
+                       const Scratch& s, bool parallel);
+/// When row `r` of the integer operand `in` holds 0, 1, ..., n-1 (the positions lax.sort is
+/// given by argsort and by the jvp), writes the order found into `out` and returns true.
+bool write_if_positions(const void* in, DType dtype, void* out, const Rows& rows, int64_t r, const Scratch& s,
+                        bool parallel);
 
 /// Runs fn(r, parallel, scratch) for every row: rows spread over the thread arena when they
 /// are many and short, else one after another with `parallel` true for long rows.
