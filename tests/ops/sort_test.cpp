@@ -395,6 +395,16 @@ TEST(SortTransforms, VmapMatchesRowByRow) {
   }();
   EXPECT_EQ(tv.shape(), (ts::Shape{4, 1, 2}));
   EXPECT_EQ(ts::reshape(ti, {4, 2}).to_vector<float>(), (std::vector<float>{0, 2, 2, 0, 0, 1, 1, 0}));  // top_k of each column
+  // Value-dependent lengths under vmap, with a size (JAX's values).
+  const ts::Array m = ts::Array({{3.f, 1.f, 3.f, 2.f}, {5.f, 5.f, 5.f, 0.f}});
+  EXPECT_EQ(ts::vmap([](const ts::Array& r) { return ts::unique(r, {.size = 4, .fill_value = -1.f}).values; })(m)
+                .to_vector<float>(),
+            (std::vector<float>{1, 2, 3, -1, 0, 5, -1, -1}));
+  EXPECT_EQ(ts::vmap([](const ts::Array& r) { return ts::nonzero(r - 3.f, {.size = 4})[0]; })(m).to_vector<int32_t>(),
+            (std::vector<int32_t>{1, 3, 0, 0, 0, 1, 2, 3}));
+  EXPECT_EQ(ts::vmap([](const ts::Array& r) { return ts::searchsorted(ts::Array({1.f, 2.f, 3.f}), r); })(m)
+                .to_vector<int32_t>(),
+            (std::vector<int32_t>{2, 0, 2, 1, 3, 3, 3, 0}));
 }
 
 TEST(SortTransforms, GradientsMatchJax) {
@@ -410,6 +420,9 @@ TEST(SortTransforms, GradientsMatchJax) {
              })(g),
              kGradTopk, 1e-6);
   expect_ref(ts::grad([](const ts::Array& x) { return ts::quantile(x, ts::Array(0.3f)); })(g), kGradQuantile, 1e-6);
+  EXPECT_EQ(ts::jit(ts::grad([](const ts::Array& x) { return ts::median(x); }))(ts::Array({3.f, 1.f, 4.f, 2.f}))
+                .to_vector<float>(),
+            (std::vector<float>{0.5f, 0, 0, 0.5f}));
   expect_ref(ts::grad([&](const ts::Array& x) { return ts::sum(ts::lax_sort({ts::flip(x), x}, -1, true, 1)[1] * w); })(g),
              kGradMulti, 1e-6);
   // Under jit and vmap too.
