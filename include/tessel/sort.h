@@ -177,6 +177,15 @@ TESSEL_API Array isin(const Array& element, const Array& test_elements, bool ass
 /// smallest value of the result.
 TESSEL_API Array intersect1d(const Array& a, const Array& b, bool assume_unique = false,
                              const SizeOptions& options = {});
+/// What jnp.intersect1d(..., return_indices=True) returns.
+struct Intersect1dResult {
+  Array values;    ///< the sorted unique values found in both
+  Array indices1;  ///< position of each one's first occurrence in a (a.size() for padding)
+  Array indices2;  ///< position of each one's first occurrence in b (b.size() for padding)
+};
+/// jnp.intersect1d with return_indices=True.
+TESSEL_API Intersect1dResult intersect1d_indices(const Array& a, const Array& b, bool assume_unique = false,
+                                                 const SizeOptions& options = {});
 /// jnp.union1d: the sorted unique values found in either.
 TESSEL_API Array union1d(const Array& a, const Array& b, const SizeOptions& options = {});
 /// jnp.setdiff1d: the sorted unique values of `a` not in `b`.

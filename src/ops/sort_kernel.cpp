@@ -330,7 +330,7 @@ void permute_row(const void* in, void* out, size_t itemsize, const Rows& in_rows
 void for_each_row(const Rows& rows, const std::function<void(int64_t, bool, Scratch&)>& fn) {
   const int64_t count = rows.count();
   if (count == 0 || rows.n == 0) return;
-  if (count == 1 || rows.n >= kParallelGrain / 2) {
+  if (count == 1 || rows.n >= kParallelGrain) {  // long rows: each split over the arena in turn
     Scratch s;
     for (int64_t r = 0; r < count; ++r) fn(r, rows.n >= kParallelGrain, s);
     return;

@@ -341,6 +341,19 @@ TEST(SetOps, IsinIntersectUnionSetdiff) {
   expect_ref(ts::intersect1d(s1, s2), kIntersect);
   expect_ref(ts::intersect1d(s1, s2, false, {.size = 6}), kIntersect6);
   expect_ref(ts::intersect1d(s1, s2, false, {.size = 6, .fill_value = -1}), kIntersect6Fill);
+  ts::Intersect1dResult r = ts::intersect1d_indices(s1, s2);
+  expect_ref(r.values, kIntersect);
+  expect_ref(r.indices1, kIntersectIdx1);
+  expect_ref(r.indices2, kIntersectIdx2);
+  r = ts::intersect1d_indices(s1, s2, false, {.size = 5});
+  expect_ref(r.values, kIntersect5Values);
+  expect_ref(r.indices1, kIntersect5Idx1);
+  expect_ref(r.indices2, kIntersect5Idx2);
+  r = ts::intersect1d_indices(ts::Array(std::vector<float>{4.f, 2.f, 9.f, 0.f}),
+                              ts::Array(std::vector<float>{3.f, 0.f, 9.f, 5.f}), true);
+  expect_ref(r.values, kIntersectUniqueValues);
+  expect_ref(r.indices1, kIntersectUniqueIdx1);
+  expect_ref(r.indices2, kIntersectUniqueIdx2);
   expect_ref(ts::union1d(s1, s2), kUnion);
   expect_ref(ts::union1d(s1, s2, {.size = 9, .fill_value = 100}), kUnion9);
   expect_ref(ts::setdiff1d(s1, s2), kSetdiff);
