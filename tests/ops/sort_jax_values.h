@@ -93,6 +93,11 @@ const Ref kQuantile_nearest{{1.0, 2.0, NAN, 1.0, 3.0, NAN, 3.0, 5.0, NAN, 5.0, 9
 const Ref kNanquantile_nearest{{1.0, 2.0, 5.0, 1.0, 3.0, 7.0, 3.0, 5.0, 7.0, 5.0, 9.0, 9.0, 5.0, 9.0, 9.0}, {5, 3}};
 const Ref kQuantile_inverted_cdf{{1.0, 2.0, NAN, 1.0, 3.0, NAN, 3.0, 5.0, NAN, 5.0, 9.0, NAN, 5.0, 9.0, NAN}, {5, 3}};
 const Ref kNanquantile_inverted_cdf{{1.0, 2.0, 5.0, 1.0, 3.0, 5.0, 3.0, 5.0, 7.0, 5.0, 9.0, 9.0, 5.0, 9.0, 9.0}, {5, 3}};
+const Ref kQW{{1.0, 2.0, 0.0, 3.0, 1.0}, {5}};
+const Ref kQW2{{1.0, 2.0, 0.0, 3.0, 1.0, 0.5, -1.0, 2.0, NAN, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, {3, 5}};
+const Ref kQuantileWeighted{{1.0, 2.0, NAN, 1.0, 2.0, NAN, 1.0, 5.0, NAN, 5.0, 9.0, NAN, 5.0, 9.0, NAN}, {5, 3}};
+const Ref kNanquantileWeighted2{{1.0, NAN, 5.0, 1.0, NAN, 5.0, 1.0, NAN, 7.0, 5.0, NAN, 9.0, 5.0, NAN, 9.0}, {5, 3}};
+const Ref kPercentileWeighted{{1.0, NAN}, {2}};
 const Ref kQuantileAll{{2.700000047683716}, {}};
 const Ref kQuantileAxis0Keep{{6.599999904632568, NAN, 7.199999809265137, 5.799999713897705, 6.599999904632568}, {1, 5}};
 const Ref kMedian1{{3.0, 5.0, NAN}, {3}};

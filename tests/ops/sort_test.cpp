@@ -317,6 +317,13 @@ TEST(Quantile, EveryMethodAndItsNanForm) {
     expect_ref(ts::quantile(q, qs, {1}, m), *refs.first, 1e-6);
     expect_ref(ts::nanquantile(q, qs, {1}, m), *refs.second, 1e-6);
   }
+  expect_ref(ts::quantile(q, qs, {1}, "inverted_cdf", false, f32(kQW)), kQuantileWeighted);
+  expect_ref(ts::nanquantile(q, qs, {1}, "inverted_cdf", false, f32(kQW2)), kNanquantileWeighted2);
+  expect_ref(ts::percentile(ts::slice(q, {0, 0}, {2, 5}), ts::Array(30.0f), {1}, "inverted_cdf", false,
+                            ts::slice(f32(kQW2), {0, 0}, {2, 5})),
+             kPercentileWeighted);
+  EXPECT_THROW(ts::quantile(q, qs, {1}, "linear", false, f32(kQW)), ts::NotImplementedError);
+  EXPECT_THROW(ts::quantile(q, qs, {0}, "inverted_cdf", false, f32(kQW)), ts::ShapeError);
   const ts::Array q2 = ts::slice(q, {0, 0}, {2, 5});
   expect_ref(ts::quantile(q2, ts::Array(0.3f)), kQuantileAll, 1e-6);
   expect_ref(ts::quantile(q, ts::Array(0.7f), {0}, "linear", true), kQuantileAxis0Keep, 1e-6);
