@@ -159,6 +159,30 @@ TEST(Sort, LongRowsOfEveryWidthMatchStableSort) {
   check_long_row<uint32_t>(ts::u32, 5000, 6);
 }
 
+TEST(Sort, SkewedLongRowsMatchStableSort) {
+  // One binade (the top key byte is the same everywhere), two binades (two huge buckets),
+  // and a few distinct values (long runs of ties).
+  std::mt19937 gen(11);
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode);
+    std::vector<float> v(400000);
+    for (auto& e : v) {
+      const uint32_t r = gen();
+      e = mode == 0 ? 1.0f + float(r % 1000000) / 1e6f
+          : mode == 1 ? (r & 1 ? 0.5f : -0.5f) * (1.0f + float(r % 4096) / 4096.0f)
+                      : float(r % 5);
+    }
+    std::vector<int32_t> want(v.size());
+    std::iota(want.begin(), want.end(), 0);
+    std::stable_sort(want.begin(), want.end(), [&](int32_t a, int32_t b) { return v[size_t(a)] < v[size_t(b)]; });
+    const ts::Array x = ts::Array(v);
+    ASSERT_EQ(ts::argsort(x).to_vector<int32_t>(), want);
+    std::vector<float> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(ts::sort(x).to_vector<float>(), sorted);
+  }
+}
+
 TEST(Sort, ManyRowsAndStridedRowsMatchAPerRowSort) {
   std::mt19937 gen(7);
   std::vector<float> v(64 * 3000);
