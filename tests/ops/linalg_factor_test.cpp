@@ -127,41 +127,47 @@ class LinalgDtypes : public testing::TestWithParam<ts::DType> {};
 INSTANTIATE_TEST_SUITE_P(All, LinalgDtypes, testing::Values(ts::f32, ts::f64, ts::c64, ts::c128),
                          [](const auto& i) { return std::string(ts::dtype_name(i.param)); });
 
+// Sizes on both sides of the small-matrix loops (n <= 16) and LAPACK (larger).
 TEST_P(LinalgDtypes, CholeskyReconstructsAndIsLower) {
   const ts::DType dt = GetParam();
-  const ts::Array a = spd_matrix({2, 5, 5}, 1, dt);
-  const ts::Array l = ts::linalg::cholesky(a);
-  EXPECT_EQ(l.dtype(), dt);
-  expect_near(ts::matmul(l, adjoint(l)), a, tol_of(dt) * 10, "L L^H");
-  expect_near(l, tril(l), 0, "upper triangle is zero");
-  expect_near(ts::linalg::cholesky(a, /*upper=*/true), adjoint(l), 0, "upper factor");
+  for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{24, 24}}) {
+    const ts::Array a = spd_matrix(shape, 1, dt);
+    const ts::Array l = ts::linalg::cholesky(a);
+    EXPECT_EQ(l.dtype(), dt);
+    expect_near(ts::matmul(l, adjoint(l)), a, tol_of(dt) * 10, "L L^H");
+    expect_near(l, tril(l), 0, "upper triangle is zero");
+    expect_near(ts::linalg::cholesky(a, /*upper=*/true), adjoint(l), 0, "upper factor");
+  }
 }
 
 TEST_P(LinalgDtypes, TriangularSolveAllVariants) {
   const ts::DType dt = GetParam();
-  const ts::Array a = random_matrix({2, 4, 4}, 3, dt) + ts::eye(4, std::nullopt, 0, dt) * ts::Array(4.0).astype(dt);
-  const ts::Array b_left = random_matrix({2, 4, 3}, 4, dt), b_right = random_matrix({2, 3, 4}, 5, dt);
-  for (bool left : {true, false})
-    for (bool lower : {true, false})
-      for (bool trans : {false, true})
-        for (bool conj : {false, true})
-          for (bool unit : {false, true}) {
-            const ts::Array tri = lower ? tril(a, unit ? -1 : 0) : triu(a, unit ? 1 : 0);
-            ts::Array op = unit ? tri + ts::eye(4, std::nullopt, 0, dt) : tri;
-            if (trans) op = ts::swapaxes(op, -1, -2);
-            if (conj && ts::is_complex(dt)) op = ts::conj(op);
-            const ts::Array& b = left ? b_left : b_right;
-            const ts::Array x = la::triangular_solve(
-                a, b, {.left_side = left, .lower = lower, .transpose_a = trans, .conjugate_a = conj, .unit_diagonal = unit});
-            expect_near(left ? ts::matmul(op, x) : ts::matmul(x, op), b, tol_of(dt) * 10,
-                        "left " + std::to_string(left) + " lower " + std::to_string(lower) + " trans " +
-                            std::to_string(trans) + " conj " + std::to_string(conj) + " unit " + std::to_string(unit));
-          }
+  for (int64_t n : {4, 20}) {
+    const ts::Array a = random_matrix({2, n, n}, 3, dt) + ts::eye(n, std::nullopt, 0, dt) * ts::Array(4.0).astype(dt);
+    const ts::Array b_left = random_matrix({2, n, 3}, 4, dt), b_right = random_matrix({2, 3, n}, 5, dt);
+    for (bool left : {true, false})
+      for (bool lower : {true, false})
+        for (bool trans : {false, true})
+          for (bool conj : {false, true})
+            for (bool unit : {false, true}) {
+              const ts::Array tri = lower ? tril(a, unit ? -1 : 0) : triu(a, unit ? 1 : 0);
+              ts::Array op = unit ? tri + ts::eye(n, std::nullopt, 0, dt) : tri;
+              if (trans) op = ts::swapaxes(op, -1, -2);
+              if (conj && ts::is_complex(dt)) op = ts::conj(op);
+              const ts::Array& b = left ? b_left : b_right;
+              const ts::Array x = la::triangular_solve(
+                  a, b, {.left_side = left, .lower = lower, .transpose_a = trans, .conjugate_a = conj, .unit_diagonal = unit});
+              expect_near(left ? ts::matmul(op, x) : ts::matmul(x, op), b, tol_of(dt) * 10,
+                          "n " + std::to_string(n) + " left " + std::to_string(left) + " lower " + std::to_string(lower) +
+                              " trans " + std::to_string(trans) + " conj " + std::to_string(conj) + " unit " +
+                              std::to_string(unit));
+            }
+  }
 }
 
 TEST_P(LinalgDtypes, LuReconstructsPermutedMatrix) {
   const ts::DType dt = GetParam();
-  for (ts::Shape shape : {ts::Shape{3, 5, 5}, ts::Shape{2, 6, 4}, ts::Shape{2, 3, 5}}) {
+  for (ts::Shape shape : {ts::Shape{3, 5, 5}, ts::Shape{2, 6, 4}, ts::Shape{2, 3, 5}, ts::Shape{20, 20}, ts::Shape{24, 18}, ts::Shape{18, 24}}) {
     const ts::Array a = random_matrix(shape, 6, dt);
     const auto [p, l, u] = ts::scipy::linalg::lu(a);
     expect_near(ts::matmul(p, ts::matmul(l, u)), a, tol_of(dt) * 10, "P L U " + ts::shape_to_string(shape));
@@ -191,7 +197,9 @@ TEST_P(LinalgDtypes, EighReconstructsWithAscendingEigenvalues) {
   expect_near(ts::matmul(v * ts::expand_dims(w.astype(dt), {1}), adjoint(v)), a, tol_of(dt) * 20, "V diag(w) V^H");
   const auto ws = vals(w);
   for (size_t i = 0; i + 1 < ws.size(); ++i) {
-    if ((i + 1) % 6 != 0) EXPECT_LE(ws[i], ws[i + 1]);
+    if ((i + 1) % 6 != 0) {
+      EXPECT_LE(ws[i], ws[i + 1]);
+    }
   }
   // Without symmetrization only the named triangle is read.
   const ts::Array junk_upper = tril(a) + triu(random_matrix({3, 6, 6}, 9, dt), 1);

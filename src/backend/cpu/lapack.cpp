@@ -166,6 +166,91 @@ void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG di
   cblas_ztrsm(CblasRowMajor, side, uplo, trans, diag, m, n, &one, a, lda, b, ldb);
 }
 
+// ---- small matrices ----
+// Below kSmall rows, LAPACK's and BLAS's per-call costs (argument checks, workspace, kernel
+// dispatch) outweigh the arithmetic: batches of small matrices run these plain loops on the
+// row-major data instead (same algorithms, same pivot choices as getf2 / potf2 / trsm).
+constexpr int64_t kSmall = 16;
+
+template <class T> real_t<T> abs_sq(T x) {
+  if constexpr (is_cplx<T>) return std::norm(x);
+  else return x * x;
+}
+/// LAPACK's pivot measure (i?amax): |x| for real, |re| + |im| for complex.
+template <class T> real_t<T> pivot_size(T x) {
+  if constexpr (is_cplx<T>) return std::abs(x.real()) + std::abs(x.imag());
+  else return std::abs(x);
+}
+
+/// Lower Cholesky factor in place (reads the lower triangle); false if not positive definite.
+template <class T> bool small_cholesky(int64_t n, T* l) {
+  for (int64_t j = 0; j < n; ++j) {
+    real_t<T> d = std::real(l[j * n + j]);
+    for (int64_t k = 0; k < j; ++k) d -= abs_sq(l[j * n + k]);
+    if (!(d > 0)) return false;  // also NaN
+    const real_t<T> djj = std::sqrt(d);
+    l[j * n + j] = T(djj);
+    for (int64_t i = j + 1; i < n; ++i) {
+      T s = l[i * n + j];
+      for (int64_t k = 0; k < j; ++k) s -= l[i * n + k] * conj_if(l[j * n + k], true);
+      l[i * n + j] = s / djj;
+    }
+  }
+  return true;
+}
+
+/// LU with partial pivoting in place, row-major m x n; ipiv gets 0-based pivot rows.
+template <class T> void small_lu(int64_t m, int64_t n, T* a, int32_t* ipiv) {
+  const int64_t k = std::min(m, n);
+  for (int64_t c = 0; c < k; ++c) {
+    int64_t p = c;
+    real_t<T> best = pivot_size(a[c * n + c]);
+    for (int64_t i = c + 1; i < m; ++i)
+      if (pivot_size(a[i * n + c]) > best) best = pivot_size(a[i * n + c]), p = i;
+    ipiv[c] = int32_t(p);
+    if (p != c) std::swap_ranges(a + c * n, a + (c + 1) * n, a + p * n);
+    const T pivot = a[c * n + c];
+    if (pivot == T(0)) continue;  // singular: U keeps the zero, as getrf does
+    const T inv = T(1) / pivot;
+    for (int64_t i = c + 1; i < m; ++i) {
+      T* row = a + i * n;
+      const T f = row[c] *= inv;
+      for (int64_t j = c + 1; j < n; ++j) row[j] -= f * a[c * n + j];
+    }
+  }
+}
+
+/// Triangular solve of one system, row-major, A na x na, B m x cols (overwritten by X).
+template <class T>
+void small_trsm(int64_t m, int64_t cols, const T* a, T* b, const TriangularSolveOptions& o) {
+  const int64_t na = o.left_side ? m : cols;
+  const bool cj = o.conjugate_a && is_cplx<T>;
+  // M = op(A) on the left side; on the right, X op(A) = B is op(A)^T x_r = b_r per row r.
+  const bool use_t = o.left_side ? o.transpose_a : !o.transpose_a;
+  auto M = [&](int64_t i, int64_t j) { return conj_if(use_t ? a[j * na + i] : a[i * na + j], cj); };
+  const bool m_lower = o.lower != use_t;
+  auto solve_vector = [&](auto&& x) {  // x(i): element i of one right-hand side
+    auto finish = [&](int64_t i, T s) { x(i) = o.unit_diagonal ? s : s / M(i, i); };
+    if (m_lower) {
+      for (int64_t i = 0; i < na; ++i) {
+        T s = x(i);
+        for (int64_t k = 0; k < i; ++k) s -= M(i, k) * x(k);
+        finish(i, s);
+      }
+    } else {
+      for (int64_t i = na; i-- > 0;) {
+        T s = x(i);
+        for (int64_t k = i + 1; k < na; ++k) s -= M(i, k) * x(k);
+        finish(i, s);
+      }
+    }
+  };
+  if (o.left_side)
+    for (int64_t c = 0; c < cols; ++c) solve_vector([&](int64_t i) -> T& { return b[i * cols + c]; });
+  else
+    for (int64_t r = 0; r < m; ++r) solve_vector([&](int64_t i) -> T& { return b[r * cols + i]; });
+}
+
 // ---- per-dtype implementations ----
 
 template <class T> void cholesky_t(int64_t batch, int64_t n, const T* a, T* l) {
@@ -176,7 +261,8 @@ template <class T> void cholesky_t(int64_t batch, int64_t n, const T* a, T* l) {
       std::copy(a + b * n * n, a + (b + 1) * n * n, out);
       // Row-major A read column-major is A^T (= conj(A) for Hermitian A), whose upper factor
       // U (conj(A) = U^H U) read back row-major is L = U^T with A = L L^H.
-      if (n > 0 && potrf('U', ni, out, ni) != 0) {
+      const bool ok = n <= kSmall ? small_cholesky(n, out) : n == 0 || potrf('U', ni, out, ni) == 0;
+      if (!ok) {
         fill_nan(out, n * n);
         continue;
       }
@@ -199,6 +285,10 @@ void triangular_solve_t(int64_t batch, int64_t m, int64_t cols, const T* a, cons
       T* out = x + i * m * cols;
       if (out != b + i * m * cols) std::copy(b + i * m * cols, b + (i + 1) * m * cols, out);
       if (m == 0 || cols == 0) continue;
+      if (na <= kSmall) {
+        small_trsm(m, cols, a + i * na * na, out, o);
+        continue;
+      }
       trsm(o.left_side ? CblasLeft : CblasRight, o.lower ? CblasLower : CblasUpper, trans,
            o.unit_diagonal ? CblasUnit : CblasNonUnit, mi, ci, a + i * na * na, nai, out, ci);
     }
@@ -212,12 +302,18 @@ template <class T> void lu_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
     std::vector<T> t(size_t(m * n));  // column-major copy: getrf pivots rows
     std::vector<lapack_int> ipiv(static_cast<size_t>(k));
     for (int64_t b = lo; b < hi; ++b) {
-      transpose(a + b * m * n, m, n, n, t.data(), m);
-      if (k > 0) getrf(mi, ni, t.data(), std::max<lapack_int>(1, mi), ipiv.data());  // info > 0: singular U, kept
-      transpose(t.data(), n, m, m, lu + b * m * n, n);
       int32_t* piv = pivots + b * k;
       int32_t* p = perm + b * m;
       std::iota(p, p + m, 0);
+      if (std::max(m, n) <= kSmall) {
+        std::copy(a + b * m * n, a + (b + 1) * m * n, lu + b * m * n);
+        small_lu(m, n, lu + b * m * n, piv);
+        for (int64_t i = 0; i < k; ++i) std::swap(p[i], p[piv[i]]);
+        continue;
+      }
+      transpose(a + b * m * n, m, n, n, t.data(), m);
+      if (k > 0) getrf(mi, ni, t.data(), std::max<lapack_int>(1, mi), ipiv.data());  // info > 0: singular U, kept
+      transpose(t.data(), n, m, m, lu + b * m * n, n);
       for (int64_t i = 0; i < k; ++i) {
         piv[i] = int32_t(ipiv[size_t(i)] - 1);
         std::swap(p[i], p[piv[i]]);
