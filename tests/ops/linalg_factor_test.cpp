@@ -176,7 +176,7 @@ TEST_P(LinalgDtypes, LuReconstructsPermutedMatrix) {
 
 TEST_P(LinalgDtypes, QrReconstructsWithOrthonormalQ) {
   const ts::DType dt = GetParam();
-  for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{6, 3}, ts::Shape{2, 3, 6}})
+  for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{6, 3}, ts::Shape{2, 3, 6}, ts::Shape{20, 17}, ts::Shape{17, 20}})
     for (const char* mode : {"reduced", "complete"}) {
       const ts::Array a = random_matrix(shape, 7, dt);
       const auto [q, r] = ts::linalg::qr(a, mode);

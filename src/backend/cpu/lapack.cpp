@@ -251,6 +251,53 @@ void small_trsm(int64_t m, int64_t cols, const T* a, T* b, const TriangularSolve
     for (int64_t r = 0; r < m; ++r) solve_vector([&](int64_t i) -> T& { return b[r * cols + i]; });
 }
 
+/// Householder QR of a row-major m x n matrix `w` (overwritten), with LAPACK's reflectors
+/// (larfg: beta = -sign(Re alpha) |(alpha, x)|, as geqr2) so the signs match geqrf's:
+/// Q (m x qc, qc = k or m) = H_0 ... H_{k-1} applied to the identity, as org2r; R (rr x n).
+template <class T> void small_qr(int64_t m, int64_t n, T* w, T* q, int64_t qc, T* r, int64_t rr) {
+  using R = real_t<T>;
+  const int64_t k = std::min(m, n);
+  T tau[kSmall];
+  for (int64_t i = 0; i < k; ++i) {
+    const T alpha = w[i * n + i];
+    R xnorm_sq = 0;
+    for (int64_t s = i + 1; s < m; ++s) xnorm_sq += abs_sq(w[s * n + i]);
+    if (xnorm_sq == 0 && std::imag(alpha) == R(0)) {
+      tau[i] = T(0);
+    } else {
+      const R norm = std::sqrt(abs_sq(alpha) + xnorm_sq);
+      const R beta = std::real(alpha) >= 0 ? -norm : norm;
+      if constexpr (is_cplx<T>) tau[i] = T((beta - alpha.real()) / beta, -alpha.imag() / beta);
+      else tau[i] = (beta - alpha) / beta;
+      const T scale = T(1) / (alpha - T(beta));
+      for (int64_t s = i + 1; s < m; ++s) w[s * n + i] *= scale;
+      w[i * n + i] = T(beta);
+    }
+    // Apply H_i^H = I - conj(tau) v v^H (v_i = 1) to the trailing columns.
+    const T ct = conj_if(tau[i], true);
+    for (int64_t j = i + 1; j < n; ++j) {
+      T dot = w[i * n + j];
+      for (int64_t s = i + 1; s < m; ++s) dot += conj_if(w[s * n + i], true) * w[s * n + j];
+      const T f = ct * dot;
+      w[i * n + j] -= f;
+      for (int64_t s = i + 1; s < m; ++s) w[s * n + j] -= f * w[s * n + i];
+    }
+  }
+  std::fill(r, r + rr * n, T(0));
+  for (int64_t i = 0; i < k; ++i) std::copy(w + i * n + i, w + (i + 1) * n, r + i * n + i);
+  std::fill(q, q + m * qc, T(0));
+  for (int64_t i = 0; i < std::min(m, qc); ++i) q[i * qc + i] = T(1);
+  for (int64_t i = k; i-- > 0;) {  // Q = H_i Q, columns i.. only (the others are untouched)
+    for (int64_t j = i; j < qc; ++j) {
+      T dot = q[i * qc + j];
+      for (int64_t s = i + 1; s < m; ++s) dot += conj_if(w[s * n + i], true) * q[s * qc + j];
+      const T f = tau[i] * dot;
+      q[i * qc + j] -= f;
+      for (int64_t s = i + 1; s < m; ++s) q[s * qc + j] -= f * w[s * n + i];
+    }
+  }
+}
+
 // ---- per-dtype implementations ----
 
 template <class T> void cholesky_t(int64_t batch, int64_t n, const T* a, T* l) {
@@ -329,7 +376,7 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
     std::vector<T> w(size_t(std::max<int64_t>(1, m * n))), tau(size_t(std::max<int64_t>(1, k)));
     // Workspace for gelqf and orglq on these sizes (queried once per group).
     T query[2] = {T(0), T(0)};
-    if (k > 0) {
+    if (k > 0 && std::max(m, n) > kSmall) {
       gelqf(ni, mi, w.data(), ni, tau.data(), &query[0], -1);
       if (full && m > n) orglq(mi, mi, ki, q, mi, tau.data(), &query[1], -1);
       else orglq(ki, mi, ki, w.data(), ni, tau.data(), &query[1], -1);
@@ -340,6 +387,10 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
       T* qb = q + b * m * qc;
       T* rb = r + b * rr * n;
       std::copy(a + b * m * n, a + (b + 1) * m * n, w.data());
+      if (std::max(m, n) <= kSmall) {
+        small_qr(m, n, w.data(), qb, qc, rb, rr);
+        continue;
+      }
       // Row-major A is the column-major n x m matrix A^T, whose LQ factorization
       // A^T = L Q' gives A = Q'^T L^T: Q = Q'^T (Q' read row-major), R = L^T (the upper
       // triangle of A's first k rows, in place).
