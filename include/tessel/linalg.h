@@ -107,8 +107,9 @@ TESSEL_API Array cholesky(const Array& a, bool upper = false, bool symmetrize_in
 /// numpy's and JAX's raw mode; real dtypes only).
 TESSEL_API QrResult qr(const Array& a, const std::string& mode = "reduced");
 
-/// jnp.linalg.svd: a = u diag(s) vh; u and vh are empty without compute_uv. `hermitian`
-/// computes it from eigh (|eigenvalues| sorted descending), as JAX does.
+/// jnp.linalg.svd: a = u diag(s) vh; u and vh are empty without compute_uv. With
+/// `hermitian` (a must be square) JAX takes the factors from eigh; tessel computes the same
+/// factorization with gesdd (singular vectors may differ in sign or phase from JAX's).
 TESSEL_API SvdResult svd(const Array& a, bool full_matrices = true, bool compute_uv = true, bool hermitian = false);
 
 /// jnp.linalg.svdvals: the singular values (..., k), descending.

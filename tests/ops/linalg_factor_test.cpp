@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/lapack.h"
 #include "tessel/linalg.h"
 #include "tessel/tessel.h"
 #include "transforms/check_transforms.h"
@@ -245,6 +246,34 @@ TEST_P(LinalgDtypes, SolveInvDetSlogdet) {
     expect_near(ts::matmul(op, ts::scipy::linalg::lu_solve(lf, b, trans)), b, tol_of(dt) * 10,
                 "lu_solve trans " + std::to_string(trans));
   }
+}
+
+// The geev binding (for jnp.linalg.eig): A v = w v and u^H A = w u^H for every pair, for a
+// real matrix with a complex pair of eigenvalues and for a complex matrix.
+TEST(LinalgFactor, GeevBindingGivesEigenpairs) {
+  using C = std::complex<double>;
+  auto check = [](ts::DType dt, const std::vector<C>& a, int64_t n) {
+    std::vector<C> w(static_cast<size_t>(n)), vl(static_cast<size_t>(n * n)), vr(static_cast<size_t>(n * n));
+    if (dt == ts::f64) {
+      std::vector<double> re;
+      for (C z : a) re.push_back(z.real());
+      ts::cpu::eig(dt, 1, n, re.data(), w.data(), vl.data(), vr.data());
+    } else {
+      ts::cpu::eig(dt, 1, n, a.data(), w.data(), vl.data(), vr.data());
+    }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < n; ++i) {
+        C av = 0, ua = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          av += a[size_t(i * n + k)] * vr[size_t(k * n + j)];
+          ua += std::conj(vl[size_t(k * n + j)]) * a[size_t(k * n + i)];
+        }
+        EXPECT_LT(std::abs(av - w[size_t(j)] * vr[size_t(i * n + j)]), 1e-10) << ts::dtype_name(dt) << " right " << j;
+        EXPECT_LT(std::abs(ua - w[size_t(j)] * std::conj(vl[size_t(i * n + j)])), 1e-10) << ts::dtype_name(dt) << " left " << j;
+      }
+  };
+  check(ts::f64, {0, -2, 0, 1, 0, 0, 0, 0, 3}, 3);  // eigenvalues +-i sqrt(2) and 3
+  check(ts::c128, {C(1, 1), C(2, 0), C(0, -1), C(0, 3), C(-1, 0), C(2, 2), C(1, 0), C(0, 1), C(4, -1)}, 3);
 }
 
 // ---- failures as JAX ----
