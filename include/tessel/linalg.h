@@ -87,6 +87,13 @@ struct SvdResult {
 /// k = min(m, n). Without `compute_uv` only s is computed (u and vh are empty Arrays).
 TESSEL_API SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true);
 
+/// lax.linalg.tridiagonal_solve: x with A x = b for tridiagonal matrices A given by their
+/// diagonals dl (dl[i] = A[i, i-1], dl[0] ignored), d and du (du[i] = A[i, i+1], du[m-1]
+/// ignored), all (..., m), and b (..., m, n) (gtsv, with partial pivoting; src/ops/
+/// linalg_tridiagonal.cpp). A singular system gives NaN. JAX's perturb_singular is not
+/// offered.
+TESSEL_API Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b);
+
 }  // namespace tessel::lax::linalg
 
 namespace tessel::linalg {

@@ -276,6 +276,38 @@ TEST(LinalgFactor, GeevBindingGivesEigenpairs) {
   check(ts::c128, {C(1, 1), C(2, 0), C(0, -1), C(0, 3), C(-1, 0), C(2, 2), C(1, 0), C(0, 1), C(4, -1)}, 3);
 }
 
+// tridiagonal_solve against the dense solve of the same matrix, its rules, and its errors.
+TEST(LinalgFactor, TridiagonalSolve) {
+  const int64_t m = 6;
+  const ts::Array dl = random_matrix({2, m}, 40), d = random_matrix({2, m}, 41) + ts::Array(4.0),
+                  du = random_matrix({2, m}, 42), b = random_matrix({2, m, 3}, 43);
+  // The dense matrix: d on the diagonal, dl[i] at (i, i-1), du[i] at (i, i+1).
+  auto dense = [m](const ts::Array& l, const ts::Array& c, const ts::Array& u) {
+    const ts::Array r = ts::iota(ts::i32, {m, m}, 0), k = ts::iota(ts::i32, {m, m}, 1);
+    auto at = [&](const ts::Array& v, int off) {  // v[..., i] at (i, i + off)
+      return ts::where(ts::equal(k - r, ts::Array(int32_t(off))), ts::expand_dims(v, {-1}) * ts::ones({m, m}, ts::f64),
+                       ts::zeros({m, m}, ts::f64));
+    };
+    return at(l, -1) + at(c, 0) + at(u, 1);
+  };
+  const ts::Array x = la::tridiagonal_solve(dl, d, du, b);
+  expect_close(ts::matmul(dense(dl, d, du), x), b, 1e-12, "A x = b");
+  expect_close(ts::jit([](const V& v) { return la::tridiagonal_solve(v[0], v[1], v[2], v[3]); })(V{dl, d, du, b}), x,
+               1e-14, "jit");
+  check_grads([](const V& v) { return la::tridiagonal_solve(v[0], v[1], v[2], v[3]); }, {dl, d, du, b});
+  // vmap with the three diagonals stacked into one argument (..., 3, m).
+  auto f = [](const V& v) {
+    auto diag = [&](int64_t i) { return ts::squeeze(ts::slice_in_dim(v[0], i, i + 1, 1, v[0].ndim() - 2), ts::Axes{v[0].ndim() - 2}); };
+    return la::tridiagonal_solve(diag(0), diag(1), diag(2), v[1]);
+  };
+  const ts::Array diags = ts::stack({dl, d, du}, 1);  // (2, 3, m)
+  check_vmap(f, {diags, b}, {0, 0});
+  check_vmap(f, {ts::slice(diags, {0, 0, 0}, {1, 3, m}).reshape({3, m}), b}, {std::nullopt, 0});
+  check_vmap(f, {diags, ts::slice(b, {0, 0, 0}, {1, m, 3}).reshape({m, 3})}, {0, std::nullopt});
+  EXPECT_THROW(la::tridiagonal_solve(dl, d, du, random_matrix({2, m + 1, 3}, 44)), ts::ShapeError);
+  EXPECT_THROW(la::tridiagonal_solve(dl, d.astype(ts::f32), du, b), ts::DTypeError);
+}
+
 // ---- failures as JAX ----
 
 TEST(LinalgFactor, NotPositiveDefiniteGivesNan) {
@@ -447,12 +479,14 @@ TEST(LinalgFactor, ShardedBatchStaysPartitioned) {
   const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
   const ts::NamedSharding rows(mesh, ts::P("x"));
   const ts::Array a = spd_matrix({8, 4, 4}, 30);
-  auto f = [](const ts::Array& x) {
+  auto row = [](const ts::Array& x, int64_t i) { return ts::squeeze(ts::slice_in_dim(x, i, i + 1, 1, 1), ts::Axes{1}); };
+  auto f = [row](const ts::Array& x) {
     const auto [v, w] = ts::linalg::eigh(x);
     const auto [u, s, vh] = ts::linalg::svd(x, false);
     const auto [q, r] = ts::linalg::qr(x);
     return ts::linalg::cholesky(x) + ts::expand_dims(w + s + ts::expand_dims(ts::linalg::det(x), {1}), {1}) +
-           ts::abs(r) + ts::scipy::linalg::lu_factor(x).lu + la::triangular_solve(x, x, {.left_side = true, .lower = true});
+           ts::abs(r) + ts::scipy::linalg::lu_factor(x).lu + la::triangular_solve(x, x, {.left_side = true, .lower = true}) +
+           la::tridiagonal_solve(row(x, 0), row(x, 1) + ts::Array(8.0), row(x, 2), x);
   };
   auto jf = ts::jit(f, {.in_shardings = {rows}});
   const std::string text = jf.lower(a).compile().as_text();

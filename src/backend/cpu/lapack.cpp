@@ -93,6 +93,9 @@ template <class T> lapack_int work_size(T w) {
   }                                                                                                                \
   lapack_int gelqf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau, T* work, lapack_int lwork) {       \
     return LAPACKE_##p##gelqf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);                             \
+  }                                                                                                                \
+  lapack_int gtsv(lapack_int n, lapack_int nrhs, T* dl, T* d, T* du, T* b, lapack_int ldb) {                      \
+    return LAPACKE_##p##gtsv_work(LAPACK_COL_MAJOR, n, nrhs, dl, d, du, b, ldb);                                  \
   }
 TESSEL_LAPACK_COMMON(float, s)
 TESSEL_LAPACK_COMMON(double, d)
@@ -488,6 +491,29 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
   });
 }
 
+template <class T>
+void tridiagonal_solve_t(int64_t batch, int64_t m, int64_t nrhs, const T* dl, const T* d, const T* du, const T* b,
+                         T* x) {
+  const lapack_int mi = to_int(m, "tridiagonal_solve"), ri = to_int(nrhs, "tridiagonal_solve");
+  for_each_matrix(batch, 8.0 * double(m) * double(nrhs) + 8.0 * double(m), [&](int64_t lo, int64_t hi) {
+    // gtsv overwrites the diagonals; b goes column-major (one column per right-hand side).
+    std::vector<T> l(size_t(std::max<int64_t>(1, m))), c(l.size()), u(l.size()), t(size_t(std::max<int64_t>(1, m * nrhs)));
+    for (int64_t i = lo; i < hi; ++i) {
+      T* out = x + i * m * nrhs;
+      if (m == 0 || nrhs == 0) continue;
+      std::copy(dl + i * m + 1, dl + (i + 1) * m, l.begin());
+      std::copy(d + i * m, d + (i + 1) * m, c.begin());
+      std::copy(du + i * m, du + (i + 1) * m - 1, u.begin());
+      transpose(b + i * m * nrhs, m, nrhs, nrhs, t.data(), m);
+      if (gtsv(mi, ri, l.data(), c.data(), u.data(), t.data(), mi) != 0) {
+        fill_nan(out, m * nrhs);
+        continue;
+      }
+      transpose(t.data(), nrhs, m, m, out, nrhs);
+    }
+  });
+}
+
 /// Column j of a real geev eigenvector matrix (column-major, n x n) as complex: real
 /// eigenvalues have real vectors; a complex pair (wi[j] > 0, then wi[j+1] < 0) stores
 /// re and im in columns j and j+1.
@@ -602,6 +628,13 @@ void svd(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* s, v
   TESSEL_LAPACK_DISPATCH("svd", d,
                          svd_t<T>(batch, m, n, static_cast<const T*>(a), static_cast<real_t<T>*>(s),
                                   static_cast<T*>(u), static_cast<T*>(vt), full_matrices))
+}
+
+void tridiagonal_solve(DType d, int64_t batch, int64_t m, int64_t nrhs, const void* dl, const void* diag,
+                       const void* du, const void* b, void* x) {
+  TESSEL_LAPACK_DISPATCH("tridiagonal_solve", d,
+                         tridiagonal_solve_t<T>(batch, m, nrhs, static_cast<const T*>(dl), static_cast<const T*>(diag),
+                                                static_cast<const T*>(du), static_cast<const T*>(b), static_cast<T*>(x)))
 }
 
 void eig(DType d, int64_t batch, int64_t n, const void* a, void* w, void* vl, void* vr) {

@@ -68,6 +68,13 @@ void eigh(DType d, int64_t batch, int64_t n, const void* a, void* v, void* w, bo
 void svd(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* s, void* u, void* vt,
          bool full_matrices);
 
+/// Tridiagonal solves (gtsv, Gaussian elimination with partial pivoting): x (m x nrhs per
+/// system) with A x = b, where A has sub-diagonal dl (dl[i] = A[i, i-1], dl[0] unused),
+/// diagonal d and super-diagonal du (du[i] = A[i, i+1], du[m-1] unused), m per system. A
+/// singular system gives an all-NaN x.
+void tridiagonal_solve(DType d, int64_t batch, int64_t m, int64_t nrhs, const void* dl, const void* diag,
+                       const void* du, const void* b, void* x);
+
 /// Eigendecompositions of general n x n matrices (geev): eigenvalues `w` (complex dtype:
 /// complex64 for f32 and c64, complex128 otherwise; n per matrix, in LAPACK's order) and,
 /// when not null, right eigenvectors (columns of `vr`, A v = w v) and left eigenvectors
