@@ -62,6 +62,15 @@ struct QrResult {
 /// m x n with `full_matrices`, else m x k and k x n.
 TESSEL_API QrResult qr(const Array& x, bool full_matrices = true);
 
+/// The results of geqrf: LAPACK's packed Householder QR.
+struct GeqrfResult {
+  Array a;     ///< (..., m, n): R on and above the diagonal, the reflectors' vectors below
+  Array taus;  ///< (..., min(m, n)): the reflectors' scales
+};
+/// lax.linalg.geqrf: x = H_0 ... H_{k-1} R with H_i = I - taus_i v_i v_i^H (v_i: column i
+/// of `a` below the diagonal, with a leading 1). No derivative rule (as in JAX).
+TESSEL_API GeqrfResult geqrf(const Array& x);
+
 /// The results of eigh, in lax.linalg.eigh's order: x v = v diag(w).
 struct EighResult {
   Array eigenvectors;  ///< v (..., n, n): column i is the unit eigenvector of eigenvalue i
@@ -109,9 +118,9 @@ using lax::linalg::SvdResult;
 TESSEL_API Array cholesky(const Array& a, bool upper = false, bool symmetrize_input = true);
 
 /// jnp.linalg.qr of matrices (..., m, n), k = min(m, n). Modes: "reduced" (q m x k, r k x n),
-/// "complete" (q m x m, r m x n), "r" (only r, k x n; q is empty) and "raw" (q holds
-/// LAPACK's Householder reflectors h (..., n, m) and r their scales tau (..., k), as
-/// numpy's and JAX's raw mode; real dtypes only).
+/// "complete" (q m x m, r m x n), "r" (only r, k x n; q is empty) and "raw" (as numpy's and
+/// JAX's (h, tau): the struct's q holds h = geqrf's packed factor transposed (..., n, m) and
+/// its r the scales tau (..., k); no derivative).
 TESSEL_API QrResult qr(const Array& a, const std::string& mode = "reduced");
 
 /// jnp.linalg.svd: a = u diag(s) vh; u and vh are empty without compute_uv. With

@@ -407,6 +407,27 @@ const ir::Primitive& qr_p = ir::register_primitive({.name = "qr",
                                                     .batch = batch_leading,
                                                     .sharding_rule = batch_sharding_rule});
 
+// ---- geqrf (LAPACK's packed QR, for jnp.linalg.qr's mode "raw"; no derivative, as JAX's) ----
+
+std::vector<Aval> geqrf_aval(std::span<const Aval> ins, const Params&) {
+  const Aval& x = ins[0];
+  check_matrices("geqrf", x, false);
+  const int64_t m = x.shape[size_t(x.ndim() - 2)], n = x.shape.back();
+  return {Aval(x.shape, x.dtype), Aval(with_batch(batch_shape(x.shape, 2), {std::min(m, n)}), x.dtype)};
+}
+
+void geqrf_kernel(const KernelCall& c) {
+  const Aval& x = c.in_avals[0];
+  cpu::geqrf(x.dtype, batch_size(x, 2), x.shape[size_t(x.ndim() - 2)], x.shape.back(), c.ins[0], c.outs[0], c.outs[1]);
+}
+
+const ir::Primitive& geqrf_p = ir::register_primitive({.name = "geqrf",
+                                                       .arity = {1, 1},
+                                                       .abstract_eval = geqrf_aval,
+                                                       .cpu_kernel = geqrf_kernel,
+                                                       .batch = batch_leading,
+                                                       .sharding_rule = batch_sharding_rule});
+
 // ---- eigh ----
 
 std::vector<Aval> eigh_aval(std::span<const Aval> ins, const Params&) {
@@ -557,6 +578,11 @@ LuResult lu(const Array& x) {
 
 QrResult qr(const Array& x, bool full_matrices) {
   auto r = ops::bind(ops::qr_p, std::vector<Array>{x}, ops::Params{{"full_matrices", full_matrices}});
+  return {r[0], r[1]};
+}
+
+GeqrfResult geqrf(const Array& x) {
+  auto r = ops::bind(ops::geqrf_p, std::vector<Array>{x});
   return {r[0], r[1]};
 }
 

@@ -108,6 +108,23 @@ TEST(LinalgFactor, ValuesMatchJax) {
                     {3, 2}),
                1e-12, "qr q");
   expect_close(r, f64s({-5.916079783099616, -8.282511696339462, 0.0, 0.6324555320336759}, {2, 2}), 1e-12, "qr r");
+  const auto [h, tau] = ts::linalg::qr(kTall, "raw");
+  expect_close(h,
+               f64s({-5.916079783099616, 0.4337717455676132, 0.7229529092793553, -8.282511696339462, 0.6324555320336759,
+                     0.3969656540625643},
+                    {2, 3}),
+               1e-12, "qr raw h");
+  expect_close(tau, f64s({1.1690308509457032, 1.7277397762030497}, {2}), 1e-12, "qr raw tau");
+  const ts::Array zt = ts::complex(f64s({1, 2, 3, 4, 0, 7}, {3, 2}), f64s({1, 0, 0, -2, 5, 0}, {3, 2}));
+  const auto [zh, ztau] = ts::linalg::qr(zt, "raw");
+  expect_near(zh,
+              ts::complex(f64s({-6.0, 0.42, 0.1, -2.333333333333334, -4.024232155883213, 0.16089298698401056}, {2, 3}),
+                          f64s({0.0, -0.06, 0.7, 7.166666666666666, 0.0, -0.3799988756650227}, {2, 3})),
+              1e-12, "complex qr raw h");
+  expect_near(ztau,
+              ts::complex(f64s({1.1666666666666667, 1.6485709320185018}, {2}),
+                          f64s({0.16666666666666663, 0.31558815466034357}, {2})),
+              1e-12, "complex qr raw tau");
   expect_close(ts::linalg::inv(kM),
                f64s({-1.90909090909091, 2, -0.7272727272727271, 2, -4, 2, -0.36363636363636453, 2, -1.0909090909090908},
                     {3, 3}),
@@ -348,6 +365,11 @@ TEST(LinalgFactor, ErrorsNameTheFunctionAndShape) {
   EXPECT_THROW(la::triangular_solve(ts::ones({3, 3}), ts::ones({3, 2}), {.left_side = false}), ts::ShapeError);
   EXPECT_THROW(la::triangular_solve(ts::ones({3, 3}), ts::ones({3, 3}, ts::f64)), ts::DTypeError);
   EXPECT_THROW(ts::linalg::qr(ts::ones({3, 3}), "economic"), ts::ValueError);
+  // geqrf has no derivative, as in JAX: the error names the primitive.
+  const std::string raw_grad = message([] {
+    ts::grad([](const ts::Array& x) { return ts::sum(ts::linalg::qr(x, "raw").r); })(ts::ones({3, 3}, ts::f64));
+  });
+  EXPECT_NE(raw_grad.find("geqrf"), std::string::npos) << raw_grad;
   EXPECT_THROW(ts::linalg::eigh(ts::ones({3, 3}), "X"), ts::ValueError);
   const std::string rank = message([] { ts::linalg::svd(ts::ones({5}, ts::f32)); });
   EXPECT_NE(rank.find("svd"), std::string::npos) << rank;

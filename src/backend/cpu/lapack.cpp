@@ -94,6 +94,9 @@ template <class T> lapack_int work_size(T w) {
   lapack_int gelqf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau, T* work, lapack_int lwork) {       \
     return LAPACKE_##p##gelqf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);                             \
   }                                                                                                                \
+  lapack_int geqrf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau, T* work, lapack_int lwork) {       \
+    return LAPACKE_##p##geqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);                             \
+  }                                                                                                                \
   lapack_int gtsv(lapack_int n, lapack_int nrhs, T* dl, T* d, T* du, T* b, lapack_int ldb) {                      \
     return LAPACKE_##p##gtsv_work(LAPACK_COL_MAJOR, n, nrhs, dl, d, du, b, ldb);                                  \
   }
@@ -414,6 +417,22 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
   });
 }
 
+template <class T> void geqrf_t(int64_t batch, int64_t m, int64_t n, const T* a, T* h, T* tau) {
+  const int64_t k = std::min(m, n);
+  const lapack_int mi = to_int(m, "geqrf"), ni = to_int(n, "geqrf"), ld = std::max<lapack_int>(1, mi);
+  for_each_matrix(batch, 2.0 * double(m) * double(n) * double(k), [&](int64_t lo, int64_t hi) {
+    std::vector<T> t(size_t(std::max<int64_t>(1, m * n)));  // column-major copy
+    T wq(0);
+    if (k > 0) geqrf(mi, ni, t.data(), ld, tau, &wq, -1);
+    std::vector<T> work(size_t(work_size(wq)));
+    for (int64_t b = lo; b < hi; ++b) {
+      transpose(a + b * m * n, m, n, n, t.data(), m);
+      if (k > 0) geqrf(mi, ni, t.data(), ld, tau + b * k, work.data(), lapack_int(work.size()));
+      transpose(t.data(), n, m, m, h + b * m * n, n);
+    }
+  });
+}
+
 template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_t<T>* w, bool lower) {
   using R = real_t<T>;
   const lapack_int ni = to_int(n, "eigh");
@@ -615,6 +634,11 @@ void qr(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* q, vo
   TESSEL_LAPACK_DISPATCH("qr", d,
                          qr_t<T>(batch, m, n, static_cast<const T*>(a), static_cast<T*>(q), static_cast<T*>(r),
                                  full_matrices))
+}
+
+void geqrf(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* h, void* tau) {
+  TESSEL_LAPACK_DISPATCH("geqrf", d,
+                         geqrf_t<T>(batch, m, n, static_cast<const T*>(a), static_cast<T*>(h), static_cast<T*>(tau)))
 }
 
 void eigh(DType d, int64_t batch, int64_t n, const void* a, void* v, void* w, bool lower) {

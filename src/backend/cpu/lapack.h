@@ -57,6 +57,12 @@ void lu(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* lu, i
 /// is upper triangular (trapezoidal).
 void qr(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* q, void* r, bool full_matrices);
 
+/// Householder QR factorizations in LAPACK's packed form (geqrf) of m x n matrices: `h`
+/// holds R on and above the diagonal and the reflectors' vectors below it (their leading 1
+/// not stored), `tau` (min(m, n) per matrix) their scales: A = H_0 ... H_{k-1} R with
+/// H_i = I - tau_i v_i v_i^H.
+void geqrf(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* h, void* tau);
+
 /// Eigendecompositions of Hermitian (real symmetric) n x n matrices (syevd / heevd):
 /// eigenvalues `w` (the real dtype of d, n per matrix, ascending) and, when `v` is not
 /// null, eigenvectors as the columns of `v`. Only the `lower` (or upper) triangle is read.
