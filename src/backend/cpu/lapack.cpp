@@ -306,12 +306,24 @@ template <class T> void small_qr(int64_t m, int64_t n, T* w, T* q, int64_t qc, T
 
 // ---- per-dtype implementations ----
 
-template <class T> void cholesky_t(int64_t batch, int64_t n, const T* a, T* l) {
+/// The lower triangle of (a + a^H) / 2 into `out` (n x n, row-major), in cache blocks.
+template <class T> void symmetrized_lower(int64_t n, const T* a, T* out) {
+  constexpr int64_t kB = 32;
+  const real_t<T> half(0.5);
+  for (int64_t i0 = 0; i0 < n; i0 += kB)
+    for (int64_t j0 = 0; j0 <= i0; j0 += kB)
+      for (int64_t i = i0; i < std::min(n, i0 + kB); ++i)
+        for (int64_t j = j0; j < std::min(i + 1, j0 + kB); ++j)
+          out[i * n + j] = (a[i * n + j] + conj_if(a[j * n + i], true)) * half;
+}
+
+template <class T> void cholesky_t(int64_t batch, int64_t n, const T* a, T* l, bool symmetrize) {
   const lapack_int ni = to_int(n, "cholesky");
   for_each_matrix(batch, double(n) * double(n) * double(n) / 3, [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b) {
       T* out = l + b * n * n;
-      std::copy(a + b * n * n, a + (b + 1) * n * n, out);
+      if (symmetrize) symmetrized_lower(n, a + b * n * n, out);  // the upper triangle is never read
+      else std::copy(a + b * n * n, a + (b + 1) * n * n, out);
       // Row-major A read column-major is A^T (= conj(A) for Hermitian A), whose upper factor
       // U (conj(A) = U^H U) read back row-major is L = U^T with A = L L^H.
       const bool ok = n <= kSmall ? small_cholesky(n, out) : n == 0 || potrf('U', ni, out, ni) == 0;
@@ -614,8 +626,9 @@ bool lapack_supported(DType d) {
   return d == DType::float32 || d == DType::float64 || d == DType::complex64 || d == DType::complex128;
 }
 
-void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l) {
-  TESSEL_LAPACK_DISPATCH("cholesky", d, cholesky_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(l)))
+void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l, bool symmetrize) {
+  TESSEL_LAPACK_DISPATCH("cholesky", d,
+                         cholesky_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(l), symmetrize))
 }
 
 void triangular_solve(DType d, int64_t batch, int64_t m, int64_t cols, const void* a, const void* b, void* x,

@@ -26,9 +26,11 @@ namespace tessel::cpu {
 bool lapack_supported(DType d);
 
 /// Cholesky factorizations (potrf): `l` gets the lower triangular L with A = L L^H, its
-/// strict upper triangle zero. Only the lower triangle of each `a` is read. A matrix that
-/// is not positive definite gives an all-NaN L.
-void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l);
+/// strict upper triangle zero. Only the lower triangle of each `a` is read, unless
+/// `symmetrize`: then A is (a + a^H) / 2, formed while copying (one cache-friendly pass
+/// instead of a separate transposed read). A matrix that is not positive definite gives
+/// an all-NaN L.
+void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l, bool symmetrize = false);
 
 /// Triangular solves (trsm) of `batch` systems: op(A) X = B (left_side) or X op(A) = B,
 /// where A is n x n (n = m for left_side, else the column count), B and X are m x cols, and
