@@ -325,6 +325,20 @@ TEST(LinalgFactor, TridiagonalSolve) {
   EXPECT_THROW(la::tridiagonal_solve(dl, d.astype(ts::f32), du, b), ts::DTypeError);
 }
 
+// Matrices large enough to run alone with OpenBLAS's threads (src/backend/cpu/lapack.cpp).
+TEST(LinalgFactor, LargeMatricesReconstruct) {
+  const int64_t n = 420;
+  const ts::Array a = spd_matrix({n, n}, 50);
+  const ts::Array l = ts::linalg::cholesky(a);
+  expect_close(ts::matmul(l, ts::swapaxes(l, 0, 1)), a, 1e-12, "L L^T");
+  const ts::Array b = random_matrix({n, 3}, 51);
+  expect_close(ts::matmul(a, ts::linalg::solve(a, b)), b, 1e-10, "a solve(a, b)");
+  const auto [q, r] = ts::linalg::qr(random_matrix({n, 300}, 52));
+  expect_close(ts::matmul(q, r), random_matrix({n, 300}, 52), 1e-12, "Q R");
+  const auto [v, w] = ts::linalg::eigh(a);
+  expect_close(ts::matmul(v * ts::expand_dims(w, {0}), ts::swapaxes(v, 0, 1)), a, 1e-12, "V diag(w) V^T");
+}
+
 // ---- failures as JAX ----
 
 TEST(LinalgFactor, NotPositiveDefiniteGivesNan) {
