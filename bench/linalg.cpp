@@ -111,8 +111,8 @@ std::vector<Op> ops() {
        }},
       {"eigh",
        [](const ts::Array& a, const ts::Array&) {
-         auto [v, w] = ts::linalg::eigh(a);
-         return std::vector{v, w};
+         auto [w, v] = ts::linalg::eigh(a);
+         return std::vector{w, v};
        },
        [](Lapack& l, const Inputs& in, int64_t b) { l.eigh(in.spd.data() + b * in.n * in.n); }},
       {"svd",
