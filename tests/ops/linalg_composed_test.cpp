@@ -265,4 +265,160 @@ TEST(LinalgComposedJax, MatchesRecordedValues) {
   }
   for (const auto& [name, fn] : fns) EXPECT_TRUE(seen.count(name)) << name << " has no recorded value";
 }
+
+// ---- transformations ----
+
+/// Float64 values without zeros or ties (the norms built on |x|, max and min are smooth
+/// there): arr + 0.0137 i + 0.1.
+ts::Array smooth(const ts::Shape& shape, int seed) {
+  return arr(shape, seed, ts::f64) + ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f64).reshape(shape) * 0.0137 + 0.1;
+}
+
+/// grad(f) at x against central differences along a few directions.
+void expect_grad_matches_differences(const std::function<ts::Array(const ts::Array&)>& f, const ts::Array& x,
+                                     const std::string& what) {
+  SCOPED_TRACE(what);
+  const ts::Array g = ts::grad(f)(x);
+  ASSERT_EQ(g.shape(), x.shape());
+  const double eps = 1e-6;
+  for (int seed = 0; seed < 3; ++seed) {
+    const ts::Array v = arr(x.shape(), 20 + seed, ts::f64);
+    const double fd = (f(x + v * eps).item<double>() - f(x - v * eps).item<double>()) / (2 * eps);
+    const double ad = ts::sum(g * v).item<double>();
+    EXPECT_NEAR(ad, fd, 1e-6 * (1 + std::abs(fd))) << "direction " << seed;
+  }
+}
+
+TEST(LinalgComposedTransforms, GradientsMatchFiniteDifferences) {
+  const ts::Array m = smooth({3, 4}, 1), b = smooth({2, 3, 4}, 2), sq = smooth({3, 3}, 3);
+  using F = std::function<ts::Array(const ts::Array&)>;
+  const std::vector<std::pair<std::string, std::pair<F, ts::Array>>> fs{
+      {"vector_norm 2", {[](const ts::Array& x) { return la::vector_norm(x); }, b}},
+      {"vector_norm 3 axis", {[](const ts::Array& x) { return ts::sum(la::vector_norm(x, 3, ts::Axes{1})); }, b}},
+      {"vector_norm 0.5", {[](const ts::Array& x) { return la::vector_norm(x, 0.5); }, m}},
+      {"vector_norm inf", {[](const ts::Array& x) { return ts::sum(la::vector_norm(x, la::inf, ts::Axes{0})); }, m}},
+      {"vector_norm -inf", {[](const ts::Array& x) { return la::vector_norm(x, -la::inf); }, m}},
+      {"matrix_norm fro", {[](const ts::Array& x) { return ts::sum(la::matrix_norm(x)); }, b}},
+      {"matrix_norm 1", {[](const ts::Array& x) { return ts::sum(la::matrix_norm(x, 1)); }, b}},
+      {"norm -inf axes", {[](const ts::Array& x) { return ts::sum(la::norm(x, -la::inf, ts::Axes{2, 0})); }, b}},
+      {"cross", {[](const ts::Array& x) {
+                   return ts::sum(la::cross(x, ts::flip(x, ts::Axes{0})) * ts::arange(0.0, 3.0, 1.0, ts::f64));
+                 }, sq}},
+      {"multi_dot", {[](const ts::Array& x) {
+                       return ts::sum(la::multi_dot({x, ts::transpose(x), x, smooth({4, 2}, 5)}));
+                     }, m}},
+      {"matrix_power 5", {[](const ts::Array& x) { return ts::sum(la::matrix_power(x * 0.3, 5)); }, sq}},
+      {"trace and diagonal", {[](const ts::Array& x) {
+                                return ts::sum(la::trace(x, 1) * 2.0) + ts::sum(la::diagonal(x, -1) * la::diagonal(x, -1));
+                              }, b}},
+      {"vecdot", {[](const ts::Array& x) { return ts::sum(la::vecdot(x, x * x, 0)); }, m}},
+      {"toeplitz hankel circulant", {[](const ts::Array& x) {
+                                       return ts::sum(sla::toeplitz(x, x * 2.0) * smooth({4, 4}, 7)) +
+                                              ts::sum(ts::square(sla::hankel(x))) + ts::sum(ts::sin(sla::circulant(x)));
+                                     }, smooth({4}, 6)}},
+      {"block_diag", {[](const ts::Array& x) {
+                        return ts::sum(ts::square(sla::block_diag({x, x * 3.0})) * smooth({6, 8}, 8));
+                      }, m}},
+  };
+  for (const auto& [name, fx] : fs) expect_grad_matches_differences(fx.first, fx.second, name);
+}
+
+TEST(LinalgComposedTransforms, JitMatchesEager) {
+  auto f = [](const ts::Array& x, const ts::Array& c) {
+    return std::make_tuple(la::norm(x, 1, ts::Axes{2, 1}), la::vector_norm(x, 3, ts::Axes{-1}, true),
+                           la::matrix_norm(x, -la::inf), la::diagonal(x, 1), la::trace(x, -1),
+                           la::multi_dot({x[{0}], ts::transpose(x[{1}]), x[{0}]}), sla::toeplitz(c),
+                           sla::hankel(c, c * 2.0), sla::circulant(c), la::cross(x[{0, ts::Slice(0, 3), ts::Slice(0, 3)}], c[{ts::Slice(0, 3)}]));
+  };
+  const ts::Array x = arr({2, 3, 4}, 1), c = arr({5}, 2);
+  auto eager = f(x, c);
+  auto jitted = ts::jit(f)(x, c);
+  auto check = [&]<size_t... I>(std::index_sequence<I...>) {
+    (expect_close(std::get<I>(jitted), std::get<I>(eager), 1e-6, "output " + std::to_string(I)), ...);
+  };
+  check(std::make_index_sequence<10>{});
+}
+
+TEST(LinalgComposedTransforms, VmapMatchesALoop) {
+  const ts::Array ms = arr({4, 3, 3}, 1), cs = arr({4, 5}, 2), r = arr({3}, 3), vs = arr({4, 3}, 4);
+  const ts::Array pw = ts::vmap([](const ts::Array& m) { return la::matrix_power(m, 5); })(ms);
+  const ts::Array tp = ts::vmap([](const ts::Array& c, const ts::Array& r) { return sla::toeplitz(c, r); },
+                                {0, ts::none})(cs, r);
+  const ts::Array nm = ts::vmap([](const ts::Array& m) { return la::norm(m, la::inf); })(ms);
+  const ts::Array md = ts::vmap([](const ts::Array& m, const ts::Array& v) { return la::multi_dot({v, m, m, v}); })(ms, vs);
+  const ts::Array cr = ts::vmap([](const ts::Array& m, const ts::Array& v) { return la::cross(m, v); }, {0, ts::none})(ms, r);
+  for (int64_t i = 0; i < 4; ++i) {
+    const ts::Array m = ms[{i}], v = vs[{i}];
+    expect_close(pw[{i}], la::matrix_power(m, 5), 1e-6, "matrix_power");
+    expect_close(tp[{i}], sla::toeplitz(cs[{i}], r), 0, "toeplitz");
+    expect_close(nm[{i}], la::norm(m, la::inf), 1e-6, "norm");
+    expect_close(md[{i}], la::multi_dot({v, m, m, v}), 1e-6, "multi_dot");
+    expect_close(cr[{i}], la::cross(m, r), 1e-6, "cross");
+  }
+  // Batched inputs of the functions themselves give the same as vmap.
+  expect_close(la::matrix_power(ms, 5), pw, 1e-6, "batched matrix_power");
+  expect_close(sla::toeplitz(cs, r), tp, 0, "batched toeplitz");
+}
+
+// ---- errors ----
+
+/// Runs f, expecting an exception of type E whose message contains every one of `parts`.
+template <class E> void expect_error(const std::function<void()>& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+}
+
+TEST(LinalgComposedErrors, NameTheFunctionAndTheShape) {
+  const ts::Array v = arr({3}, 1), m = arr({2, 3}, 2);
+  expect_error<ts::ShapeError>([&] { la::matrix_power(m, 2); }, {"linalg.matrix_power", "square", "(2, 3)"});
+  expect_error<ts::ShapeError>([&] { la::matrix_power(v, 2); }, {"linalg.matrix_power", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::matrix_norm(v); }, {"linalg.matrix_norm", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::diagonal(v); }, {"linalg.diagonal", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::trace(v); }, {"linalg.trace", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::matrix_transpose(v); }, {"linalg.matrix_transpose", "(3,)"});
+  expect_error<ts::ValueError>([&] { la::norm(arr({2, 2, 2}, 1), 2); }, {"linalg.norm", "3 axes", "(2, 2, 2)"});
+  expect_error<ts::ValueError>([&] { la::norm(m, 2, ts::Axes{1, -1}); }, {"linalg.norm", "differ"});
+  expect_error<ts::ValueError>([&] { la::norm(m, 3); }, {"linalg.norm", "invalid order 3", "matrix norm"});
+  expect_error<ts::ValueError>([&] { la::vector_norm(v, "fro"); }, {"linalg.vector_norm", "'fro'", "vector norm"});
+  expect_error<ts::ValueError>([&] { la::norm(v, "nuc"); }, {"linalg.norm", "'nuc'"});
+  expect_error<ts::ValueError>([&] { la::vector_norm(ts::zeros({0}), -la::inf); }, {"linalg.vector_norm", "-inf", "(0,)"});
+  expect_error<ts::IndexError>([&] { la::vector_norm(m, 2, ts::Axes{2}); }, {"linalg.vector_norm"});
+  expect_error<ts::ValueError>([&] { la::multi_dot({m}); }, {"linalg.multi_dot", "at least two"});
+  expect_error<ts::ShapeError>([&] { la::multi_dot({m, m}); }, {"linalg.multi_dot", "(2, 3), (2, 3)"});
+  expect_error<ts::ShapeError>([&] { la::multi_dot({m, arr({3, 2, 1}, 1), v}); }, {"linalg.multi_dot", "2-D"});
+  expect_error<ts::ValueError>([&] { la::cross(arr({4}, 1), v, la::CrossAxes{}); }, {"cross", "2 or 3", "(4,)"});
+  expect_error<ts::ValueError>([&] { la::cross(arr({2}, 1), arr({2}, 1)); }, {"linalg.cross", "3-vectors", "(2,)"});
+  expect_error<ts::ShapeError>([&] { la::vecdot(m, v, 0); }, {"linalg.vecdot", "(2, 3)", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::outer(m, v); }, {"linalg.outer", "1-D", "(2, 3)"});
+  expect_error<ts::ShapeError>([&] { sla::block_diag({v, arr({1, 2, 2}, 1)}); }, {"block_diag", "(1, 2, 2)", "argument 1"});
+  expect_error<ts::ShapeError>([&] { sla::hankel(ts::Array(1.0)); }, {"scipy.linalg.hankel", "1-D"});
+  expect_error<ts::ShapeError>([&] { sla::toeplitz(arr({2, 3}, 1), arr({3, 3}, 1)); }, {"scipy.linalg.toeplitz"});
+  // Under jit the same errors come while tracing.
+  expect_error<ts::ShapeError>([&] { ts::jit([](const ts::Array& a) { return la::matrix_power(a, 3); })(m); },
+                               {"linalg.matrix_power", "(2, 3)"});
+}
+
+TEST(LinalgComposedEdges, EmptyAndDegenerateInputs) {
+  // Empty reductions follow JAX: inf-norms of nothing are 0, the 2-norm is 0.
+  EXPECT_EQ(la::vector_norm(ts::zeros({0}), la::inf).item<float>(), 0.0f);
+  EXPECT_EQ(la::matrix_norm(ts::zeros({2, 0}), 1).item<float>(), 0.0f);
+  EXPECT_EQ(la::norm(ts::zeros({0, 3})).item<float>(), 0.0f);
+  EXPECT_EQ(sla::toeplitz(ts::zeros({0})).shape(), (ts::Shape{0, 0}));
+  EXPECT_EQ(sla::hankel(ts::zeros({2}), ts::zeros({0})).shape(), (ts::Shape{2, 0}));
+  EXPECT_EQ(sla::circulant(ts::zeros({3, 0})).shape(), (ts::Shape{3, 0, 0}));
+  EXPECT_EQ(la::diagonal(ts::zeros({2, 3}), -5).shape(), (ts::Shape{0}));
+  EXPECT_EQ(la::matrix_power(ts::zeros({2, 0, 0}), 3).shape(), (ts::Shape{2, 0, 0}));
+  // A scalar passes through toeplitz and circulant as a 1-vector.
+  expect_close(sla::circulant(ts::Array(2.0f)), ts::full({1, 1}, 2.0f), 0, "circulant of a scalar");
+  // The int order 0 is the number 0, not a null name.
+  EXPECT_EQ(la::vector_norm(ts::Array({1.0f, 0.0f, 3.0f}), 0).item<float>(), 2.0f);
+}
+
 }  // namespace
