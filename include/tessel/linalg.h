@@ -89,6 +89,58 @@ TESSEL_API Array trace(const Array& x, int64_t offset = 0, std::optional<DType> 
 /// n = 0, repeated squaring for n > 0 (about 2 log2(n) products), inv(a) to the power -n for
 /// n < 0.
 TESSEL_API Array matrix_power(const Array& a, int64_t n);
+
+// (src/ops/linalg_spectral.cpp: through the SVD and solves)
+
+/// jnp.linalg.pinv: the Moore-Penrose pseudo-inverses (..., n, m) of a (..., m, n), from the
+/// SVD: singular values at or below rtol * the largest are taken as zero. `rtol` is a scalar
+/// or has a's batch shape (default 10 * max(m, n) * eps); `hermitian` uses eigh. Its
+/// derivative is JAX's closed form (Golub and Pereyra), not the SVD's.
+TESSEL_API Array pinv(const Array& a, std::optional<Array> rtol = std::nullopt, bool hermitian = false);
+/// jnp.linalg.matrix_rank: the number of singular values of each matrix above a threshold,
+/// int32 (...,). The default threshold is max(s) * max(m, n) * eps; a given `tol` (JAX's
+/// `rtol`, or its alias `tol`) is compared to the singular values directly, as JAX 0.10
+/// does (an absolute tolerance). Arrays of rank < 2 give 1 when any element is non-zero.
+TESSEL_API Array matrix_rank(const Array& m, std::optional<Array> tol = std::nullopt, bool hermitian = false);
+/// jnp.linalg.cond: the condition number in norm `p`: none or 2 (largest over smallest
+/// singular value), -2 (the reverse), or any matrix norm order ("fro", "nuc", 1, -1, inf,
+/// -inf: norm(x) * norm(inv(x)), square x only). A singular matrix gives inf (NaN only when
+/// x holds NaNs). x (..., m, n) must not be empty.
+TESSEL_API Array cond(const Array& x, std::optional<NormOrd> p = std::nullopt);
+/// The results of lstsq.
+struct LstsqResult {
+  Array solution;         ///< x (..., n) or (..., n, k) minimizing |a x - b|
+  Array residuals;        ///< (..., k): the squared 2-norm of b - a x per right-hand side (k = 1 for vectors)
+  Array rank;             ///< int32 (...,): the singular values counted
+  Array singular_values;  ///< (..., min(m, n)), descending
+};
+/// jnp.linalg.lstsq: least-squares solutions of a x = b through the SVD, for a (..., m, n)
+/// and b (..., m) or (..., m, k) (JAX takes 2-D a only; the leading axes here are a batch).
+/// Singular values below rcond * the largest count as zero (default eps * max(m, n); a
+/// negative rcond means eps). Residuals are returned for every system, as JAX does.
+TESSEL_API LstsqResult lstsq(const Array& a, const Array& b, std::optional<double> rcond = std::nullopt);
+/// jnp.linalg.tensorsolve: x with tensordot(a, x, x.ndim) = b. a's leading dimensions are
+/// b's shape and its trailing ones x's (`axes` of a move to the end first); both must hold
+/// the same number of elements.
+TESSEL_API Array tensorsolve(const Array& a, const Array& b, std::optional<std::vector<int64_t>> axes = std::nullopt);
+/// jnp.linalg.tensorinv: the inverse of a seen as a matrix from its first `ind` dimensions
+/// to the others: the result has shape a.shape[ind:] + a.shape[:ind].
+TESSEL_API Array tensorinv(const Array& a, int64_t ind = 2);
+
+// (src/ops/linalg_eig.cpp: the eig primitive)
+
+/// The results of jnp.linalg.eig: a v = v diag(w).
+struct EigResult {
+  Array eigenvalues;   ///< w (..., n), complex, in LAPACK's order (not sorted)
+  Array eigenvectors;  ///< v (..., n, n), complex: column i is the unit eigenvector of w[i]
+};
+/// jnp.linalg.eig: eigenvalues and right eigenvectors of general square matrices (geev),
+/// complex64 for float32 and complex64 input, complex128 for float64 and complex128 (as JAX
+/// on CPU). Not differentiable (JAX neither, by default): use eigvals or eigh.
+TESSEL_API EigResult eig(const Array& a);
+/// jnp.linalg.eigvals: the eigenvalues (..., n) of general square matrices, complex.
+/// Differentiable: dw_i = (V^-1 dA V)_ii (JAX's rule; valid for distinct eigenvalues).
+TESSEL_API Array eigvals(const Array& a);
 }  // namespace tessel::linalg
 
 namespace tessel::scipy::linalg {
@@ -111,4 +163,37 @@ TESSEL_API Array hankel(const Array& c, std::optional<Array> r = std::nullopt);
 /// jax.scipy.linalg.circulant: the (..., N, N) matrix whose columns are c (..., N) shifted
 /// cyclically: A[i, j] = c[(i - j) mod N].
 TESSEL_API Array circulant(const Array& c);
+
+/// jax.scipy.linalg.expm: the matrix exponentials of square matrices (..., n, n), by
+/// scaling and squaring around a Padé approximant as JAX computes them (degree 3 to 13 in
+/// float64 and complex128, 3 to 7 in float32 and complex64, picked per matrix from its
+/// 1-norm). `upper_triangular` solves the Padé system by back substitution. A matrix that
+/// needs more than `max_squarings` squarings gives NaN. Differentiable (through the
+/// computation, as JAX); integers are promoted to float, half types are a DTypeError.
+TESSEL_API Array expm(const Array& a, bool upper_triangular = false, int64_t max_squarings = 16);
+
+/// The results of polar: a = unitary @ posdef (side "right") or posdef @ unitary ("left").
+struct PolarResult {
+  Array unitary;  ///< (..., m, n): orthonormal columns (m >= n) or rows
+  Array posdef;   ///< (..., n, n) for "right", (..., m, m) for "left": Hermitian positive semi-definite
+};
+/// jax.scipy.linalg.polar of matrices (..., m, n), from the SVD a = u s vh: unitary = u vh,
+/// posdef = vh^H s vh (right) or u s u^H (left). JAX's default method "qdwh" (an iteration)
+/// is accepted and computed through the SVD too: the factors agree to rounding.
+TESSEL_API PolarResult polar(const Array& a, const std::string& side = "right", const std::string& method = "qdwh");
 }  // namespace tessel::scipy::linalg
+
+namespace tessel::lax::linalg {
+// ---- primitives of the composed functions (src/ops/linalg_eig.cpp) ----
+
+/// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
+struct EigResult {
+  Array eigenvalues;         ///< w (..., n), complex
+  Array left_eigenvectors;   ///< vl (..., n, n): u^H a = w u^H, column-wise; empty unless requested
+  Array right_eigenvectors;  ///< vr (..., n, n): a v = w v, column-wise; empty unless requested
+};
+/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length) of general
+/// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
+/// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
+TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
+}  // namespace tessel::lax::linalg

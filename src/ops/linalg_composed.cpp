@@ -10,20 +10,48 @@
 #include <sstream>
 
 #include "ops/linalg.h"
+#include "ops/linalg_composed.h"
 #include "ops/op_util.h"
 #include "tessel/linalg.h"
 
 namespace tessel::ops {
-namespace {
 
-using linalg::NormOrd;
-
-/// x converted to a floating or complex dtype: its own when it has one, else the default
-/// float (what jnp's promote_dtypes_inexact does for integers and bool).
 Array to_inexact(const Array& x) {
   const DType d = strong_dtype(x);
   return convert(x, is_inexact(d) ? d : default_float);
 }
+
+std::vector<Array> promote_all(std::vector<Array> xs) {
+  const PromotedType t = result_type(xs);
+  for (Array& x : xs) x = convert(x, t.dtype, t.weak);
+  return xs;
+}
+
+void check_matrix_rank(const std::string& op, const Array& x, const char* what) {
+  if (x.ndim() < 2)
+    throw ShapeError(op + ": " + what + " must have at least 2 dimensions (a matrix or a batch of them), got shape " +
+                     shape_to_string(x.shape()));
+}
+
+void check_square(const std::string& op, const Array& x) {
+  check_matrix_rank(op, x);
+  if (x.dim(-1) != x.dim(-2))
+    throw ShapeError(op + ": the matrices must be square (the last two axes equal), got shape " +
+                     shape_to_string(x.shape()));
+}
+
+Array mT(const Array& x) { return swapaxes(x, -1, -2); }
+
+Array mH(const Array& x) { return is_complex(x.dtype()) ? conj(mT(x)) : mT(x); }
+
+double eps_of(DType d) {
+  return real_dtype(d) == DType::float64 ? std::numeric_limits<double>::epsilon()
+                                         : double(std::numeric_limits<float>::epsilon());
+}
+
+namespace {
+
+using linalg::NormOrd;
 
 /// |x|^2 as a real array (x * conj(x) without the zero imaginary part).
 Array abs_squared(const Array& x) { return is_complex(x.dtype()) ? real(multiply(x, conj(x))) : multiply(x, x); }
@@ -120,31 +148,11 @@ Array matrix_norm_of(const std::string& op, const Array& x, const std::optional<
                    " for a matrix norm; use \"fro\", \"nuc\", 1, -1, 2, -2, linalg::inf or -linalg::inf");
 }
 
-void check_matrix_rank(const std::string& op, const Array& x, const char* what = "the array") {
-  if (x.ndim() < 2)
-    throw ShapeError(op + ": " + what + " must have at least 2 dimensions (a matrix or a batch of them), got shape " +
-                     shape_to_string(x.shape()));
-}
-
-void check_square(const std::string& op, const Array& x) {
-  check_matrix_rank(op, x);
-  if (x.dim(-1) != x.dim(-2))
-    throw ShapeError(op + ": the matrices must be square (the last two axes equal), got shape " +
-                     shape_to_string(x.shape()));
-}
-
 /// Component i of the vectors in the last axis of x (that axis removed).
 Array component(const Array& x, int64_t i) {
   Shape s = x.shape();
   s.pop_back();
   return reshape(slice_in_dim(x, i, i + 1, 1, x.ndim() - 1), s);
-}
-
-/// Promotes the arrays to one dtype (jnp's promote_dtypes).
-std::vector<Array> promote_all(std::vector<Array> xs) {
-  const PromotedType t = result_type(xs);
-  for (Array& x : xs) x = convert(x, t.dtype, t.weak);
-  return xs;
 }
 
 /// x with its leading axes (all but the last) broadcast to `batch`.
@@ -333,7 +341,7 @@ Array diagonal(const Array& x, int64_t offset) {
 
 Array matrix_transpose(const Array& x) {
   ops::check_matrix_rank("linalg.matrix_transpose", x);
-  return swapaxes(x, -1, -2);
+  return ops::mT(x);
 }
 
 Array vecdot(const Array& a_in, const Array& b_in, int64_t axis) {
