@@ -11,6 +11,7 @@
 
 #include "ops/linalg.h"
 #include "ops/linalg_composed.h"
+#include "ops/linalg_factor.h"
 #include "ops/op_util.h"
 #include "tessel/linalg.h"
 
@@ -39,10 +40,6 @@ void check_square(const std::string& op, const Array& x) {
     throw ShapeError(op + ": the matrices must be square (the last two axes equal), got shape " +
                      shape_to_string(x.shape()));
 }
-
-Array mT(const Array& x) { return swapaxes(x, -1, -2); }
-
-Array mH(const Array& x) { return is_complex(x.dtype()) ? conj(mT(x)) : mT(x); }
 
 double eps_of(DType d) {
   return real_dtype(d) == DType::float64 ? std::numeric_limits<double>::epsilon()
@@ -118,7 +115,7 @@ Array singular_values(const Array& x, int64_t row, int64_t col) {
     if (d != row && d != col) perm.push_back(d);
   perm.push_back(row);
   perm.push_back(col);
-  throw ValueError("TEMP svdvals"); (void)x;
+  return linalg::svdvals(transpose(x, perm));
 }
 
 /// The matrix norm of inexact x over the distinct canonical axes (row, col).
@@ -341,7 +338,7 @@ Array diagonal(const Array& x, int64_t offset) {
 
 Array matrix_transpose(const Array& x) {
   ops::check_matrix_rank("linalg.matrix_transpose", x);
-  return ops::mT(x);
+  return ops::matrix_transpose(x);
 }
 
 Array vecdot(const Array& a_in, const Array& b_in, int64_t axis) {
@@ -377,7 +374,7 @@ Array trace(const Array& x, int64_t offset, std::optional<DType> dtype) {
 Array matrix_power(const Array& a_in, int64_t n) {
   ops::check_square("linalg.matrix_power", a_in);
   if (n == 0) return broadcast_to(eye(a_in.dim(-1), std::nullopt, 0, a_in.dtype()), a_in.shape());
-  const Array a = n < 0 ? throw ValueError("TEMP inv") : a_in;
+  const Array a = n < 0 ? inv(a_in) : a_in;
   // Binary powering: z runs through a, a^2, a^4, ...; the set bits of |n| pick the factors.
   uint64_t k = n < 0 ? uint64_t(0) - uint64_t(n) : uint64_t(n);
   std::optional<Array> z, result;

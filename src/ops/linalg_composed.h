@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the composed linear-algebra functions (linalg_composed.cpp,
 // linalg_spectral.cpp, linalg_matrix_functions.cpp): dtype promotion, rank and shape checks,
-// and the matrix transposes the formulas use.
+// (the matrix helpers of the factorizations are in linalg_factor.h).
 #include <string>
 #include <vector>
 
@@ -19,10 +19,6 @@ std::vector<Array> promote_all(std::vector<Array> xs);
 void check_matrix_rank(const std::string& op, const Array& x, const char* what = "the array");
 /// The same, and ShapeError unless the matrices are square.
 void check_square(const std::string& op, const Array& x);
-/// The last two axes swapped (x.mT).
-Array mT(const Array& x);
-/// The conjugate transpose of the matrices in the last two axes (x.mT.conj()).
-Array mH(const Array& x);
 /// The machine epsilon of x's real dtype (float32: 2^-23, float64: 2^-52).
 double eps_of(DType d);
 

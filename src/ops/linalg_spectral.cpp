@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "ops/linalg_composed.h"
+#include "ops/linalg_factor.h"
 #include "tessel/linalg.h"
 #include "tessel/transforms.h"
 
@@ -28,15 +29,16 @@ Array against(const Array& tol, const Array& s) {
 /// The pseudo-inverse of inexact a (..., m, n) through the SVD of conj(a): singular values at
 /// or below rtol * the largest count as zero (their reciprocal as 0).
 Array pinv_svd(const Array& a, const Array& rtol, bool hermitian) {
-  const auto [u, s, vh] = linalg::svd(conj(a), false, true, hermitian);
+  // A `hermitian` matrix is read as (a + a^H) / 2, as JAX's svd (through eigh) reads it.
+  const auto [u, s, vh] = linalg::svd(conj(hermitian ? symmetrize(a) : a), false, true, hermitian);
   const Array cutoff = multiply(against(convert(rtol, s.dtype()), s), largest(s));
   const Array kept = convert(where(greater(s, cutoff), s, Array(std::numeric_limits<double>::infinity())), u.dtype());
-  return matmul(mT(vh), divide(mT(u), expand_dims(kept, {kept.ndim()})));
+  return matmul(matrix_transpose(vh), divide(matrix_transpose(u), expand_dims(kept, {kept.ndim()})));
 }
 
 /// d pinv(a)[a_dot] (Golub and Pereyra, 1973), grouped by which side is larger as JAX does.
 Array pinv_tangent(const Array& a, const Array& p, const Array& a_dot) {
-  const Array ah_dot = mH(a_dot), ph = mH(p);
+  const Array ah_dot = matrix_adjoint(a_dot), ph = matrix_adjoint(p);
   if (a.dim(-2) >= a.dim(-1)) {
     const Array s = matmul(matmul(p, ph), ah_dot), t = matmul(matmul(ah_dot, ph), p);
     // -(p a') p + s - (s a) p + t - (p a) t
@@ -48,9 +50,6 @@ Array pinv_tangent(const Array& a, const Array& p, const Array& a_dot) {
   return add(subtract(add(negative(matmul(p, matmul(a_dot, p))), s), matmul(s, matmul(a, p))),
              subtract(t, matmul(p, matmul(a, t))));
 }
-
-/// (a + a^H) / 2.
-Array symmetrize(const Array& a) { return divide(add(a, mH(a)), Array(2.0)); }
 
 /// s[lo] * ... * s[hi - 1].
 int64_t product(const Shape& s, size_t lo, size_t hi) {
@@ -97,7 +96,7 @@ Array pinv(const Array& a_in, std::optional<Array> rtol_in, bool hermitian) {
 Array matrix_rank(const Array& m_in, std::optional<Array> tol, bool hermitian) {
   const Array m = ops::to_inexact(m_in);
   if (m.ndim() < 2) return astype(any(not_equal(m, Array(0))), DType::int32);
-  const Array s = svd(m, false, false, hermitian).s;
+  const Array s = svd(hermitian ? ops::symmetrize(m) : m, false, false, hermitian).s;
   Array threshold;
   if (tol) {
     threshold = ops::against(astype(*tol, s.dtype()), s);
@@ -169,9 +168,9 @@ LstsqResult lstsq(const Array& a_in, const Array& b_in, std::optional<double> rc
     const auto [u, s, vh] = svd(a, false, true);
     // Singular values below rcond * the largest count as zero: their reciprocal is 0.
     const Array mask = logical_and(greater(s, Array(0)), greater_equal(s, multiply(Array(Scalar(rc, real)), ops::largest(s))));
-    const Array safe = convert(where(mask, s, Array(1)), a.dtype());
+    const Array safe = astype(where(mask, s, Array(1)), a.dtype());
     const Array s_inv = where(mask, divide(Array(1), safe), Array(0));
-    x = matmul(ops::mH(vh), multiply(expand_dims(s_inv, {s_inv.ndim()}), matmul(ops::mH(u), b)));
+    x = matmul(ops::matrix_adjoint(vh), multiply(expand_dims(s_inv, {s_inv.ndim()}), matmul(ops::matrix_adjoint(u), b)));
     r.rank = astype(sum(astype(mask, DType::int32), {-1}), DType::int32);
     r.singular_values = s;
   }
@@ -236,10 +235,10 @@ PolarResult polar(const Array& a_in, const std::string& side, const std::string&
   ops::check_matrix_rank(op, a_in);
   const Array a = ops::to_inexact(a_in);
   const auto [u, s, vh] = tessel::linalg::svd(a, false, true);
-  const Array sc = expand_dims(convert(s, u.dtype()), {s.ndim() - 1});  // (..., 1, k): scales columns
+  const Array sc = expand_dims(astype(s, u.dtype()), {s.ndim() - 1});  // (..., 1, k): scales columns
   PolarResult r;
   r.unitary = matmul(u, vh);
-  r.posdef = side == "right" ? matmul(multiply(ops::mH(vh), sc), vh) : matmul(multiply(u, sc), ops::mH(u));
+  r.posdef = side == "right" ? matmul(multiply(ops::matrix_adjoint(vh), sc), vh) : matmul(multiply(u, sc), ops::matrix_adjoint(u));
   return r;
 }
 

@@ -135,3 +135,57 @@ emit("hankel c r", lambda: jsl.hankel(arr((3,), 1), arr((4,), 2)))
 emit("hankel batched", lambda: jsl.hankel(arr((2, 3), 3), arr((2, 2), 4)))
 emit("circulant", lambda: jsl.circulant(arr((4,), 1)))
 emit("circulant batched i32", lambda: jsl.circulant(arr((2, 3), 2, "i32")))
+
+# ---- through the factorizations ----
+emit("norm nuc", lambda: jnp.linalg.norm(x(), ord="nuc", axis=(2, 0)))
+emit("matrix_norm 2", lambda: jnp.linalg.matrix_norm(x(), ord=2))
+emit("matrix_norm -2 keepdims", lambda: jnp.linalg.matrix_norm(x(), ord=-2, keepdims=True))
+emit("matrix_norm c128 nuc", lambda: jnp.linalg.matrix_norm(arr((2, 3, 2), 4, "c128"), ord="nuc"), x64=True)
+emit("pinv", lambda: jnp.linalg.pinv(arr((3, 4), 1)))
+emit("pinv batched f64", lambda: jnp.linalg.pinv(arr((2, 4, 3), 2, "f64")), x64=True)
+emit("pinv rtol", lambda: jnp.linalg.pinv(jnp.diag(jnp.array([10., 1., 0.05])), rtol=0.01))
+emit("pinv c64 hermitian", lambda: jnp.linalg.pinv(spd(3, 3, "c64") + spd(3, 3, "c64").conj().T, hermitian=True))
+emit("matrix_rank", lambda: jnp.linalg.matrix_rank(jnp.array([[1., 2., 3.], [2., 4., 6.], [1., 0., 1.]])))
+emit("matrix_rank batched", lambda: jnp.linalg.matrix_rank(jnp.stack([jnp.eye(3), jnp.ones((3, 3)), jnp.zeros((3, 3))])))
+emit("matrix_rank tol", lambda: jnp.linalg.matrix_rank(jnp.diag(jnp.array([10., 1., 0.05])), rtol=0.5))
+emit("matrix_rank vector", lambda: jnp.linalg.matrix_rank(jnp.array([0., 2.])))
+emit("cond", lambda: jnp.linalg.cond(spd(3, 1)))
+emit("cond batched f64 -2", lambda: jnp.linalg.cond(arr((2, 3, 4), 2, "f64"), p=-2), x64=True)
+emit("cond fro", lambda: jnp.linalg.cond(spd(3, 2), p="fro"))
+emit("cond 1", lambda: jnp.linalg.cond(spd(3, 2, "f64"), p=1), x64=True)
+emit("cond inf singular", lambda: jnp.linalg.cond(jnp.array([[1., 2.], [2., 4.]]), p=inf))
+lst = lambda: jnp.linalg.lstsq(arr((5, 3), 1, "f64"), arr((5,), 2, "f64"))
+emit("lstsq x", lambda: lst()[0], x64=True)
+emit("lstsq resid", lambda: lst()[1], x64=True)
+# tessel counts in int32 (its default integer; JAX gives int64 with x64 on)
+emit("lstsq rank", lambda: lst()[2].astype(np.int32), x64=True)
+emit("lstsq s", lambda: lst()[3], x64=True)
+lst2 = lambda: jnp.linalg.lstsq(jnp.array([[1., 2.], [2., 4.], [0., 0.]]), arr((3, 2), 3), rcond=1e-3)
+emit("lstsq deficient x", lambda: lst2()[0])
+emit("lstsq deficient resid", lambda: lst2()[1])
+emit("lstsq deficient rank", lambda: lst2()[2])
+emit("tensorinv", lambda: jnp.linalg.tensorinv(spd(6, 1).reshape(2, 3, 6), ind=2))
+emit("tensorinv ind 1", lambda: jnp.linalg.tensorinv(spd(4, 2).reshape(4, 2, 2), ind=1))
+emit("tensorsolve", lambda: jnp.linalg.tensorsolve(spd(6, 3).reshape(2, 3, 6), arr((2, 3), 4)))
+emit("tensorsolve axes", lambda: jnp.linalg.tensorsolve(spd(6, 3).reshape(6, 2, 3), arr((2, 3), 4), axes=(0,)))
+for name, a, x64 in [("expm f32 small", lambda: arr((3, 3), 1) * 0.1, False),
+                     ("expm f32", lambda: arr((3, 3), 1), False),
+                     ("expm f32 scaled", lambda: arr((3, 3), 1) * 8, False),
+                     ("expm f64 small", lambda: arr((3, 3), 2, "f64") * 0.01, True),
+                     ("expm f64 mid", lambda: arr((3, 3), 2, "f64") * 0.3, True),
+                     ("expm f64", lambda: arr((4, 4), 2, "f64"), True),
+                     ("expm f64 scaled", lambda: arr((4, 4), 2, "f64") * 20, True),
+                     ("expm c128", lambda: arr((3, 3), 3, "c128"), True),
+                     ("expm batched f32", lambda: jnp.stack([arr((2, 2), 1) * 0.1, arr((2, 2), 2) * 9]), False)]:
+    emit(name, lambda a=a: jsl.expm(a()), x64=x64)
+emit("expm upper", lambda: jsl.expm(jnp.triu(arr((3, 3), 4, "f64")), upper_triangular=True), x64=True)
+emit("expm max_squarings", lambda: jsl.expm(arr((3, 3), 1) * 1000, max_squarings=3))
+pol = lambda: jsl.polar(arr((4, 3), 2, "f64"), method="svd")
+emit("polar unitary", lambda: pol()[0], x64=True)
+emit("polar posdef", lambda: pol()[1], x64=True)
+pol2 = lambda: jsl.polar(arr((2, 3), 2), side="left", method="svd")
+emit("polar left unitary", lambda: pol2()[0])
+emit("polar left posdef", lambda: pol2()[1])
+emit("eigvals sorted", lambda: jnp.sort_complex(jnp.linalg.eigvals(arr((4, 4), 1))))
+emit("eigvals f64 sorted", lambda: jnp.sort_complex(jnp.linalg.eigvals(arr((2, 3, 3), 2, "f64"))), x64=True)
+emit("eigvals c64 sorted", lambda: jnp.sort_complex(jnp.linalg.eigvals(arr((3, 3), 3, "c64"))))
