@@ -52,7 +52,10 @@ std::vector<Array> eig_jvp(const ir::Primitive& self, std::span<const Array> pri
   const Array& v = vs[1];
   const Array da = convert(tangents[0], v.dtype());
   (void)outs;
-  return {sum(multiply(tessel::linalg::solve(v, da), matrix_transpose(v)), {-1})};
+  // Solved through lu directly: linalg::solve is a custom_jvp function, which reverse mode
+  // could not transpose where it is applied to a tangent.
+  const auto f = lax::linalg::lu(v);
+  return {sum(multiply(lu_solve_matrices(f.lu, f.permutation, da, 0), matrix_transpose(v)), {-1})};
 }
 
 /// The kernel treats leading dimensions as a batch: the batch dimension moves to the front.

@@ -400,7 +400,13 @@ ts::Array smooth(const ts::Shape& shape, int seed) {
 void expect_grad_matches_differences(const std::function<ts::Array(const ts::Array&)>& f, const ts::Array& x,
                                      const std::string& what) {
   SCOPED_TRACE(what);
-  const ts::Array g = ts::grad(f)(x);
+  ts::Array g;
+  try {
+    g = ts::grad(f)(x);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": grad threw: " << e.what();
+    return;
+  }
   ASSERT_EQ(g.shape(), x.shape());
   const double eps = 1e-6;
   for (int seed = 0; seed < 3; ++seed) {
@@ -541,6 +547,106 @@ TEST(LinalgComposedEdges, EmptyAndDegenerateInputs) {
   expect_close(sla::circulant(ts::Array(2.0f)), ts::full({1, 1}, 2.0f), 0, "circulant of a scalar");
   // The int order 0 is the number 0, not a null name.
   EXPECT_EQ(la::vector_norm(ts::Array({1.0f, 0.0f, 3.0f}), 0).item<float>(), 2.0f);
+}
+
+}  // namespace
+
+namespace {
+
+// ---- the functions built on factorizations: transformations ----
+
+TEST(LinalgComposedFactorTransforms, GradientsMatchFiniteDifferences) {
+  const ts::Array m = smooth({3, 4}, 1), sq = smooth({3, 3}, 3) + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+  using F = std::function<ts::Array(const ts::Array&)>;
+  const std::vector<std::pair<std::string, std::pair<F, ts::Array>>> fs{
+      {"pinv tall", {[](const ts::Array& x) { return ts::sum(ts::sin(la::pinv(ts::transpose(x)))); }, m}},
+      {"pinv wide", {[](const ts::Array& x) { return ts::sum(ts::sin(la::pinv(x))); }, m}},
+      {"pinv hermitian", {[](const ts::Array& x) { return ts::sum(ts::sin(la::pinv(x, std::nullopt, true))); }, sq}},
+      {"expm", {[](const ts::Array& x) { return ts::sum(ts::sin(sla::expm(x))); }, sq * 0.5}},
+      {"expm scaled", {[](const ts::Array& x) { return ts::sum(sla::expm(x) * smooth({3, 3}, 9)); }, sq * 3.0}},
+      {"eigvals", {[](const ts::Array& x) { return ts::sum(ts::square(ts::real(la::eigvals(x)))); }, sq}},
+      {"cond", {[](const ts::Array& x) { return la::cond(x); }, m}},
+      {"cond 1", {[](const ts::Array& x) { return la::cond(x, 1); }, sq}},
+      {"norm nuc", {[](const ts::Array& x) { return la::norm(x, "nuc"); }, m}},
+      {"matrix_norm 2", {[](const ts::Array& x) { return la::matrix_norm(x, 2); }, m}},
+      {"matrix_power -2", {[](const ts::Array& x) { return ts::sum(la::matrix_power(x, -2)); }, sq}},
+      {"lstsq", {[](const ts::Array& x) { return ts::sum(ts::sin(la::lstsq(ts::transpose(x), smooth({4}, 4)).solution)); }, m}},
+      {"tensorsolve", {[](const ts::Array& x) {
+                         return ts::sum(ts::sin(la::tensorsolve(ts::reshape(x, {3, 3, 1}), smooth({3}, 2))));
+                       }, sq}},
+      {"tensorinv", {[](const ts::Array& x) { return ts::sum(ts::sin(la::tensorinv(ts::reshape(x, {3, 3, 1}), 1))); }, sq}},
+      {"polar", {[](const ts::Array& x) {
+                   const auto p = sla::polar(x);
+                   return ts::sum(ts::sin(p.unitary)) + ts::sum(ts::cos(p.posdef));
+                 }, ts::transpose(m)}},
+  };
+  for (const auto& [name, fx] : fs) expect_grad_matches_differences(fx.first, fx.second, name);
+}
+
+TEST(LinalgComposedFactorTransforms, JitAndVmapMatchEager) {
+  const ts::Array ms = arr({3, 3, 3}, 1) * 0.7 + ts::eye(3) * 2.0, rect = arr({3, 4, 3}, 2);
+  auto f = [](const ts::Array& a) {
+    return std::make_tuple(sla::expm(a), la::eigvals(a), la::pinv(a), la::cond(a, 1), la::matrix_rank(a),
+                           la::lstsq(a, a).solution, la::norm(a, "nuc", ts::Axes{1, 2}));
+  };
+  const auto eager = f(ms);
+  const auto jitted = ts::jit(f)(ms);
+  auto check = [&]<size_t... I>(std::index_sequence<I...>) {
+    (expect_close(std::get<I>(jitted), std::get<I>(eager), 1e-5, "jit output " + std::to_string(I)), ...);
+  };
+  check(std::make_index_sequence<7>{});
+  const ts::Array e = ts::vmap([](const ts::Array& a) { return sla::expm(a * 4.0); })(ms);
+  const ts::Array w = ts::vmap([](const ts::Array& a) { return la::eigvals(a); })(ms);
+  const ts::Array p = ts::vmap([](const ts::Array& a) { return la::pinv(a); })(rect);
+  const ts::Array r = ts::vmap([](const ts::Array& a) { return la::matrix_rank(a); })(rect);
+  for (int64_t i = 0; i < 3; ++i) {
+    expect_close(e[{i}], sla::expm(ms[{i}] * 4.0), 1e-5, "vmap expm");
+    expect_close(w[{i}], la::eigvals(ms[{i}]), 1e-5, "vmap eigvals");
+    expect_close(p[{i}], la::pinv(rect[{i}]), 1e-5, "vmap pinv");
+    expect_close(r[{i}], la::matrix_rank(rect[{i}]), 0, "vmap matrix_rank");
+  }
+}
+
+TEST(LinalgComposedEig, EigenvectorsSatisfyTheirEquations) {
+  for (ts::DType dt : {ts::f32, ts::f64, ts::c64, ts::c128}) {
+    SCOPED_TRACE(ts::dtype_name(dt));
+    const ts::Array a = arr({2, 4, 4}, 3, dt);
+    const auto [w, v] = la::eig(a);
+    const ts::DType c = dt == ts::f32 || dt == ts::c64 ? ts::c64 : ts::c128;
+    ASSERT_EQ(w.dtype(), c);
+    ASSERT_EQ(v.dtype(), c);
+    ASSERT_EQ(w.shape(), (ts::Shape{2, 4}));
+    const double tol = 100 * tol_of(dt);
+    // a v = v diag(w), and each eigenvector has unit length.
+    expect_close(read(ts::matmul(a.astype(c), v)), read(v * ts::expand_dims(w, {1})), tol, "a v = v w");
+    expect_close(read(la::vector_norm(v, 2, ts::Axes{1})), read(ts::ones({2, 4}, ts::f64)), tol, "unit columns");
+    expect_close(la::eigvals(a), w, tol, "eigvals = eig's eigenvalues");
+    // lax's eig gives the left eigenvectors too: u^H a = w u^H.
+    const auto r = ts::lax::linalg::eig(a);
+    const ts::Array uh = ts::conj(ts::swapaxes(r.left_eigenvectors, 1, 2));
+    expect_close(read(ts::matmul(uh, a.astype(c))), read(uh * ts::expand_dims(r.eigenvalues, {2})), tol, "u^H a = w u^H");
+  }
+}
+
+TEST(LinalgComposedFactorErrors, NameTheFunctionAndTheShape) {
+  const ts::Array v = arr({3}, 1), m = arr({2, 3}, 2);
+  expect_error<ts::ShapeError>([&] { la::eig(m); }, {"linalg.eig", "(2, 3)"});
+  expect_error<ts::ShapeError>([&] { la::eigvals(v); }, {"linalg.eigvals", "(3,)"});
+  expect_error<ts::ShapeError>([&] { sla::expm(m); }, {"scipy.linalg.expm", "(2, 3)"});
+  expect_error<ts::ShapeError>([&] { la::pinv(v); }, {"linalg.pinv", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::lstsq(m, arr({3}, 1)); }, {"linalg.lstsq", "(2, 3)", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::lstsq(m, arr({2, 2, 2}, 1)); }, {"linalg.lstsq", "(2, 2, 2)"});
+  expect_error<ts::ShapeError>([&] { la::tensorinv(arr({2, 3, 4}, 1), 1); }, {"linalg.tensorinv", "(2, 3, 4)"});
+  expect_error<ts::ValueError>([&] { la::tensorinv(m, 0); }, {"linalg.tensorinv", "ind"});
+  expect_error<ts::ShapeError>([&] { la::tensorsolve(arr({2, 3, 4}, 1), m); }, {"linalg.tensorsolve", "(2, 3, 4)"});
+  expect_error<ts::ShapeError>([&] { la::tensorsolve(arr({3, 2, 2}, 1), m); }, {"linalg.tensorsolve", "(2, 3)"});
+  expect_error<ts::ValueError>([&] { la::cond(ts::zeros({2, 0, 0})); }, {"linalg.cond", "empty", "(2, 0, 0)"});
+  expect_error<ts::ShapeError>([&] { la::cond(m, 1); }, {"linalg.cond", "square", "(2, 3)"});
+  expect_error<ts::ValueError>([&] { sla::polar(m, "up"); }, {"scipy.linalg.polar", "side"});
+  expect_error<ts::DTypeError>([&] { sla::expm(ts::eye(2, std::nullopt, 0, ts::f16)); }, {"scipy.linalg.expm", "float16"});
+  // Eigenvectors of a non-symmetric matrix have no derivative (JAX neither, by default).
+  expect_error<ts::ValueError>([&] { ts::grad([](const ts::Array& a) { return ts::sum(ts::real(la::eig(a).eigenvectors)); })(arr({3, 3}, 1, ts::f64)); },
+                               {"eig", "eigenvectors", "eigvals"});
 }
 
 }  // namespace
