@@ -89,6 +89,36 @@ TESSEL_API SvdResult svd(const Array& x, bool full_matrices = true, bool compute
 
 }  // namespace tessel::lax::linalg
 
+namespace tessel::lax::linalg {
+// ---- primitives of the composed functions (src/ops/linalg_eig.cpp) ----
+
+/// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
+struct EigResult {
+  Array eigenvalues;         ///< w (..., n), complex
+  Array left_eigenvectors;   ///< vl (..., n, n): u^H a = w u^H, column-wise; empty unless requested
+  Array right_eigenvectors;  ///< vr (..., n, n): a v = w v, column-wise; empty unless requested
+};
+/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length) of general
+/// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
+/// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
+TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
+
+/// lax.linalg.tridiagonal_solve: x with A x = b for tridiagonal A given by its sub-diagonal
+/// dl, diagonal d and super-diagonal du, each (..., m) (dl[..., 0] and du[..., m - 1] are not
+/// read), and b (..., m, k); gtsv (partial pivoting). All of one LAPACK dtype. Linear in b;
+/// differentiable in all four (dx = A^-1 (db - dA x)). A singular system gives NaN.
+TESSEL_API Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b);
+
+/// The results of lax.linalg.schur: x = z t z^H.
+struct SchurResult {
+  Array t;  ///< (..., n, n): upper (quasi-)triangular
+  Array z;  ///< (..., n, n): unitary Schur vectors; empty unless requested
+};
+/// lax.linalg.schur: Schur decompositions (gees, unsorted) of square matrices of a LAPACK
+/// dtype; real input gives the real Schur form. No derivative (as JAX).
+TESSEL_API SchurResult schur(const Array& x, bool compute_schur_vectors = true);
+}  // namespace tessel::lax::linalg
+
 namespace tessel::linalg {
 // ---- factorizations and solves (src/ops/linalg_solve.cpp) ----
 
@@ -345,6 +375,31 @@ TESSEL_API Array circulant(const Array& c);
 /// computation, as JAX); integers are promoted to float, half types are a DTypeError.
 TESSEL_API Array expm(const Array& a, bool upper_triangular = false, int64_t max_squarings = 16);
 
+/// jax.scipy.linalg.schur: A = Z T Z^H for square matrices (..., n, n) (gees): "real"
+/// output gives real input its real Schur form (T quasi-triangular, 2 x 2 blocks for complex
+/// eigenvalue pairs); "complex" converts to complex first (T upper triangular). Not
+/// differentiable (JAX neither).
+TESSEL_API lax::linalg::SchurResult schur(const Array& a, const std::string& output = "real");
+/// jax.scipy.linalg.sqrtm: a square root X (X @ X = A) of square matrices (..., n, n), complex
+/// (as JAX), by the Schur method: A = Z T Z^H in complex Schur form, then the triangular
+/// root U of T column by column, X = Z U Z^H. Not differentiable (it goes through schur,
+/// like JAX's). A singular matrix with a repeated zero eigenvalue may give NaN.
+TESSEL_API Array sqrtm(const Array& a);
+/// The results of eigh_tridiagonal.
+struct EighTridiagonalResult {
+  Array eigenvalues;   ///< (..., k) ascending (the selected ones)
+  Array eigenvectors;  ///< (..., n, k): column i belongs to eigenvalue i; empty with eigvals_only
+};
+/// jax.scipy.linalg.eigh_tridiagonal: eigenvalues (and, unless eigvals_only, eigenvectors) of
+/// the Hermitian tridiagonal matrices with diagonal d (..., n) and sub-diagonal e (..., n - 1)
+/// (the super-diagonal is conj(e)). `select` "a" gives all eigenvalues, "i" those with
+/// indices select_range.first..second (inclusive); JAX's value range "v" (a data-dependent
+/// size) is not supported. Computed by eigh of the dense matrix, so eigenvectors and
+/// derivatives come with it (JAX gives eigenvalues only, by bisection).
+TESSEL_API EighTridiagonalResult eigh_tridiagonal(const Array& d, const Array& e, bool eigvals_only = false,
+                                                  const std::string& select = "a",
+                                                  std::pair<int64_t, int64_t> select_range = {0, 0});
+
 /// The results of polar: a = unitary @ posdef (side "right") or posdef @ unitary ("left").
 struct PolarResult {
   Array unitary;  ///< (..., m, n): orthonormal columns (m >= n) or rows
@@ -356,17 +411,3 @@ struct PolarResult {
 TESSEL_API PolarResult polar(const Array& a, const std::string& side = "right", const std::string& method = "qdwh");
 }  // namespace tessel::scipy::linalg
 
-namespace tessel::lax::linalg {
-// ---- primitives of the composed functions (src/ops/linalg_eig.cpp) ----
-
-/// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
-struct EigResult {
-  Array eigenvalues;         ///< w (..., n), complex
-  Array left_eigenvectors;   ///< vl (..., n, n): u^H a = w u^H, column-wise; empty unless requested
-  Array right_eigenvectors;  ///< vr (..., n, n): a v = w v, column-wise; empty unless requested
-};
-/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length) of general
-/// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
-/// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
-TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
-}  // namespace tessel::lax::linalg
