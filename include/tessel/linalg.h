@@ -90,7 +90,7 @@ TESSEL_API SvdResult svd(const Array& x, bool full_matrices = true, bool compute
 }  // namespace tessel::lax::linalg
 
 namespace tessel::lax::linalg {
-// ---- primitives of the composed functions (src/ops/linalg_eig.cpp) ----
+// ---- primitives of the composed functions (src/ops/linalg_eig.cpp, linalg_structured.cpp) ----
 
 /// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
 struct EigResult {
@@ -102,12 +102,6 @@ struct EigResult {
 /// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
 /// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
 TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
-
-/// lax.linalg.tridiagonal_solve: x with A x = b for tridiagonal A given by its sub-diagonal
-/// dl, diagonal d and super-diagonal du, each (..., m) (dl[..., 0] and du[..., m - 1] are not
-/// read), and b (..., m, k); gtsv (partial pivoting). All of one LAPACK dtype. Linear in b;
-/// differentiable in all four (dx = A^-1 (db - dA x)). A singular system gives NaN.
-TESSEL_API Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b);
 
 /// The results of lax.linalg.schur: x = z t z^H.
 struct SchurResult {

@@ -1,9 +1,8 @@
-// Structured problems: the `tridiagonal_solve` primitive (lax.linalg.tridiagonal_solve_p,
-// gtsv; linear in b, with JAX's jvp, transpose and batching rules) and the `schur`
-// primitive (lax.linalg.schur_p, gees; no derivative, as in JAX), with the functions built
-// on them: jax.scipy.linalg.schur, sqrtm (Schur method) and eigh_tridiagonal. The kernels
-// call backend/cpu/lapack_structured.h; leading dimensions are a batch.
-#include "backend/cpu/lapack_structured.h"
+// The `schur` primitive (lax.linalg.schur_p, gees; no derivative, as in JAX) and the
+// functions built on it or on eigh: jax.scipy.linalg.schur, sqrtm (Schur method) and
+// eigh_tridiagonal. The kernel calls backend/cpu/lapack_schur.h; leading dimensions are a
+// batch.
+#include "backend/cpu/lapack_schur.h"
 #include "ops/linalg_composed.h"
 #include "ops/linalg_factor.h"
 #include "ops/rule_util.h"
@@ -28,79 +27,6 @@ Batched batch_front(const ir::Primitive& self, std::span<const Array> ins, std::
   std::vector<Array> outs = detail::bind(self, moved, p);
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
-
-// ---- tridiagonal_solve ----
-
-std::vector<Aval> tridiagonal_aval(std::span<const Aval> ins, const Params&) {
-  const Aval &dl = ins[0], &d = ins[1], &du = ins[2], &b = ins[3];
-  const std::string op = "tridiagonal_solve";
-  if (!(dl == d && du == d) || d.ndim() < 1)
-    throw ShapeError(op + ": dl, d and du must be arrays (..., m) of one shape and dtype, got " +
-                     avals_to_string(ins.subspan(0, 3)));
-  Shape want(d.shape);
-  want.push_back(b.ndim() >= 1 ? b.shape.back() : 0);
-  if (b.ndim() != d.ndim() + 1 || b.shape != want)
-    throw ShapeError(op + ": b must have shape (..., m, k) with the diagonals' (..., m) in front, got b " +
-                     shape_to_string(b.shape) + " for diagonals " + shape_to_string(d.shape));
-  if (b.dtype != d.dtype)
-    throw DTypeError(op + ": b and the diagonals must have one dtype, got " + dtype_name(b.dtype) + " and " +
-                     dtype_name(d.dtype));
-  check_dtype(op, d.dtype, is_inexact(d.dtype) && itemsize(d.dtype) >= 4, "float32, float64, complex64 or complex128");
-  return {Aval(b.shape, b.dtype)};
-}
-
-void tridiagonal_kernel(const KernelCall& c) {
-  const Aval& b = c.in_avals[3];
-  const int64_t m = b.shape[size_t(b.ndim() - 2)], k = b.shape.back();
-  cpu::tridiagonal_solve(b.dtype, leading_size(b.shape, 2), m, k, c.ins[0], c.ins[1], c.ins[2], c.ins[3], c.outs[0]);
-}
-
-/// A x for the tridiagonal A = (dl, d, du) and x (..., m, k).
-Array tridiagonal_product(const Array& dl, const Array& d, const Array& du, const Array& x) {
-  const int64_t m = x.dim(-2);
-  Array y = multiply(expand_dims(d, {d.ndim()}), x);
-  if (m < 2) return y;
-  std::vector<std::array<int64_t, 3>> down(size_t(x.ndim()), {0, 0, 0}), up = down;
-  down[size_t(x.ndim() - 2)] = {1, -1, 0};  // x shifted down a row: row i holds x[i - 1]
-  up[size_t(x.ndim() - 2)] = {-1, 1, 0};    // shifted up: row i holds x[i + 1]
-  y = add(y, multiply(expand_dims(dl, {dl.ndim()}), lax_pad(x, Scalar(0), down)));
-  return add(y, multiply(expand_dims(du, {du.ndim()}), lax_pad(x, Scalar(0), up)));
-}
-
-// x = A^-1 b, so dx = A^-1 (db - dA x): a second solve, linear in the tangents.
-std::vector<Array> tridiagonal_jvp(const ir::Primitive& self, std::span<const Array> primals,
-                                   std::span<const Array> tangents, std::span<const Array> outs, const Params& p) {
-  Array rhs = tangents[3];
-  if (!is_zero(tangents[0]) || !is_zero(tangents[1]) || !is_zero(tangents[2])) {
-    std::vector<Array> t;
-    for (size_t i = 0; i < 3; ++i) t.push_back(instantiate_zeros(tangents[i], primals[i].aval()));
-    const Array matvec = tridiagonal_product(t[0], t[1], t[2], outs[0]);
-    rhs = is_zero(rhs) ? negative(matvec) : subtract(rhs, matvec);
-  }
-  return {bind1(self, {primals[0], primals[1], primals[2], rhs}, p)};
-}
-
-// Linear in b: the cotangent solves with A^T, whose sub-diagonal is du shifted down one and
-// whose super-diagonal is dl shifted up one (the plain transpose, also for complex).
-std::vector<Array> tridiagonal_transpose(const ir::Primitive& self, std::span<const Array> cts,
-                                         std::span<const Array> args, std::span<const Aval>, const Params& p) {
-  if (is_zero(cts[0])) return {Array(), Array(), Array(), Array()};
-  const Array &dl = args[0], &d = args[1], &du = args[2];
-  const int64_t last = d.ndim() - 1;
-  std::vector<std::array<int64_t, 3>> down(size_t(d.ndim()), {0, 0, 0}), up = down;
-  down[size_t(last)] = {1, -1, 0};
-  up[size_t(last)] = {-1, 1, 0};
-  const Array dl_t = lax_pad(du, Scalar(0), down), du_t = lax_pad(dl, Scalar(0), up);
-  return {Array(), Array(), Array(), bind1(self, {dl_t, d, du_t, cts[0]}, p)};
-}
-
-const ir::Primitive& tridiagonal_solve_p = ir::register_primitive({.name = "tridiagonal_solve",
-                                                                   .arity = {4, 4},
-                                                                   .abstract_eval = tridiagonal_aval,
-                                                                   .cpu_kernel = tridiagonal_kernel,
-                                                                   .jvp = tridiagonal_jvp,
-                                                                   .transpose = tridiagonal_transpose,
-                                                                   .batch = batch_front});
 
 // ---- schur ----
 
@@ -149,10 +75,6 @@ Array sqrtm_triangular(const Array& t) {
 }  // namespace tessel::ops
 
 namespace tessel::lax::linalg {
-
-Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b) {
-  return ops::bind1(ops::tridiagonal_solve_p, {dl, d, du, b});
-}
 
 SchurResult schur(const Array& x, bool compute_schur_vectors) {
   ops::check_matrices("lax.linalg.schur", x.aval(), true);

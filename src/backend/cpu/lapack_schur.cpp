@@ -1,4 +1,4 @@
-#include "backend/cpu/lapack_structured.h"
+#include "backend/cpu/lapack_schur.h"
 
 #include <complex>
 // LAPACKE's complex types as the C++ ones (before lapacke.h, which otherwise uses C99's).
@@ -50,19 +50,6 @@ void for_each_problem(int64_t batch, double work, const std::function<void(int64
 
 // ---- typed entry points ----
 
-lapack_int gtsv(lapack_int n, lapack_int nrhs, float* dl, float* d, float* du, float* b) {
-  return LAPACKE_sgtsv(LAPACK_ROW_MAJOR, n, nrhs, dl, d, du, b, nrhs);
-}
-lapack_int gtsv(lapack_int n, lapack_int nrhs, double* dl, double* d, double* du, double* b) {
-  return LAPACKE_dgtsv(LAPACK_ROW_MAJOR, n, nrhs, dl, d, du, b, nrhs);
-}
-lapack_int gtsv(lapack_int n, lapack_int nrhs, c64* dl, c64* d, c64* du, c64* b) {
-  return LAPACKE_cgtsv(LAPACK_ROW_MAJOR, n, nrhs, dl, d, du, b, nrhs);
-}
-lapack_int gtsv(lapack_int n, lapack_int nrhs, c128* dl, c128* d, c128* du, c128* b) {
-  return LAPACKE_zgtsv(LAPACK_ROW_MAJOR, n, nrhs, dl, d, du, b, nrhs);
-}
-
 // gees on row-major storage (LAPACKE transposes); no eigenvalue ordering (select unused).
 lapack_int gees(char jobvs, lapack_int n, float* a, float* z) {
   std::vector<float> wr(static_cast<size_t>(n)), wi(static_cast<size_t>(n));
@@ -85,25 +72,6 @@ lapack_int gees(char jobvs, lapack_int n, c128* a, c128* z) {
   return LAPACKE_zgees(LAPACK_ROW_MAJOR, jobvs, 'N', nullptr, n, a, n, &sdim, w.data(), z, n);
 }
 
-template <class T>
-void tridiagonal_solve_t(int64_t batch, int64_t n, int64_t nrhs, const T* dl, const T* d, const T* du, const T* b,
-                         T* x) {
-  const lapack_int ni = to_int(n, "tridiagonal_solve"), ki = to_int(nrhs, "tridiagonal_solve");
-  for_each_problem(batch, 8.0 * double(n) * double(std::max<int64_t>(1, nrhs)), [&](int64_t lo, int64_t hi) {
-    std::vector<T> sub(size_t(std::max<int64_t>(1, n))), diag(sub.size()), sup(sub.size());
-    for (int64_t p = lo; p < hi; ++p) {
-      // gtsv overwrites the diagonals and solves in place.
-      std::copy(dl + p * n, dl + (p + 1) * n, sub.begin());
-      std::copy(d + p * n, d + (p + 1) * n, diag.begin());
-      std::copy(du + p * n, du + (p + 1) * n, sup.begin());
-      T* xp = x + p * n * nrhs;
-      std::copy(b + p * n * nrhs, b + (p + 1) * n * nrhs, xp);
-      if (n == 0 || nrhs == 0) continue;
-      if (gtsv(ni, ki, sub.data() + 1, diag.data(), sup.data(), xp) != 0) fill_nan(xp, n * nrhs);
-    }
-  });
-}
-
 template <class T> void schur_t(int64_t batch, int64_t n, const T* a, T* t, T* z) {
   const lapack_int ni = to_int(n, "schur");
   for_each_problem(batch, 25.0 * double(n) * double(n) * double(n), [&](int64_t lo, int64_t hi) {
@@ -121,7 +89,7 @@ template <class T> void schur_t(int64_t batch, int64_t n, const T* a, T* t, T* z
   });
 }
 
-#define TESSEL_STRUCTURED_DISPATCH(op, d, CALL)                 \
+#define TESSEL_SCHUR_DISPATCH(op, d, CALL)                 \
   switch (d) {                                                  \
     case DType::float32: { using T = float; CALL; break; }      \
     case DType::float64: { using T = double; CALL; break; }     \
@@ -134,16 +102,8 @@ template <class T> void schur_t(int64_t batch, int64_t n, const T* a, T* t, T* z
 
 }  // namespace
 
-void tridiagonal_solve(DType d, int64_t batch, int64_t n, int64_t nrhs, const void* dl, const void* diag,
-                       const void* du, const void* b, void* x) {
-  TESSEL_STRUCTURED_DISPATCH("tridiagonal_solve", d,
-                             tridiagonal_solve_t<T>(batch, n, nrhs, static_cast<const T*>(dl),
-                                                    static_cast<const T*>(diag), static_cast<const T*>(du),
-                                                    static_cast<const T*>(b), static_cast<T*>(x)))
-}
-
 void schur(DType d, int64_t batch, int64_t n, const void* a, void* t, void* z) {
-  TESSEL_STRUCTURED_DISPATCH("schur", d,
+  TESSEL_SCHUR_DISPATCH("schur", d,
                              schur_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(t), static_cast<T*>(z)))
 }
 
