@@ -62,6 +62,15 @@ struct QrResult {
 /// m x n with `full_matrices`, else m x k and k x n.
 TESSEL_API QrResult qr(const Array& x, bool full_matrices = true);
 
+/// The results of geqrf: LAPACK's packed Householder QR.
+struct GeqrfResult {
+  Array a;     ///< (..., m, n): R on and above the diagonal, the reflectors' vectors below
+  Array taus;  ///< (..., min(m, n)): the reflectors' scales
+};
+/// lax.linalg.geqrf: x = H_0 ... H_{k-1} R with H_i = I - taus_i v_i v_i^H (v_i: column i
+/// of `a` below the diagonal, with a leading 1). No derivative rule (as in JAX).
+TESSEL_API GeqrfResult geqrf(const Array& x);
+
 /// The results of eigh, in lax.linalg.eigh's order: x v = v diag(w).
 struct EighResult {
   Array eigenvectors;  ///< v (..., n, n): column i is the unit eigenvector of eigenvalue i
@@ -86,6 +95,13 @@ struct SvdResult {
 /// lax.linalg.svd: singular value decomposition (gesdd) of matrices (..., m, n),
 /// k = min(m, n). Without `compute_uv` only s is computed (u and vh are empty Arrays).
 TESSEL_API SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true);
+
+/// lax.linalg.tridiagonal_solve: x with A x = b for tridiagonal matrices A given by their
+/// diagonals dl (dl[i] = A[i, i-1], dl[0] ignored), d and du (du[i] = A[i, i+1], du[m-1]
+/// ignored), all (..., m), and b (..., m, n) (gtsv, with partial pivoting; src/ops/
+/// linalg_tridiagonal.cpp). A singular system gives NaN. JAX's perturb_singular is not
+/// offered.
+TESSEL_API Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b);
 
 }  // namespace tessel::lax::linalg
 
@@ -126,13 +142,14 @@ using lax::linalg::SvdResult;
 TESSEL_API Array cholesky(const Array& a, bool upper = false, bool symmetrize_input = true);
 
 /// jnp.linalg.qr of matrices (..., m, n), k = min(m, n). Modes: "reduced" (q m x k, r k x n),
-/// "complete" (q m x m, r m x n), "r" (only r, k x n; q is empty) and "raw" (q holds
-/// LAPACK's Householder reflectors h (..., n, m) and r their scales tau (..., k), as
-/// numpy's and JAX's raw mode; real dtypes only).
+/// "complete" (q m x m, r m x n), "r" (only r, k x n; q is empty) and "raw" (as numpy's and
+/// JAX's (h, tau): the struct's q holds h = geqrf's packed factor transposed (..., n, m) and
+/// its r the scales tau (..., k); no derivative).
 TESSEL_API QrResult qr(const Array& a, const std::string& mode = "reduced");
 
-/// jnp.linalg.svd: a = u diag(s) vh; u and vh are empty without compute_uv. `hermitian`
-/// computes it from eigh (|eigenvalues| sorted descending), as JAX does.
+/// jnp.linalg.svd: a = u diag(s) vh; u and vh are empty without compute_uv. With
+/// `hermitian` (a must be square) JAX takes the factors from eigh; tessel computes the same
+/// factorization with gesdd (singular vectors may differ in sign or phase from JAX's).
 TESSEL_API SvdResult svd(const Array& a, bool full_matrices = true, bool compute_uv = true, bool hermitian = false);
 
 /// jnp.linalg.svdvals: the singular values (..., k), descending.
