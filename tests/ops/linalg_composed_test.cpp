@@ -744,13 +744,7 @@ TEST(LinalgComposedStructured, EighTridiagonalVectors) {
 }
 
 TEST(LinalgComposedStructured, Errors) {
-  namespace lx = ts::lax::linalg;
   const ts::Array v = arr({4}, 1);
-  expect_error<ts::ShapeError>([&] { lx::tridiagonal_solve(v, arr({3}, 1), v, arr({4, 1}, 1)); },
-                               {"tridiagonal_solve", "f32[3]"});
-  expect_error<ts::ShapeError>([&] { lx::tridiagonal_solve(v, v, v, arr({4}, 1)); }, {"tridiagonal_solve", "(4,)"});
-  expect_error<ts::DTypeError>([&] { lx::tridiagonal_solve(v, v, v, arr({4, 1}, 1, ts::f64)); },
-                               {"tridiagonal_solve", "float64", "float32"});
   expect_error<ts::ShapeError>([&] { sla::schur(arr({2, 3}, 1)); }, {"scipy.linalg.schur", "(2, 3)"});
   expect_error<ts::ValueError>([&] { sla::schur(arr({3, 3}, 1), "imaginary"); }, {"scipy.linalg.schur", "output"});
   expect_error<ts::ShapeError>([&] { sla::sqrtm(v); }, {"scipy.linalg.sqrtm", "(4,)"});
