@@ -569,6 +569,10 @@ TEST(LinalgComposedEdges, EmptyAndDegenerateInputs) {
   EXPECT_EQ(la::matrix_power(ts::zeros({2, 0, 0}), 3).shape(), (ts::Shape{2, 0, 0}));
   // A scalar passes through toeplitz and circulant as a 1-vector.
   expect_close(sla::circulant(ts::Array(2.0f)), ts::full({1, 1}, 2.0f), 0, "circulant of a scalar");
+  // Half types stay half in the norms; integers become float32.
+  EXPECT_EQ(la::vector_norm(ts::ones({4}, ts::f16)).dtype(), ts::f16);
+  EXPECT_EQ(la::vector_norm(ts::ones({4}, ts::f16)).item<float>(), 2.0f);
+  EXPECT_EQ(la::matrix_norm(ts::ones({2, 2}, ts::i32), 1).dtype(), ts::f32);
   // The int order 0 is the number 0, not a null name.
   EXPECT_EQ(la::vector_norm(ts::Array({1.0f, 0.0f, 3.0f}), 0).item<float>(), 2.0f);
 }
