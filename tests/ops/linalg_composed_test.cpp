@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "expect_error.h"
 #include "tessel/linalg.h"
 #include "tessel/tessel.h"
 
@@ -514,18 +515,7 @@ TEST(LinalgComposedTransforms, VmapMatchesALoop) {
 
 // ---- errors ----
 
-/// Runs f, expecting an exception of type E whose message contains every one of `parts`.
-template <class E> void expect_error(const std::function<void()>& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
+using tessel_test::expect_error;
 
 TEST(LinalgComposedErrors, NameTheFunctionAndTheShape) {
   const ts::Array v = arr({3}, 1), m = arr({2, 3}, 2);
