@@ -227,34 +227,46 @@ template <class T> void small_lu(int64_t m, int64_t n, T* a, int32_t* ipiv) {
 }
 
 /// Triangular solve of one system, row-major, A na x na, B m x cols (overwritten by X).
+/// op(A) is first copied into a dense local matrix M (transposed once more on the right
+/// side, where X op(A) = B is op(A)^T x_r = b_r for each row r), so the loops below run
+/// on contiguous rows without branches.
 template <class T>
 void small_trsm(int64_t m, int64_t cols, const T* a, T* b, const TriangularSolveOptions& o) {
   const int64_t na = o.left_side ? m : cols;
   const bool cj = o.conjugate_a && is_cplx<T>;
-  // M = op(A) on the left side; on the right, X op(A) = B is op(A)^T x_r = b_r per row r.
   const bool use_t = o.left_side ? o.transpose_a : !o.transpose_a;
-  auto M = [&](int64_t i, int64_t j) { return conj_if(use_t ? a[j * na + i] : a[i * na + j], cj); };
-  const bool m_lower = o.lower != use_t;
-  auto solve_vector = [&](auto&& x) {  // x(i): element i of one right-hand side
-    auto finish = [&](int64_t i, T s) { x(i) = o.unit_diagonal ? s : s / M(i, i); };
-    if (m_lower) {
-      for (int64_t i = 0; i < na; ++i) {
-        T s = x(i);
-        for (int64_t k = 0; k < i; ++k) s -= M(i, k) * x(k);
-        finish(i, s);
+  T mat[kSmall * kSmall];
+  for (int64_t i = 0; i < na; ++i)
+    for (int64_t j = 0; j < na; ++j) mat[i * na + j] = conj_if(use_t ? a[j * na + i] : a[i * na + j], cj);
+  const bool lower = o.lower != use_t;
+  T inv_diag[kSmall];
+  for (int64_t i = 0; i < na; ++i) inv_diag[i] = o.unit_diagonal ? T(1) : T(1) / mat[i * na + i];
+  // Row i of the solution, once rows k before it (in elimination order) are known.
+  auto order = [&](int64_t t) { return lower ? t : na - 1 - t; };
+  if (o.left_side) {  // M X = B: X[i, :] = (B[i, :] - sum_k M[i, k] X[k, :]) / M[i, i]
+    for (int64_t t = 0; t < na; ++t) {
+      const int64_t i = order(t);
+      T* xi = b + i * cols;
+      const int64_t k0 = lower ? 0 : i + 1, k1 = lower ? i : na;
+      for (int64_t k = k0; k < k1; ++k) {
+        const T f = mat[i * na + k];
+        const T* xk = b + k * cols;
+        for (int64_t c = 0; c < cols; ++c) xi[c] -= f * xk[c];
       }
-    } else {
-      for (int64_t i = na; i-- > 0;) {
-        T s = x(i);
-        for (int64_t k = i + 1; k < na; ++k) s -= M(i, k) * x(k);
-        finish(i, s);
+      for (int64_t c = 0; c < cols; ++c) xi[c] *= inv_diag[i];
+    }
+  } else {  // per row r: M x = b_r with M = op(A)^T
+    for (int64_t r = 0; r < m; ++r) {
+      T* x = b + r * cols;
+      for (int64_t t = 0; t < na; ++t) {
+        const int64_t i = order(t);
+        const int64_t k0 = lower ? 0 : i + 1, k1 = lower ? i : na;
+        T s = x[i];
+        for (int64_t k = k0; k < k1; ++k) s -= mat[i * na + k] * x[k];
+        x[i] = s * inv_diag[i];
       }
     }
-  };
-  if (o.left_side)
-    for (int64_t c = 0; c < cols; ++c) solve_vector([&](int64_t i) -> T& { return b[i * cols + c]; });
-  else
-    for (int64_t r = 0; r < m; ++r) solve_vector([&](int64_t i) -> T& { return b[r * cols + i]; });
+  }
 }
 
 /// Householder QR of a row-major m x n matrix `w` (overwritten), with LAPACK's reflectors
