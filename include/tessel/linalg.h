@@ -16,6 +16,7 @@
 // factor of a matrix that is not positive definite is all NaN, a singular solve gives
 // inf/NaN; wrong ranks, non-square inputs and mismatched shapes throw ShapeError or
 // ValueError naming the function and the shapes.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -118,6 +119,33 @@ struct EigResult {
 /// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
 /// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
 TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
+
+/// A linear operator with explicit differentiable parameters: (params, x) -> A(params) x.
+using LinearOperator = std::function<Array(const std::vector<Array>& params, const Array& x)>;
+/// A linear solver: (matvec, b) -> x with matvec(x) = b.
+using LinearSolver = std::function<Array(const std::function<Array(const Array&)>& matvec, const Array& b)>;
+/// lax.custom_linear_solve: x = solve(matvec, b) with matvec(x) = A(params) x, run as written
+/// (an iterative solver, a while loop, a factorization) but differentiated implicitly:
+/// reverse mode gives b the cotangent lambda = transpose_solve(vecmat, ct) (vecmat: A^T, by
+/// linear_transpose of matvec; `symmetric` uses solve and matvec instead) and the parameters
+/// -(d(A x)/d params)^T lambda, never differentiating through `solve`. The operator's
+/// parameters are explicit (JAX finds them in matvec's closure; tessel's custom rules
+/// reject closure-captured values with derivatives). Reverse mode (grad, vjp) and vmap
+/// only: forward mode throws, as for every custom_vjp function.
+TESSEL_API Array custom_linear_solve(const LinearOperator& matvec, const std::vector<Array>& params, const Array& b,
+                                     const LinearSolver& solve, const LinearSolver& transpose_solve = nullptr,
+                                     bool symmetric = false);
+/// A function whose root is sought: (params, x) -> f(x; params), of x's shape.
+using RootFunction = std::function<Array(const std::vector<Array>& params, const Array& x)>;
+/// A root finder: (f, initial_guess) -> x with f(x) = 0.
+using RootSolver = std::function<Array(const std::function<Array(const Array&)>& f, const Array& initial_guess)>;
+/// lax.custom_root: x* = solve(f(params, .), initial_guess), differentiated by the implicit
+/// function theorem: the parameters get -(df/dparams)^T lambda with lambda solving
+/// (df/dx)^T lambda = ct through tangent_solve(g, y) (g: a linear map, here the transposed
+/// Jacobian at x*); the initial guess gets zero. Parameters explicit, reverse mode only, as
+/// custom_linear_solve.
+TESSEL_API Array custom_root(const RootFunction& f, const std::vector<Array>& params, const Array& initial_guess,
+                             const RootSolver& solve, const LinearSolver& tangent_solve);
 
 /// The results of lax.linalg.schur: x = z t z^H.
 struct SchurResult {

@@ -752,3 +752,68 @@ TEST(LinalgComposedStructured, Errors) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- custom_linear_solve and custom_root ----
+
+/// Richardson iteration x += 0.25 (b - A x), 200 steps in a while loop (bounds known only at
+/// run time): a solver reverse mode cannot differentiate through.
+ts::Array richardson(const std::function<ts::Array(const ts::Array&)>& matvec, const ts::Array& b) {
+  return ts::fori_loop(ts::Array(0), ts::Array(200), [&](const ts::Array&, const ts::Array& x) {
+    return x + (b - matvec(x)) * 0.25;
+  }, ts::zeros_like(b));
+}
+
+TEST(LinalgComposedCustomSolve, LinearSolveDifferentiatesImplicitly) {
+  namespace lx = ts::lax::linalg;
+  // A well-conditioned symmetric positive definite A (eigenvalues in about [2.3, 4]).
+  const ts::Array a0 = smooth({3, 3}, 1) * 0.2;
+  const ts::Array a = (a0 + ts::transpose(a0)) * 0.5 + ts::eye(3, std::nullopt, 0, ts::f64) * 3.0, b = smooth({3}, 2);
+  auto mv = [](const std::vector<ts::Array>& p, const ts::Array& x) { return ts::matmul(p[0], x); };
+  auto solved = [&](const ts::Array& m, const ts::Array& rhs, bool symmetric) {
+    return lx::custom_linear_solve(mv, {m}, rhs, richardson, symmetric ? nullptr : lx::LinearSolver(richardson),
+                                   symmetric);
+  };
+  expect_close(solved(a, b, false), la::solve(a, b), 1e-10, "value");
+  // Gradients in A and b equal those of the direct solve.
+  for (bool symmetric : {false, true}) {
+    auto loss = [&](const ts::Array& m, const ts::Array& rhs) { return ts::sum(ts::sin(solved(m, rhs, symmetric))); };
+    auto direct = [](const ts::Array& m, const ts::Array& rhs) { return ts::sum(ts::sin(la::solve(m, rhs))); };
+    auto [ga, gb] = ts::grad<0, 1>(loss)(a, b);
+    auto [da, db] = ts::grad<0, 1>(direct)(a, b);
+    expect_close(ga, da, 1e-9, "d/dA");
+    expect_close(gb, db, 1e-9, "d/db");
+  }
+  // Batched right-hand sides under vmap, and jit.
+  const ts::Array bs = smooth({4, 3}, 3);
+  const ts::Array xs = ts::vmap([&](const ts::Array& rhs) { return solved(a, rhs, true); })(bs);
+  for (int64_t i = 0; i < 4; ++i) expect_close(xs[{i}], la::solve(a, bs[{i}]), 1e-10, "vmap");
+  expect_close(ts::jit([&](const ts::Array& rhs) { return solved(a, rhs, false); })(b), la::solve(a, b), 1e-10, "jit");
+  // Without transpose_solve (and not symmetric) reverse mode has nothing to solve with.
+  expect_error<ts::ValueError>([&] { ts::grad([&](const ts::Array& rhs) { return ts::sum(lx::custom_linear_solve(mv, {a}, rhs, richardson)); })(b); },
+                               {"custom_linear_solve", "transpose_solve"});
+}
+
+TEST(LinalgComposedCustomSolve, RootDifferentiatesImplicitly) {
+  namespace lx = ts::lax::linalg;
+  // x^2 = p element-wise, by 30 Newton steps in a while loop.
+  auto f = [](const std::vector<ts::Array>& p, const ts::Array& x) { return x * x - p[0]; };
+  auto newton = [](const std::function<ts::Array(const ts::Array&)>& g, const ts::Array& x0) {
+    return ts::fori_loop(ts::Array(0), ts::Array(30), [&](const ts::Array&, const ts::Array& x) {
+      return x - g(x) / (x * 2.0);
+    }, x0);
+  };
+  // The Jacobian (and its transpose) is diagonal: its diagonal is what it makes of ones.
+  auto diagonal_solve = [](const std::function<ts::Array(const ts::Array&)>& g, const ts::Array& y) {
+    return y / g(ts::ones_like(y));
+  };
+  const ts::Array p = smooth({4}, 1) * ts::sign(smooth({4}, 1)) + 0.5;  // positive
+  auto root = [&](const ts::Array& q) { return lx::custom_root(f, {q}, ts::ones_like(q), newton, diagonal_solve); };
+  expect_close(root(p), ts::sqrt(p), 1e-12, "value");
+  expect_close(ts::grad([&](const ts::Array& q) { return ts::sum(root(q)); })(p), ts::rsqrt(p) * 0.5, 1e-12, "grad");
+  expect_close(ts::vmap(ts::grad([&](const ts::Array& q) { return ts::sum(root(q)); }))(ts::stack({p, p * 4.0})),
+               ts::stack({ts::rsqrt(p) * 0.5, ts::rsqrt(p) * 0.25}), 1e-12, "vmap(grad)");
+}
+
+}  // namespace
