@@ -160,9 +160,15 @@ TESSEL_API SchurResult schur(const Array& x, bool compute_schur_vectors = true);
 namespace tessel::linalg {
 // ---- factorizations and solves (src/ops/linalg_solve.cpp) ----
 
-using lax::linalg::EighResult;
 using lax::linalg::QrResult;
 using lax::linalg::SvdResult;
+
+/// The results of jnp.linalg.eigh, in its order (w, v): a v = v diag(w). (lax::linalg::eigh
+/// returns them the other way round, as lax.linalg.eigh does.)
+struct EighResult {
+  Array eigenvalues;   ///< (..., n), real, ascending
+  Array eigenvectors;  ///< (..., n, n): column i is the unit eigenvector of eigenvalue i
+};
 
 /// jnp.linalg.cholesky: the lower factor L (a = L L^H), or with `upper` the upper factor
 /// U = L^H (a = U^H U), of Hermitian positive definite matrices (..., n, n). NaN where a

@@ -1,7 +1,8 @@
-// The factorization primitives (lax.linalg's): cholesky, triangular_solve, lu, qr, eigh and
-// svd, each with its abstract evaluation, CPU kernel (backend/cpu/lapack.h), JAX's jvp rule,
+// The factorization primitives (lax.linalg's): cholesky, triangular_solve, lu, qr, geqrf,
+// eigh and svd, each with its abstract evaluation, CPU kernel (backend/cpu/lapack.h), JAX's jvp rule,
 // batching rule and sharding rule side by side; triangular_solve is linear in b and has a
-// transpose. Every primitive treats leading dimensions as a batch of matrices.
+// transpose; geqrf (for jnp.linalg.qr's mode "raw") has no derivative, as JAX's. Every
+// primitive treats leading dimensions as a batch of matrices.
 //
 // qr is one primitive (q and r together, LAPACK's gelqf + orglq on the transposed layout)
 // rather than JAX's geqrf + householder_product pair: the same results and rules, one kernel.
@@ -18,7 +19,8 @@ namespace tessel::ops {
 
 namespace {
 
-/// True where column - row >= k, over the last two dimensions of `shape`.
+/// Over the last two dimensions of `shape`: true where column - row >= k (`upper`), else
+/// where column - row <= k.
 Array band_mask(const Shape& shape, int64_t k, bool upper) {
   const int64_t nd = int64_t(shape.size());
   const Shape mat{shape[size_t(nd - 2)], shape[size_t(nd - 1)]};

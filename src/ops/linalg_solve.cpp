@@ -188,8 +188,9 @@ bool uplo_lower(const std::string& op, const std::string& uplo) {
 }
 
 EighResult eigh(const Array& a, const std::string& UPLO, bool symmetrize_input) {
-  return lax::linalg::eigh(ops::prepare("linalg.eigh", a, true),
-                           {.lower = uplo_lower("linalg.eigh", UPLO), .symmetrize_input = symmetrize_input});
+  const auto [v, w] = lax::linalg::eigh(ops::prepare("linalg.eigh", a, true),
+                                        {.lower = uplo_lower("linalg.eigh", UPLO), .symmetrize_input = symmetrize_input});
+  return {w, v};
 }
 
 Array eigvalsh(const Array& a, const std::string& UPLO, bool symmetrize_input) {

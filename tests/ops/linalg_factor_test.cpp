@@ -210,7 +210,7 @@ TEST_P(LinalgDtypes, QrReconstructsWithOrthonormalQ) {
 TEST_P(LinalgDtypes, EighReconstructsWithAscendingEigenvalues) {
   const ts::DType dt = GetParam();
   const ts::Array a = spd_matrix({3, 6, 6}, 8, dt) - ts::eye(6, std::nullopt, 0, dt) * ts::Array(7.0).astype(dt);
-  const auto [v, w] = ts::linalg::eigh(a);
+  const auto [w, v] = ts::linalg::eigh(a);
   EXPECT_EQ(w.dtype(), ts::real_dtype(dt));
   expect_near(ts::matmul(v * ts::expand_dims(w.astype(dt), {1}), adjoint(v)), a, tol_of(dt) * 20, "V diag(w) V^H");
   const auto ws = vals(w);
@@ -325,6 +325,20 @@ TEST(LinalgFactor, TridiagonalSolve) {
   EXPECT_THROW(la::tridiagonal_solve(dl, d.astype(ts::f32), du, b), ts::DTypeError);
 }
 
+// Matrices large enough to run alone with OpenBLAS's threads (src/backend/cpu/lapack.cpp).
+TEST(LinalgFactor, LargeMatricesReconstruct) {
+  const int64_t n = 420;
+  const ts::Array a = spd_matrix({n, n}, 50);
+  const ts::Array l = ts::linalg::cholesky(a);
+  expect_close(ts::matmul(l, ts::swapaxes(l, 0, 1)), a, 1e-12, "L L^T");
+  const ts::Array b = random_matrix({n, 3}, 51);
+  expect_close(ts::matmul(a, ts::linalg::solve(a, b)), b, 1e-10, "a solve(a, b)");
+  const auto [q, r] = ts::linalg::qr(random_matrix({n, 300}, 52));
+  expect_close(ts::matmul(q, r), random_matrix({n, 300}, 52), 1e-12, "Q R");
+  const auto [w, v] = ts::linalg::eigh(a);
+  expect_close(ts::matmul(v * ts::expand_dims(w, {0}), ts::swapaxes(v, 0, 1)), a, 1e-12, "V diag(w) V^T");
+}
+
 // ---- failures as JAX ----
 
 TEST(LinalgFactor, NotPositiveDefiniteGivesNan) {
@@ -383,7 +397,7 @@ TEST(LinalgFactor, ErrorsNameTheFunctionAndShape) {
 TEST(LinalgFactor, JitMatchesEager) {
   const ts::Array a = spd_matrix({3, 4, 4}, 14);
   auto f = [](const ts::Array& x) {
-    const auto [v, w] = ts::linalg::eigh(x);
+    const auto [w, v] = ts::linalg::eigh(x);
     const auto [q, r] = ts::linalg::qr(x);
     return ts::sum(ts::linalg::cholesky(x)) + ts::sum(w) + ts::sum(ts::abs(r)) + ts::sum(ts::linalg::svdvals(x)) +
            ts::sum(ts::linalg::det(x)) + ts::sum(ts::linalg::solve(x, x));
@@ -452,7 +466,7 @@ TEST(LinalgFactorGrads, Eigh) {
   check_grads([](const V& v) { return ts::linalg::eigvalsh(v[0]); }, {a});
   check_grads(
       [](const V& v) {
-        const auto [vec, w] = ts::linalg::eigh(v[0]);
+        const auto [w, vec] = ts::linalg::eigh(v[0]);
         return ts::matmul(vec * ts::expand_dims(ts::sqrt(w), {0}), ts::swapaxes(vec, -1, -2));  // sqrt(A)
       },
       {a});
@@ -503,7 +517,7 @@ TEST(LinalgFactor, ShardedBatchStaysPartitioned) {
   const ts::Array a = spd_matrix({8, 4, 4}, 30);
   auto row = [](const ts::Array& x, int64_t i) { return ts::squeeze(ts::slice_in_dim(x, i, i + 1, 1, 1), ts::Axes{1}); };
   auto f = [row](const ts::Array& x) {
-    const auto [v, w] = ts::linalg::eigh(x);
+    const auto [w, v] = ts::linalg::eigh(x);
     const auto [u, s, vh] = ts::linalg::svd(x, false);
     const auto [q, r] = ts::linalg::qr(x);
     return ts::linalg::cholesky(x) + ts::expand_dims(w + s + ts::expand_dims(ts::linalg::det(x), {1}), {1}) +

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -44,9 +45,34 @@ lapack_int to_int(int64_t v, const char* op) {
   return lapack_int(v);
 }
 
-/// Splits `batch` matrices of `work` flops each over the arena (fn(begin, end) per group).
+// A factorization this large (in flops: a Cholesky factor of about 400 x 400) runs alone
+// with OpenBLAS's threads when the batch cannot give every thread of the arena a matrix.
+constexpr double kLargeWork = 2e7;
+
+/// Runs fn with OpenBLAS on the arena's thread count: large factorizations use the cores
+/// through LAPACK's own blocked, threaded algorithms. The count is process-wide, so such
+/// calls take turns (each uses every core), and the count returns to one afterwards.
+void with_all_blas_threads(const std::function<void()>& fn) {
+  static std::mutex turn;
+  const std::lock_guard<std::mutex> lock(turn);
+  openblas_set_num_threads(num_threads());
+  try {
+    fn();
+  } catch (...) {
+    openblas_set_num_threads(1);
+    throw;
+  }
+  openblas_set_num_threads(1);
+}
+
+/// Splits `batch` matrices of `work` flops each over the arena (fn(begin, end) per group);
+/// a batch of fewer large matrices than threads runs them one at a time on all threads.
 void for_each_matrix(int64_t batch, double work, const std::function<void(int64_t, int64_t)>& fn) {
   use_one_blas_thread();
+  if (work >= kLargeWork && batch < num_threads() && num_threads() > 1) {
+    with_all_blas_threads([&] { fn(0, batch); });
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, int64_t(kTaskWork / (work + kCallWork)));
   parallel_for(batch, grain, fn);
 }

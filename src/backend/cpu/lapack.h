@@ -4,9 +4,11 @@
 //
 // Every function takes `batch` matrices stored back to back (row-major, no padding) in
 // float32, float64, complex64 or complex128, and splits the batch over the shared intra-op
-// arena (parallel.h) in groups that hold enough work per task (small matrices are grouped;
-// one large matrix runs as one call). OpenBLAS runs single-threaded inside tessel (blas.h),
-// so a single large factorization uses one core, like every other kernel of one device.
+// arena (parallel.h) in groups that hold enough work per task (small matrices are grouped).
+// OpenBLAS runs single-threaded inside tessel (blas.h), except for large matrices in a
+// batch too small to occupy the arena: those run one at a time with OpenBLAS's threads (as
+// many as the arena has), so LAPACK's threaded blocked algorithms use the cores. Such calls
+// take turns, since OpenBLAS's thread count is process-wide.
 //
 // Layout: LAPACK is column-major. A row-major buffer read column-major is the transpose,
 // and most factorizations are computed on it without copying: Cholesky and eigh of a
