@@ -22,6 +22,18 @@ ParamList params_cotangent(const std::function<Array(const ParamList&)>& g, cons
   return r;
 }
 
+/// `run(params, input)` as a custom_vjp function with residuals (params, x = its result)
+/// and the backward pass `bwd(params, x, ct) -> (params' cotangents, input's cotangent)`.
+template <class Run, class Bwd> Array with_implicit_vjp(Run run, Bwd bwd, const ParamList& params, const Array& input) {
+  using Res = std::pair<ParamList, Array>;
+  auto fwd = [run](const ParamList& p, const Array& in) {
+    Array x = run(p, in);
+    return std::make_pair(x, Res(p, x));
+  };
+  auto back = [bwd](const Res& r, const Array& ct) { return bwd(r.first, r.second, ct); };
+  return custom_vjp(run, fwd, back)(params, input);
+}
+
 }  // namespace
 }  // namespace tessel::ops
 
@@ -30,18 +42,12 @@ namespace tessel::lax::linalg {
 Array custom_linear_solve(const LinearOperator& matvec, const std::vector<Array>& params, const Array& b,
                           const LinearSolver& solve, const LinearSolver& transpose_solve, bool symmetric) {
   if (!solve) throw ValueError("lax.linalg.custom_linear_solve: solve is empty; pass a function (matvec, b) -> x");
-  using Res = std::pair<std::vector<Array>, Array>;
   auto f = [matvec, solve](const std::vector<Array>& p, const Array& rhs) {
     return solve([&](const Array& x) { return matvec(p, x); }, rhs);
   };
-  auto fwd = [f](const std::vector<Array>& p, const Array& rhs) {
-    Array x = f(p, rhs);
-    return std::make_pair(x, Res(p, x));
-  };
   // x = A^-1 b: the cotangent of b is lambda = A^-T ct (transpose_solve against A^T), that of
   // the operator's parameters -(d(A x)/dp)^T lambda.
-  auto bwd = [matvec, solve, transpose_solve, symmetric](const Res& res, const Array& ct) {
-    const auto& [p, x] = res;
+  auto bwd = [matvec, solve, transpose_solve, symmetric](const std::vector<Array>& p, const Array& x, const Array& ct) {
     const std::function<Array(const Array&)> op = [&](const Array& y) { return matvec(p, y); };
     if (!symmetric && !transpose_solve)
       throw ValueError("lax.linalg.custom_linear_solve: reverse-mode differentiation needs transpose_solve (or "
@@ -51,25 +57,19 @@ Array custom_linear_solve(const LinearOperator& matvec, const std::vector<Array>
     std::vector<Array> ct_p = ops::params_cotangent([&](const std::vector<Array>& q) { return matvec(q, x); }, p, lambda);
     return std::make_tuple(ct_p, lambda);
   };
-  return custom_vjp(f, fwd, bwd)(params, b);
+  return ops::with_implicit_vjp(f, bwd, params, b);
 }
 
 Array custom_root(const RootFunction& f, const std::vector<Array>& params, const Array& initial_guess,
                   const RootSolver& solve, const LinearSolver& tangent_solve) {
   if (!solve || !tangent_solve)
     throw ValueError("lax.linalg.custom_root: solve and tangent_solve must both be functions");
-  using Res = std::pair<std::vector<Array>, Array>;
   auto run = [f, solve](const std::vector<Array>& p, const Array& x0) {
     return solve([&](const Array& x) { return f(p, x); }, x0);
   };
-  auto fwd = [run](const std::vector<Array>& p, const Array& x0) {
-    Array x = run(p, x0);
-    return std::make_pair(x, Res(p, x));
-  };
   // f(x*(p), p) = 0, so dx* = -(df/dx)^-1 (df/dp) dp: the cotangent of p is
   // -(df/dp)^T lambda with lambda = (df/dx)^-T ct; the initial guess has none.
-  auto bwd = [f, tangent_solve](const Res& res, const Array& ct) {
-    const auto& [p, x] = res;
+  auto bwd = [f, tangent_solve](const std::vector<Array>& p, const Array& x, const Array& ct) {
     const std::function<Array(const Array&)> at_p = [&](const Array& y) { return f(p, y); };
     const std::function<Array(const Array&)> jacobian = [&](const Array& v) { return jvp(at_p, x, v).second; };
     const std::function<Array(const Array&)> jacobian_t = linear_transpose(jacobian, x);
@@ -77,7 +77,7 @@ Array custom_root(const RootFunction& f, const std::vector<Array>& params, const
     std::vector<Array> ct_p = ops::params_cotangent([&](const std::vector<Array>& q) { return f(q, x); }, p, lambda);
     return std::make_tuple(ct_p, zeros_like(x));
   };
-  return custom_vjp(run, fwd, bwd)(params, initial_guess);
+  return ops::with_implicit_vjp(run, bwd, params, initial_guess);
 }
 
 }  // namespace tessel::lax::linalg
