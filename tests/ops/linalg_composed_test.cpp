@@ -646,6 +646,17 @@ TEST(LinalgComposedEig, EigenvectorsSatisfyTheirEquations) {
   }
 }
 
+TEST(LinalgComposedEig, IntegerAndHalfInputsBecomeComplex64) {
+  // As jnp.linalg: integers and half types are factored in float32, so the results are
+  // complex64; a diagonal matrix has its diagonal as eigenvalues.
+  const ts::Array d = ts::Array({3, 1, 2}).astype(ts::i32);
+  const ts::Array m = ts::eye(3, std::nullopt, 0, ts::i32) * d;
+  const ts::Array w = la::eigvals(m);
+  ASSERT_EQ(w.dtype(), ts::c64);
+  expect_close(sort_complex(w), ts::Array({1.0f, 2.0f, 3.0f}).astype(ts::c64), 1e-6, "integer eigenvalues");
+  EXPECT_EQ(la::eig(m.astype(ts::f16)).eigenvectors.dtype(), ts::c64);
+}
+
 TEST(LinalgComposedFactorErrors, NameTheFunctionAndTheShape) {
   const ts::Array v = arr({3}, 1), m = arr({2, 3}, 2);
   expect_error<ts::ShapeError>([&] { la::eig(m); }, {"linalg.eig", "(2, 3)"});
