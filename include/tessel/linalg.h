@@ -107,7 +107,8 @@ TESSEL_API Array tridiagonal_solve(const Array& dl, const Array& d, const Array&
 }  // namespace tessel::lax::linalg
 
 namespace tessel::lax::linalg {
-// ---- primitives of the composed functions (src/ops/linalg_eig.cpp, linalg_structured.cpp) ----
+// ---- primitives of the composed functions (src/ops/linalg_eig.cpp, linalg_structured.cpp) and the
+// ---- custom solves (src/ops/linalg_custom_solve.cpp)
 
 /// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
 struct EigResult {
@@ -412,6 +413,8 @@ TESSEL_API Array hankel(const Array& c, std::optional<Array> r = std::nullopt);
 /// cyclically: A[i, j] = c[(i - j) mod N].
 TESSEL_API Array circulant(const Array& c);
 
+// (src/ops/linalg_matrix_functions.cpp)
+
 /// jax.scipy.linalg.expm: the matrix exponentials of square matrices (..., n, n), by
 /// scaling and squaring around a Padé approximant as JAX computes them (degree 3 to 13 in
 /// float64 and complex128, 3 to 7 in float32 and complex64, picked per matrix from its
@@ -419,6 +422,8 @@ TESSEL_API Array circulant(const Array& c);
 /// needs more than `max_squarings` squarings gives NaN. Differentiable (through the
 /// computation, as JAX); integers are promoted to float, half types are a DTypeError.
 TESSEL_API Array expm(const Array& a, bool upper_triangular = false, int64_t max_squarings = 16);
+
+// (src/ops/linalg_structured.cpp: the schur primitive, and eigh)
 
 /// jax.scipy.linalg.schur: A = Z T Z^H for square matrices (..., n, n) (gees): "real"
 /// output gives real input its real Schur form (T quasi-triangular, 2 x 2 blocks for complex
@@ -444,6 +449,8 @@ struct EighTridiagonalResult {
 TESSEL_API EighTridiagonalResult eigh_tridiagonal(const Array& d, const Array& e, bool eigvals_only = false,
                                                   const std::string& select = "a",
                                                   std::pair<int64_t, int64_t> select_range = {0, 0});
+
+// (src/ops/linalg_spectral.cpp)
 
 /// The results of polar: a = unitary @ posdef (side "right") or posdef @ unitary ("left").
 struct PolarResult {
