@@ -681,6 +681,8 @@ TEST(LinalgComposedFactorErrors, NameTheFunctionAndTheShape) {
   expect_error<ts::ShapeError>([&] { la::eigvals(v); }, {"linalg.eigvals", "(3,)"});
   expect_error<ts::ShapeError>([&] { sla::expm(m); }, {"scipy.linalg.expm", "(2, 3)"});
   expect_error<ts::ShapeError>([&] { la::pinv(v); }, {"linalg.pinv", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::pinv(m, arr({2, 2}, 1)); }, {"linalg.pinv", "tolerance", "(2, 2)"});
+  expect_error<ts::ShapeError>([&] { la::matrix_rank(m, arr({2}, 1)); }, {"linalg.matrix_rank", "tolerance", "(2,)"});
   expect_error<ts::ShapeError>([&] { la::lstsq(m, arr({3}, 1)); }, {"linalg.lstsq", "(2, 3)", "(3,)"});
   expect_error<ts::ShapeError>([&] { la::lstsq(m, arr({2, 2, 2}, 1)); }, {"linalg.lstsq", "(2, 2, 2)"});
   expect_error<ts::ShapeError>([&] { la::tensorinv(arr({2, 3, 4}, 1), 1); }, {"linalg.tensorinv", "(2, 3, 4)"});
