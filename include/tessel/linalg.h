@@ -116,10 +116,13 @@ struct EigResult {
   Array left_eigenvectors;   ///< vl (..., n, n): u^H a = w u^H, column-wise; empty unless requested
   Array right_eigenvectors;  ///< vr (..., n, n): a v = w v, column-wise; empty unless requested
 };
-/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length) of general
-/// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
-/// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
-TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
+/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length, largest
+/// component real) of general square matrices (..., n, n) of a LAPACK dtype (float32,
+/// float64, complex64, complex128), by geev; results are complex (complex64 for 32-bit
+/// input, complex128 for 64-bit). The eigenvalues are differentiable; the eigenvectors only
+/// with `enable_eigvec_derivs` (JAX's opt-in: the rule assumes distinct eigenvalues).
+TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true,
+                         bool enable_eigvec_derivs = false);
 
 /// A linear operator with explicit differentiable parameters: (params, x) -> A(params) x.
 using LinearOperator = std::function<Array(const std::vector<Array>& params, const Array& x)>;

@@ -664,6 +664,30 @@ TEST(LinalgComposedEig, EigenvectorsSatisfyTheirEquations) {
   }
 }
 
+TEST(LinalgComposedEig, EigenvectorDerivativesOnOptIn) {
+  // Well-separated real eigenvalues; the rule follows LAPACK's normalisation, so finite
+  // differences of the normalised vectors agree with it.
+  const ts::Array a = smooth({4, 4}, 2) * 0.1 + ts::eye(4, std::nullopt, 0, ts::f64) * ts::Array({1.0, 2.0, 3.0, 4.0});
+  const ts::Array w1 = smooth({4, 4}, 3), w2 = smooth({4, 4}, 4);
+  auto weigh = [&](const ts::Array& v) { return ts::sum(ts::real(v) * w1) + ts::sum(ts::imag(v) * w2); };
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    const auto r = ts::lax::linalg::eig(x, false, true, true);
+    return weigh(r.right_eigenvectors) + ts::sum(ts::square(ts::real(r.eigenvalues)));
+  }, a, "right eigenvectors");
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    return weigh(ts::lax::linalg::eig(x, true, false, true).left_eigenvectors);
+  }, a, "left eigenvectors");
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    return ts::sum(ts::imag(ts::lax::linalg::eig(x, false, false).eigenvalues) * ts::Array({1.0, 2.0, 3.0, 4.0}));
+  }, a, "eigenvalues alone");
+  // Complex eigenvalues: a rotation block (eigenvalues 2 +- i) beside two real ones.
+  const ts::Array rot = ts::Array({2.0, -1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 6.0}).reshape({4, 4});
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    const auto r = ts::lax::linalg::eig(x, false, true, true);
+    return weigh(r.right_eigenvectors) + ts::sum(ts::imag(r.eigenvalues) * ts::Array({1.0, 2.0, 3.0, 4.0}));
+  }, rot + smooth({4, 4}, 5) * 0.1, "complex pair");
+}
+
 TEST(LinalgComposedEig, IntegerAndHalfInputsBecomeComplex64) {
   // As jnp.linalg: integers and half types are factored in float32, so the results are
   // complex64; a diagonal matrix has its diagonal as eigenvalues.
