@@ -54,6 +54,10 @@ struct LuResult {
 /// A singular matrix is factored all the same, with zeros on U's diagonal.
 TESSEL_API LuResult lu(const Array& x);
 
+/// lax.linalg.lu_pivots_to_permutation: the permutation (int32 (..., permutation_size)) that
+/// the row swaps of int32 pivots (..., k) make of 0, 1, ..., permutation_size - 1.
+TESSEL_API Array lu_pivots_to_permutation(const Array& pivots, int64_t permutation_size);
+
 /// The results of qr: x = q r.
 struct QrResult {
   Array q;  ///< (..., m, m) or (..., m, k) with orthonormal columns; empty for mode "r"

@@ -189,6 +189,10 @@ TEST_P(LinalgDtypes, LuReconstructsPermutedMatrix) {
     const ts::Array a = random_matrix(shape, 6, dt);
     const auto [p, l, u] = ts::scipy::linalg::lu(a);
     expect_near(ts::matmul(p, ts::matmul(l, u)), a, tol_of(dt) * 10, "P L U " + ts::shape_to_string(shape));
+    const auto f = la::lu(a);
+    EXPECT_EQ(la::lu_pivots_to_permutation(f.pivots, shape[shape.size() - 2]).to_vector<int32_t>(),
+              f.permutation.to_vector<int32_t>())
+        << ts::shape_to_string(shape);
   }
 }
 
