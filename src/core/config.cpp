@@ -86,6 +86,11 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .doc = "Any non-empty value other than `0` turns code generation off: `jit` runs one unfused kernel per "
             "equation instead of compiling fused loop nests ([performance.md](performance.md)). Results are "
             "the same up to floating-point rounding."},
+    {.var = Var::kConvOnednn, .name = "TESSEL_CONV_ONEDNN", .kind = Kind::kFlag, .when = When::kEachCall,
+     .default_int = 1,
+     .doc = "`0` runs every convolution on tessel's own loops instead of oneDNN (which otherwise computes "
+            "float32 convolutions of 1 to 3 spatial dimensions; [convolution.md](convolution.md)), to compare "
+            "the two."},
     {.var = Var::kCxx, .name = "TESSEL_CXX", .kind = Kind::kString,
      .default_text = "c++",
      .doc = "The C++ compiler that compiles generated kernels. Its first `--version` line is part of the cache "
@@ -155,7 +160,7 @@ constexpr bool agrees(Key<K> key) {
   return kTable[size_t(key.var)].kind == K;
 }
 static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
-                  agrees(kAllocatorCacheBytes) && agrees(kDisableCodegen) && agrees(kCxx) && agrees(kCacheDir) &&
+                  agrees(kAllocatorCacheBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionMaxOutputs) &&
                   agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) &&
                   agrees(kMpiMaxCount) && agrees(kPipelineTrace) && agrees(kLog),

@@ -22,6 +22,7 @@ enum class Var {
   kStreamMaxQueue,
   kAllocatorCacheBytes,
   kDisableCodegen,
+  kConvOnednn,
   kCxx,
   kCacheDir,
   kFusionMinElements,
@@ -94,6 +95,7 @@ inline constexpr IntKey kEagerInlineBytes{Var::kEagerInlineBytes};
 inline constexpr IntKey kStreamMaxQueue{Var::kStreamMaxQueue};
 inline constexpr IntKey kAllocatorCacheBytes{Var::kAllocatorCacheBytes};
 inline constexpr FlagKey kDisableCodegen{Var::kDisableCodegen};
+inline constexpr FlagKey kConvOnednn{Var::kConvOnednn};
 inline constexpr StringKey kCxx{Var::kCxx};
 inline constexpr PathKey kCacheDir{Var::kCacheDir};
 inline constexpr IntKey kFusionMinElements{Var::kFusionMinElements};

@@ -1,9 +1,11 @@
-// Cumulative primitives cumsum, cumprod, cummax, cummin (lax's names; params axis and
-// reverse), sharing one scan kernel and the monoids of the reductions.
+// Cumulative primitives cumsum, cumprod, cummax, cummin, cumlogsumexp (lax's names; params
+// axis and reverse), sharing one scan kernel and the monoids of the reductions.
 #include <memory>
+#include <numbers>
 
 #include "backend/cpu/reduction_ops.h"
 #include "ops/rule_util.h"
+#include "tessel/conv.h"
 
 namespace tessel::ops {
 namespace {
@@ -51,15 +53,31 @@ template <class Op, class T> void scan_kernel_t(const KernelCall& c) {
   }
 }
 
+/// log(exp(a) + exp(b)) without overflow: the monoid of cumlogsumexp (floating types only).
+struct LogAddExpOp {
+  static constexpr bool kPairwise = false;
+  template <class T> using Acc = compute_t<T>;
+  template <class A> static A identity() { return -std::numeric_limits<A>::infinity(); }
+  template <class A> static A combine(A a, A b) {
+    if (a == b) return a + A(std::numbers::ln2);  // also +-inf, where a - b is NaN
+    const A hi = a > b ? a : b, lo = a > b ? b : a;
+    return hi + std::log1p(std::exp(lo - hi));  // NaN propagates through lo - hi
+  }
+};
+
 template <class Op> void scan_kernel(const KernelCall& c) {
-  visit_dtype(c.in_avals[0].dtype, [&](auto z) { scan_kernel_t<Op, decltype(z)>(c); });
+  visit_dtype(c.in_avals[0].dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (!std::is_same_v<Op, LogAddExpOp> || is_float_v<T>) scan_kernel_t<Op, T>(c);
+  });
 }
 
 template <class Op> const char* scan_name() {
   if constexpr (std::is_same_v<Op, SumOp>) return "cumsum";
   else if constexpr (std::is_same_v<Op, ProdOp>) return "cumprod";
   else if constexpr (std::is_same_v<Op, MaxOp>) return "cummax";
-  else return "cummin";
+  else if constexpr (std::is_same_v<Op, MinOp>) return "cummin";
+  else return "cumlogsumexp";
 }
 
 template <class Op> std::vector<Aval> scan_aval(std::span<const Aval> ins, const Params& p) {
@@ -67,6 +85,10 @@ template <class Op> std::vector<Aval> scan_aval(std::span<const Aval> ins, const
   if (axis < 0 || axis >= ins[0].ndim())
     throw IndexError(std::string(scan_name<Op>()) + ": axis " + std::to_string(axis) +
                      " is out of range for an operand of rank " + std::to_string(ins[0].ndim()));
+  if constexpr (std::is_same_v<Op, LogAddExpOp>)
+    if (!is_floating(ins[0].dtype))
+      throw DTypeError(std::string("cumlogsumexp: the operand must be a real floating-point array, got ") +
+                       dtype_name(ins[0].dtype) + "; convert it first (ts::cumlogsumexp converts integers)");
   return {ins[0]};
 }
 
@@ -79,6 +101,13 @@ std::vector<Array> cumsum_transpose(const ir::Primitive& self, std::span<const A
   Params q = p;
   q.set("reverse", !p.get<bool>("reverse"));
   return {bind1(self, {cts[0]}, q)};
+}
+
+/// logaddexp element-wise (for the jvp of cumlogsumexp), as LogAddExpOp computes it.
+Array logaddexp_arrays(const Array& a, const Array& b) {
+  const Array hi = maximum(a, b), lo = minimum(a, b);
+  const Array r = add(hi, log1p(exp(subtract(lo, hi))));
+  return where(equal(a, b), a + std::numbers::ln2, r);
 }
 
 /// `x` shifted by `s` along `axis` in the scan's direction (towards later positions), the
@@ -99,19 +128,25 @@ template <class Op> std::vector<Array> scan_jvp(const ir::Primitive&, std::span<
   const int64_t axis = p.get_int("axis"), n = primals[0].dim(axis);
   const bool reverse = p.get<bool>("reverse");
   Array y = primals[0], t = tangents[0];
-  if constexpr (!std::is_same_v<Op, ProdOp>)
+  if constexpr (!std::is_same_v<Op, ProdOp> && !std::is_same_v<Op, LogAddExpOp>)
     if (is_complex(y.dtype()))
       throw NotImplementedError(std::string(scan_name<Op>()) +
                                 ": differentiation of complex operands is not implemented (their order is not "
                                 "differentiable); differentiate real and imaginary parts separately");
   const Scalar identity = std::is_same_v<Op, ProdOp> ? Scalar(1.0)
-                          : std::is_same_v<Op, MaxOp> ? Scalar(-std::numeric_limits<double>::infinity())
+                          : std::is_same_v<Op, MaxOp> || std::is_same_v<Op, LogAddExpOp>
+                              ? Scalar(-std::numeric_limits<double>::infinity())
                                                       : Scalar(std::numeric_limits<double>::infinity());
   for (int64_t s = 1; s < n; s *= 2) {
     const Array ye = shift(y, s, axis, reverse, identity), te = shift(t, s, axis, reverse, 0.0);
     if constexpr (std::is_same_v<Op, ProdOp>) {
       t = add(multiply(te, y), multiply(ye, t));
       y = multiply(ye, y);
+    } else if constexpr (std::is_same_v<Op, LogAddExpOp>) {
+      // d logaddexp(a, b) = da * exp(a - r) + db * exp(b - r), r = logaddexp(a, b).
+      const Array r = logaddexp_arrays(ye, y);
+      t = add(multiply(te, exp(subtract(ye, r))), multiply(t, exp(subtract(y, r))));
+      y = r;
     } else {
       // The earlier partial result wins only when strictly better: ties take the later
       // element's tangent (a choice: the extremum is not differentiable there).
@@ -152,6 +187,7 @@ const ir::Primitive& cumsum_p = ir::register_primitive(scan_primitive<SumOp>());
 const ir::Primitive& cumprod_p = ir::register_primitive(scan_primitive<ProdOp>());
 const ir::Primitive& cummax_p = ir::register_primitive(scan_primitive<MaxOp>());
 const ir::Primitive& cummin_p = ir::register_primitive(scan_primitive<MinOp>());
+const ir::Primitive& cumlogsumexp_p = ir::register_primitive(scan_primitive<LogAddExpOp>());
 
 /// `numpy`: as jnp.cumsum and jnp.cumprod do, bool accumulates in the default int (other
 /// dtypes keep theirs: int8 stays int8 and wraps) and the result is strong; otherwise as
@@ -178,5 +214,10 @@ Array cummax(const Array& x, int64_t axis, bool reverse) {
 }
 Array cummin(const Array& x, int64_t axis, bool reverse) {
   return ops::cumulative("cummin", ops::cummin_p, x, axis, reverse, false);
+}
+Array cumlogsumexp(const Array& x, int64_t axis, bool reverse) {
+  // Integers and bool become the default float, as lax.cumlogsumexp's callers convert them.
+  const Array xf = is_floating(x.dtype()) ? x : ops::convert(x, default_float);
+  return ops::cumulative("cumlogsumexp", ops::cumlogsumexp_p, xf, axis, reverse, false);
 }
 }  // namespace tessel
