@@ -258,6 +258,15 @@ Array diagonal_front(const Array& x, int64_t a, int64_t b) {
   return slice_in_dim(f, 0, len == 0 ? 0 : (len - 1) * (m + 1) + 1, m + 1, 0);
 }
 
+Array diagonal_offset_front(const Array& x, int64_t offset, int64_t a, int64_t b) {
+  // Diagonal `offset` of (a, b) is the main diagonal once the first |offset| columns
+  // (offset > 0) or rows (offset < 0) are cut off; an offset past the edge leaves none.
+  const int64_t cut_axis = offset >= 0 ? b : a, cut = offset >= 0 ? offset : -offset;
+  const int64_t n = x.dim(cut_axis);
+  const Array y = cut == 0 ? x : slice_in_dim(x, std::min(cut, n), n, 1, cut_axis);
+  return diagonal_front(y, a, b);
+}
+
 }  // namespace tessel::ops
 
 namespace tessel {
@@ -346,12 +355,7 @@ Array trace(const Array& x, int64_t offset, int64_t axis1, int64_t axis2) {
   if (a == b)
     throw ValueError("trace: axis1 and axis2 must differ, got " + std::to_string(axis1) + " and " +
                      std::to_string(axis2));
-  // Diagonal `offset` of (a, b) is the main diagonal once the first |offset| columns
-  // (offset > 0) or rows (offset < 0) are cut off; an offset past the edge leaves none.
-  const int64_t cut_axis = offset >= 0 ? b : a, cut = offset >= 0 ? offset : -offset;
-  const int64_t n = x.dim(cut_axis);
-  const Array y = cut == 0 ? x : slice_in_dim(x, std::min(cut, n), n, 1, cut_axis);
-  return sum(ops::diagonal_front(y, a, b), {0});
+  return sum(ops::diagonal_offset_front(x, offset, a, b), {0});
 }
 
 }  // namespace tessel

@@ -28,16 +28,6 @@ blasint to_blas(int64_t v, const char* what) {
   return blasint(v);
 }
 
-// tessel splits products over its own arena, so OpenBLAS must not start threads of its own
-// (see blas.h). The count is process-wide; set it once, before the first product.
-void use_one_blas_thread() {
-  static const bool done = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)done;
-}
-
 CBLAS_TRANSPOSE flag(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 
 void call_gemm(DType d, bool ta, bool tb, blasint m, blasint n, blasint k, const void* a, blasint lda,
@@ -96,6 +86,16 @@ const void* advance(const void* p, int64_t elems, size_t es) {
 void* advance(void* p, int64_t elems, size_t es) { return static_cast<char*>(p) + elems * int64_t(es); }
 
 }  // namespace
+
+// tessel splits products over its own arena, so OpenBLAS must not start threads of its own
+// (see blas.h). The count is process-wide; set it once, before the first product.
+void use_one_blas_thread() {
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
 
 bool gemm_supported(DType d) {
   return d == DType::float32 || d == DType::float64 || d == DType::complex64 || d == DType::complex128;

@@ -29,6 +29,10 @@ struct GemmOperand {
   std::span<const int64_t> offsets = {};
 };
 
+/// Sets OpenBLAS to one thread (once per process; see above). Every caller of BLAS or
+/// LAPACK calls it before its first call.
+void use_one_blas_thread();
+
 /// True for the dtypes BLAS multiplies directly: f32, f64, c64, c128.
 bool gemm_supported(DType d);
 

@@ -1,0 +1,77 @@
+#pragma once
+// LAPACK binding (LAPACKE over OpenBLAS's LAPACK): batches of factorizations of dense
+// row-major matrices, for the linear-algebra primitives (src/ops/linalg_factor.cpp).
+//
+// Every function takes `batch` matrices stored back to back (row-major, no padding) in
+// float32, float64, complex64 or complex128, and splits the batch over the shared intra-op
+// arena (parallel.h) in groups that hold enough work per task (small matrices are grouped;
+// one large matrix runs as one call). OpenBLAS runs single-threaded inside tessel (blas.h),
+// so a single large factorization uses one core, like every other kernel of one device.
+//
+// Layout: LAPACK is column-major. A row-major buffer read column-major is the transpose,
+// and most factorizations are computed on it without copying: Cholesky and eigh of a
+// symmetric matrix swap the triangle, QR of A is the LQ factorization (gelqf) of A^T, and
+// the SVD of A^T gives U and V^T of A with their roles swapped. Only LU (getrf) and the
+// eigenvectors of eigh and geev are transposed explicitly (O(n^2) beside O(n^3) work).
+//
+// Inputs are never written; outputs are separate buffers. A matrix LAPACK fails on (not
+// positive definite, no convergence) gives NaNs in all of its outputs, as JAX's kernels do.
+#include <cstdint>
+
+#include "tessel/dtype.h"
+
+namespace tessel::cpu {
+
+/// True for the dtypes LAPACK factors: f32, f64, c64, c128.
+bool lapack_supported(DType d);
+
+/// Cholesky factorizations (potrf): `l` gets the lower triangular L with A = L L^H, its
+/// strict upper triangle zero. Only the lower triangle of each `a` is read. A matrix that
+/// is not positive definite gives an all-NaN L.
+void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l);
+
+/// Triangular solves (trsm) of `batch` systems: op(A) X = B (left_side) or X op(A) = B,
+/// where A is n x n (n = m for left_side, else the column count), B and X are m x cols, and
+/// op(A) is A, A^T (transpose_a) or A^H (transpose_a and conjugate_a; conjugate_a alone
+/// conjugates A). Only the `lower` (or upper) triangle of A is read; unit_diagonal assumes
+/// ones on the diagonal without reading it. `x` may equal `b`.
+struct TriangularSolveOptions {
+  bool left_side = false;
+  bool lower = false;
+  bool transpose_a = false;
+  bool conjugate_a = false;
+  bool unit_diagonal = false;
+};
+void triangular_solve(DType d, int64_t batch, int64_t m, int64_t cols, const void* a, const void* b, void* x,
+                      const TriangularSolveOptions& opt);
+
+/// LU factorizations with partial pivoting (getrf) of m x n matrices: `lu` holds L (unit
+/// diagonal, not stored) below the diagonal and U on and above it; `pivots` (int32,
+/// min(m, n) per matrix) the 0-based row swapped with row i at step i; `permutation`
+/// (int32, m per matrix) the rows of A in the order of P A = L U. A singular matrix is
+/// factored all the same (zeros on U's diagonal), as getrf does.
+void lu(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* lu, int32_t* pivots, int32_t* permutation);
+
+/// QR factorizations of m x n matrices (A = Q R): with k = min(m, n), Q is m x k and R is
+/// k x n, or with `full_matrices` Q is m x m and R is m x n. Q has orthonormal columns and R
+/// is upper triangular (trapezoidal).
+void qr(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* q, void* r, bool full_matrices);
+
+/// Eigendecompositions of Hermitian (real symmetric) n x n matrices (syevd / heevd):
+/// eigenvalues `w` (the real dtype of d, n per matrix, ascending) and, when `v` is not
+/// null, eigenvectors as the columns of `v`. Only the `lower` (or upper) triangle is read.
+void eigh(DType d, int64_t batch, int64_t n, const void* a, void* v, void* w, bool lower);
+
+/// Singular value decompositions of m x n matrices (gesdd): singular values `s` (the real
+/// dtype of d, k = min(m, n) per matrix, descending) and, when `u` and `vt` are not null,
+/// A = U diag(s) V^H with U m x k and V^H k x n, or m x m and n x n with `full_matrices`.
+void svd(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* s, void* u, void* vt,
+         bool full_matrices);
+
+/// Eigendecompositions of general n x n matrices (geev): eigenvalues `w` (complex dtype:
+/// complex64 for f32 and c64, complex128 otherwise; n per matrix, in LAPACK's order) and,
+/// when not null, right eigenvectors (columns of `vr`, A v = w v) and left eigenvectors
+/// (columns of `vl`, u^H A = w u^H), complex, each normalized to unit length.
+void eig(DType d, int64_t batch, int64_t n, const void* a, void* w, void* vl, void* vr);
+
+}  // namespace tessel::cpu

@@ -1,0 +1,42 @@
+#pragma once
+// Matrix helpers shared by the factorization primitives (linalg_factor.cpp), the functions
+// composed from them (linalg_solve.cpp, linalg_composed.cpp): every helper acts on the last
+// two dimensions of a batch of matrices (..., m, n).
+#include <string>
+
+#include "ops/op_util.h"
+
+namespace tessel::ops {
+
+/// The lower triangle of the matrices of x, from diagonal k up (k < 0: below the main
+/// diagonal); the rest zero (jnp.tril).
+Array tril(const Array& x, int64_t k = 0);
+/// The upper triangle of the matrices of x, from diagonal k (jnp.triu).
+Array triu(const Array& x, int64_t k = 0);
+/// The matrices transposed (swapping the last two axes).
+Array matrix_transpose(const Array& x);
+/// The matrices conjugate-transposed (transposed for real dtypes).
+Array matrix_adjoint(const Array& x);
+/// (x + x^H) / 2.
+Array symmetrize(const Array& x);
+/// The main diagonals of the matrices: shape (..., min(m, n)).
+Array matrix_diagonal(const Array& x);
+/// Matrices with `d` (..., n) on their diagonals and zeros elsewhere: (..., n, n).
+Array diagonal_matrix(const Array& d);
+/// An n x n identity of x's dtype, broadcast to x's batch dimensions: (..., n, n).
+Array identity_like(const Array& x, int64_t n);
+
+/// Throws "op: ..." unless x is a batch of matrices (rank >= 2; square when `square`) of a
+/// LAPACK dtype (float32, float64, complex64, complex128).
+void check_matrices(const std::string& op, const Aval& x, bool square);
+/// x converted to the dtype LAPACK factors for it: floating and complex stay (half types
+/// become float32), integers and bool become the default float (as jnp.linalg does).
+Array to_lapack_dtype(const Array& x);
+
+/// lax.linalg.lu_solve of `lu`, `permutation` (from lu) and b (..., n, k): solves A x = b
+/// (trans 0), A^T x = b (trans 1) or A^H x = b (trans 2).
+Array lu_solve_matrices(const Array& lu, const Array& permutation, const Array& b, int trans);
+/// Permutation matrices P (..., m, m) of int32 permutations (..., m): P x = x[perm].
+Array permutation_matrix(const Array& permutation, DType dtype);
+
+}  // namespace tessel::ops
