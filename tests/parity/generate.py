@@ -21,9 +21,12 @@ import os
 import sys
 
 import parity_lib  # sets up JAX (x64 on, CPU) before the case modules import it
+import cases_conv
 import cases_fft
+import cases_linalg
 import cases_numpy
 import cases_random
+import cases_sort
 import jax_api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,6 +36,9 @@ MODULES = {
     "numpy": cases_numpy.cases,
     "fft": cases_fft.cases,
     "random": cases_random.cases,
+    "linalg": cases_linalg.cases,
+    "sort": cases_sort.cases,
+    "conv": cases_conv.cases,
 }
 
 

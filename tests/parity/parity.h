@@ -29,6 +29,8 @@ class Params {
  public:
   void set(const std::string& key, std::string type, std::string value);
   bool has(const std::string& key) const { return values_.count(key) != 0; }
+  /// The key's type: none, bool, int, float, str, ints, floats or intss.
+  const std::string& type(const std::string& key) const { return get(key, nullptr).first; }
   /// True when the key holds Python's None.
   bool is_none(const std::string& key) const;
   int64_t i(const std::string& key) const;
@@ -40,6 +42,8 @@ class Params {
   /// A tuple of ints (`ints 1,2`; `-` is empty).
   std::vector<int64_t> ints(const std::string& key) const;
   std::optional<std::vector<int64_t>> opt_ints(const std::string& key) const;
+  /// A tuple of numbers, one of them not an int (`floats 0x1p-1,0x1p+0`).
+  std::vector<double> floats(const std::string& key) const;
   /// A tuple of tuples of ints (`intss 1,2;3,4`).
   std::vector<std::vector<int64_t>> intss(const std::string& key) const;
 
@@ -58,6 +62,11 @@ using Fn = std::function<Out(const In&, const Params&)>;
 void reg(const std::string& func, Fn fn);
 /// Every registered entry, by function key.
 const std::map<std::string, Fn>& registry();
+/// Marks `func`'s cases as known to differ from JAX, saying why: their mismatches are printed,
+/// not failed, and the test fails once they all match (so the mark is removed with the fix).
+void known_difference(const std::string& func, const std::string& reason);
+/// The reason `func` is marked, or null.
+const std::string* known_difference_reason(const std::string& func);
 
 /// One output.
 inline Out out(Array a) { return {std::move(a)}; }

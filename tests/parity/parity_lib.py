@@ -128,6 +128,8 @@ def fmt_param(key, v):
     if isinstance(v, (tuple, list)):
         if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
             return f"param {key} ints {','.join(str(int(x)) for x in v) or '-'}"
+        if all(isinstance(x, (int, float, np.floating)) and not isinstance(x, bool) for x in v):
+            return f"param {key} floats {','.join(fmt_float(x) for x in v) or '-'}"
         if all(isinstance(x, (tuple, list)) for x in v):  # pairs or triples of ints
             return f"param {key} intss {';'.join(','.join(str(int(y)) for y in x) for x in v) or '-'}"
     raise TypeError(f"parameter {key}: cannot write {v!r}")
@@ -182,6 +184,10 @@ class Suite:
         jax.config.update("jax_enable_x64", x64)
         try:
             self._case(func, fn, inputs, params, tol, grad, gtol, name, seed)
+        except Exception as e:  # PARITY_KEEP_GOING=1: report every failing case in one run
+            if not os.environ.get("PARITY_KEEP_GOING"):
+                raise
+            print(f"generate.py: case of {func} failed: {type(e).__name__}: {str(e).splitlines()[0]}")
         finally:
             jax.config.update("jax_enable_x64", True)
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -38,6 +39,18 @@ void reg(const std::string& func, Fn fn) {
     throw std::logic_error("parity: two registry entries for '" + func + "'");
 }
 const std::map<std::string, Fn>& registry() { return mutable_registry(); }
+
+namespace {
+std::map<std::string, std::string>& known_differences() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+}  // namespace
+void known_difference(const std::string& func, const std::string& reason) { known_differences()[func] = reason; }
+const std::string* known_difference_reason(const std::string& func) {
+  auto it = known_differences().find(func);
+  return it == known_differences().end() ? nullptr : &it->second;
+}
 
 void Params::set(const std::string& key, std::string type, std::string value) {
   values_[key] = {std::move(type), std::move(value)};
@@ -77,6 +90,14 @@ std::vector<int64_t> Params::ints(const std::string& key) const { return parse_i
 std::optional<std::vector<int64_t>> Params::opt_ints(const std::string& key) const {
   if (is_none(key)) return std::nullopt;
   return ints(key);
+}
+std::vector<double> Params::floats(const std::string& key) const {
+  std::vector<double> out;
+  const std::string& v = get(key, "floats").second;
+  if (v == "-") return out;
+  std::stringstream ss(v);
+  for (std::string tok; std::getline(ss, tok, ',');) out.push_back(std::strtod(tok.c_str(), nullptr));
+  return out;
 }
 std::vector<std::vector<int64_t>> Params::intss(const std::string& key) const {
   std::vector<std::vector<int64_t>> out;
@@ -282,22 +303,26 @@ std::string mismatch(const Array& got, const Array& want, double rtol, double at
   return os.str();
 }
 
-/// Compares a list of results; `what` names the step (eager, jit, jvp, vjp).
-void expect_match(const Case& c, const char* what, const std::vector<Array>& got, const std::vector<Array>& want,
-                  double rtol, double atol) {
+/// Compares a list of results; `what` names the step (eager, jit, jvp, vjp). Appends what
+/// differs to `failures`.
+void compare(const Case& c, const char* what, const std::vector<Array>& got, const std::vector<Array>& want,
+             double rtol, double atol, std::vector<std::string>& failures) {
   const std::string where = c.file + ":" + std::to_string(c.line) + " case " + c.name + " (" + what + ")";
-  ASSERT_EQ(got.size(), want.size()) << where << ": number of results";
+  if (got.size() != want.size()) {
+    failures.push_back(where + ": " + std::to_string(got.size()) + " results, JAX " + std::to_string(want.size()));
+    return;
+  }
   for (size_t k = 0; k < want.size(); ++k) {
     std::string m = mismatch(got[k], want[k], rtol, atol);
-    EXPECT_TRUE(m.empty()) << where << ", result " << k << ": " << m;
+    if (!m.empty()) failures.push_back(where + ", result " + std::to_string(k) + ": " + m);
   }
 }
 
-void run_case(const Case& c, const Fn& fn) {
+void run_case(const Case& c, const Fn& fn, std::vector<std::string>& failures) {
   const Params& p = c.params;
-  expect_match(c, "eager", fn(c.in, p), c.out, c.rtol, c.atol);
+  compare(c, "eager", fn(c.in, p), c.out, c.rtol, c.atol, failures);
   auto jitted = ts::jit([&fn, &p](const std::vector<Array>& xs) { return fn(xs, p); });
-  expect_match(c, "jit", jitted(c.in), c.out, c.rtol, c.atol);
+  compare(c, "jit", jitted(c.in), c.out, c.rtol, c.atol, failures);
   if (!c.has_grad) return;
   // The function of the differentiated (inexact) inputs, the others held at the case's values.
   auto of_diff = [&](const std::vector<Array>& d) {
@@ -308,10 +333,10 @@ void run_case(const Case& c, const Fn& fn) {
   std::vector<Array> primals;
   for (int64_t i : c.diff) primals.push_back(c.in[size_t(i)]);
   auto [y, t] = ts::jvp(of_diff, std::tuple<std::vector<Array>>(primals), std::tuple<std::vector<Array>>(c.jvp_in));
-  expect_match(c, "jvp primal", y, c.out, c.rtol, c.atol);
-  expect_match(c, "jvp tangent", t, c.jvp_out, c.grtol, c.gatol);
+  compare(c, "jvp primal", y, c.out, c.rtol, c.atol, failures);
+  compare(c, "jvp tangent", t, c.jvp_out, c.grtol, c.gatol, failures);
   auto [y2, pullback] = ts::vjp(of_diff, primals);
-  expect_match(c, "vjp cotangent", pullback(c.vjp_in), c.vjp_out, c.grtol, c.gatol);
+  compare(c, "vjp cotangent", pullback(c.vjp_in), c.vjp_out, c.grtol, c.gatol, failures);
 }
 
 class Parity : public ::testing::TestWithParam<std::string> {};
@@ -321,16 +346,24 @@ TEST_P(Parity, MatchesJax) {
   auto it = registry().find(func);
   ASSERT_NE(it, registry().end()) << "no registry entry for '" << func << "' (add one to tests/parity/cases_*.cpp)";
   int n = 0;
+  std::vector<std::string> failures;
   for (const auto& c : data().cases) {
     if (c.func != func) continue;
     ++n;
     try {
-      run_case(c, it->second);
+      run_case(c, it->second, failures);
     } catch (const std::exception& e) {
-      ADD_FAILURE() << c.file << ":" << c.line << " case " << c.name << " threw: " << e.what();
+      failures.push_back(c.file + ":" + std::to_string(c.line) + " case " + c.name + " threw: " + e.what());
     }
   }
   EXPECT_GT(n, 0);
+  if (const std::string* reason = known_difference_reason(func)) {
+    EXPECT_FALSE(failures.empty()) << "'" << func << "' now matches JAX: remove its known_difference (" << *reason
+                                   << ")";
+    for (const auto& f : failures) std::cout << "known difference (" << *reason << "): " << f << "\n";
+    return;
+  }
+  for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
