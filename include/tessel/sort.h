@@ -151,19 +151,21 @@ TESSEL_API Array histogram_bin_edges(const Array& a, int64_t bins = 10, const Hi
 /// jnp.quantile: the `q`-th quantiles (q: rank 0 or 1, in [0, 1]) of `a` over `axes`
 /// (empty: all). Methods: "linear" (default), "lower", "higher", "midpoint", "nearest",
 /// "inverted_cdf". The result has q's dimensions first. A NaN in a reduced slice gives NaN.
+/// `weights` (a's shape, or the reduced axes' shape) weigh the values, for "inverted_cdf"
+/// only (as JAX); a negative or NaN weight in a slice gives NaN.
 TESSEL_API Array quantile(const Array& a, const Array& q, Axes axes = {}, const std::string& method = "linear",
-                          bool keepdims = false);
+                          bool keepdims = false, const Array& weights = Array());
 /// jnp.percentile: quantile(a, q / 100, ...).
 TESSEL_API Array percentile(const Array& a, const Array& q, Axes axes = {}, const std::string& method = "linear",
-                            bool keepdims = false);
+                            bool keepdims = false, const Array& weights = Array());
 /// jnp.median: quantile(a, 0.5, axes, "midpoint").
 TESSEL_API Array median(const Array& a, Axes axes = {}, bool keepdims = false);
 /// jnp.nanquantile: quantile ignoring NaNs (all-NaN slices give NaN).
 TESSEL_API Array nanquantile(const Array& a, const Array& q, Axes axes = {}, const std::string& method = "linear",
-                             bool keepdims = false);
+                             bool keepdims = false, const Array& weights = Array());
 /// jnp.nanpercentile.
 TESSEL_API Array nanpercentile(const Array& a, const Array& q, Axes axes = {}, const std::string& method = "linear",
-                               bool keepdims = false);
+                               bool keepdims = false, const Array& weights = Array());
 /// jnp.nanmedian.
 TESSEL_API Array nanmedian(const Array& a, Axes axes = {}, bool keepdims = false);
 
@@ -177,6 +179,15 @@ TESSEL_API Array isin(const Array& element, const Array& test_elements, bool ass
 /// smallest value of the result.
 TESSEL_API Array intersect1d(const Array& a, const Array& b, bool assume_unique = false,
                              const SizeOptions& options = {});
+/// What jnp.intersect1d(..., return_indices=True) returns.
+struct Intersect1dResult {
+  Array values;    ///< the sorted unique values found in both
+  Array indices1;  ///< position of each one's first occurrence in a (a.size() for padding)
+  Array indices2;  ///< position of each one's first occurrence in b (b.size() for padding)
+};
+/// jnp.intersect1d with return_indices=True.
+TESSEL_API Intersect1dResult intersect1d_indices(const Array& a, const Array& b, bool assume_unique = false,
+                                                 const SizeOptions& options = {});
 /// jnp.union1d: the sorted unique values found in either.
 TESSEL_API Array union1d(const Array& a, const Array& b, const SizeOptions& options = {});
 /// jnp.setdiff1d: the sorted unique values of `a` not in `b`.

@@ -326,19 +326,44 @@ Array setdiff1d(const Array& a, const Array& b, bool assume_unique, const SizeOp
   return compress("setdiff1d", u, logical_and(valid, isin(u, y, true, true)), o.size, fill);
 }
 
-// The sorted unique values of a that are in b; fill_value defaults to the smallest of them
-// (0 when there are none), as JAX.
-Array intersect1d(const Array& a, const Array& b, bool assume_unique, const SizeOptions& o) {
+// The sorted unique values of a (with the position of each one's first occurrence) looked
+// up in b sorted stably with its positions: a binary search finds each value's first
+// occurrence in b. fill_value defaults to the smallest value found (0 when there are none),
+// and the positions of the padding to the sizes of a and b, as JAX.
+Intersect1dResult intersect1d_indices(const Array& a, const Array& b, bool assume_unique, const SizeOptions& o) {
   auto [x, y] = set_operands("intersect1d", a, b);
   if (o.size) ops::checked_size("intersect1d", *o.size);
-  auto [u, valid] = assume_unique ? std::pair{sort(x, 0), ones(x.shape(), DType::bool_)} : unique_padded(x, o.size);
-  const Array mask = logical_and(valid, isin(u, y));
-  if (!o.size) return compress("intersect1d", u, mask, std::nullopt, Array(Scalar(0, u.dtype())));
-  const Array picked = compress("intersect1d", u, mask, o.size, Array(Scalar(0, u.dtype())));
-  if (o.fill_value) return where(ops::filled(*o.size, ops::count_true(mask)), picked, Array(*o.fill_value).astype(u.dtype()));
-  if (*o.size == 0 || u.size() == 0) return picked;
-  const Array smallest = where(greater(ops::count_true(mask), Array(0)), picked.index({0}), Array(Scalar(0, u.dtype())));
-  return where(ops::filled(*o.size, ops::count_true(mask)), picked, smallest);
+  Array u, first_a, valid;
+  if (assume_unique) {
+    std::tie(u, first_a) = sort_key_val(x, iota(DType::int32, x.shape()), 0);
+    valid = ones(x.shape(), DType::bool_);
+  } else {
+    const UniqueResult r = unique(x, {.return_index = true, .return_counts = true, .size = o.size ? std::optional(x.size()) : std::nullopt});
+    u = r.values, first_a = r.indices, valid = greater(r.counts, Array(0));
+  }
+  Array found = zeros(u.shape(), DType::bool_), first_b = zeros(u.shape(), DType::int32);
+  if (y.size() > 0 && u.size() > 0) {
+    auto [sorted_b, positions_b] = sort_key_val(y, iota(DType::int32, y.shape()), 0);
+    const Array at = searchsorted(sorted_b, u, "left");
+    found = equal(take(sorted_b, at, 0, {.mode = "clip"}), u);
+    first_b = take(positions_b, at, 0, {.mode = "clip"});
+  }
+  const Array mask = logical_and(valid, found), count = ops::count_true(mask);
+  const Scalar zero(0, u.dtype());
+  Intersect1dResult r;
+  r.values = compress("intersect1d", u, mask, o.size, Array(zero));
+  r.indices1 = compress("intersect1d", first_a, mask, o.size, Array(Scalar(x.size(), DType::int32)));
+  r.indices2 = compress("intersect1d", first_b, mask, o.size, Array(Scalar(y.size(), DType::int32)));
+  if (o.size && (o.fill_value || (*o.size > 0 && u.size() > 0))) {
+    const Array fill = o.fill_value ? Array(*o.fill_value).astype(u.dtype())
+                                    : where(greater(count, Array(0)), r.values.index({0}), Array(zero));
+    r.values = where(ops::filled(*o.size, count), r.values, fill);
+  }
+  return r;
+}
+
+Array intersect1d(const Array& a, const Array& b, bool assume_unique, const SizeOptions& o) {
+  return intersect1d_indices(a, b, assume_unique, o).values;
 }
 
 }  // namespace tessel

@@ -201,14 +201,18 @@ QuantileMethod quantile_method(const std::string& op, const std::string& m) {
 // last) and read at positions computed from q. Results are laid out (rest..., nq) until the
 // end, where q's dimension moves to the front.
 Array quantile_impl(const std::string& op, const Array& a_in, const Array& q_in, Axes axes_in,
-                    const std::string& method_name, bool keepdims, bool skip_nans) {
+                    const std::string& method_name, bool keepdims, bool skip_nans, const Array& weights) {
   if (!a_in.valid() || !q_in.valid()) throw ValueError(op + ": an argument is an empty Array (default-constructed)");
   const QuantileMethod method = quantile_method(op, method_name);
+  if (weights.valid() && method != QuantileMethod::kInvertedCdf)
+    throw NotImplementedError(op + ": method \"" + method_name + "\" does not take weights; only \"inverted_cdf\" does (as JAX)");
+  if (weights.valid() && is_complex(weights.dtype()))
+    throw DTypeError(op + ": weights cannot be complex, got " + dtype_name(weights.dtype()));
   if (is_complex(a_in.dtype()) || is_complex(q_in.dtype()))
     throw DTypeError(op + ": complex input is not supported (quantiles of complex numbers are not defined); "
                      "take real() or abs() first");
   if (q_in.ndim() > 1) throw ShapeError(op + ": q must have rank 0 or 1, got shape " + shape_to_string(q_in.shape()));
-  PromotedType t = result_type({a_in, q_in});
+  PromotedType t = weights.valid() ? result_type({a_in, q_in, weights}) : result_type({a_in, q_in});
   const DType dt = is_inexact(t.dtype) ? t.dtype : default_float;
   const Array a = convert(a_in, dt), q = reshape(convert(q_in, dt), {q_in.size()});
   const Axes axes = canonicalize_axes(op, axes_in, a.ndim(), true);
@@ -226,7 +230,23 @@ Array quantile_impl(const std::string& op, const Array& a_in, const Array& q_in,
   const int64_t last = x.ndim() - 1;
   if (skip_nans) x = where(isnan(x), Array(Scalar(NAN, dt)), x);  // positive NaNs, sorted last
   else x = where(any(isnan(x), {last}, true), Array(Scalar(NAN, dt)), x);
-  x = bind_sort({x}, last, true, 1)[0];
+  Array w;  // the weights, laid out and sorted like x
+  if (weights.valid()) {
+    Array full_w = convert(weights, dt);
+    if (weights.shape() != a.shape()) {
+      Shape reduced;
+      for (int64_t d : axes) reduced.push_back(a.dim(d));
+      if (axes_in.empty() || weights.shape() != reduced)
+        throw ShapeError(op + ": weights of shape " + shape_to_string(weights.shape()) + " must have a's shape " +
+                         shape_to_string(a.shape()) + (axes_in.empty() ? "" : " or the reduced axes' shape " +
+                                                                                 shape_to_string(reduced)));
+      full_w = broadcast_in_dim(full_w, a.shape(), axes);
+    }
+    std::vector<Array> both = bind_sort({x, reshape(transpose(full_w, perm), merged)}, last, true, 1);
+    x = both[0], w = both[1];
+  } else {
+    x = bind_sort({x}, last, true, 1)[0];
+  }
   // count: the values each slice holds (shape rest + (1,)); positions in [0, count - 1].
   Shape count_shape = rest;
   count_shape.push_back(1);
@@ -238,7 +258,17 @@ Array quantile_impl(const std::string& op, const Array& a_in, const Array& q_in,
     return take_along_axis(x, astype(clamped, DType::int32), last, {.mode = "clip"});
   };
   Array result;
-  if (method == QuantileMethod::kInvertedCdf) {
+  if (method == QuantileMethod::kInvertedCdf && w.valid()) {
+    // The first position whose cumulative weight reaches q * total weight (NaN values weigh
+    // nothing); a negative or NaN weight makes the slice's result NaN, as JAX.
+    const Array zero = Array(Scalar(0.0, dt));
+    const Array bad = logical_or(logical_or(less(w, zero), isnan(w)), isnan(x));
+    const Array cum = cumsum(where(bad, zero, w), last);
+    const Array target = multiply(q, slice_in_dim(cum, n - 1, n, 1, last));  // (rest..., nq)
+    const Array below = less(expand_dims(cum, {last}), expand_dims(target, {last + 1}));  // (rest..., nq, n)
+    result = read(astype(sum(astype(below, DType::int32), {last + 1}), dt));
+    result = where(any(logical_or(less(w, zero), isnan(w)), {last}, true), Array(Scalar(NAN, dt)), result);
+  } else if (method == QuantileMethod::kInvertedCdf) {
     // The first position whose cumulative count (1, 2, ...) reaches q * count.
     result = read(subtract(ceil(multiply(q, count)), Array(Scalar(1.0, dt))));
   } else {
@@ -266,23 +296,28 @@ Array quantile_impl(const std::string& op, const Array& a_in, const Array& q_in,
 
 namespace tessel {
 
-Array quantile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims) {
-  return ops::quantile_impl("quantile", a, q, std::move(axes), method, keepdims, false);
+Array quantile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims,
+               const Array& weights) {
+  return ops::quantile_impl("quantile", a, q, std::move(axes), method, keepdims, false, weights);
 }
-Array nanquantile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims) {
-  return ops::quantile_impl("nanquantile", a, q, std::move(axes), method, keepdims, true);
+Array nanquantile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims,
+                  const Array& weights) {
+  return ops::quantile_impl("nanquantile", a, q, std::move(axes), method, keepdims, true, weights);
 }
-Array percentile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims) {
-  return ops::quantile_impl("percentile", a, divide(q, Array(100.0)), std::move(axes), method, keepdims, false);
+Array percentile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims,
+                 const Array& weights) {
+  return ops::quantile_impl("percentile", a, divide(q, Array(100.0)), std::move(axes), method, keepdims, false, weights);
 }
-Array nanpercentile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims) {
-  return ops::quantile_impl("nanpercentile", a, divide(q, Array(100.0)), std::move(axes), method, keepdims, true);
+Array nanpercentile(const Array& a, const Array& q, Axes axes, const std::string& method, bool keepdims,
+                    const Array& weights) {
+  return ops::quantile_impl("nanpercentile", a, divide(q, Array(100.0)), std::move(axes), method, keepdims, true,
+                            weights);
 }
 Array median(const Array& a, Axes axes, bool keepdims) {
-  return ops::quantile_impl("median", a, Array(0.5), std::move(axes), "midpoint", keepdims, false);
+  return ops::quantile_impl("median", a, Array(0.5), std::move(axes), "midpoint", keepdims, false, Array());
 }
 Array nanmedian(const Array& a, Axes axes, bool keepdims) {
-  return ops::quantile_impl("nanmedian", a, Array(0.5), std::move(axes), "midpoint", keepdims, true);
+  return ops::quantile_impl("nanmedian", a, Array(0.5), std::move(axes), "midpoint", keepdims, true, Array());
 }
 
 }  // namespace tessel

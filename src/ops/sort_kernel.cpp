@@ -1,7 +1,8 @@
 // Sorting rows by order-preserving unsigned keys. A key of up to 32 bits and the element's
 // current position are packed into one 64-bit word (key high, position low), so sorting the
-// words is a stable sort of the keys; long rows are sorted by a parallel LSD radix sort
-// over the key's bytes (only the bytes that differ), short ones by std::sort. Wider keys
+// words is a stable sort of the keys. Long rows are sorted by a radix sort over the key's
+// bytes (8-bit digits, skipping digits that never differ): very long ones split by their top
+// byte first, then sort the buckets in cache, in parallel; short rows by std::sort. Wider keys
 // (64-bit types) and several keys (lax.sort's num_keys, complex parts) are sorted one
 // 32-bit word at a time from the least significant, each pass stable (LSD over words).
 #include "ops/sort_kernel.h"
@@ -137,12 +138,11 @@ template <class T> void pack_word(const Word& w, const Rows& rows, int64_t r, Fl
 constexpr int kDigitBits = 8;
 constexpr int kBuckets = 1 << kDigitBits;
 
-/// Sorts packed words by their high `bytes` key bytes, LSD: returns the buffer holding the
-/// result (a or b). Each pass counts digits per chunk, then each chunk scatters its elements
-/// to its own ranges; a pass whose digit is the same everywhere is skipped.
-uint64_t* radix_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, bool parallel) {
-  const int64_t chunks =
-      parallel ? std::clamp<int64_t>(n / kParallelGrain, 1, int64_t(cpu::num_threads())) : int64_t(1);
+/// Sorts packed words by their low `bytes` key bytes (of the high half), LSD: returns the
+/// buffer holding the result (a or b). Each pass counts digits per chunk, then each chunk
+/// scatters its elements to its own ranges; a pass whose digit is the same everywhere is
+/// skipped.
+uint64_t* lsd_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, int64_t chunks) {
   std::vector<std::array<int64_t, kBuckets>> count(static_cast<size_t>(chunks));
   auto each_chunk = [&](auto&& fn) {
     if (chunks == 1) fn(int64_t(0));
@@ -178,6 +178,76 @@ uint64_t* radix_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, bool parall
     std::swap(a, b);
   }
   return a;
+}
+
+/// Rows this long start with one most-significant-digit pass, so that the other passes run
+/// on buckets that fit the caches.
+constexpr int64_t kMsdMin = int64_t(1) << 17;
+
+/// Sorts packed words by their high `bytes` key bytes: returns the buffer holding the
+/// result (a or b). Long rows are split by their most significant key byte into buckets
+/// (one parallel counting pass, stable), then each bucket is sorted by the other bytes:
+/// small ones in parallel, each by LSD passes in cache (or std::sort: the words are
+/// distinct, so any sort is stable), large ones (a skewed top byte, as floats of one
+/// binade give) the same way in turn.
+uint64_t* radix_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, bool parallel) {
+  const int64_t chunks =
+      parallel ? std::clamp<int64_t>(n / kParallelGrain, 1, int64_t(cpu::num_threads())) : int64_t(1);
+  if (bytes == 1 || n < kMsdMin) return lsd_sort(a, b, n, bytes, chunks);
+  // The top byte: the counting pass of lsd_sort restricted to it, written by hand to keep
+  // the bucket bounds.
+  const int shift = 32 + 8 * (bytes - 1);
+  std::vector<std::array<int64_t, kBuckets>> count(static_cast<size_t>(chunks));
+  auto each_chunk = [&](auto&& fn) {
+    if (chunks == 1) fn(int64_t(0));
+    else cpu::parallel_for(chunks, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) fn(t);
+    });
+  };
+  each_chunk([&](int64_t t) {
+    auto& c = count[size_t(t)];
+    c.fill(0);
+    for (int64_t i = n * t / chunks, e = n * (t + 1) / chunks; i < e; ++i) ++c[(a[i] >> shift) & 0xff];
+  });
+  std::array<int64_t, kBuckets + 1> start{};
+  int64_t offset = 0;
+  for (int d = 0; d < kBuckets; ++d) {
+    start[size_t(d)] = offset;
+    for (auto& c : count) {
+      const int64_t k = c[size_t(d)];
+      c[size_t(d)] = offset;
+      offset += k;
+    }
+  }
+  start[kBuckets] = n;
+  for (int d = 0; d < kBuckets; ++d)
+    if (start[size_t(d) + 1] - start[size_t(d)] == n) return radix_sort(a, b, n, bytes - 1, parallel);
+  each_chunk([&](int64_t t) {
+    auto& c = count[size_t(t)];
+    for (int64_t i = n * t / chunks, e = n * (t + 1) / chunks; i < e; ++i) b[c[(a[i] >> shift) & 0xff]++] = a[i];
+  });
+  // Each bucket of b sorted by the remaining bytes, a as its scratch; the result stays in b.
+  auto sort_bucket = [&](int d, bool par) {
+    uint64_t* x = b + start[size_t(d)];
+    const int64_t m = start[size_t(d) + 1] - start[size_t(d)];
+    if (m < 256) {
+      std::sort(x, x + m);
+      return;
+    }
+    uint64_t* sorted = par ? radix_sort(x, a + start[size_t(d)], m, bytes - 1, true)
+                           : lsd_sort(x, a + start[size_t(d)], m, bytes - 1, 1);
+    if (sorted != x) std::copy(sorted, sorted + m, x);
+  };
+  const int64_t large = std::max<int64_t>(kMsdMin, n / (4 * int64_t(cpu::num_threads())));
+  for (int d = 0; d < kBuckets; ++d)
+    if (start[size_t(d) + 1] - start[size_t(d)] >= large) sort_bucket(d, parallel);
+  auto small = [&](int64_t lo, int64_t hi) {
+    for (int64_t d = lo; d < hi; ++d)
+      if (start[size_t(d) + 1] - start[size_t(d)] < large) sort_bucket(int(d), false);
+  };
+  if (parallel) cpu::parallel_for(kBuckets, 1, small);
+  else small(0, kBuckets);
+  return b;
 }
 
 int key_bytes(DType d) { return int(is_complex(d) ? itemsize(d) / 2 : itemsize(d)); }
@@ -330,7 +400,7 @@ void permute_row(const void* in, void* out, size_t itemsize, const Rows& in_rows
 void for_each_row(const Rows& rows, const std::function<void(int64_t, bool, Scratch&)>& fn) {
   const int64_t count = rows.count();
   if (count == 0 || rows.n == 0) return;
-  if (count == 1 || rows.n >= kParallelGrain / 2) {
+  if (count == 1 || rows.n >= kParallelGrain) {  // long rows: each split over the arena in turn
     Scratch s;
     for (int64_t r = 0; r < count; ++r) fn(r, rows.n >= kParallelGrain, s);
     return;

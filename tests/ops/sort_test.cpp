@@ -159,6 +159,30 @@ TEST(Sort, LongRowsOfEveryWidthMatchStableSort) {
   check_long_row<uint32_t>(ts::u32, 5000, 6);
 }
 
+TEST(Sort, SkewedLongRowsMatchStableSort) {
+  // One binade (the top key byte is the same everywhere), two binades (two huge buckets),
+  // and a few distinct values (long runs of ties).
+  std::mt19937 gen(11);
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode);
+    std::vector<float> v(400000);
+    for (auto& e : v) {
+      const uint32_t r = gen();
+      e = mode == 0 ? 1.0f + float(r % 1000000) / 1e6f
+          : mode == 1 ? (r & 1 ? 0.5f : -0.5f) * (1.0f + float(r % 4096) / 4096.0f)
+                      : float(r % 5);
+    }
+    std::vector<int32_t> want(v.size());
+    std::iota(want.begin(), want.end(), 0);
+    std::stable_sort(want.begin(), want.end(), [&](int32_t a, int32_t b) { return v[size_t(a)] < v[size_t(b)]; });
+    const ts::Array x = ts::Array(v);
+    ASSERT_EQ(ts::argsort(x).to_vector<int32_t>(), want);
+    std::vector<float> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(ts::sort(x).to_vector<float>(), sorted);
+  }
+}
+
 TEST(Sort, ManyRowsAndStridedRowsMatchAPerRowSort) {
   std::mt19937 gen(7);
   std::vector<float> v(64 * 3000);
@@ -317,6 +341,13 @@ TEST(Quantile, EveryMethodAndItsNanForm) {
     expect_ref(ts::quantile(q, qs, {1}, m), *refs.first, 1e-6);
     expect_ref(ts::nanquantile(q, qs, {1}, m), *refs.second, 1e-6);
   }
+  expect_ref(ts::quantile(q, qs, {1}, "inverted_cdf", false, f32(kQW)), kQuantileWeighted);
+  expect_ref(ts::nanquantile(q, qs, {1}, "inverted_cdf", false, f32(kQW2)), kNanquantileWeighted2);
+  expect_ref(ts::percentile(ts::slice(q, {0, 0}, {2, 5}), ts::Array(30.0f), {1}, "inverted_cdf", false,
+                            ts::slice(f32(kQW2), {0, 0}, {2, 5})),
+             kPercentileWeighted);
+  EXPECT_THROW(ts::quantile(q, qs, {1}, "linear", false, f32(kQW)), ts::NotImplementedError);
+  EXPECT_THROW(ts::quantile(q, qs, {0}, "inverted_cdf", false, f32(kQW)), ts::ShapeError);
   const ts::Array q2 = ts::slice(q, {0, 0}, {2, 5});
   expect_ref(ts::quantile(q2, ts::Array(0.3f)), kQuantileAll, 1e-6);
   expect_ref(ts::quantile(q, ts::Array(0.7f), {0}, "linear", true), kQuantileAxis0Keep, 1e-6);
@@ -341,6 +372,19 @@ TEST(SetOps, IsinIntersectUnionSetdiff) {
   expect_ref(ts::intersect1d(s1, s2), kIntersect);
   expect_ref(ts::intersect1d(s1, s2, false, {.size = 6}), kIntersect6);
   expect_ref(ts::intersect1d(s1, s2, false, {.size = 6, .fill_value = -1}), kIntersect6Fill);
+  ts::Intersect1dResult r = ts::intersect1d_indices(s1, s2);
+  expect_ref(r.values, kIntersect);
+  expect_ref(r.indices1, kIntersectIdx1);
+  expect_ref(r.indices2, kIntersectIdx2);
+  r = ts::intersect1d_indices(s1, s2, false, {.size = 5});
+  expect_ref(r.values, kIntersect5Values);
+  expect_ref(r.indices1, kIntersect5Idx1);
+  expect_ref(r.indices2, kIntersect5Idx2);
+  r = ts::intersect1d_indices(ts::Array(std::vector<float>{4.f, 2.f, 9.f, 0.f}),
+                              ts::Array(std::vector<float>{3.f, 0.f, 9.f, 5.f}), true);
+  expect_ref(r.values, kIntersectUniqueValues);
+  expect_ref(r.indices1, kIntersectUniqueIdx1);
+  expect_ref(r.indices2, kIntersectUniqueIdx2);
   expect_ref(ts::union1d(s1, s2), kUnion);
   expect_ref(ts::union1d(s1, s2, {.size = 9, .fill_value = 100}), kUnion9);
   expect_ref(ts::setdiff1d(s1, s2), kSetdiff);
@@ -395,6 +439,16 @@ TEST(SortTransforms, VmapMatchesRowByRow) {
   }();
   EXPECT_EQ(tv.shape(), (ts::Shape{4, 1, 2}));
   EXPECT_EQ(ts::reshape(ti, {4, 2}).to_vector<float>(), (std::vector<float>{0, 2, 2, 0, 0, 1, 1, 0}));  // top_k of each column
+  // Value-dependent lengths under vmap, with a size (JAX's values).
+  const ts::Array m = ts::Array({{3.f, 1.f, 3.f, 2.f}, {5.f, 5.f, 5.f, 0.f}});
+  EXPECT_EQ(ts::vmap([](const ts::Array& r) { return ts::unique(r, {.size = 4, .fill_value = -1.f}).values; })(m)
+                .to_vector<float>(),
+            (std::vector<float>{1, 2, 3, -1, 0, 5, -1, -1}));
+  EXPECT_EQ(ts::vmap([](const ts::Array& r) { return ts::nonzero(r - 3.f, {.size = 4})[0]; })(m).to_vector<int32_t>(),
+            (std::vector<int32_t>{1, 3, 0, 0, 0, 1, 2, 3}));
+  EXPECT_EQ(ts::vmap([](const ts::Array& r) { return ts::searchsorted(ts::Array({1.f, 2.f, 3.f}), r); })(m)
+                .to_vector<int32_t>(),
+            (std::vector<int32_t>{2, 0, 2, 1, 3, 3, 3, 0}));
 }
 
 TEST(SortTransforms, GradientsMatchJax) {
@@ -410,6 +464,9 @@ TEST(SortTransforms, GradientsMatchJax) {
              })(g),
              kGradTopk, 1e-6);
   expect_ref(ts::grad([](const ts::Array& x) { return ts::quantile(x, ts::Array(0.3f)); })(g), kGradQuantile, 1e-6);
+  EXPECT_EQ(ts::jit(ts::grad([](const ts::Array& x) { return ts::median(x); }))(ts::Array({3.f, 1.f, 4.f, 2.f}))
+                .to_vector<float>(),
+            (std::vector<float>{0.5f, 0, 0, 0.5f}));
   expect_ref(ts::grad([&](const ts::Array& x) { return ts::sum(ts::lax_sort({ts::flip(x), x}, -1, true, 1)[1] * w); })(g),
              kGradMulti, 1e-6);
   // Under jit and vmap too.
