@@ -278,6 +278,18 @@ Batched conv_batch(const ir::Primitive&, std::span<const Array> ins, std::span<c
   const int64_t lbd = dims[0], rbd = dims[1];
   const Array &lhs = ins[0], &rhs = ins[1];
   const Axes &ls = s.lhs_spec, &rs = s.rhs_spec, &os = s.out_spec;
+  const int64_t size = lbd != kNotBatched ? lhs.dim(lbd) : rhs.dim(rbd);
+  if (size == 0) {  // folding an empty axis would make empty groups: the result is empty
+    auto unbatched = [](const Array& x, int64_t bd) {
+      Shape sh = x.shape();
+      if (bd != kNotBatched) sh.erase(sh.begin() + bd);
+      return Aval(sh, x.dtype());
+    };
+    const Aval out = conv_aval(std::array<Aval, 2>{unbatched(lhs, lbd), unbatched(rhs, rbd)}, p)[0];
+    Shape sh{0};
+    sh.insert(sh.end(), out.shape.begin(), out.shape.end());
+    return {{zeros(sh, out.dtype)}, {0}};
+  }
   if (lbd != kNotBatched && rbd != kNotBatched) {
     const int64_t b = lhs.dim(lbd);
     Array new_lhs;

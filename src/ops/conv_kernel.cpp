@@ -128,11 +128,15 @@ dnnl::TensorView view(int64_t a, int64_t sa, int64_t b, int64_t sb, const Shape&
   return v;
 }
 
-/// The high padding oneDNN accepts for `count` windows of `window` elements, `stride`
-/// apart: its output size formula has no slack, so rows past the last window (never read)
-/// are cut off.
-int64_t exact_high(int64_t in, int64_t lo, int64_t hi, int64_t window, int64_t stride, int64_t count) {
-  return hi - (in + lo + hi - window - (count - 1) * stride);
+/// Appends a spatial dimension to `p`: `count` windows `stride` apart, of taps `dilation`
+/// apart spanning `window` elements, over `in` elements padded by (lo, hi). oneDNN's output
+/// size formula has no slack, so high padding past the last window (never read) is cut off.
+void add_spatial(dnnl::ConvProblem& p, int64_t stride, int64_t dilation, int64_t in, int64_t lo, int64_t hi,
+                 int64_t window, int64_t count) {
+  p.strides.push_back(stride);
+  p.dilates.push_back(dilation - 1);
+  p.pad_l.push_back(lo);
+  p.pad_r.push_back(hi - (in + lo + hi - window - (count - 1) * stride));
 }
 
 /// oneDNN's weights dimensions {O, I, spatial...}, or {G, O / G, I, spatial...} with groups,
@@ -151,13 +155,9 @@ dnnl::TensorView weights_view(int64_t o, int64_t so, int64_t i, int64_t si, cons
 /// The convolution as oneDNN's forward pass (no lhs dilation).
 dnnl::ConvProblem forward_problem(const Geometry& g, const ConvSpec& s) {
   dnnl::ConvProblem p;
-  for (size_t d = 0; d < g.nsp; ++d) {
-    const int64_t k = dilate_dim(g.kernel[d], s.rhs_dilation[d]);
-    p.strides.push_back(s.window_strides[d]);
-    p.dilates.push_back(s.rhs_dilation[d] - 1);
-    p.pad_l.push_back(s.padding_low[d]);
-    p.pad_r.push_back(exact_high(g.in[d], s.padding_low[d], s.padding_high[d], k, s.window_strides[d], g.out[d]));
-  }
+  for (size_t d = 0; d < g.nsp; ++d)
+    add_spatial(p, s.window_strides[d], s.rhs_dilation[d], g.in[d], s.padding_low[d], s.padding_high[d],
+                dilate_dim(g.kernel[d], s.rhs_dilation[d]), g.out[d]);
   const Shape &ls = g.lhs_strides, &rs = g.rhs_strides, &os = g.out_strides;
   p.src = view(g.batch, ls[0], g.features, ls[1], g.in, ls);
   p.dst = view(g.batch, os[0], g.out_features, os[1], g.out, os);
@@ -172,13 +172,9 @@ dnnl::ConvProblem forward_problem(const Geometry& g, const ConvSpec& s) {
 dnnl::ConvProblem weights_problem(const Geometry& g, const ConvSpec& s) {
   dnnl::ConvProblem p;
   p.pass = dnnl::ConvPass::kBackwardWeights;
-  for (size_t d = 0; d < g.nsp; ++d) {
-    const int64_t window = dilate_dim(g.out[d], s.window_strides[d]);
-    p.strides.push_back(s.rhs_dilation[d]);
-    p.dilates.push_back(s.window_strides[d] - 1);
-    p.pad_l.push_back(s.padding_low[d]);
-    p.pad_r.push_back(exact_high(g.in[d], s.padding_low[d], s.padding_high[d], window, s.rhs_dilation[d], g.kernel[d]));
-  }
+  for (size_t d = 0; d < g.nsp; ++d)
+    add_spatial(p, s.rhs_dilation[d], s.window_strides[d], g.in[d], s.padding_low[d], s.padding_high[d],
+                dilate_dim(g.out[d], s.window_strides[d]), g.kernel[d]);
   const Shape &ls = g.lhs_strides, &rs = g.rhs_strides, &os = g.out_strides;
   p.src = view(g.features, ls[1], g.batch, ls[0], g.in, ls);
   p.dst = view(g.group_features, rs[1], g.out_features, rs[0], g.kernel, rs);
@@ -194,11 +190,9 @@ dnnl::ConvProblem data_problem(const Geometry& g, const ConvSpec& s) {
   dnnl::ConvProblem p;
   p.pass = dnnl::ConvPass::kBackwardData;
   for (size_t d = 0; d < g.nsp; ++d) {
-    const int64_t reach = (g.kernel[d] - 1) * s.rhs_dilation[d];
-    p.strides.push_back(s.lhs_dilation[d]);
-    p.dilates.push_back(s.rhs_dilation[d] - 1);
-    p.pad_l.push_back(reach - s.padding_low[d]);
-    p.pad_r.push_back(reach - s.padding_high[d]);
+    const int64_t reach = (g.kernel[d] - 1) * s.rhs_dilation[d];  // the kernel's span, less one
+    add_spatial(p, s.lhs_dilation[d], s.rhs_dilation[d], g.out[d], reach - s.padding_low[d],
+                reach - s.padding_high[d], reach + 1, g.in[d]);
   }
   const Shape &ls = g.lhs_strides, &os = g.out_strides;
   p.dst = view(g.batch, ls[0], g.features, ls[1], g.in, ls);

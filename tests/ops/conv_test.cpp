@@ -293,6 +293,8 @@ TEST(Conv, VmapOverEitherOrBothOperands) {
     check(ts::vmap(bgrouped, {0, ts::none})(bx, row(bw)), bgrouped(row(bx), row(bw)), "batch-grouped lhs");
     check(ts::vmap(bgrouped)(bx, bw), bgrouped(row(bx), row(bw)), "batch-grouped both");
   }
+  // An empty vmapped axis gives an empty result.
+  EXPECT_EQ(ts::vmap(conv)(input({0, 2, 4, 5, 2}, 0.1), input({0, 2, 3, 2, 4}, 0.2)).shape(), (ts::Shape{0, 2, 4, 3, 4}));
   // A batch dimension not in front.
   const ts::Array moved = ts::moveaxis(xs, 0, 3);
   const ts::Array r = ts::vmap(conv, {3, ts::none})(moved, ts::slice_in_dim(ws, 0, 1, 1, 0).reshape({2, 3, 2, 4}));
@@ -332,6 +334,22 @@ TEST(Conv, ShardedBatchStaysPartitioned) {
   EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
   EXPECT_NE(text.find("conv_general_dilated"), std::string::npos) << text;
   EXPECT_EQ(got.sharding(), ts::Sharding(batch));
+}
+
+TEST(Conv, SplitChannelsReduceWithOneAllReduce) {
+  ts::Mesh m = ts::make_mesh({2}, {"x"});
+  auto f = ts::jit(
+      [](const ts::Array& x, const ts::Array& w) {
+        return ts::conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}});
+      },
+      {.in_shardings = {ts::NamedSharding(m, ts::P(ts::none, ts::none, ts::none, "x")),
+                        ts::NamedSharding(m, ts::P(ts::none, ts::none, "x", ts::none))}});
+  const ts::Array x = input({2, 5, 5, 4}, 0.1), w = input({3, 3, 4, 3}, 0.2);
+  const ts::Array want = ts::conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}});
+  expect_values(f(x, w), want.to_vector<double>(), want.shape(), 1e-12, "split channels");
+  const std::string text = f.lower(x, w).compile().as_text();
+  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+  EXPECT_NE(text.find("all_reduce"), std::string::npos) << text;
 }
 
 TEST(Conv, ErrorsNameTheProblem) {
@@ -476,4 +494,30 @@ TEST(Conv, OnednnRunsForwardDataAndWeightsPasses) {
   ops::ConvSpec bg = fwd;
   bg.batch_group_count = 2;
   EXPECT_EQ(ops::conv_onednn_impl(x, ts::Aval({3, 3, 4, 6}, ts::f32), bg), "");
+}
+
+TEST(Conv, EdgeCasesOfRankDtypeAndSize) {
+  // No spatial dimensions: a matrix product (N, C) x (O, C).
+  const ts::Array a = input({3, 4}, 0.1), b = input({5, 4}, 0.2);
+  const ts::Array y = ts::conv_general_dilated(a, b, {}, "VALID");
+  const ts::Array want = ts::matmul(a, ts::transpose(b));
+  expect_values(y, want.to_vector<double>(), want.shape(), 1e-12, "rank 2");
+  // Half precision accumulates in float32.
+  const ts::Array xh = input({1, 2, 5, 5}, 0.3, ts::bf16), wh = input({2, 2, 3, 3}, 0.4, ts::bf16);
+  const ts::Array yh = ts::conv(xh, wh, {1, 1}, "SAME");
+  EXPECT_EQ(yh.dtype(), ts::bf16);
+  const ts::Array yf = ts::conv(xh.astype(ts::f32), wh.astype(ts::f32), {1, 1}, "SAME");
+  expect_values(yh, yf.astype(ts::f64).to_vector<double>(), yf.shape(), 0.05, "bfloat16");
+  // An empty batch and a window larger than the padded input give empty results.
+  EXPECT_EQ(ts::conv(input({0, 2, 5, 5}, 0.1, ts::f32), input({3, 2, 3, 3}, 0.2, ts::f32), {1, 1}, "SAME").shape(),
+            (ts::Shape{0, 3, 5, 5}));
+  EXPECT_EQ(ts::conv(input({1, 2, 2, 2}, 0.1), input({3, 2, 3, 3}, 0.2), {1, 1}, "VALID").shape(),
+            (ts::Shape{1, 3, 0, 0}));
+  EXPECT_EQ(ts::nn::max_pool(input({2, 1, 1, 3}, 0.1), {2, 2}).shape(), (ts::Shape{2, 0, 0, 3}));
+  // Gradients through an empty output are zeros of the operands' shapes.
+  auto f = [](const ts::Array& x, const ts::Array& w) { return ts::sum(ts::conv(x, w, {1, 1}, "VALID")); };
+  auto [gx, gw] = ts::grad<0, 1>(f)(input({1, 2, 2, 2}, 0.1), input({3, 2, 3, 3}, 0.2));
+  EXPECT_EQ(gx.shape(), (ts::Shape{1, 2, 2, 2}));
+  EXPECT_EQ(gw.shape(), (ts::Shape{3, 2, 3, 3}));
+  for (double v : gw.to_vector<double>()) EXPECT_EQ(v, 0.0);
 }
