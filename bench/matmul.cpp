@@ -17,6 +17,7 @@
 
 #include "backend/cpu/parallel.h"
 #include "bench_util.h"
+#include "blas_threads.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
@@ -32,14 +33,6 @@ std::vector<float> random_values(size_t n, unsigned seed) {
   return v;
 }
 
-// Runs `f` with OpenBLAS using `threads` threads, then restores the previous count.
-template <class F> void with_blas_threads(int threads, F&& f) {
-  const int saved = openblas_get_num_threads();
-  openblas_set_num_threads(threads);
-  f();
-  openblas_set_num_threads(saved);
-}
-
 struct Timing {
   double tessel = 1e30, eager = 1e30, blas = 1e30;
 };
@@ -52,7 +45,7 @@ Timing compare(int rounds, int n, Jit&& jit, Eager&& eager, Blas&& blas) {
   for (int r = 0; r < rounds; ++r) {
     t.tessel = std::min(t.tessel, tb::seconds_per_call(jit, n, 1));
     t.eager = std::min(t.eager, tb::seconds_per_call(eager, n, 1));
-    with_blas_threads(ts::cpu::num_threads(), [&] { t.blas = std::min(t.blas, tb::seconds_per_call(blas, n, 1)); });
+    tb::with_blas_threads(ts::cpu::num_threads(), [&] { t.blas = std::min(t.blas, tb::seconds_per_call(blas, n, 1)); });
   }
   return t;
 }

@@ -16,6 +16,7 @@
 // factor of a matrix that is not positive definite is all NaN, a singular solve gives
 // inf/NaN; wrong ranks, non-square inputs and mismatched shapes throw ShapeError or
 // ValueError naming the function and the shapes.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,15 @@ struct QrResult {
 /// m x n with `full_matrices`, else m x k and k x n.
 TESSEL_API QrResult qr(const Array& x, bool full_matrices = true);
 
+/// The results of geqrf: LAPACK's packed Householder QR.
+struct GeqrfResult {
+  Array a;     ///< (..., m, n): R on and above the diagonal, the reflectors' vectors below
+  Array taus;  ///< (..., min(m, n)): the reflectors' scales
+};
+/// lax.linalg.geqrf: x = H_0 ... H_{k-1} R with H_i = I - taus_i v_i v_i^H (v_i: column i
+/// of `a` below the diagonal, with a leading 1). No derivative rule (as in JAX).
+TESSEL_API GeqrfResult geqrf(const Array& x);
+
 /// The results of eigh, in lax.linalg.eigh's order: x v = v diag(w).
 struct EighResult {
   Array eigenvectors;  ///< v (..., n, n): column i is the unit eigenvector of eigenvalue i
@@ -87,14 +97,78 @@ struct SvdResult {
 /// k = min(m, n). Without `compute_uv` only s is computed (u and vh are empty Arrays).
 TESSEL_API SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true);
 
+/// lax.linalg.tridiagonal_solve: x with A x = b for tridiagonal matrices A given by their
+/// diagonals dl (dl[i] = A[i, i-1], dl[0] ignored), d and du (du[i] = A[i, i+1], du[m-1]
+/// ignored), all (..., m), and b (..., m, n) (gtsv, with partial pivoting; src/ops/
+/// linalg_tridiagonal.cpp). A singular system gives NaN. JAX's perturb_singular is not
+/// offered.
+TESSEL_API Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b);
+
+}  // namespace tessel::lax::linalg
+
+namespace tessel::lax::linalg {
+// ---- primitives of the composed functions (src/ops/linalg_eig.cpp, linalg_structured.cpp) ----
+
+/// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
+struct EigResult {
+  Array eigenvalues;         ///< w (..., n), complex
+  Array left_eigenvectors;   ///< vl (..., n, n): u^H a = w u^H, column-wise; empty unless requested
+  Array right_eigenvectors;  ///< vr (..., n, n): a v = w v, column-wise; empty unless requested
+};
+/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length) of general
+/// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
+/// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
+TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
+
+/// A linear operator with explicit differentiable parameters: (params, x) -> A(params) x.
+using LinearOperator = std::function<Array(const std::vector<Array>& params, const Array& x)>;
+/// A linear solver: (matvec, b) -> x with matvec(x) = b.
+using LinearSolver = std::function<Array(const std::function<Array(const Array&)>& matvec, const Array& b)>;
+/// lax.custom_linear_solve: x = solve(matvec, b) with matvec(x) = A(params) x, run as written
+/// (an iterative solver, a while loop, a factorization) but differentiated implicitly:
+/// reverse mode gives b the cotangent lambda = transpose_solve(vecmat, ct) (vecmat: A^T, by
+/// linear_transpose of matvec; `symmetric` uses solve and matvec instead) and the parameters
+/// -(d(A x)/d params)^T lambda, never differentiating through `solve`. The operator's
+/// parameters are explicit (JAX finds them in matvec's closure; tessel's custom rules
+/// reject closure-captured values with derivatives). Reverse mode (grad, vjp) and vmap
+/// only: forward mode throws, as for every custom_vjp function.
+TESSEL_API Array custom_linear_solve(const LinearOperator& matvec, const std::vector<Array>& params, const Array& b,
+                                     const LinearSolver& solve, const LinearSolver& transpose_solve = nullptr,
+                                     bool symmetric = false);
+/// A function whose root is sought: (params, x) -> f(x; params), of x's shape.
+using RootFunction = std::function<Array(const std::vector<Array>& params, const Array& x)>;
+/// A root finder: (f, initial_guess) -> x with f(x) = 0.
+using RootSolver = std::function<Array(const std::function<Array(const Array&)>& f, const Array& initial_guess)>;
+/// lax.custom_root: x* = solve(f(params, .), initial_guess), differentiated by the implicit
+/// function theorem: the parameters get -(df/dparams)^T lambda with lambda solving
+/// (df/dx)^T lambda = ct through tangent_solve(g, y) (g: a linear map, here the transposed
+/// Jacobian at x*); the initial guess gets zero. Parameters explicit, reverse mode only, as
+/// custom_linear_solve.
+TESSEL_API Array custom_root(const RootFunction& f, const std::vector<Array>& params, const Array& initial_guess,
+                             const RootSolver& solve, const LinearSolver& tangent_solve);
+
+/// The results of lax.linalg.schur: x = z t z^H.
+struct SchurResult {
+  Array t;  ///< (..., n, n): upper (quasi-)triangular
+  Array z;  ///< (..., n, n): unitary Schur vectors; empty unless requested
+};
+/// lax.linalg.schur: Schur decompositions (gees, unsorted) of square matrices of a LAPACK
+/// dtype; real input gives the real Schur form. No derivative (as JAX).
+TESSEL_API SchurResult schur(const Array& x, bool compute_schur_vectors = true);
 }  // namespace tessel::lax::linalg
 
 namespace tessel::linalg {
 // ---- factorizations and solves (src/ops/linalg_solve.cpp) ----
 
-using lax::linalg::EighResult;
 using lax::linalg::QrResult;
 using lax::linalg::SvdResult;
+
+/// The results of jnp.linalg.eigh, in its order (w, v): a v = v diag(w). (lax::linalg::eigh
+/// returns them the other way round, as lax.linalg.eigh does.)
+struct EighResult {
+  Array eigenvalues;   ///< (..., n), real, ascending
+  Array eigenvectors;  ///< (..., n, n): column i is the unit eigenvector of eigenvalue i
+};
 
 /// jnp.linalg.cholesky: the lower factor L (a = L L^H), or with `upper` the upper factor
 /// U = L^H (a = U^H U), of Hermitian positive definite matrices (..., n, n). NaN where a
@@ -102,13 +176,14 @@ using lax::linalg::SvdResult;
 TESSEL_API Array cholesky(const Array& a, bool upper = false, bool symmetrize_input = true);
 
 /// jnp.linalg.qr of matrices (..., m, n), k = min(m, n). Modes: "reduced" (q m x k, r k x n),
-/// "complete" (q m x m, r m x n), "r" (only r, k x n; q is empty) and "raw" (q holds
-/// LAPACK's Householder reflectors h (..., n, m) and r their scales tau (..., k), as
-/// numpy's and JAX's raw mode; real dtypes only).
+/// "complete" (q m x m, r m x n), "r" (only r, k x n; q is empty) and "raw" (as numpy's and
+/// JAX's (h, tau): the struct's q holds h = geqrf's packed factor transposed (..., n, m) and
+/// its r the scales tau (..., k); no derivative).
 TESSEL_API QrResult qr(const Array& a, const std::string& mode = "reduced");
 
-/// jnp.linalg.svd: a = u diag(s) vh; u and vh are empty without compute_uv. `hermitian`
-/// computes it from eigh (|eigenvalues| sorted descending), as JAX does.
+/// jnp.linalg.svd: a = u diag(s) vh; u and vh are empty without compute_uv. With
+/// `hermitian` (a must be square) JAX takes the factors from eigh; tessel computes the same
+/// factorization with gesdd (singular vectors may differ in sign or phase from JAX's).
 TESSEL_API SvdResult svd(const Array& a, bool full_matrices = true, bool compute_uv = true, bool hermitian = false);
 
 /// jnp.linalg.svdvals: the singular values (..., k), descending.
@@ -345,6 +420,31 @@ TESSEL_API Array circulant(const Array& c);
 /// computation, as JAX); integers are promoted to float, half types are a DTypeError.
 TESSEL_API Array expm(const Array& a, bool upper_triangular = false, int64_t max_squarings = 16);
 
+/// jax.scipy.linalg.schur: A = Z T Z^H for square matrices (..., n, n) (gees): "real"
+/// output gives real input its real Schur form (T quasi-triangular, 2 x 2 blocks for complex
+/// eigenvalue pairs); "complex" converts to complex first (T upper triangular). Not
+/// differentiable (JAX neither).
+TESSEL_API lax::linalg::SchurResult schur(const Array& a, const std::string& output = "real");
+/// jax.scipy.linalg.sqrtm: a square root X (X @ X = A) of square matrices (..., n, n), complex
+/// (as JAX), by the Schur method: A = Z T Z^H in complex Schur form, then the triangular
+/// root U of T column by column, X = Z U Z^H. Not differentiable (it goes through schur,
+/// like JAX's). A singular matrix with a repeated zero eigenvalue may give NaN.
+TESSEL_API Array sqrtm(const Array& a);
+/// The results of eigh_tridiagonal.
+struct EighTridiagonalResult {
+  Array eigenvalues;   ///< (..., k) ascending (the selected ones)
+  Array eigenvectors;  ///< (..., n, k): column i belongs to eigenvalue i; empty with eigvals_only
+};
+/// jax.scipy.linalg.eigh_tridiagonal: eigenvalues (and, unless eigvals_only, eigenvectors) of
+/// the Hermitian tridiagonal matrices with diagonal d (..., n) and sub-diagonal e (..., n - 1)
+/// (the super-diagonal is conj(e)). `select` "a" gives all eigenvalues, "i" those with
+/// indices select_range.first..second (inclusive); JAX's value range "v" (a data-dependent
+/// size) is not supported. Computed by eigh of the dense matrix, so eigenvectors and
+/// derivatives come with it (JAX gives eigenvalues only, by bisection).
+TESSEL_API EighTridiagonalResult eigh_tridiagonal(const Array& d, const Array& e, bool eigvals_only = false,
+                                                  const std::string& select = "a",
+                                                  std::pair<int64_t, int64_t> select_range = {0, 0});
+
 /// The results of polar: a = unitary @ posdef (side "right") or posdef @ unitary ("left").
 struct PolarResult {
   Array unitary;  ///< (..., m, n): orthonormal columns (m >= n) or rows
@@ -356,17 +456,3 @@ struct PolarResult {
 TESSEL_API PolarResult polar(const Array& a, const std::string& side = "right", const std::string& method = "qdwh");
 }  // namespace tessel::scipy::linalg
 
-namespace tessel::lax::linalg {
-// ---- primitives of the composed functions (src/ops/linalg_eig.cpp) ----
-
-/// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
-struct EigResult {
-  Array eigenvalues;         ///< w (..., n), complex
-  Array left_eigenvectors;   ///< vl (..., n, n): u^H a = w u^H, column-wise; empty unless requested
-  Array right_eigenvectors;  ///< vr (..., n, n): a v = w v, column-wise; empty unless requested
-};
-/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length) of general
-/// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
-/// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
-TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
-}  // namespace tessel::lax::linalg

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/linalg_composed.h"
 #include "ops/linalg_factor.h"
@@ -104,8 +105,12 @@ Array vector_norm_of(const std::string& op, const Array& x, const NormOrd& ord, 
   if (p == 1) return reduce_sum(abs(x), axes, keepdims);
   if (std::isinf(p)) return p > 0 ? max_or_zero(abs(x), axes, keepdims) : min_nonempty(op, abs(x), axes, keepdims, ord);
   if (p == 0) return reduce_sum(convert(not_equal(x, Array(0)), real_dtype(x.dtype())), axes, keepdims);
+  // An integer order multiplies (integer_pow, as XLA simplifies JAX's pow by a constant);
+  // others need pow.
   const Array a = abs(x);
-  return pow(reduce_sum(pow(a, Array(p)), axes, keepdims), Array(1.0 / p));
+  const bool whole = p == std::round(p) && std::abs(p) <= 64;
+  const Array powered = whole ? bind1(integer_pow_p, {a}, Params{{"y", int64_t(p)}}) : pow(a, Array(p));
+  return pow(reduce_sum(powered, axes, keepdims), Array(1.0 / p));
 }
 
 /// The singular values of the matrices of x in axes (row, col), those axes removed.

@@ -1,7 +1,8 @@
-// The factorization primitives (lax.linalg's): cholesky, triangular_solve, lu, qr, eigh and
-// svd, each with its abstract evaluation, CPU kernel (backend/cpu/lapack.h), JAX's jvp rule,
+// The factorization primitives (lax.linalg's): cholesky, triangular_solve, lu, qr, geqrf,
+// eigh and svd, each with its abstract evaluation, CPU kernel (backend/cpu/lapack.h), JAX's jvp rule,
 // batching rule and sharding rule side by side; triangular_solve is linear in b and has a
-// transpose. Every primitive treats leading dimensions as a batch of matrices.
+// transpose; geqrf (for jnp.linalg.qr's mode "raw") has no derivative, as JAX's. Every
+// primitive treats leading dimensions as a batch of matrices.
 //
 // qr is one primitive (q and r together, LAPACK's gelqf + orglq on the transposed layout)
 // rather than JAX's geqrf + householder_product pair: the same results and rules, one kernel.
@@ -18,7 +19,8 @@ namespace tessel::ops {
 
 namespace {
 
-/// True where column - row >= k, over the last two dimensions of `shape`.
+/// Over the last two dimensions of `shape`: true where column - row >= k (`upper`), else
+/// where column - row <= k.
 Array band_mask(const Shape& shape, int64_t k, bool upper) {
   const int64_t nd = int64_t(shape.size());
   const Shape mat{shape[size_t(nd - 2)], shape[size_t(nd - 1)]};
@@ -115,16 +117,20 @@ std::vector<Aval> cholesky_aval(std::span<const Aval> ins, const Params&) {
 
 void cholesky_kernel(const KernelCall& c) {
   const Aval& x = c.in_avals[0];
-  cpu::cholesky(x.dtype, batch_size(x, 2), x.shape.back(), c.ins[0], c.outs[0]);
+  cpu::cholesky(x.dtype, batch_size(x, 2), x.shape.back(), c.ins[0], c.outs[0],
+                c.params.get<bool>("symmetrize_input"));
 }
 
 // L' = L phi(L^-1 dA L^-H), phi taking the lower triangle with its diagonal halved
-// (Murray, arXiv:1602.07527), as JAX's cholesky_jvp_rule.
+// (Murray, arXiv:1602.07527), as JAX's cholesky_jvp_rule. With symmetrize_input (JAX
+// symmetrizes before its primitive; tessel's kernel does it while copying) dA is the
+// symmetrized tangent.
 std::vector<Array> cholesky_jvp(const ir::Primitive&, std::span<const Array>, std::span<const Array> tangents,
-                                std::span<const Array> outs, const Params&) {
+                                std::span<const Array> outs, const Params& p) {
   const Array& l = outs[0];
+  const Array da = p.get<bool>("symmetrize_input") ? symmetrize(tangents[0]) : tangents[0];
   using lax::linalg::triangular_solve;
-  const Array tmp = triangular_solve(l, tangents[0], {.left_side = false, .lower = true, .transpose_a = true,
+  const Array tmp = triangular_solve(l, da, {.left_side = false, .lower = true, .transpose_a = true,
                                                       .conjugate_a = true});
   const Array inner = triangular_solve(l, tmp, {.left_side = true, .lower = true});
   const int64_t n = l.dim(-1);
@@ -407,6 +413,27 @@ const ir::Primitive& qr_p = ir::register_primitive({.name = "qr",
                                                     .batch = batch_leading,
                                                     .sharding_rule = batch_sharding_rule});
 
+// ---- geqrf (LAPACK's packed QR, for jnp.linalg.qr's mode "raw"; no derivative, as JAX's) ----
+
+std::vector<Aval> geqrf_aval(std::span<const Aval> ins, const Params&) {
+  const Aval& x = ins[0];
+  check_matrices("geqrf", x, false);
+  const int64_t m = x.shape[size_t(x.ndim() - 2)], n = x.shape.back();
+  return {Aval(x.shape, x.dtype), Aval(with_batch(batch_shape(x.shape, 2), {std::min(m, n)}), x.dtype)};
+}
+
+void geqrf_kernel(const KernelCall& c) {
+  const Aval& x = c.in_avals[0];
+  cpu::geqrf(x.dtype, batch_size(x, 2), x.shape[size_t(x.ndim() - 2)], x.shape.back(), c.ins[0], c.outs[0], c.outs[1]);
+}
+
+const ir::Primitive& geqrf_p = ir::register_primitive({.name = "geqrf",
+                                                       .arity = {1, 1},
+                                                       .abstract_eval = geqrf_aval,
+                                                       .cpu_kernel = geqrf_kernel,
+                                                       .batch = batch_leading,
+                                                       .sharding_rule = batch_sharding_rule});
+
 // ---- eigh ----
 
 std::vector<Aval> eigh_aval(std::span<const Aval> ins, const Params&) {
@@ -543,7 +570,7 @@ namespace tessel::lax::linalg {
 
 Array cholesky(const Array& x, bool symmetrize_input) {
   ops::check_matrices("lax.linalg.cholesky", x.aval(), true);
-  return ops::bind1(ops::cholesky_p, {symmetrize_input ? ops::symmetrize(x) : x});
+  return ops::bind1(ops::cholesky_p, {x}, ops::Params{{"symmetrize_input", symmetrize_input}});
 }
 
 Array triangular_solve(const Array& a, const Array& b, const TriangularSolveOptions& o) {
@@ -557,6 +584,11 @@ LuResult lu(const Array& x) {
 
 QrResult qr(const Array& x, bool full_matrices) {
   auto r = ops::bind(ops::qr_p, std::vector<Array>{x}, ops::Params{{"full_matrices", full_matrices}});
+  return {r[0], r[1]};
+}
+
+GeqrfResult geqrf(const Array& x) {
+  auto r = ops::bind(ops::geqrf_p, std::vector<Array>{x});
   return {r[0], r[1]};
 }
 

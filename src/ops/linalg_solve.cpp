@@ -165,9 +165,10 @@ QrResult qr(const Array& a, const std::string& mode) {
   if (mode == "reduced") return lax::linalg::qr(x, false);
   if (mode == "complete") return lax::linalg::qr(x, true);
   if (mode == "r") return {Array(), lax::linalg::qr(x, false).r};
-  if (mode == "raw")
-    throw ValueError("linalg.qr: mode \"raw\" (LAPACK's Householder reflectors and scales) is not available in "
-                     "tessel; use mode \"reduced\", \"complete\" or \"r\"");
+  if (mode == "raw") {
+    const auto [h, taus] = lax::linalg::geqrf(x);
+    return {ops::matrix_transpose(h), taus};
+  }
   throw ValueError("linalg.qr: unknown mode \"" + mode + "\"; expected \"reduced\", \"complete\", \"r\" or \"raw\"");
 }
 
@@ -187,8 +188,9 @@ bool uplo_lower(const std::string& op, const std::string& uplo) {
 }
 
 EighResult eigh(const Array& a, const std::string& UPLO, bool symmetrize_input) {
-  return lax::linalg::eigh(ops::prepare("linalg.eigh", a, true),
-                           {.lower = uplo_lower("linalg.eigh", UPLO), .symmetrize_input = symmetrize_input});
+  const auto [v, w] = lax::linalg::eigh(ops::prepare("linalg.eigh", a, true),
+                                        {.lower = uplo_lower("linalg.eigh", UPLO), .symmetrize_input = symmetrize_input});
+  return {w, v};
 }
 
 Array eigvalsh(const Array& a, const std::string& UPLO, bool symmetrize_input) {

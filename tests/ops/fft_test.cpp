@@ -14,6 +14,7 @@
 #include "backend/cpu/fftw.h"
 #include "ir/primitive.h"
 #include "ir/trace.h"
+#include "expect_error.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
@@ -389,18 +390,7 @@ TEST(Fft, FrequenciesAndShifts) {
 
 // ---- errors ----
 
-/// Runs f, expecting an exception of type E whose message contains every one of `parts`.
-template <class E> void expect_error(const std::function<void()>& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
+using tessel_test::expect_error;
 
 TEST(FftErrors, PublicFunctionsNameTheOpAndTheValue) {
   const ts::Array x = ts::ones({3, 4}, ts::f32), z = ts::ones({3, 4}, ts::c64);

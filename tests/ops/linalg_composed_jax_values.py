@@ -189,3 +189,18 @@ emit("polar left posdef", lambda: pol2()[1])
 emit("eigvals sorted", lambda: jnp.sort_complex(jnp.linalg.eigvals(arr((4, 4), 1))))
 emit("eigvals f64 sorted", lambda: jnp.sort_complex(jnp.linalg.eigvals(arr((2, 3, 3), 2, "f64"))), x64=True)
 emit("eigvals c64 sorted", lambda: jnp.sort_complex(jnp.linalg.eigvals(arr((3, 3), 3, "c64"))))
+
+# ---- structured problems ----
+from jax import lax  # noqa: E402
+
+tri = lambda dt: (arr((2, 4), 1, dt), arr((2, 4), 2, dt) + 3, arr((2, 4), 3, dt), arr((2, 4, 3), 4, dt))
+emit("tridiagonal_solve", lambda: lax.linalg.tridiagonal_solve(*tri("f32")))
+emit("tridiagonal_solve f64", lambda: lax.linalg.tridiagonal_solve(*tri("f64")), x64=True)
+emit("tridiagonal_solve c64", lambda: lax.linalg.tridiagonal_solve(*tri("c64")))
+emit("sqrtm", lambda: jsl.sqrtm(spd(3, 1)))
+emit("sqrtm f64", lambda: jsl.sqrtm(spd(4, 2, "f64")), x64=True)
+emit("sqrtm c128", lambda: jsl.sqrtm(spd(3, 3, "c128")), x64=True)
+emit("eigh_tridiagonal", lambda: jsl.eigh_tridiagonal(arr((5,), 1), arr((4,), 2), eigvals_only=True))
+emit("eigh_tridiagonal f64 select", lambda: jsl.eigh_tridiagonal(arr((5,), 3, "f64"), arr((4,), 4, "f64"),
+                                                                 eigvals_only=True, select="i", select_range=(1, 3)),
+     x64=True)

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "expect_error.h"
 #include "tessel/linalg.h"
 #include "tessel/tessel.h"
 
@@ -153,6 +154,14 @@ const JaxValue kJax[] = {
     {"eigvals sorted", "c64", {4}, {-1.299727201461792, 0.12147781252861023, 0.12147781252861023, 2.0567708015441895}, {0.0, -0.4025585949420929, 0.4025585949420929, 0.0}},
     {"eigvals f64 sorted", "c128", {2, 3}, {-0.12499999999999978, -0.12499999999999978, 1.3257099462083274e-16, -2.1032198415774908e-16, 0.12500000000000036, 0.12500000000000036}, {-0.739509972887452, 0.739509972887452, 0.0, 0.0, -0.7395099728874526, 0.7395099728874526}},
     {"eigvals c64 sorted", "c64", {3}, {-0.5294699668884277, 1.143585443496704, 1.385884404182434}, {-0.2526342272758484, 0.5446620583534241, -1.0420278310775757}},
+    {"tridiagonal_solve", "f32", {2, 4, 3}, {-0.1649484634399414, 0.19587628543376923, -0.010309278964996338, -0.4639175236225128, 0.11340206861495972, -0.2164948433637619, 0.45315006375312805, 0.059106528759002686, -0.2744559049606323, 0.4466208517551422, 0.014776632189750671, -0.4019473195075989, 0.39891892671585083, -0.1529729664325714, -0.5621621608734131, 0.19135135412216187, -0.22378377616405487, 0.5027027130126953, 0.17405405640602112, -0.27135133743286133, 0.5081080794334412, -0.07459458708763123, -0.45513513684272766, 0.2108108103275299}, {}},
+    {"tridiagonal_solve f64", "f64", {2, 4, 3}, {-0.16494845360824742, 0.1958762886597938, -0.010309278350515462, -0.4639175257731959, 0.11340206185567009, -0.21649484536082475, 0.4531500572737686, 0.05910652920962199, -0.27445589919816726, 0.44662084765177545, 0.014776632302405498, -0.40194730813287516, 0.3989189189189189, -0.15297297297297296, -0.5621621621621622, 0.19135135135135134, -0.22378378378378377, 0.5027027027027027, 0.17405405405405405, -0.27135135135135136, 0.5081081081081081, -0.07459459459459458, -0.45513513513513515, 0.21081081081081082}, {}},
+    {"tridiagonal_solve c64", "c64", {2, 4, 3}, {-0.14306329190731049, 0.2175905406475067, -0.004682290833443403, -0.5376248359680176, 0.05838419124484062, -0.19756048917770386, 0.4307401180267334, 0.11294322460889816, -0.28568005561828613, 0.43923312425613403, 0.020728779956698418, -0.41128009557724, 0.4495478868484497, -0.19131600856781006, -0.6258569955825806, 0.1721477210521698, -0.23629993200302124, 0.4862108826637268, 0.2029876708984375, -0.34992119669914246, 0.4642833173274994, -0.09146329760551453, -0.35024985671043396, 0.17722490429878235}, {0.010322154499590397, -0.0622139610350132, -0.1488882452249527, 0.18068717420101166, 0.006593026220798492, -0.26728373765945435, 0.02142254263162613, 0.09008429199457169, 0.0783211961388588, -0.20874935388565063, 0.1985996663570404, -0.004226370248943567, -0.1352991759777069, 0.26752960681915283, 0.07275637239217758, -0.15363691747188568, -0.2408311516046524, 0.347554087638855, -0.0995955690741539, -0.13084706664085388, 0.40547603368759155, 0.23047123849391937, -0.23679299652576447, -0.4443765878677368}},
+    {"sqrtm", "c64", {3, 3}, {1.6100356578826904, 0.33978983759880066, 0.07590307295322418, -0.20642626285552979, 2.017216205596924, 0.00425565242767334, -0.2908371686935425, 0.23054161667823792, 1.6646597385406494}, {-1.0244548320770264e-07, 0.0, 2.2625184215030458e-07, -1.043081283569336e-07, 0.0, 5.9224433357485395e-08, -2.682209014892578e-07, -3.3527612686157227e-08, 3.588569086332427e-08}},
+    {"sqrtm f64", "c128", {4, 4}, {2.044232867526254, -0.17025771094667336, 0.2294040890593948, -0.017490872984789962, -0.2488979292282467, 2.1866027599292823, -0.04222693391584581, -0.31778826099904844, 0.11140446329377951, -0.1105443536855546, 2.28453118388543, 0.053695556429894375, -0.18172633346072223, 0.24631611719040192, 0.0129001609101905, 1.7533981684156354}, {-2.220446049250313e-16, 1.1102230246251565e-16, 4.163336342344337e-16, 5.551115123125783e-17, -4.996003610813204e-16, -2.220446049250313e-16, 2.220446049250313e-16, 1.942890293094024e-16, -2.42861286636753e-16, 0.0, 1.8041124150158794e-16, 0.0, -1.942890293094024e-16, -2.7755575615628914e-16, 2.220446049250313e-16, 1.1102230246251565e-16}},
+    {"sqrtm c128", "c128", {3, 3}, {2.0104381711814288, -0.006953432910724422, -0.2433618365589142, 0.20623513782245473, 1.644250960862128, -0.30696959744786956, 0.1258573995306982, -0.13885822485056795, 2.067877485372239}, {0.009481258785647123, -0.13080004033256923, 0.16672075489858795, 0.09075369347018813, -0.07728193425460061, -0.22216593482501912, 0.12943441004406717, -0.002928094672371831, -0.12603068895017144}},
+    {"eigh_tridiagonal", "f32", {5}, {-1.4318104982376099, -0.5371023416519165, 0.44344061613082886, 1.0, 1.7754720449447632}, {}},
+    {"eigh_tridiagonal f64 select", "f64", {3}, {-1.0742612157890072, -0.17368382888339723, 1.6001509964828504}, {}},
 };
 
 ts::DType dtype_of(const std::string& s) {
@@ -360,6 +369,22 @@ std::map<std::string, std::function<ts::Array()>> cases() {
   m["eigvals sorted"] = [] { return sort_complex(la::eigvals(arr({4, 4}, 1))); };
   m["eigvals f64 sorted"] = [] { return sort_complex(la::eigvals(arr({2, 3, 3}, 2, ts::f64))); };
   m["eigvals c64 sorted"] = [] { return sort_complex(la::eigvals(arr({3, 3}, 3, ts::c64))); };
+
+  // ---- structured problems ----
+  auto tri = [](ts::DType dt) {
+    return ts::lax::linalg::tridiagonal_solve(arr({2, 4}, 1, dt), arr({2, 4}, 2, dt) + 3.0, arr({2, 4}, 3, dt),
+                                              arr({2, 4, 3}, 4, dt));
+  };
+  m["tridiagonal_solve"] = [=] { return tri(ts::f32); };
+  m["tridiagonal_solve f64"] = [=] { return tri(ts::f64); };
+  m["tridiagonal_solve c64"] = [=] { return tri(ts::c64); };
+  m["sqrtm"] = [] { return sla::sqrtm(spd(3, 1)); };
+  m["sqrtm f64"] = [] { return sla::sqrtm(spd(4, 2, ts::f64)); };
+  m["sqrtm c128"] = [] { return sla::sqrtm(spd(3, 3, ts::c128)); };
+  m["eigh_tridiagonal"] = [] { return sla::eigh_tridiagonal(arr({5}, 1), arr({4}, 2), true).eigenvalues; };
+  m["eigh_tridiagonal f64 select"] = [] {
+    return sla::eigh_tridiagonal(arr({5}, 3, ts::f64), arr({4}, 4, ts::f64), true, "i", {1, 3}).eigenvalues;
+  };
   return m;
 }
 
@@ -490,18 +515,7 @@ TEST(LinalgComposedTransforms, VmapMatchesALoop) {
 
 // ---- errors ----
 
-/// Runs f, expecting an exception of type E whose message contains every one of `parts`.
-template <class E> void expect_error(const std::function<void()>& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
+using tessel_test::expect_error;
 
 TEST(LinalgComposedErrors, NameTheFunctionAndTheShape) {
   const ts::Array v = arr({3}, 1), m = arr({2, 3}, 2);
@@ -545,6 +559,10 @@ TEST(LinalgComposedEdges, EmptyAndDegenerateInputs) {
   EXPECT_EQ(la::matrix_power(ts::zeros({2, 0, 0}), 3).shape(), (ts::Shape{2, 0, 0}));
   // A scalar passes through toeplitz and circulant as a 1-vector.
   expect_close(sla::circulant(ts::Array(2.0f)), ts::full({1, 1}, 2.0f), 0, "circulant of a scalar");
+  // Half types stay half in the norms; integers become float32.
+  EXPECT_EQ(la::vector_norm(ts::ones({4}, ts::f16)).dtype(), ts::f16);
+  EXPECT_EQ(la::vector_norm(ts::ones({4}, ts::f16)).item<float>(), 2.0f);
+  EXPECT_EQ(la::matrix_norm(ts::ones({2, 2}, ts::i32), 1).dtype(), ts::f32);
   // The int order 0 is the number 0, not a null name.
   EXPECT_EQ(la::vector_norm(ts::Array({1.0f, 0.0f, 3.0f}), 0).item<float>(), 2.0f);
 }
@@ -647,6 +665,155 @@ TEST(LinalgComposedFactorErrors, NameTheFunctionAndTheShape) {
   // Eigenvectors of a non-symmetric matrix have no derivative (JAX neither, by default).
   expect_error<ts::ValueError>([&] { ts::grad([](const ts::Array& a) { return ts::sum(ts::real(la::eig(a).eigenvectors)); })(arr({3, 3}, 1, ts::f64)); },
                                {"eig", "eigenvectors", "eigvals"});
+}
+
+}  // namespace
+
+namespace {
+
+// ---- structured problems ----
+
+TEST(LinalgComposedStructured, TridiagonalSolveRules) {
+  namespace lx = ts::lax::linalg;
+  const ts::Array dl = smooth({4}, 1), d = smooth({4}, 2) + 3.0, du = smooth({4}, 3), b = smooth({4, 2}, 4);
+  // Gradients in each of the four operands, against finite differences.
+  const ts::Array w = smooth({4, 2}, 5);
+  expect_grad_matches_differences([&](const ts::Array& x) { return ts::sum(lx::tridiagonal_solve(x, d, du, b) * w); }, dl, "dl");
+  expect_grad_matches_differences([&](const ts::Array& x) { return ts::sum(lx::tridiagonal_solve(dl, x, du, b) * w); }, d, "d");
+  expect_grad_matches_differences([&](const ts::Array& x) { return ts::sum(lx::tridiagonal_solve(dl, d, x, b) * w); }, du, "du");
+  expect_grad_matches_differences([&](const ts::Array& x) { return ts::sum(ts::sin(lx::tridiagonal_solve(dl, d, du, x))); }, b, "b");
+  // The solution solves the dense system (row i of the sub-diagonal band holds dl[i]).
+  const ts::Array a = ts::eye(4, std::nullopt, 0, ts::f64) * d +
+                      ts::eye(4, std::nullopt, -1, ts::f64) * ts::reshape(dl, {4, 1}) +
+                      ts::eye(4, std::nullopt, 1, ts::f64) * ts::reshape(du, {4, 1});
+  expect_close(lx::tridiagonal_solve(dl, d, du, b), la::solve(a, b), 1e-12, "tridiagonal vs dense solve");
+  // vmap with an unbatched operand, and jit.
+  const ts::Array bs = smooth({3, 4, 2}, 6);
+  const ts::Array v = ts::vmap([&](const ts::Array& x) { return lx::tridiagonal_solve(dl, d, du, x); })(bs);
+  for (int64_t i = 0; i < 3; ++i) expect_close(v[{i}], lx::tridiagonal_solve(dl, d, du, bs[{i}]), 1e-12, "vmap");
+  expect_close(ts::jit([](const ts::Array& x, const ts::Array& y, const ts::Array& z, const ts::Array& r) {
+                 return lx::tridiagonal_solve(x, y, z, r);
+               })(dl, d, du, b),
+               lx::tridiagonal_solve(dl, d, du, b), 1e-12, "jit");
+}
+
+TEST(LinalgComposedStructured, SchurReconstructs) {
+  for (ts::DType dt : {ts::f32, ts::f64, ts::c64, ts::c128})
+    for (const char* output : {"real", "complex"}) {
+      SCOPED_TRACE(std::string(ts::dtype_name(dt)) + " " + output);
+      const ts::Array a = arr({2, 4, 4}, 3, dt);
+      const auto [t, z] = sla::schur(a, output);
+      const bool cplx = ts::is_complex(dt) || std::string(output) == "complex";
+      ASSERT_EQ(ts::is_complex(t.dtype()), cplx);
+      const double tol = 100 * tol_of(dt);
+      expect_close(read(ts::matmul(ts::matmul(z, t), ts::conj(ts::swapaxes(z, 1, 2)))), read(a), tol, "z t z^H = a");
+      expect_close(read(ts::matmul(ts::conj(ts::swapaxes(z, 1, 2)), z)), read(ts::broadcast_to(ts::eye(4), {2, 4, 4})),
+                   tol, "z unitary");
+      // Below the first sub-diagonal T is zero (below the diagonal too, for complex T).
+      const auto tv = read(t);
+      for (int64_t k = 0; k < 2; ++k)
+        for (int64_t i = 0; i < 4; ++i)
+          for (int64_t j = 0; j < i - (cplx ? 0 : 1); ++j) EXPECT_EQ(tv[size_t((k * 4 + i) * 4 + j)], C(0)) << i << "," << j;
+    }
+  // sqrtm's root squares back.
+  const ts::Array a = spd(4, 6, ts::f64);
+  const ts::Array x = sla::sqrtm(a);
+  expect_close(read(ts::matmul(x, x)), read(a), 1e-12, "sqrtm^2");
+  const ts::Array xs = sla::sqrtm(ts::stack({a, a * 4.0}));
+  expect_close(xs[{1}], x * 2.0, 1e-12, "batched sqrtm");
+}
+
+TEST(LinalgComposedStructured, EighTridiagonalVectors) {
+  const ts::Array d = arr({2, 5}, 1, ts::f64), e = arr({2, 4}, 2, ts::f64);
+  const auto r = sla::eigh_tridiagonal(d, e);
+  ASSERT_EQ(r.eigenvectors.shape(), (ts::Shape{2, 5, 5}));
+  const ts::Array a = ts::broadcast_to(ts::eye(5, std::nullopt, 0, ts::f64), {2, 5, 5}) * ts::expand_dims(d, {1}) +
+                      ts::pad(ts::eye(4, std::nullopt, 0, ts::f64) * ts::expand_dims(e, {1}), {{0, 0}, {1, 0}, {0, 1}}) +
+                      ts::pad(ts::eye(4, std::nullopt, 0, ts::f64) * ts::expand_dims(e, {1}), {{0, 0}, {0, 1}, {1, 0}});
+  expect_close(read(ts::matmul(a, r.eigenvectors)), read(r.eigenvectors * ts::expand_dims(r.eigenvalues, {1})), 1e-12,
+               "a v = v w");
+  const auto some = sla::eigh_tridiagonal(d, e, false, "i", {1, 2});
+  expect_close(some.eigenvalues, r.eigenvalues[{ts::Slice(), ts::Slice(1, 3)}], 1e-12, "selected eigenvalues");
+  EXPECT_EQ(some.eigenvectors.shape(), (ts::Shape{2, 5, 2}));
+}
+
+TEST(LinalgComposedStructured, Errors) {
+  const ts::Array v = arr({4}, 1);
+  expect_error<ts::ShapeError>([&] { sla::schur(arr({2, 3}, 1)); }, {"scipy.linalg.schur", "(2, 3)"});
+  expect_error<ts::ValueError>([&] { sla::schur(arr({3, 3}, 1), "imaginary"); }, {"scipy.linalg.schur", "output"});
+  expect_error<ts::ShapeError>([&] { sla::sqrtm(v); }, {"scipy.linalg.sqrtm", "(4,)"});
+  expect_error<ts::ShapeError>([&] { sla::eigh_tridiagonal(v, v); }, {"eigh_tridiagonal", "(4,)"});
+  expect_error<ts::ValueError>([&] { sla::eigh_tridiagonal(v, arr({3}, 1), true, "v"); }, {"eigh_tridiagonal", "\"v\""});
+  expect_error<ts::ValueError>([&] { sla::eigh_tridiagonal(v, arr({3}, 1), true, "i", {2, 7}); },
+                               {"eigh_tridiagonal", "select_range"});
+  // schur has no derivative (JAX neither): the error names the primitive.
+  expect_error<ts::Error>([&] { ts::grad([](const ts::Array& a) { return ts::sum(sla::schur(a).t); })(arr({3, 3}, 1, ts::f64)); },
+                          {"schur"});
+}
+
+}  // namespace
+
+namespace {
+
+// ---- custom_linear_solve and custom_root ----
+
+/// Richardson iteration x += 0.25 (b - A x), 200 steps in a while loop (bounds known only at
+/// run time): a solver reverse mode cannot differentiate through.
+ts::Array richardson(const std::function<ts::Array(const ts::Array&)>& matvec, const ts::Array& b) {
+  return ts::fori_loop(ts::Array(0), ts::Array(200), [&](const ts::Array&, const ts::Array& x) {
+    return x + (b - matvec(x)) * 0.25;
+  }, ts::zeros_like(b));
+}
+
+TEST(LinalgComposedCustomSolve, LinearSolveDifferentiatesImplicitly) {
+  namespace lx = ts::lax::linalg;
+  // A well-conditioned symmetric positive definite A (eigenvalues in about [2.3, 4]).
+  const ts::Array a0 = smooth({3, 3}, 1) * 0.2;
+  const ts::Array a = (a0 + ts::transpose(a0)) * 0.5 + ts::eye(3, std::nullopt, 0, ts::f64) * 3.0, b = smooth({3}, 2);
+  auto mv = [](const std::vector<ts::Array>& p, const ts::Array& x) { return ts::matmul(p[0], x); };
+  auto solved = [&](const ts::Array& m, const ts::Array& rhs, bool symmetric) {
+    return lx::custom_linear_solve(mv, {m}, rhs, richardson, symmetric ? nullptr : lx::LinearSolver(richardson),
+                                   symmetric);
+  };
+  expect_close(solved(a, b, false), la::solve(a, b), 1e-10, "value");
+  // Gradients in A and b equal those of the direct solve.
+  for (bool symmetric : {false, true}) {
+    auto loss = [&](const ts::Array& m, const ts::Array& rhs) { return ts::sum(ts::sin(solved(m, rhs, symmetric))); };
+    auto direct = [](const ts::Array& m, const ts::Array& rhs) { return ts::sum(ts::sin(la::solve(m, rhs))); };
+    auto [ga, gb] = ts::grad<0, 1>(loss)(a, b);
+    auto [da, db] = ts::grad<0, 1>(direct)(a, b);
+    expect_close(ga, da, 1e-9, "d/dA");
+    expect_close(gb, db, 1e-9, "d/db");
+  }
+  // Batched right-hand sides under vmap, and jit.
+  const ts::Array bs = smooth({4, 3}, 3);
+  const ts::Array xs = ts::vmap([&](const ts::Array& rhs) { return solved(a, rhs, true); })(bs);
+  for (int64_t i = 0; i < 4; ++i) expect_close(xs[{i}], la::solve(a, bs[{i}]), 1e-10, "vmap");
+  expect_close(ts::jit([&](const ts::Array& rhs) { return solved(a, rhs, false); })(b), la::solve(a, b), 1e-10, "jit");
+  // Without transpose_solve (and not symmetric) reverse mode has nothing to solve with.
+  expect_error<ts::ValueError>([&] { ts::grad([&](const ts::Array& rhs) { return ts::sum(lx::custom_linear_solve(mv, {a}, rhs, richardson)); })(b); },
+                               {"custom_linear_solve", "transpose_solve"});
+}
+
+TEST(LinalgComposedCustomSolve, RootDifferentiatesImplicitly) {
+  namespace lx = ts::lax::linalg;
+  // x^2 = p element-wise, by 30 Newton steps in a while loop.
+  auto f = [](const std::vector<ts::Array>& p, const ts::Array& x) { return x * x - p[0]; };
+  auto newton = [](const std::function<ts::Array(const ts::Array&)>& g, const ts::Array& x0) {
+    return ts::fori_loop(ts::Array(0), ts::Array(30), [&](const ts::Array&, const ts::Array& x) {
+      return x - g(x) / (x * 2.0);
+    }, x0);
+  };
+  // The Jacobian (and its transpose) is diagonal: its diagonal is what it makes of ones.
+  auto diagonal_solve = [](const std::function<ts::Array(const ts::Array&)>& g, const ts::Array& y) {
+    return y / g(ts::ones_like(y));
+  };
+  const ts::Array p = smooth({4}, 1) * ts::sign(smooth({4}, 1)) + 0.5;  // positive
+  auto root = [&](const ts::Array& q) { return lx::custom_root(f, {q}, ts::ones_like(q), newton, diagonal_solve); };
+  expect_close(root(p), ts::sqrt(p), 1e-12, "value");
+  expect_close(ts::grad([&](const ts::Array& q) { return ts::sum(root(q)); })(p), ts::rsqrt(p) * 0.5, 1e-12, "grad");
+  expect_close(ts::vmap(ts::grad([&](const ts::Array& q) { return ts::sum(root(q)); }))(ts::stack({p, p * 4.0})),
+               ts::stack({ts::rsqrt(p) * 0.5, ts::rsqrt(p) * 0.25}), 1e-12, "vmap(grad)");
 }
 
 }  // namespace

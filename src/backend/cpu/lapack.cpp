@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -44,9 +45,34 @@ lapack_int to_int(int64_t v, const char* op) {
   return lapack_int(v);
 }
 
-/// Splits `batch` matrices of `work` flops each over the arena (fn(begin, end) per group).
+// A factorization this large (in flops: a Cholesky factor of about 400 x 400) runs alone
+// with OpenBLAS's threads when the batch cannot give every thread of the arena a matrix.
+constexpr double kLargeWork = 2e7;
+
+/// Runs fn with OpenBLAS on the arena's thread count: large factorizations use the cores
+/// through LAPACK's own blocked, threaded algorithms. The count is process-wide, so such
+/// calls take turns (each uses every core), and the count returns to one afterwards.
+void with_all_blas_threads(const std::function<void()>& fn) {
+  static std::mutex turn;
+  const std::lock_guard<std::mutex> lock(turn);
+  openblas_set_num_threads(num_threads());
+  try {
+    fn();
+  } catch (...) {
+    openblas_set_num_threads(1);
+    throw;
+  }
+  openblas_set_num_threads(1);
+}
+
+/// Splits `batch` matrices of `work` flops each over the arena (fn(begin, end) per group);
+/// a batch of fewer large matrices than threads runs them one at a time on all threads.
 void for_each_matrix(int64_t batch, double work, const std::function<void(int64_t, int64_t)>& fn) {
   use_one_blas_thread();
+  if (work >= kLargeWork && batch < num_threads() && num_threads() > 1) {
+    with_all_blas_threads([&] { fn(0, batch); });
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, int64_t(kTaskWork / (work + kCallWork)));
   parallel_for(batch, grain, fn);
 }
@@ -93,6 +119,12 @@ template <class T> lapack_int work_size(T w) {
   }                                                                                                                \
   lapack_int gelqf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau, T* work, lapack_int lwork) {       \
     return LAPACKE_##p##gelqf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);                             \
+  }                                                                                                                \
+  lapack_int geqrf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau, T* work, lapack_int lwork) {       \
+    return LAPACKE_##p##geqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);                             \
+  }                                                                                                                \
+  lapack_int gtsv(lapack_int n, lapack_int nrhs, T* dl, T* d, T* du, T* b, lapack_int ldb) {                      \
+    return LAPACKE_##p##gtsv_work(LAPACK_COL_MAJOR, n, nrhs, dl, d, du, b, ldb);                                  \
   }
 TESSEL_LAPACK_COMMON(float, s)
 TESSEL_LAPACK_COMMON(double, d)
@@ -166,17 +198,174 @@ void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG di
   cblas_ztrsm(CblasRowMajor, side, uplo, trans, diag, m, n, &one, a, lda, b, ldb);
 }
 
+// ---- small matrices ----
+// Below kSmall rows, LAPACK's and BLAS's per-call costs (argument checks, workspace, kernel
+// dispatch) outweigh the arithmetic: batches of small matrices run these plain loops on the
+// row-major data instead (same algorithms, same pivot choices as getf2 / potf2 / trsm).
+constexpr int64_t kSmall = 16;
+
+template <class T> real_t<T> abs_sq(T x) {
+  if constexpr (is_cplx<T>) return std::norm(x);
+  else return x * x;
+}
+/// LAPACK's pivot measure (i?amax): |x| for real, |re| + |im| for complex.
+template <class T> real_t<T> pivot_size(T x) {
+  if constexpr (is_cplx<T>) return std::abs(x.real()) + std::abs(x.imag());
+  else return std::abs(x);
+}
+
+/// Lower Cholesky factor in place (reads the lower triangle); false if not positive definite.
+template <class T> bool small_cholesky(int64_t n, T* l) {
+  for (int64_t j = 0; j < n; ++j) {
+    real_t<T> d = std::real(l[j * n + j]);
+    for (int64_t k = 0; k < j; ++k) d -= abs_sq(l[j * n + k]);
+    if (!(d > 0)) return false;  // also NaN
+    const real_t<T> djj = std::sqrt(d);
+    l[j * n + j] = T(djj);
+    for (int64_t i = j + 1; i < n; ++i) {
+      T s = l[i * n + j];
+      for (int64_t k = 0; k < j; ++k) s -= l[i * n + k] * conj_if(l[j * n + k], true);
+      l[i * n + j] = s / djj;
+    }
+  }
+  return true;
+}
+
+/// LU with partial pivoting in place, row-major m x n; ipiv gets 0-based pivot rows.
+template <class T> void small_lu(int64_t m, int64_t n, T* a, int32_t* ipiv) {
+  const int64_t k = std::min(m, n);
+  for (int64_t c = 0; c < k; ++c) {
+    int64_t p = c;
+    real_t<T> best = pivot_size(a[c * n + c]);
+    for (int64_t i = c + 1; i < m; ++i)
+      if (pivot_size(a[i * n + c]) > best) best = pivot_size(a[i * n + c]), p = i;
+    ipiv[c] = int32_t(p);
+    if (p != c) std::swap_ranges(a + c * n, a + (c + 1) * n, a + p * n);
+    const T pivot = a[c * n + c];
+    if (pivot == T(0)) continue;  // singular: U keeps the zero, as getrf does
+    const T inv = T(1) / pivot;
+    for (int64_t i = c + 1; i < m; ++i) {
+      T* row = a + i * n;
+      const T f = row[c] *= inv;
+      for (int64_t j = c + 1; j < n; ++j) row[j] -= f * a[c * n + j];
+    }
+  }
+}
+
+/// Triangular solve of one system, row-major, A na x na, B m x cols (overwritten by X).
+/// op(A) is first copied into a dense local matrix M (transposed once more on the right
+/// side, where X op(A) = B is op(A)^T x_r = b_r for each row r), so the loops below run
+/// on contiguous rows without branches.
+template <class T>
+void small_trsm(int64_t m, int64_t cols, const T* a, T* b, const TriangularSolveOptions& o) {
+  const int64_t na = o.left_side ? m : cols;
+  const bool cj = o.conjugate_a && is_cplx<T>;
+  const bool use_t = o.left_side ? o.transpose_a : !o.transpose_a;
+  T mat[kSmall * kSmall];
+  for (int64_t i = 0; i < na; ++i)
+    for (int64_t j = 0; j < na; ++j) mat[i * na + j] = conj_if(use_t ? a[j * na + i] : a[i * na + j], cj);
+  const bool lower = o.lower != use_t;
+  T inv_diag[kSmall];
+  for (int64_t i = 0; i < na; ++i) inv_diag[i] = o.unit_diagonal ? T(1) : T(1) / mat[i * na + i];
+  // Row i of the solution, once rows k before it (in elimination order) are known.
+  auto order = [&](int64_t t) { return lower ? t : na - 1 - t; };
+  if (o.left_side) {  // M X = B: X[i, :] = (B[i, :] - sum_k M[i, k] X[k, :]) / M[i, i]
+    for (int64_t t = 0; t < na; ++t) {
+      const int64_t i = order(t);
+      T* xi = b + i * cols;
+      const int64_t k0 = lower ? 0 : i + 1, k1 = lower ? i : na;
+      for (int64_t k = k0; k < k1; ++k) {
+        const T f = mat[i * na + k];
+        const T* xk = b + k * cols;
+        for (int64_t c = 0; c < cols; ++c) xi[c] -= f * xk[c];
+      }
+      for (int64_t c = 0; c < cols; ++c) xi[c] *= inv_diag[i];
+    }
+  } else {  // per row r: M x = b_r with M = op(A)^T
+    for (int64_t r = 0; r < m; ++r) {
+      T* x = b + r * cols;
+      for (int64_t t = 0; t < na; ++t) {
+        const int64_t i = order(t);
+        const int64_t k0 = lower ? 0 : i + 1, k1 = lower ? i : na;
+        T s = x[i];
+        for (int64_t k = k0; k < k1; ++k) s -= mat[i * na + k] * x[k];
+        x[i] = s * inv_diag[i];
+      }
+    }
+  }
+}
+
+/// Householder QR of a row-major m x n matrix `w` (overwritten), with LAPACK's reflectors
+/// (larfg: beta = -sign(Re alpha) |(alpha, x)|, as geqr2) so the signs match geqrf's:
+/// Q (m x qc, qc = k or m) = H_0 ... H_{k-1} applied to the identity, as org2r; R (rr x n).
+template <class T> void small_qr(int64_t m, int64_t n, T* w, T* q, int64_t qc, T* r, int64_t rr) {
+  using R = real_t<T>;
+  const int64_t k = std::min(m, n);
+  T tau[kSmall];
+  for (int64_t i = 0; i < k; ++i) {
+    const T alpha = w[i * n + i];
+    R xnorm_sq = 0;
+    for (int64_t s = i + 1; s < m; ++s) xnorm_sq += abs_sq(w[s * n + i]);
+    if (xnorm_sq == 0 && std::imag(alpha) == R(0)) {
+      tau[i] = T(0);
+    } else {
+      const R norm = std::sqrt(abs_sq(alpha) + xnorm_sq);
+      const R beta = std::real(alpha) >= 0 ? -norm : norm;
+      if constexpr (is_cplx<T>) tau[i] = T((beta - alpha.real()) / beta, -alpha.imag() / beta);
+      else tau[i] = (beta - alpha) / beta;
+      const T scale = T(1) / (alpha - T(beta));
+      for (int64_t s = i + 1; s < m; ++s) w[s * n + i] *= scale;
+      w[i * n + i] = T(beta);
+    }
+    // Apply H_i^H = I - conj(tau) v v^H (v_i = 1) to the trailing columns.
+    const T ct = conj_if(tau[i], true);
+    for (int64_t j = i + 1; j < n; ++j) {
+      T dot = w[i * n + j];
+      for (int64_t s = i + 1; s < m; ++s) dot += conj_if(w[s * n + i], true) * w[s * n + j];
+      const T f = ct * dot;
+      w[i * n + j] -= f;
+      for (int64_t s = i + 1; s < m; ++s) w[s * n + j] -= f * w[s * n + i];
+    }
+  }
+  std::fill(r, r + rr * n, T(0));
+  for (int64_t i = 0; i < k; ++i) std::copy(w + i * n + i, w + (i + 1) * n, r + i * n + i);
+  std::fill(q, q + m * qc, T(0));
+  for (int64_t i = 0; i < std::min(m, qc); ++i) q[i * qc + i] = T(1);
+  for (int64_t i = k; i-- > 0;) {  // Q = H_i Q, columns i.. only (the others are untouched)
+    for (int64_t j = i; j < qc; ++j) {
+      T dot = q[i * qc + j];
+      for (int64_t s = i + 1; s < m; ++s) dot += conj_if(w[s * n + i], true) * q[s * qc + j];
+      const T f = tau[i] * dot;
+      q[i * qc + j] -= f;
+      for (int64_t s = i + 1; s < m; ++s) q[s * qc + j] -= f * w[s * n + i];
+    }
+  }
+}
+
 // ---- per-dtype implementations ----
 
-template <class T> void cholesky_t(int64_t batch, int64_t n, const T* a, T* l) {
+/// The lower triangle of (a + a^H) / 2 into `out` (n x n, row-major), in cache blocks.
+template <class T> void symmetrized_lower(int64_t n, const T* a, T* out) {
+  constexpr int64_t kB = 32;
+  const real_t<T> half(0.5);
+  for (int64_t i0 = 0; i0 < n; i0 += kB)
+    for (int64_t j0 = 0; j0 <= i0; j0 += kB)
+      for (int64_t i = i0; i < std::min(n, i0 + kB); ++i)
+        for (int64_t j = j0; j < std::min(i + 1, j0 + kB); ++j)
+          out[i * n + j] = (a[i * n + j] + conj_if(a[j * n + i], true)) * half;
+}
+
+template <class T> void cholesky_t(int64_t batch, int64_t n, const T* a, T* l, bool symmetrize) {
   const lapack_int ni = to_int(n, "cholesky");
   for_each_matrix(batch, double(n) * double(n) * double(n) / 3, [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b) {
       T* out = l + b * n * n;
-      std::copy(a + b * n * n, a + (b + 1) * n * n, out);
+      if (symmetrize) symmetrized_lower(n, a + b * n * n, out);  // the upper triangle is never read
+      else std::copy(a + b * n * n, a + (b + 1) * n * n, out);
       // Row-major A read column-major is A^T (= conj(A) for Hermitian A), whose upper factor
       // U (conj(A) = U^H U) read back row-major is L = U^T with A = L L^H.
-      if (n > 0 && potrf('U', ni, out, ni) != 0) {
+      const bool ok = n <= kSmall ? small_cholesky(n, out) : n == 0 || potrf('U', ni, out, ni) == 0;
+      if (!ok) {
         fill_nan(out, n * n);
         continue;
       }
@@ -199,6 +388,10 @@ void triangular_solve_t(int64_t batch, int64_t m, int64_t cols, const T* a, cons
       T* out = x + i * m * cols;
       if (out != b + i * m * cols) std::copy(b + i * m * cols, b + (i + 1) * m * cols, out);
       if (m == 0 || cols == 0) continue;
+      if (na <= kSmall) {
+        small_trsm(m, cols, a + i * na * na, out, o);
+        continue;
+      }
       trsm(o.left_side ? CblasLeft : CblasRight, o.lower ? CblasLower : CblasUpper, trans,
            o.unit_diagonal ? CblasUnit : CblasNonUnit, mi, ci, a + i * na * na, nai, out, ci);
     }
@@ -212,12 +405,18 @@ template <class T> void lu_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
     std::vector<T> t(size_t(m * n));  // column-major copy: getrf pivots rows
     std::vector<lapack_int> ipiv(static_cast<size_t>(k));
     for (int64_t b = lo; b < hi; ++b) {
-      transpose(a + b * m * n, m, n, n, t.data(), m);
-      if (k > 0) getrf(mi, ni, t.data(), std::max<lapack_int>(1, mi), ipiv.data());  // info > 0: singular U, kept
-      transpose(t.data(), n, m, m, lu + b * m * n, n);
       int32_t* piv = pivots + b * k;
       int32_t* p = perm + b * m;
       std::iota(p, p + m, 0);
+      if (std::max(m, n) <= kSmall) {
+        std::copy(a + b * m * n, a + (b + 1) * m * n, lu + b * m * n);
+        small_lu(m, n, lu + b * m * n, piv);
+        for (int64_t i = 0; i < k; ++i) std::swap(p[i], p[piv[i]]);
+        continue;
+      }
+      transpose(a + b * m * n, m, n, n, t.data(), m);
+      if (k > 0) getrf(mi, ni, t.data(), std::max<lapack_int>(1, mi), ipiv.data());  // info > 0: singular U, kept
+      transpose(t.data(), n, m, m, lu + b * m * n, n);
       for (int64_t i = 0; i < k; ++i) {
         piv[i] = int32_t(ipiv[size_t(i)] - 1);
         std::swap(p[i], p[piv[i]]);
@@ -233,7 +432,7 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
     std::vector<T> w(size_t(std::max<int64_t>(1, m * n))), tau(size_t(std::max<int64_t>(1, k)));
     // Workspace for gelqf and orglq on these sizes (queried once per group).
     T query[2] = {T(0), T(0)};
-    if (k > 0) {
+    if (k > 0 && std::max(m, n) > kSmall) {
       gelqf(ni, mi, w.data(), ni, tau.data(), &query[0], -1);
       if (full && m > n) orglq(mi, mi, ki, q, mi, tau.data(), &query[1], -1);
       else orglq(ki, mi, ki, w.data(), ni, tau.data(), &query[1], -1);
@@ -244,6 +443,10 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
       T* qb = q + b * m * qc;
       T* rb = r + b * rr * n;
       std::copy(a + b * m * n, a + (b + 1) * m * n, w.data());
+      if (std::max(m, n) <= kSmall) {
+        small_qr(m, n, w.data(), qb, qc, rb, rr);
+        continue;
+      }
       // Row-major A is the column-major n x m matrix A^T, whose LQ factorization
       // A^T = L Q' gives A = Q'^T L^T: Q = Q'^T (Q' read row-major), R = L^T (the upper
       // triangle of A's first k rows, in place).
@@ -260,6 +463,22 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
         if (k > 0) orglq(ki, mi, ki, w.data(), ni, tau.data(), work.data(), lwork);
         for (int64_t j = 0; j < m; ++j) std::copy(w.data() + j * n, w.data() + j * n + k, qb + j * k);
       }
+    }
+  });
+}
+
+template <class T> void geqrf_t(int64_t batch, int64_t m, int64_t n, const T* a, T* h, T* tau) {
+  const int64_t k = std::min(m, n);
+  const lapack_int mi = to_int(m, "geqrf"), ni = to_int(n, "geqrf"), ld = std::max<lapack_int>(1, mi);
+  for_each_matrix(batch, 2.0 * double(m) * double(n) * double(k), [&](int64_t lo, int64_t hi) {
+    std::vector<T> t(size_t(std::max<int64_t>(1, m * n)));  // column-major copy
+    T wq(0);
+    if (k > 0) geqrf(mi, ni, t.data(), ld, tau, &wq, -1);
+    std::vector<T> work(size_t(work_size(wq)));
+    for (int64_t b = lo; b < hi; ++b) {
+      transpose(a + b * m * n, m, n, n, t.data(), m);
+      if (k > 0) geqrf(mi, ni, t.data(), ld, tau + b * k, work.data(), lapack_int(work.size()));
+      transpose(t.data(), n, m, m, h + b * m * n, n);
     }
   });
 }
@@ -337,6 +556,29 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
         fill_nan(sb, k);
         if (uv) fill_nan(ub, m * uc), fill_nan(vb, vr * n);
       }
+    }
+  });
+}
+
+template <class T>
+void tridiagonal_solve_t(int64_t batch, int64_t m, int64_t nrhs, const T* dl, const T* d, const T* du, const T* b,
+                         T* x) {
+  const lapack_int mi = to_int(m, "tridiagonal_solve"), ri = to_int(nrhs, "tridiagonal_solve");
+  for_each_matrix(batch, 8.0 * double(m) * double(nrhs) + 8.0 * double(m), [&](int64_t lo, int64_t hi) {
+    // gtsv overwrites the diagonals; b goes column-major (one column per right-hand side).
+    std::vector<T> l(size_t(std::max<int64_t>(1, m))), c(l.size()), u(l.size()), t(size_t(std::max<int64_t>(1, m * nrhs)));
+    for (int64_t i = lo; i < hi; ++i) {
+      T* out = x + i * m * nrhs;
+      if (m == 0 || nrhs == 0) continue;
+      std::copy(dl + i * m + 1, dl + (i + 1) * m, l.begin());
+      std::copy(d + i * m, d + (i + 1) * m, c.begin());
+      std::copy(du + i * m, du + (i + 1) * m - 1, u.begin());
+      transpose(b + i * m * nrhs, m, nrhs, nrhs, t.data(), m);
+      if (gtsv(mi, ri, l.data(), c.data(), u.data(), t.data(), mi) != 0) {
+        fill_nan(out, m * nrhs);
+        continue;
+      }
+      transpose(t.data(), nrhs, m, m, out, nrhs);
     }
   });
 }
@@ -422,8 +664,9 @@ bool lapack_supported(DType d) {
   return d == DType::float32 || d == DType::float64 || d == DType::complex64 || d == DType::complex128;
 }
 
-void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l) {
-  TESSEL_LAPACK_DISPATCH("cholesky", d, cholesky_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(l)))
+void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l, bool symmetrize) {
+  TESSEL_LAPACK_DISPATCH("cholesky", d,
+                         cholesky_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(l), symmetrize))
 }
 
 void triangular_solve(DType d, int64_t batch, int64_t m, int64_t cols, const void* a, const void* b, void* x,
@@ -444,6 +687,11 @@ void qr(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* q, vo
                                  full_matrices))
 }
 
+void geqrf(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* h, void* tau) {
+  TESSEL_LAPACK_DISPATCH("geqrf", d,
+                         geqrf_t<T>(batch, m, n, static_cast<const T*>(a), static_cast<T*>(h), static_cast<T*>(tau)))
+}
+
 void eigh(DType d, int64_t batch, int64_t n, const void* a, void* v, void* w, bool lower) {
   TESSEL_LAPACK_DISPATCH("eigh", d,
                          eigh_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(v),
@@ -455,6 +703,13 @@ void svd(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* s, v
   TESSEL_LAPACK_DISPATCH("svd", d,
                          svd_t<T>(batch, m, n, static_cast<const T*>(a), static_cast<real_t<T>*>(s),
                                   static_cast<T*>(u), static_cast<T*>(vt), full_matrices))
+}
+
+void tridiagonal_solve(DType d, int64_t batch, int64_t m, int64_t nrhs, const void* dl, const void* diag,
+                       const void* du, const void* b, void* x) {
+  TESSEL_LAPACK_DISPATCH("tridiagonal_solve", d,
+                         tridiagonal_solve_t<T>(batch, m, nrhs, static_cast<const T*>(dl), static_cast<const T*>(diag),
+                                                static_cast<const T*>(du), static_cast<const T*>(b), static_cast<T*>(x)))
 }
 
 void eig(DType d, int64_t batch, int64_t n, const void* a, void* w, void* vl, void* vr) {

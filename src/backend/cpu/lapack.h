@@ -4,9 +4,11 @@
 //
 // Every function takes `batch` matrices stored back to back (row-major, no padding) in
 // float32, float64, complex64 or complex128, and splits the batch over the shared intra-op
-// arena (parallel.h) in groups that hold enough work per task (small matrices are grouped;
-// one large matrix runs as one call). OpenBLAS runs single-threaded inside tessel (blas.h),
-// so a single large factorization uses one core, like every other kernel of one device.
+// arena (parallel.h) in groups that hold enough work per task (small matrices are grouped).
+// OpenBLAS runs single-threaded inside tessel (blas.h), except for large matrices in a
+// batch too small to occupy the arena: those run one at a time with OpenBLAS's threads (as
+// many as the arena has), so LAPACK's threaded blocked algorithms use the cores. Such calls
+// take turns, since OpenBLAS's thread count is process-wide.
 //
 // Layout: LAPACK is column-major. A row-major buffer read column-major is the transpose,
 // and most factorizations are computed on it without copying: Cholesky and eigh of a
@@ -26,9 +28,11 @@ namespace tessel::cpu {
 bool lapack_supported(DType d);
 
 /// Cholesky factorizations (potrf): `l` gets the lower triangular L with A = L L^H, its
-/// strict upper triangle zero. Only the lower triangle of each `a` is read. A matrix that
-/// is not positive definite gives an all-NaN L.
-void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l);
+/// strict upper triangle zero. Only the lower triangle of each `a` is read, unless
+/// `symmetrize`: then A is (a + a^H) / 2, formed while copying (one cache-friendly pass
+/// instead of a separate transposed read). A matrix that is not positive definite gives
+/// an all-NaN L.
+void cholesky(DType d, int64_t batch, int64_t n, const void* a, void* l, bool symmetrize = false);
 
 /// Triangular solves (trsm) of `batch` systems: op(A) X = B (left_side) or X op(A) = B,
 /// where A is n x n (n = m for left_side, else the column count), B and X are m x cols, and
@@ -57,6 +61,12 @@ void lu(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* lu, i
 /// is upper triangular (trapezoidal).
 void qr(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* q, void* r, bool full_matrices);
 
+/// Householder QR factorizations in LAPACK's packed form (geqrf) of m x n matrices: `h`
+/// holds R on and above the diagonal and the reflectors' vectors below it (their leading 1
+/// not stored), `tau` (min(m, n) per matrix) their scales: A = H_0 ... H_{k-1} R with
+/// H_i = I - tau_i v_i v_i^H.
+void geqrf(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* h, void* tau);
+
 /// Eigendecompositions of Hermitian (real symmetric) n x n matrices (syevd / heevd):
 /// eigenvalues `w` (the real dtype of d, n per matrix, ascending) and, when `v` is not
 /// null, eigenvectors as the columns of `v`. Only the `lower` (or upper) triangle is read.
@@ -67,6 +77,13 @@ void eigh(DType d, int64_t batch, int64_t n, const void* a, void* v, void* w, bo
 /// A = U diag(s) V^H with U m x k and V^H k x n, or m x m and n x n with `full_matrices`.
 void svd(DType d, int64_t batch, int64_t m, int64_t n, const void* a, void* s, void* u, void* vt,
          bool full_matrices);
+
+/// Tridiagonal solves (gtsv, Gaussian elimination with partial pivoting): x (m x nrhs per
+/// system) with A x = b, where A has sub-diagonal dl (dl[i] = A[i, i-1], dl[0] unused),
+/// diagonal d and super-diagonal du (du[i] = A[i, i+1], du[m-1] unused), m per system. A
+/// singular system gives an all-NaN x.
+void tridiagonal_solve(DType d, int64_t batch, int64_t m, int64_t nrhs, const void* dl, const void* diag,
+                       const void* du, const void* b, void* x);
 
 /// Eigendecompositions of general n x n matrices (geev): eigenvalues `w` (complex dtype:
 /// complex64 for f32 and c64, complex128 otherwise; n per matrix, in LAPACK's order) and,
