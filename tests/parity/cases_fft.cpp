@@ -33,6 +33,14 @@ TESSEL_PARITY_CASES(fft) {
   reg("fft.ifftn", n_d(ts::fft::ifftn));
   reg("fft.rfftn", n_d(ts::fft::rfftn));
   reg("fft.irfftn", n_d(ts::fft::irfftn));
+  reg("fft.lax_fft", [](const In& x, const Params& p) {
+    const std::string t = p.s("fft_type");
+    const auto type = t == "FFT"    ? ts::fft::FftType::FFT
+                      : t == "IFFT" ? ts::fft::FftType::IFFT
+                      : t == "RFFT" ? ts::fft::FftType::RFFT
+                                    : ts::fft::FftType::IRFFT;
+    return out(ts::fft::lax_fft(x[0], type, p.ints("fft_lengths")));
+  });
   reg("fft.fftfreq", [](const In&, const Params& p) { return out(ts::fft::fftfreq(p.i("n"), p.f("d"), p.dtype("dtype"))); });
   reg("fft.rfftfreq",
       [](const In&, const Params& p) { return out(ts::fft::rfftfreq(p.i("n"), p.f("d"), p.dtype("dtype"))); });

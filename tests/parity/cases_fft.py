@@ -1,6 +1,7 @@
 """Parity cases of include/tessel/fft.h (jax.numpy.fft). `func` keys the entries of
 tests/parity/cases_fft.cpp."""
 import jax.numpy as jnp
+from jax import lax
 
 from parity_lib import SUM_TOL, rand
 
@@ -40,6 +41,11 @@ def cases(s):
            {"n": 8, "d": 1.0, "dtype": "float32"})
     s.case("fft.rfftfreq", lambda n, d, dtype: jnp.fft.rfftfreq(n, d, dtype=dtype), [],
            {"n": 9, "d": 0.25, "dtype": "float64"})
+    for fft_type, dt, lengths in [("FFT", "complex64", (4, 6)), ("IFFT", "complex128", (6,)),
+                                  ("RFFT", "float32", (4, 6)), ("IRFFT", "complex64", (4, 10))]:
+        shape = (2,) + lengths[:-1] + ((lengths[-1] // 2 + 1) if fft_type == "IRFFT" else lengths[-1],)
+        s.case("fft.lax_fft", lambda v, fft_type, fft_lengths: lax.fft(v, fft_type, fft_lengths),
+               [rand(shape, dt, seed=5)], {"fft_type": fft_type, "fft_lengths": lengths}, tol=SUM_TOL, grad=True)
     x = rand((3, 5, 4), "float32", seed=4)
     s.case("fft.fftshift", jnp.fft.fftshift, [x], {"axes": None})
     s.case("fft.fftshift", jnp.fft.fftshift, [x], {"axes": (1,)})

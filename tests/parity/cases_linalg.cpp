@@ -156,6 +156,12 @@ TESSEL_PARITY_CASES(linalg) {
     auto r = lla::eigh(x[0]);
     return Out{fix_columns(r.eigenvectors), r.eigenvalues};
   });
+  reg("lax.linalg.tridiagonal_solve",
+      [](const In& x, const Params&) { return out(lla::tridiagonal_solve(x[0], x[1], x[2], x[3])); });
+  reg("scipy.linalg.eigh_tridiagonal", [](const In& x, const Params& p) {
+    return out(sla::eigh_tridiagonal(x[0], x[1], p.flag("eigvals_only")).eigenvalues);
+  });
+  reg("scipy.linalg.sqrtm", unary(sla::sqrtm));
   reg("lax.linalg.svd", [](const In& x, const Params& p) {
     if (!p.flag("compute_uv")) return out(lla::svd(x[0], false, false).s);
     auto r = lla::svd(x[0], false);

@@ -190,7 +190,24 @@ def lax_linalg(s):
                {"compute_uv": False}, tol=T, name=f"lax_linalg_svd_{dt}_values")
 
 
+def tridiagonal_and_roots(s):
+    T = LINALG_TOL
+    for i, dt in enumerate(["float32", "float64"]):
+        d = rand((2, 5), dt, 300 + i, lo=3, hi=4)
+        dl, du = rand((2, 5), dt, 301 + i), rand((2, 5), dt, 302 + i)
+        dl[:, 0] = 0  # JAX's convention: dl[0] and du[-1] lie outside the matrix
+        du[:, -1] = 0
+        s.case("lax.linalg.tridiagonal_solve", lax.linalg.tridiagonal_solve, [dl, d, du, rand((2, 5, 3), dt, 303 + i)],
+               tol=T, grad=True)
+        # JAX computes eigenvalues only (bisection); tessel through the dense eigh.
+        s.case("scipy.linalg.eigh_tridiagonal", lambda dd, ee, eigvals_only: jsl.eigh_tridiagonal(dd, ee, eigvals_only=True),
+               [d[0], rand((4,), dt, 304 + i)], {"eigvals_only": True}, tol=T)
+        # The principal square root of a positive definite matrix is unique; JAX's is complex.
+        s.case("scipy.linalg.sqrtm", jsl.sqrtm, [spd((4, 4), dt, 305 + i)], tol=T)
+
+
 def cases(s):
     numpy_linalg(s)
     scipy_linalg(s)
     lax_linalg(s)
+    tridiagonal_and_roots(s)

@@ -55,7 +55,7 @@ TESSEL_PARITY_CASES(numpy) {
            {"greater", ts::greater}, {"greater_equal", ts::greater_equal}, {"logical_and", ts::logical_and},
            {"logical_or", ts::logical_or}, {"logical_xor", ts::logical_xor}, {"bitwise_and", ts::bitwise_and},
            {"bitwise_or", ts::bitwise_or}, {"bitwise_xor", ts::bitwise_xor}, {"left_shift", ts::left_shift},
-           {"right_shift", ts::right_shift}, {"complex", ts::complex}})
+           {"right_shift", ts::right_shift}, {"complex", ts::complex}, {"true_divide", ts::true_divide}})
     reg(name, binary(f));
   reg("where", [](const In& x, const Params&) { return out(ts::where(x[0], x[1], x[2])); });
   reg("clip", [](const In& x, const Params&) { return out(ts::clip(x[0], x[1], x[2])); });
@@ -127,6 +127,29 @@ TESSEL_PARITY_CASES(numpy) {
   reg("trace", [](const In& x, const Params& p) {
     return out(ts::trace(x[0], p.i("offset"), p.i("axis1"), p.i("axis2")));
   });
+
+  // ---- lax-level and creation helpers ----
+  reg("select", [](const In& x, const Params&) { return out(ts::select(x[0], x[1], x[2])); });
+  reg("clamp", [](const In& x, const Params&) { return out(ts::clamp(x[0], x[1], x[2])); });
+  reg("broadcast_in_dim", [](const In& x, const Params& p) {
+    return out(ts::broadcast_in_dim(x[0], p.ints("shape"), p.ints("broadcast_dimensions")));
+  });
+  reg("slice_in_dim", [](const In& x, const Params& p) {
+    return out(ts::slice_in_dim(x[0], p.i("start_index"), p.i("limit_index"), p.i("stride"), p.i("axis")));
+  });
+  reg("ravel", unary(ts::ravel));
+  reg("zeros_like", unary(ts::zeros_like));
+  reg("ones_like", unary(ts::ones_like));
+  reg("empty_like", unary(ts::empty_like));
+  reg("full_like", [](const In& x, const Params& p) {
+    return out(ts::full_like(x[0], p.type("fill_value") == "int" ? ts::Scalar(p.i("fill_value"))
+                                                                  : ts::Scalar(p.f("fill_value"))));
+  });
+  reg("full", [](const In&, const Params& p) {
+    return out(ts::full(p.ints("shape"), Array(p.f("fill_value")), p.dtype("dtype")));
+  });
+  reg("bitcast_convert_type",
+      [](const In& x, const Params& p) { return out(ts::bitcast_convert_type(x[0], p.dtype("new_dtype"))); });
 
   // ---- creation ----
   reg("arange", [](const In&, const Params& p) {

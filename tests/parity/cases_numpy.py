@@ -79,6 +79,7 @@ BINARY = {
     "less_equal": (jnp.less_equal, FLOATS + INTS, (-2, 2), None, False),
     "greater": (jnp.greater, FLOATS + INTS, (-2, 2), None, False),
     "greater_equal": (jnp.greater_equal, FLOATS + INTS, (-2, 2), None, False),
+    "true_divide": (jnp.true_divide, FLOATS + ["int32"], (1, 5), None, True),
     "logical_and": (jnp.logical_and, ["bool"], (0, 1), None, False),
     "logical_or": (jnp.logical_or, ["bool"], (0, 1), None, False),
     "logical_xor": (jnp.logical_xor, ["bool"], (0, 1), None, False),
@@ -107,7 +108,7 @@ def elementwise(s):
                 # XLA's CPU division multiplies by the reciprocal, which flushes to 0 for a
                 # divisor near the largest float (max / max is 0, inf / max NaN); tessel
                 # divides correctly, so the division cases leave those divisors out.
-                sp = specials(dt, huge=name not in ("divide", "floor_divide"))
+                sp = specials(dt, huge=name not in ("divide", "true_divide", "floor_divide"))
                 s.case(name, fn, [sp[:, None], sp[None, :]], tol=tol, name=f"{name}_{dt}_special")
             elif dt.startswith(("int", "uint")):
                 sp = ints_special(dt)
@@ -136,6 +137,28 @@ def int32_index(fn):
     """fn with its index result as int32: tessel's argmax/argmin return int32 whatever the input
     (ops.h), JAX the default int, which is int64 with x64 (on for float64 inputs)."""
     return lambda *args, **kw: fn(*args, **kw).astype(jnp.int32)
+
+
+def lax_level(s):
+    for dt in ["float32", "float64", "int32"]:
+        x, y = rand((3, 4), dt, 60), rand((3, 4), dt, 61)
+        g = dt != "int32"
+        s.case("select", lax.select, [x > y, x, y], grad=g)
+        s.case("clamp", lax.clamp, [np.full((3, 4), -1, dt), x, np.full((3, 4), 1, dt)], grad=g)
+        s.case("broadcast_in_dim", lax.broadcast_in_dim, [x], {"shape": (3, 2, 4), "broadcast_dimensions": (0, 2)},
+               grad=g)
+        s.case("slice_in_dim", lax.slice_in_dim, [x], {"start_index": 1, "limit_index": 4, "stride": 2, "axis": 1},
+               grad=g)
+        s.case("ravel", jnp.ravel, [x], grad=g)
+        s.case("zeros_like", jnp.zeros_like, [x])
+        s.case("ones_like", jnp.ones_like, [x])
+        s.case("empty_like", jnp.empty_like, [x])  # zeros in JAX too
+        s.case("full_like", jnp.full_like, [x], {"fill_value": 2.5 if g else 7})
+        s.case("full", lambda shape, fill_value, dtype: jnp.full(shape, fill_value, dtype), [],
+               {"shape": (2, 3), "fill_value": -1.5 if g else 9, "dtype": dt})
+    for src, dst in [("float32", "int32"), ("uint32", "float32"), ("float64", "uint64"), ("int32", "uint32")]:
+        x = specials(src) if src.startswith("float") else ints_special(src)
+        s.case("bitcast_convert_type", lax.bitcast_convert_type, [x], {"new_dtype": dst})
 
 
 def reductions(s):
@@ -283,3 +306,4 @@ def cases(s):
     indexing(s)
     products(s)
     creation(s)
+    lax_level(s)

@@ -57,6 +57,8 @@ TESSEL_PARITY_CASES(sort) {
   reg("percentile", [](const In& x, const Params& p) { return out(ts::percentile(x[0], x[1], p.ints("axis"))); });
   reg("median", [](const In& x, const Params& p) { return out(ts::median(x[0], p.ints("axis"), p.flag("keepdims"))); });
   reg("nanquantile", [](const In& x, const Params& p) { return out(ts::nanquantile(x[0], x[1], p.ints("axis"))); });
+  reg("nanpercentile",
+      [](const In& x, const Params& p) { return out(ts::nanpercentile(x[0], x[1], p.ints("axis"))); });
   reg("nanmedian", [](const In& x, const Params& p) { return out(ts::nanmedian(x[0], p.ints("axis"))); });
 
   // ---- set operations ----

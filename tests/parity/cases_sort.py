@@ -110,6 +110,8 @@ def statistics(s):
         xn[0, 2] = xn[2, 5] = np.nan
         s.case("nanquantile", lambda v, qq, axis: jnp.nanquantile(v, qq, axis=axis), [xn, q], {"axis": (1,)},
                tol=SUM_TOL)
+        s.case("nanpercentile", lambda v, qq, axis: jnp.nanpercentile(v, qq, axis=axis), [xn, q * 100],
+               {"axis": (0,)}, tol=SUM_TOL)
         s.case("nanmedian", lambda v, axis: jnp.nanmedian(v, axis=axis), [xn], {"axis": (1,)}, tol=SUM_TOL)
 
 
