@@ -1,8 +1,9 @@
 // tessel against JAX (docs/parity.md): every case of tests/parity/data/*.txt, written by
 // tests/parity/generate.py with JAX, runs through its entry of the registry (parity.h,
-// cases_*.cpp) eagerly, under jit, and through jvp and vjp when the case records them; the
-// results must match JAX's values, dtypes and shapes (integers, booleans and random bits
-// exactly, floats within the case's tolerance). One test per function key.
+// cases_*.cpp) eagerly, under jit, under vmap (a batch of two copies), and through jvp and
+// vjp when the case records them; the results must match JAX's values, dtypes and shapes
+// (integers, booleans and random bits exactly, floats within the case's tolerance). One test
+// per function key.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -323,6 +324,15 @@ void run_case(const Case& c, const Fn& fn, std::vector<std::string>& failures) {
   compare(c, "eager", fn(c.in, p), c.out, c.rtol, c.atol, failures);
   auto jitted = ts::jit([&fn, &p](const std::vector<Array>& xs) { return fn(xs, p); });
   compare(c, "jit", jitted(c.in), c.out, c.rtol, c.atol, failures);
+  if (!c.in.empty()) {
+    // vmap over a batch of two copies of the inputs: the batching rules give each copy the
+    // case's outputs.
+    std::vector<Array> batch, want;
+    for (const auto& x : c.in) batch.push_back(ts::stack({x, x}));
+    for (const auto& y : c.out) want.push_back(y.valid() ? ts::stack({y, y}) : y);
+    auto batched = ts::vmap([&fn, &p](const std::vector<Array>& xs) { return fn(xs, p); });
+    compare(c, "vmap", batched(batch), want, c.rtol, c.atol, failures);
+  }
   if (!c.has_grad) return;
   // The function of the differentiated (inexact) inputs, the others held at the case's values.
   auto of_diff = [&](const std::vector<Array>& d) {
