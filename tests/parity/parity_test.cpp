@@ -6,6 +6,7 @@
 // per function key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -154,6 +155,8 @@ Array parse_array(std::istringstream& in, const std::string& where) {
       return Array::from_bytes(v.data(), shape, dt);
     }
     default: {
+      if (!ts::is_integer(dt) && !ts::is_bool(dt))
+        throw std::runtime_error(where + ": the parity data format has no " + dtype_name + " arrays yet");
       // Integers and booleans: through a byte buffer of the dtype's width.
       std::vector<uint8_t> bytes(n * ts::itemsize(dt));
       for (size_t k = 0; k < n; ++k) {
