@@ -121,6 +121,13 @@ struct UniqueResult {
 };
 /// jnp.unique.
 TESSEL_API UniqueResult unique(const Array& a, const UniqueOptions& options = {});
+/// The array-API forms (jnp.unique_all, unique_counts, unique_inverse, unique_values):
+/// unique of the flattened `x` with NaNs distinct (equal_nan false), returning everything,
+/// (values, counts), (values, inverse), or the values.
+TESSEL_API UniqueResult unique_all(const Array& x, const SizeOptions& options = {});
+TESSEL_API UniqueResult unique_counts(const Array& x, const SizeOptions& options = {});
+TESSEL_API UniqueResult unique_inverse(const Array& x, const SizeOptions& options = {});
+TESSEL_API Array unique_values(const Array& x, const SizeOptions& options = {});
 
 /// jnp.bincount: counts (or sums of `weights`) of each value of the non-negative integer
 /// array `x` (negative values count as 0), in `length` bins (none: max(minlength,

@@ -195,6 +195,20 @@ UniqueResult unique(const Array& a, const UniqueOptions& o) {
   return r;
 }
 
+UniqueResult unique_all(const Array& x, const SizeOptions& o) {
+  return unique(x, {.return_index = true, .return_inverse = true, .return_counts = true, .equal_nan = false,
+                    .size = o.size, .fill_value = o.fill_value});
+}
+UniqueResult unique_counts(const Array& x, const SizeOptions& o) {
+  return unique(x, {.return_counts = true, .equal_nan = false, .size = o.size, .fill_value = o.fill_value});
+}
+UniqueResult unique_inverse(const Array& x, const SizeOptions& o) {
+  return unique(x, {.return_inverse = true, .equal_nan = false, .size = o.size, .fill_value = o.fill_value});
+}
+Array unique_values(const Array& x, const SizeOptions& o) {
+  return unique(x, {.equal_nan = false, .size = o.size, .fill_value = o.fill_value}).values;
+}
+
 // ---- histograms ----
 
 namespace {

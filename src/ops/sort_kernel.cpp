@@ -138,22 +138,24 @@ template <class T> void pack_word(const Word& w, const Rows& rows, int64_t r, Fl
 constexpr int kDigitBits = 8;
 constexpr int kBuckets = 1 << kDigitBits;
 
+/// fn(t) for t in [0, chunks), in parallel on the arena when there are several.
+template <class F> void each_chunk(int64_t chunks, const F& fn) {
+  if (chunks == 1) fn(int64_t(0));
+  else cpu::parallel_for(chunks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) fn(t);
+  });
+}
+
 /// Sorts packed words by their low `bytes` key bytes (of the high half), LSD: returns the
 /// buffer holding the result (a or b). Each pass counts digits per chunk, then each chunk
 /// scatters its elements to its own ranges; a pass whose digit is the same everywhere is
 /// skipped.
 uint64_t* lsd_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, int64_t chunks) {
   std::vector<std::array<int64_t, kBuckets>> count(static_cast<size_t>(chunks));
-  auto each_chunk = [&](auto&& fn) {
-    if (chunks == 1) fn(int64_t(0));
-    else cpu::parallel_for(chunks, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t t = lo; t < hi; ++t) fn(t);
-    });
-  };
   for (int bit = 0; bit < 8 * bytes; bit += kDigitBits) {
     const int shift = 32 + bit;
     const uint64_t mask = (uint64_t(1) << std::min(kDigitBits, 8 * bytes - bit)) - 1;
-    each_chunk([&](int64_t t) {
+    each_chunk(chunks, [&](int64_t t) {
       auto& c = count[size_t(t)];
       c.fill(0);
       for (int64_t i = n * t / chunks, e = n * (t + 1) / chunks; i < e; ++i) ++c[(a[i] >> shift) & mask];
@@ -171,7 +173,7 @@ uint64_t* lsd_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, int64_t chunk
       }
     }
     if (uniform) continue;
-    each_chunk([&](int64_t t) {
+    each_chunk(chunks, [&](int64_t t) {
       auto& c = count[size_t(t)];
       for (int64_t i = n * t / chunks, e = n * (t + 1) / chunks; i < e; ++i) b[c[(a[i] >> shift) & mask]++] = a[i];
     });
@@ -198,13 +200,7 @@ uint64_t* radix_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, bool parall
   // the bucket bounds.
   const int shift = 32 + 8 * (bytes - 1);
   std::vector<std::array<int64_t, kBuckets>> count(static_cast<size_t>(chunks));
-  auto each_chunk = [&](auto&& fn) {
-    if (chunks == 1) fn(int64_t(0));
-    else cpu::parallel_for(chunks, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t t = lo; t < hi; ++t) fn(t);
-    });
-  };
-  each_chunk([&](int64_t t) {
+  each_chunk(chunks, [&](int64_t t) {
     auto& c = count[size_t(t)];
     c.fill(0);
     for (int64_t i = n * t / chunks, e = n * (t + 1) / chunks; i < e; ++i) ++c[(a[i] >> shift) & 0xff];
@@ -222,7 +218,7 @@ uint64_t* radix_sort(uint64_t* a, uint64_t* b, int64_t n, int bytes, bool parall
   start[kBuckets] = n;
   for (int d = 0; d < kBuckets; ++d)
     if (start[size_t(d) + 1] - start[size_t(d)] == n) return radix_sort(a, b, n, bytes - 1, parallel);
-  each_chunk([&](int64_t t) {
+  each_chunk(chunks, [&](int64_t t) {
     auto& c = count[size_t(t)];
     for (int64_t i = n * t / chunks, e = n * (t + 1) / chunks; i < e; ++i) b[c[(a[i] >> shift) & 0xff]++] = a[i];
   });

@@ -299,6 +299,20 @@ TEST(Unique, FlatWithEveryReturn) {
   EXPECT_THROW(ts::unique(ts::zeros({0}), {.size = 2}), ts::ValueError);
 }
 
+TEST(Unique, ArrayApiForms) {
+  using namespace sort_jax;
+  const ts::Array u = ts::reshape(f32(kU), {3, 3});
+  const ts::UniqueResult r = ts::unique_all(u);
+  expect_ref(r.values, kUAllValues);
+  expect_ref(r.indices, kUAllIndices);
+  expect_ref(r.inverse, kUAllInverse);
+  expect_ref(r.counts, kUAllCounts);
+  EXPECT_FALSE(ts::unique_counts(u).inverse.valid());
+  expect_ref(ts::unique_counts(u).counts, kUAllCounts);
+  expect_ref(ts::unique_inverse(u).inverse, kUAllInverse);
+  expect_ref(ts::unique_values(f32(kU), {.size = 8, .fill_value = 7}), kUValuesSize);
+}
+
 TEST(Unique, AlongAnAxis) {
   using namespace sort_jax;
   const ts::UniqueResult r = ts::unique(i32(kM), {.return_inverse = true, .return_counts = true, .axis = 0});
