@@ -54,6 +54,10 @@ struct LuResult {
 /// A singular matrix is factored all the same, with zeros on U's diagonal.
 TESSEL_API LuResult lu(const Array& x);
 
+/// lax.linalg.lu_pivots_to_permutation: the permutation (int32 (..., permutation_size)) that
+/// the row swaps of int32 pivots (..., k) make of 0, 1, ..., permutation_size - 1.
+TESSEL_API Array lu_pivots_to_permutation(const Array& pivots, int64_t permutation_size);
+
 /// The results of qr: x = q r.
 struct QrResult {
   Array q;  ///< (..., m, m) or (..., m, k) with orthonormal columns; empty for mode "r"
@@ -107,7 +111,8 @@ TESSEL_API Array tridiagonal_solve(const Array& dl, const Array& d, const Array&
 }  // namespace tessel::lax::linalg
 
 namespace tessel::lax::linalg {
-// ---- primitives of the composed functions (src/ops/linalg_eig.cpp, linalg_structured.cpp) ----
+// ---- primitives of the composed functions (src/ops/linalg_eig.cpp, linalg_structured.cpp) and the
+// ---- custom solves (src/ops/linalg_custom_solve.cpp)
 
 /// The results of lax.linalg.eig (JAX returns the list [w, vl, vr]).
 struct EigResult {
@@ -115,10 +120,13 @@ struct EigResult {
   Array left_eigenvectors;   ///< vl (..., n, n): u^H a = w u^H, column-wise; empty unless requested
   Array right_eigenvectors;  ///< vr (..., n, n): a v = w v, column-wise; empty unless requested
 };
-/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length) of general
-/// square matrices (..., n, n) of a LAPACK dtype (float32, float64, complex64, complex128),
-/// by geev; results are complex (complex64 for 32-bit input, complex128 for 64-bit).
-TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
+/// lax.linalg.eig: eigenvalues and the requested eigenvectors (unit length, largest
+/// component real) of general square matrices (..., n, n) of a LAPACK dtype (float32,
+/// float64, complex64, complex128), by geev; results are complex (complex64 for 32-bit
+/// input, complex128 for 64-bit). The eigenvalues are differentiable; the eigenvectors only
+/// with `enable_eigvec_derivs` (JAX's opt-in: the rule assumes distinct eigenvalues).
+TESSEL_API EigResult eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true,
+                         bool enable_eigvec_derivs = false);
 
 /// A linear operator with explicit differentiable parameters: (params, x) -> A(params) x.
 using LinearOperator = std::function<Array(const std::vector<Array>& params, const Array& x)>;
@@ -412,6 +420,8 @@ TESSEL_API Array hankel(const Array& c, std::optional<Array> r = std::nullopt);
 /// cyclically: A[i, j] = c[(i - j) mod N].
 TESSEL_API Array circulant(const Array& c);
 
+// (src/ops/linalg_matrix_functions.cpp)
+
 /// jax.scipy.linalg.expm: the matrix exponentials of square matrices (..., n, n), by
 /// scaling and squaring around a Padé approximant as JAX computes them (degree 3 to 13 in
 /// float64 and complex128, 3 to 7 in float32 and complex64, picked per matrix from its
@@ -419,6 +429,8 @@ TESSEL_API Array circulant(const Array& c);
 /// needs more than `max_squarings` squarings gives NaN. Differentiable (through the
 /// computation, as JAX); integers are promoted to float, half types are a DTypeError.
 TESSEL_API Array expm(const Array& a, bool upper_triangular = false, int64_t max_squarings = 16);
+
+// (src/ops/linalg_structured.cpp: the schur primitive, and eigh)
 
 /// jax.scipy.linalg.schur: A = Z T Z^H for square matrices (..., n, n) (gees): "real"
 /// output gives real input its real Schur form (T quasi-triangular, 2 x 2 blocks for complex
@@ -444,6 +456,8 @@ struct EighTridiagonalResult {
 TESSEL_API EighTridiagonalResult eigh_tridiagonal(const Array& d, const Array& e, bool eigvals_only = false,
                                                   const std::string& select = "a",
                                                   std::pair<int64_t, int64_t> select_range = {0, 0});
+
+// (src/ops/linalg_spectral.cpp)
 
 /// The results of polar: a = unitary @ posdef (side "right") or posdef @ unitary ("left").
 struct PolarResult {

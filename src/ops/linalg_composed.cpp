@@ -3,9 +3,10 @@
 // matrices (block_diag, toeplitz, hankel, circulant). Each reads like its formula over
 // primitives, so it inherits jit, grad and vmap from them; the factorizations they lean on
 // (svd for the spectral norms, inv for negative powers) come from linalg_factor.cpp.
+#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <sstream>
 

@@ -10,7 +10,6 @@
 namespace tessel::ops {
 namespace {
 
-using lax::linalg::LinearSolver;
 using ParamList = std::vector<Array>;
 
 /// -(d/dp g(p))^T ct for g: params -> Array (no parameters: nothing).

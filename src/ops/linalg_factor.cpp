@@ -4,9 +4,11 @@
 // transpose; geqrf (for jnp.linalg.qr's mode "raw") has no derivative, as JAX's. Every
 // primitive treats leading dimensions as a batch of matrices.
 //
-// qr is one primitive (q and r together, LAPACK's gelqf + orglq on the transposed layout)
-// rather than JAX's geqrf + householder_product pair: the same results and rules, one kernel.
+// qr is one primitive (q and r together: LAPACK's geqrf + orgqr in one kernel) rather than
+// JAX's geqrf + householder_product pair: the same results and rules, one kernel.
 #include "ops/linalg_factor.h"
+
+#include <numeric>
 
 #include "backend/cpu/lapack.h"
 #include "ops/linalg.h"
@@ -147,11 +149,10 @@ Batched batch_leading(const ir::Primitive& self, std::span<const Array> ins, std
   return {outs, std::vector<int64_t>(outs.size(), 0)};
 }
 
-/// SPMD: the batch dimensions (those before the operand's two matrix dimensions) pass
-/// through to every result; matrix and vector dimensions stay whole.
-ir::ShardingRule batch_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
+/// The first `nb` dimensions of every operand and result are shared batch dimensions
+/// (pass-through factors); the others stay whole.
+ir::ShardingRule leading_batch_rule(std::span<const Aval> ins, std::span<const Aval> outs, int64_t nb) {
   ir::ShardingRule r;
-  const int64_t nb = ins[0].ndim() - 2;
   std::vector<int> batch;
   for (int64_t i = 0; i < nb; ++i) batch.push_back(add_factor(r));
   auto label = [&](const Aval& a) {
@@ -162,6 +163,12 @@ ir::ShardingRule batch_sharding_rule(std::span<const Aval> ins, std::span<const 
   for (const Aval& a : ins) r.operands.push_back(label(a));
   for (const Aval& a : outs) r.results.push_back(label(a));
   return r;
+}
+
+/// SPMD: the batch dimensions (those before the operand's two matrix dimensions) pass
+/// through to every result; matrix and vector dimensions stay whole.
+ir::ShardingRule batch_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
+  return leading_batch_rule(ins, outs, ins[0].ndim() - 2);
 }
 
 const ir::Primitive& cholesky_p = ir::register_primitive({.name = "cholesky",
@@ -341,6 +348,49 @@ const ir::Primitive& lu_p = ir::register_primitive({.name = "lu",
                                                     .jvp = lu_jvp,
                                                     .batch = batch_leading,
                                                     .sharding_rule = batch_sharding_rule});
+
+// ---- lu_pivots_to_permutation ----
+
+std::vector<Aval> pivots_aval(std::span<const Aval> ins, const Params& p) {
+  const Aval& x = ins[0];
+  const int64_t m = p.get_int("permutation_size");
+  if (x.ndim() < 1 || x.dtype != DType::int32)
+    throw DTypeError("lu_pivots_to_permutation: pivots must be int32 (..., k), got " + avals_to_string(ins));
+  if (m < x.shape.back())
+    throw ValueError("lu_pivots_to_permutation: permutation_size " + std::to_string(m) +
+                     " is smaller than the number of pivots " + std::to_string(x.shape.back()));
+  Shape s = x.shape;
+  s.back() = m;
+  return {Aval(s, DType::int32)};
+}
+
+void pivots_kernel(const KernelCall& c) {
+  const Aval& x = c.in_avals[0];
+  const int64_t k = x.shape.back(), m = c.out_avals[0].shape.back(), batch = batch_size(x, 1);
+  const int32_t* piv = c.in<int32_t>(0);
+  int32_t* perm = c.out<int32_t>(0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int32_t* p = perm + b * m;
+    std::iota(p, p + m, 0);
+    for (int64_t i = 0; i < k; ++i) {
+      const int32_t j = piv[b * k + i];
+      if (j >= 0 && j < m) std::swap(p[i], p[j]);  // out-of-range pivots are ignored, as JAX's
+    }
+  }
+}
+
+ir::ShardingRule pivots_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
+  return leading_batch_rule(ins, outs, ins[0].ndim() - 1);
+}
+
+const ir::Primitive& lu_pivots_to_permutation_p =
+    ir::register_primitive({.name = "lu_pivots_to_permutation",
+                            .arity = {1, 1},
+                            .abstract_eval = pivots_aval,
+                            .cpu_kernel = pivots_kernel,
+                            .jvp = jvp_zero,
+                            .batch = batch_leading,
+                            .sharding_rule = pivots_sharding_rule});
 
 // ---- qr ----
 
@@ -585,6 +635,10 @@ LuResult lu(const Array& x) {
 QrResult qr(const Array& x, bool full_matrices) {
   auto r = ops::bind(ops::qr_p, std::vector<Array>{x}, ops::Params{{"full_matrices", full_matrices}});
   return {r[0], r[1]};
+}
+
+Array lu_pivots_to_permutation(const Array& pivots, int64_t permutation_size) {
+  return ops::bind1(ops::lu_pivots_to_permutation_p, {pivots}, ops::Params{{"permutation_size", permutation_size}});
 }
 
 GeqrfResult geqrf(const Array& x) {

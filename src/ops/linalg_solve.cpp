@@ -268,17 +268,7 @@ Array lu_solve(const LuFactor& f, const Array& b, int trans) {
   if (f.piv.ndim() == 0 || f.piv.dim(-1) != n || !is_integer(f.piv.dtype()))
     throw ShapeError("scipy.linalg.lu_solve: piv must be integer pivots (..., " + std::to_string(n) +
                      ") from lu_factor, got " + dtype_name(f.piv.dtype()) + shape_to_string(f.piv.shape()));
-  // The permutation from the pivots: apply the swaps to 0..n-1, one row at a time.
-  Array perm = broadcast_to(iota(DType::int32, {n}, 0), f.piv.shape());
-  const Array piv = f.piv.astype(DType::int32);
-  const Array cols = broadcast_to(iota(DType::int32, {n}, 0), f.piv.shape());
-  for (int64_t i = 0; i < n; ++i) {
-    const Array j = slice_in_dim(piv, i, i + 1, 1, piv.ndim() - 1);           // (..., 1)
-    const Array pi = slice_in_dim(perm, i, i + 1, 1, perm.ndim() - 1);        // perm[i]
-    const Array pj = take_along_axis(perm, j, -1);                            // perm[piv[i]]
-    const Array at_i = equal(cols, Array(int32_t(i))), at_j = equal(cols, broadcast_to(j, cols.shape()));
-    perm = where(at_i, broadcast_to(pj, cols.shape()), where(at_j, broadcast_to(pi, cols.shape()), perm));
-  }
+  const Array perm = lax::linalg::lu_pivots_to_permutation(f.piv.astype(DType::int32), n);
   const Array r = ops::lu_solve_matrices(lu, broadcast_to(perm, Shape(lu.shape().begin(), lu.shape().end() - 1)), y,
                                          trans);
   return vec ? ops::squeeze_last(r) : r;

@@ -19,7 +19,11 @@ Array largest(const Array& s) { return slice_in_dim(s, 0, 1, 1, s.ndim() - 1); }
 
 /// A tolerance of shape (...) (or a scalar) laid out against singular values (..., k): as
 /// (..., 1), its leading axes filled with size 1 up to s's rank.
-Array against(const Array& tol, const Array& s) {
+Array against(const std::string& op, const Array& tol, const Array& s) {
+  if (tol.ndim() > s.ndim() - 1)
+    throw ShapeError(op + ": the tolerance must be a scalar or have the batch shape " +
+                     shape_to_string(Shape(s.shape().begin(), s.shape().end() - 1)) + " of the matrices, got shape " +
+                     shape_to_string(tol.shape()));
   Shape shape(size_t(s.ndim() - 1 - tol.ndim()), 1);
   shape.insert(shape.end(), tol.shape().begin(), tol.shape().end());
   shape.push_back(1);
@@ -31,7 +35,7 @@ Array against(const Array& tol, const Array& s) {
 Array pinv_svd(const Array& a, const Array& rtol, bool hermitian) {
   // A `hermitian` matrix is read as (a + a^H) / 2, as JAX's svd (through eigh) reads it.
   const auto [u, s, vh] = linalg::svd(conj(hermitian ? symmetrize(a) : a), false, true, hermitian);
-  const Array cutoff = multiply(against(convert(rtol, s.dtype()), s), largest(s));
+  const Array cutoff = multiply(against("linalg.pinv", convert(rtol, s.dtype()), s), largest(s));
   const Array kept = convert(where(greater(s, cutoff), s, Array(std::numeric_limits<double>::infinity())), u.dtype());
   return matmul(matrix_transpose(vh), divide(matrix_transpose(u), expand_dims(kept, {kept.ndim()})));
 }
@@ -77,9 +81,6 @@ Array pinv(const Array& a_in, std::optional<Array> rtol_in, bool hermitian) {
   const DType real = real_dtype(a.dtype());
   const Array rtol = rtol_in ? astype(*rtol_in, real)
                              : Array(Scalar(10.0 * double(std::max(m, n)) * ops::eps_of(real), real));
-  if (rtol.ndim() > a.ndim() - 2)
-    throw ShapeError(op + ": rtol must have at most the batch dimensions of a, got shape " +
-                     shape_to_string(rtol.shape()) + " for a of shape " + shape_to_string(a.shape()));
   // The derivative is JAX's closed form (the SVD's own is ill-defined for repeated singular
   // values); rtol has none.
   auto f = [hermitian](const Array& x, const Array& tol) { return ops::pinv_svd(x, tol, hermitian); };
@@ -99,7 +100,7 @@ Array matrix_rank(const Array& m_in, std::optional<Array> tol, bool hermitian) {
   const Array s = svd(hermitian ? ops::symmetrize(m) : m, false, false, hermitian).s;
   Array threshold;
   if (tol) {
-    threshold = ops::against(astype(*tol, s.dtype()), s);
+    threshold = ops::against("linalg.matrix_rank", astype(*tol, s.dtype()), s);
   } else {
     const double scale = double(std::max(m.dim(-1), m.dim(-2))) * ops::eps_of(s.dtype());
     threshold = s.dim(-1) == 0 ? zeros({1}, s.dtype()) : multiply(max(s, {-1}, true), Array(scale));

@@ -204,3 +204,14 @@ emit("eigh_tridiagonal", lambda: jsl.eigh_tridiagonal(arr((5,), 1), arr((4,), 2)
 emit("eigh_tridiagonal f64 select", lambda: jsl.eigh_tridiagonal(arr((5,), 3, "f64"), arr((4,), 4, "f64"),
                                                                  eigvals_only=True, select="i", select_range=(1, 3)),
      x64=True)
+
+# ---- more dtypes and shapes ----
+lst3 = lambda: jnp.linalg.lstsq(arr((2, 4), 5, "c64"), arr((2, 2), 6, "c64"))
+emit("lstsq wide c64 x", lambda: lst3()[0])
+emit("lstsq wide c64 resid", lambda: lst3()[1])
+emit("pinv batched rtol", lambda: jnp.linalg.pinv(jnp.stack([jnp.diag(jnp.array([4., 1., .1])),
+                                                            jnp.diag(jnp.array([2., .5, .3]))]),
+                                                 rtol=jnp.array([0.05, 0.2])))
+emit("cond nuc c128", lambda: jnp.linalg.cond(spd(3, 4, "c128"), p="nuc"), x64=True)
+emit("matrix_rank hermitian", lambda: jnp.linalg.matrix_rank(jnp.array([[2., 1.], [1., 0.5]]), hermitian=True))
+emit("norm c64 -2", lambda: jnp.linalg.norm(arr((3, 3), 8, "c64"), ord=-2))

@@ -162,6 +162,12 @@ const JaxValue kJax[] = {
     {"sqrtm c128", "c128", {3, 3}, {2.0104381711814288, -0.006953432910724422, -0.2433618365589142, 0.20623513782245473, 1.644250960862128, -0.30696959744786956, 0.1258573995306982, -0.13885822485056795, 2.067877485372239}, {0.009481258785647123, -0.13080004033256923, 0.16672075489858795, 0.09075369347018813, -0.07728193425460061, -0.22216593482501912, 0.12943441004406717, -0.002928094672371831, -0.12603068895017144}},
     {"eigh_tridiagonal", "f32", {5}, {-1.4318104982376099, -0.5371023416519165, 0.44344061613082886, 1.0, 1.7754720449447632}, {}},
     {"eigh_tridiagonal f64 select", "f64", {3}, {-1.0742612157890072, -0.17368382888339723, 1.6001509964828504}, {}},
+    {"lstsq wide c64 x", "c64", {4, 2}, {0.37914708256721497, 0.0009478554129600525, -0.2909952402114868, 0.6293840408325195, -0.1895734667778015, 0.09004740417003632, 0.25781992077827454, 0.009478703141212463}, {-0.11943128705024719, -0.28720390796661377, 0.06161145865917206, -0.10616116970777512, 0.33649295568466187, 0.08530806750059128, -0.30236971378326416, -0.08056874573230743}},
+    {"lstsq wide c64 resid", "f32", {2}, {6.039613253960852e-14, 8.704148513061227e-14}, {}},
+    {"pinv batched rtol", "f32", {2, 3, 3}, {0.25, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0}, {}},
+    {"cond nuc c128", "f64", {}, {11.218193843772752}, {}},
+    {"matrix_rank hermitian", "i32", {}, {1.0}, {}},
+    {"norm c64 -2", "f32", {}, {0.265105664730072}, {}},
 };
 
 ts::DType dtype_of(const std::string& s) {
@@ -385,6 +391,18 @@ std::map<std::string, std::function<ts::Array()>> cases() {
   m["eigh_tridiagonal f64 select"] = [] {
     return sla::eigh_tridiagonal(arr({5}, 3, ts::f64), arr({4}, 4, ts::f64), true, "i", {1, 3}).eigenvalues;
   };
+
+  // ---- more dtypes and shapes ----
+  auto lst3 = [] { return la::lstsq(arr({2, 4}, 5, ts::c64), arr({2, 2}, 6, ts::c64)); };
+  m["lstsq wide c64 x"] = [=] { return lst3().solution; };
+  m["lstsq wide c64 resid"] = [=] { return lst3().residuals; };
+  m["pinv batched rtol"] = [] {
+    const ts::Array d = ts::Array({4.0f, 1.0f, 0.1f, 2.0f, 0.5f, 0.3f}).reshape({2, 1, 3});
+    return la::pinv(ts::eye(3) * d, ts::Array({0.05f, 0.2f}));
+  };
+  m["cond nuc c128"] = [] { return la::cond(spd(3, 4, ts::c128), "nuc"); };
+  m["matrix_rank hermitian"] = [] { return la::matrix_rank(ts::Array({2.0f, 1.0f, 1.0f, 0.5f}).reshape({2, 2}), std::nullopt, true); };
+  m["norm c64 -2"] = [] { return la::norm(arr({3, 3}, 8, ts::c64), -2); };
   return m;
 }
 
@@ -646,12 +664,49 @@ TEST(LinalgComposedEig, EigenvectorsSatisfyTheirEquations) {
   }
 }
 
+TEST(LinalgComposedEig, EigenvectorDerivativesOnOptIn) {
+  // Well-separated real eigenvalues; the rule follows LAPACK's normalisation, so finite
+  // differences of the normalised vectors agree with it.
+  const ts::Array a = smooth({4, 4}, 2) * 0.1 + ts::eye(4, std::nullopt, 0, ts::f64) * ts::Array({1.0, 2.0, 3.0, 4.0});
+  const ts::Array w1 = smooth({4, 4}, 3), w2 = smooth({4, 4}, 4);
+  auto weigh = [&](const ts::Array& v) { return ts::sum(ts::real(v) * w1) + ts::sum(ts::imag(v) * w2); };
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    const auto r = ts::lax::linalg::eig(x, false, true, true);
+    return weigh(r.right_eigenvectors) + ts::sum(ts::square(ts::real(r.eigenvalues)));
+  }, a, "right eigenvectors");
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    return weigh(ts::lax::linalg::eig(x, true, false, true).left_eigenvectors);
+  }, a, "left eigenvectors");
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    return ts::sum(ts::imag(ts::lax::linalg::eig(x, false, false).eigenvalues) * ts::Array({1.0, 2.0, 3.0, 4.0}));
+  }, a, "eigenvalues alone");
+  // Complex eigenvalues: a rotation block (eigenvalues 2 +- i) beside two real ones.
+  const ts::Array rot = ts::Array({2.0, -1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 6.0}).reshape({4, 4});
+  expect_grad_matches_differences([&](const ts::Array& x) {
+    const auto r = ts::lax::linalg::eig(x, false, true, true);
+    return weigh(r.right_eigenvectors) + ts::sum(ts::imag(r.eigenvalues) * ts::Array({1.0, 2.0, 3.0, 4.0}));
+  }, rot + smooth({4, 4}, 5) * 0.1, "complex pair");
+}
+
+TEST(LinalgComposedEig, IntegerAndHalfInputsBecomeComplex64) {
+  // As jnp.linalg: integers and half types are factored in float32, so the results are
+  // complex64; a diagonal matrix has its diagonal as eigenvalues.
+  const ts::Array d = ts::Array({3, 1, 2}).astype(ts::i32);
+  const ts::Array m = ts::eye(3, std::nullopt, 0, ts::i32) * d;
+  const ts::Array w = la::eigvals(m);
+  ASSERT_EQ(w.dtype(), ts::c64);
+  expect_close(sort_complex(w), ts::Array({1.0f, 2.0f, 3.0f}).astype(ts::c64), 1e-6, "integer eigenvalues");
+  EXPECT_EQ(la::eig(m.astype(ts::f16)).eigenvectors.dtype(), ts::c64);
+}
+
 TEST(LinalgComposedFactorErrors, NameTheFunctionAndTheShape) {
   const ts::Array v = arr({3}, 1), m = arr({2, 3}, 2);
   expect_error<ts::ShapeError>([&] { la::eig(m); }, {"linalg.eig", "(2, 3)"});
   expect_error<ts::ShapeError>([&] { la::eigvals(v); }, {"linalg.eigvals", "(3,)"});
   expect_error<ts::ShapeError>([&] { sla::expm(m); }, {"scipy.linalg.expm", "(2, 3)"});
   expect_error<ts::ShapeError>([&] { la::pinv(v); }, {"linalg.pinv", "(3,)"});
+  expect_error<ts::ShapeError>([&] { la::pinv(m, arr({2, 2}, 1)); }, {"linalg.pinv", "tolerance", "(2, 2)"});
+  expect_error<ts::ShapeError>([&] { la::matrix_rank(m, arr({2}, 1)); }, {"linalg.matrix_rank", "tolerance", "(2,)"});
   expect_error<ts::ShapeError>([&] { la::lstsq(m, arr({3}, 1)); }, {"linalg.lstsq", "(2, 3)", "(3,)"});
   expect_error<ts::ShapeError>([&] { la::lstsq(m, arr({2, 2, 2}, 1)); }, {"linalg.lstsq", "(2, 2, 2)"});
   expect_error<ts::ShapeError>([&] { la::tensorinv(arr({2, 3, 4}, 1), 1); }, {"linalg.tensorinv", "(2, 3, 4)"});
@@ -814,6 +869,31 @@ TEST(LinalgComposedCustomSolve, RootDifferentiatesImplicitly) {
   expect_close(ts::grad([&](const ts::Array& q) { return ts::sum(root(q)); })(p), ts::rsqrt(p) * 0.5, 1e-12, "grad");
   expect_close(ts::vmap(ts::grad([&](const ts::Array& q) { return ts::sum(root(q)); }))(ts::stack({p, p * 4.0})),
                ts::stack({ts::rsqrt(p) * 0.5, ts::rsqrt(p) * 0.25}), 1e-12, "vmap(grad)");
+}
+
+}  // namespace
+
+namespace {
+
+// ---- sharding: the compositions inherit their parts' rules ----
+
+TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
+  const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
+  const ts::NamedSharding rows(mesh, ts::P("x"));
+  const ts::Array a = arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+  // Functions built from batch-partitioned primitives and element-wise work: no collective.
+  auto f = [](const ts::Array& x) {
+    return la::pinv(x) + sla::expm(x * 0.1) + la::matrix_power(x, 3) +
+           ts::expand_dims(la::norm(x, "nuc", ts::Axes{1, 2}) + la::cond(x, 1) + la::vector_norm(x, 3, ts::Axes{1, 2}),
+                           {1, 2});
+  };
+  auto jf = ts::jit(f, {.in_shardings = {rows}});
+  const std::string text = jf.lower(a).compile().as_text();
+  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+  expect_close(jf(ts::device_put(a, rows)), f(a), 1e-10, "sharded vs one device");
+  // eig has no sharding rule yet: its batch is gathered, and the values are the same.
+  auto g = [](const ts::Array& x) { return la::eigvals(x); };
+  expect_close(ts::jit(g, {.in_shardings = {rows}})(ts::device_put(a, rows)), g(a), 1e-10, "sharded eigvals");
 }
 
 }  // namespace

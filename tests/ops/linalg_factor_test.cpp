@@ -2,7 +2,7 @@
 // functions on them (jnp.linalg's and jax.scipy.linalg's): reconstructions (L L^T = A,
 // Q R = A, U S V^H = A, V diag(w) V^H = A, P L U = A) in every LAPACK dtype, JAX's own
 // values for fixed inputs (from JAX 0.10.2 with x64, pasted), jit, vmap and batches,
-// gradients against central finite differences in float64, errors, NaN factors of
+// gradients against central finite differences in float64 and complex128, errors, NaN factors of
 // matrices that are not positive definite, and a batch of factorizations split over devices
 // without communication.
 #include <gtest/gtest.h>
@@ -189,6 +189,10 @@ TEST_P(LinalgDtypes, LuReconstructsPermutedMatrix) {
     const ts::Array a = random_matrix(shape, 6, dt);
     const auto [p, l, u] = ts::scipy::linalg::lu(a);
     expect_near(ts::matmul(p, ts::matmul(l, u)), a, tol_of(dt) * 10, "P L U " + ts::shape_to_string(shape));
+    const auto f = la::lu(a);
+    EXPECT_EQ(la::lu_pivots_to_permutation(f.pivots, shape[shape.size() - 2]).to_vector<int32_t>(),
+              f.permutation.to_vector<int32_t>())
+        << ts::shape_to_string(shape);
   }
 }
 
@@ -507,6 +511,54 @@ TEST(LinalgFactorGrads, QrAndLu) {
   }
   // Complete QR of a tall matrix (the complement of Q has its own rule).
   check_grads([](const V& v) { return ts::linalg::qr(v[0], "complete").q; }, {random_matrix({5, 3}, 29)});
+}
+
+// Complex inputs enter as (real, imaginary) float64 pairs and results leave as real and
+// imaginary parts, so the same finite-difference check covers the complex rules.
+TEST(LinalgFactorGrads, ComplexInputs) {
+  auto parts = [](const ts::Array& z) {
+    if (!ts::is_complex(z.dtype())) return z;
+    return z.ndim() == 0 ? ts::stack({ts::real(z), ts::imag(z)}) : ts::concatenate({ts::real(z), ts::imag(z)}, -1);
+  };
+  auto hermitian = [](const V& v) {  // X X^H + 3 I from the (re, im) pair
+    const ts::Array x = ts::complex(v[0], v[1]);
+    return ts::matmul(x, adjoint(x)) + ts::eye(3, std::nullopt, 0, ts::c128) * ts::Array(3.0).astype(ts::c128);
+  };
+  const V args{random_matrix({3, 3}, 60), random_matrix({3, 3}, 61)};
+  check_grads([&](const V& v) { return parts(ts::linalg::cholesky(hermitian(v))); }, args);
+  check_grads([&](const V& v) { return ts::linalg::eigvalsh(hermitian(v)); }, args);
+  check_grads([&](const V& v) { return parts(ts::linalg::solve(ts::complex(v[0], v[1]), ts::complex(v[1], v[0]))); },
+              args);
+  check_grads([&](const V& v) { return parts(ts::linalg::det(ts::complex(v[0], v[1]))); }, args);
+  check_grads([&](const V& v) { return ts::linalg::slogdet(ts::complex(v[0], v[1])).logabsdet; }, args);
+  check_grads([&](const V& v) { return ts::linalg::svdvals(ts::complex(v[0], v[1])); }, args);
+  check_grads(
+      [&](const V& v) {
+        const auto [q, r] = ts::linalg::qr(ts::complex(v[0], v[1]));
+        return ts::concatenate({ts::reshape(parts(q), {-1}), ts::reshape(parts(r), {-1})});
+      },
+      args);
+  check_grads([&](const V& v) { return parts(la::lu(ts::complex(v[0], v[1])).lu); }, args);
+  // Phase-invariant functions of the vectors: sqrt(A) from eigh, u diag(1 / s) vh from svd.
+  check_grads(
+      [&](const V& v) {
+        const auto [w, vec] = ts::linalg::eigh(hermitian(v));
+        return parts(ts::matmul(vec * ts::expand_dims(ts::sqrt(w).astype(ts::c128), {0}), adjoint(vec)));
+      },
+      args);
+  check_grads(
+      [&](const V& v) {
+        const auto [u, s, vh] = ts::linalg::svd(ts::complex(v[0], v[1]), false);
+        return parts(ts::matmul(u * ts::expand_dims(ts::reciprocal(s).astype(ts::c128), {0}), vh));
+      },
+      args);
+  check_grads(
+      [&](const V& v) {
+        return parts(la::triangular_solve(ts::complex(v[0], v[1]) + ts::eye(3, std::nullopt, 0, ts::c128) * ts::Array(3.0).astype(ts::c128),
+                                          ts::complex(v[1], v[0]),
+                                          {.left_side = true, .lower = true, .transpose_a = true, .conjugate_a = true}));
+      },
+      args);
 }
 
 // ---- sharding ----

@@ -11,10 +11,12 @@
 // take turns, since OpenBLAS's thread count is process-wide.
 //
 // Layout: LAPACK is column-major. A row-major buffer read column-major is the transpose,
-// and most factorizations are computed on it without copying: Cholesky and eigh of a
-// symmetric matrix swap the triangle, QR of A is the LQ factorization (gelqf) of A^T, and
-// the SVD of A^T gives U and V^T of A with their roles swapped. Only LU (getrf) and the
-// eigenvectors of eigh and geev are transposed explicitly (O(n^2) beside O(n^3) work).
+// and some factorizations are computed on it without copying: Cholesky and eigh of a
+// symmetric matrix swap the triangle, and the SVD of A^T gives U and V^T of A with their
+// roles swapped. LU (getrf), QR (geqrf + orgqr), tridiagonal solves and the eigenvectors
+// of eigh and geev are transposed explicitly (O(n^2) beside O(n^3) work). Matrices up to
+// 16 x 16 skip LAPACK for Cholesky, LU, QR and triangular solves (plain loops with the
+// same pivots and reflector signs).
 //
 // Inputs are never written; outputs are separate buffers. A matrix LAPACK fails on (not
 // positive definite, no convergence) gives NaNs in all of its outputs, as JAX's kernels do.
