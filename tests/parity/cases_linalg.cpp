@@ -148,6 +148,9 @@ TESSEL_PARITY_CASES(linalg) {
     auto r = lla::lu(x[0]);
     return Out{r.lu, r.pivots, r.permutation};
   });
+  reg("lax.linalg.lu_pivots_to_permutation", [](const In& x, const Params& p) {
+    return out(lla::lu_pivots_to_permutation(x[0], p.i("permutation_size")));
+  });
   reg("lax.linalg.qr", [](const In& x, const Params& p) {
     auto r = lla::qr(x[0], p.flag("full_matrices"));
     return fix_qr(r.q, r.r);

@@ -179,6 +179,9 @@ def lax_linalg(s):
                    {"left_side": left, "lower": lower, "transpose_a": ta, "conjugate_a": False,
                     "unit_diagonal": False}, tol=T, grad=True)
         s.case("lax.linalg.lu", lax.linalg.lu, [a], tol=T)
+        if i == 0:
+            s.case("lax.linalg.lu_pivots_to_permutation", lax.linalg.lu_pivots_to_permutation,
+                   [np.array([[2, 2, 3], [1, 3, 3]], np.int32)], {"permutation_size": 4})
         tall = rand((5, 3), dt, 230 + i)
         s.case("lax.linalg.qr", lambda x, full_matrices: fix_qr(*lax.linalg.qr(x, full_matrices=full_matrices)),
                [tall], {"full_matrices": False}, tol=T, grad=True)

@@ -42,6 +42,19 @@ TESSEL_PARITY_CASES(sort) {
                                .size = p.i("size")});
     return Out{r.values, r.indices, r.inverse, r.counts};
   });
+  reg("unique_all", [](const In& x, const Params& p) {
+    auto r = ts::unique_all(x[0], sized(p));
+    return Out{r.values, r.indices, r.inverse, r.counts};
+  });
+  reg("unique_counts", [](const In& x, const Params& p) {
+    auto r = ts::unique_counts(x[0], sized(p));
+    return Out{r.values, r.counts};
+  });
+  reg("unique_inverse", [](const In& x, const Params& p) {
+    auto r = ts::unique_inverse(x[0], sized(p));
+    return Out{r.values, r.inverse};
+  });
+  reg("unique_values", [](const In& x, const Params& p) { return out(ts::unique_values(x[0], sized(p))); });
   reg("bincount", [](const In& x, const Params& p) {
     return out(ts::bincount(x[0], x.size() > 1 ? x[1] : Array(), 0, p.i("length")));
   });

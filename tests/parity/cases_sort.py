@@ -87,6 +87,13 @@ def statistics(s):
     s.case("unique", int32_out(lambda x, size: jnp.unique(x, return_index=True, return_inverse=True,
                                                           return_counts=True, size=size)),
            [np.array([np.nan, 1, np.nan, -0.0, 0.0, 1], np.float32)], {"size": 4}, name="unique_float32_nan")
+    # The array-API forms: NaNs distinct, the inverse in x's shape.
+    xa = with_ties("float32", 34)[:2]
+    xa[0, 1] = xa[1, 4] = np.nan
+    s.case("unique_all", int32_out(lambda v, size: tuple(jnp.unique_all(v, size=size))), [xa], {"size": 12})
+    s.case("unique_counts", int32_out(lambda v, size: tuple(jnp.unique_counts(v, size=size))), [xa], {"size": 12})
+    s.case("unique_inverse", int32_out(lambda v, size: tuple(jnp.unique_inverse(v, size=size))), [xa], {"size": 12})
+    s.case("unique_values", lambda v, size: jnp.unique_values(v, size=size), [xa], {"size": 12})
     x = np.array([0, 3, 1, 3, 3, 7, 0], np.int32)
     s.case("bincount", int32_out(lambda a, length: jnp.bincount(a, length=length)), [x], {"length": 9})
     s.case("bincount", lambda a, w, length: jnp.bincount(a, w, length=length), [x, rand((7,), "float32", 31)],
