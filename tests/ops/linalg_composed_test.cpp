@@ -225,17 +225,6 @@ ts::Array upper(const ts::Array& a) {
   return ts::where(ts::iota(ts::i32, {n, n}, 1) >= ts::iota(ts::i32, {n, n}, 0), a, ts::zeros_like(a));
 }
 
-/// Each row of the last axis sorted by real part, then imaginary part (np.sort_complex): the
-/// eigenvalue order LAPACK gives is not part of the contract.
-ts::Array sort_complex(const ts::Array& w) {
-  std::vector<C> v = read(w);
-  const size_t n = size_t(w.dim(-1));
-  for (size_t i = 0; i < v.size(); i += n)
-    std::sort(v.begin() + long(i), v.begin() + long(i + n),
-              [](C a, C b) { return a.real() != b.real() ? a.real() < b.real() : a.imag() < b.imag(); });
-  return ts::Array(std::vector<ts::complex128_t>(v.begin(), v.end()), w.shape()).astype(w.dtype());
-}
-
 /// The computations the recorded values come from, by name.
 std::map<std::string, std::function<ts::Array()>> cases() {
   std::map<std::string, std::function<ts::Array()>> m;
@@ -372,9 +361,9 @@ std::map<std::string, std::function<ts::Array()>> cases() {
   m["polar posdef"] = [] { return sla::polar(arr({4, 3}, 2, ts::f64), "right", "svd").posdef; };
   m["polar left unitary"] = [] { return sla::polar(arr({2, 3}, 2), "left").unitary; };
   m["polar left posdef"] = [] { return sla::polar(arr({2, 3}, 2), "left").posdef; };
-  m["eigvals sorted"] = [] { return sort_complex(la::eigvals(arr({4, 4}, 1))); };
-  m["eigvals f64 sorted"] = [] { return sort_complex(la::eigvals(arr({2, 3, 3}, 2, ts::f64))); };
-  m["eigvals c64 sorted"] = [] { return sort_complex(la::eigvals(arr({3, 3}, 3, ts::c64))); };
+  m["eigvals sorted"] = [] { return ts::sort_complex(la::eigvals(arr({4, 4}, 1))); };
+  m["eigvals f64 sorted"] = [] { return ts::sort_complex(la::eigvals(arr({2, 3, 3}, 2, ts::f64))); };
+  m["eigvals c64 sorted"] = [] { return ts::sort_complex(la::eigvals(arr({3, 3}, 3, ts::c64))); };
 
   // ---- structured problems ----
   auto tri = [](ts::DType dt) {
@@ -695,7 +684,7 @@ TEST(LinalgComposedEig, IntegerAndHalfInputsBecomeComplex64) {
   const ts::Array m = ts::eye(3, std::nullopt, 0, ts::i32) * d;
   const ts::Array w = la::eigvals(m);
   ASSERT_EQ(w.dtype(), ts::c64);
-  expect_close(sort_complex(w), ts::Array({1.0f, 2.0f, 3.0f}).astype(ts::c64), 1e-6, "integer eigenvalues");
+  expect_close(ts::sort_complex(w), ts::Array({1.0f, 2.0f, 3.0f}).astype(ts::c64), 1e-6, "integer eigenvalues");
   EXPECT_EQ(la::eig(m.astype(ts::f16)).eigenvectors.dtype(), ts::c64);
 }
 
