@@ -32,11 +32,10 @@ void eig_kernel(const KernelCall& c) {
   const Aval& x = c.in_avals[0];
   if (c.out_avals[0].size() == 0) return;  // an empty batch, or 0 x 0 matrices
   const int64_t n = x.shape.back();
-  const int64_t batch = c.out_avals[0].size() / n;
   size_t next = 1;
   void* vl = left_of(c.params) ? c.outs[next++] : nullptr;
   void* vr = right_of(c.params) ? c.outs[next++] : nullptr;
-  cpu::eig(x.dtype, batch, n, c.ins[0], c.outs[0], vl, vr);
+  cpu::eig(x.dtype, batch_size(x, 2), n, c.ins[0], c.outs[0], vl, vr);
 }
 
 bool eigvec_derivs_of(const Params& p) { return p.get<bool>("enable_eigvec_derivs"); }
@@ -89,19 +88,13 @@ std::vector<Array> eig_jvp(const ir::Primitive& self, std::span<const Array> pri
   return r;
 }
 
-/// The kernel treats leading dimensions as a batch: the batch dimension moves to the front.
-Batched eig_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                  const BatchAxis&, const Params& p) {
-  const std::vector<Array> outs = detail::bind(self, std::vector<Array>{moveaxis(ins[0], dims[0], 0)}, p);
-  return {outs, std::vector<int64_t>(outs.size(), 0)};
-}
-
 const ir::Primitive& eig_p = ir::register_primitive({.name = "eig",
                                                      .arity = {1, 1},
                                                      .abstract_eval = eig_aval,
                                                      .cpu_kernel = eig_kernel,
                                                      .jvp = eig_jvp,
-                                                     .batch = eig_batch});
+                                                     .batch = batch_leading,
+                                                     .sharding_rule = batch_sharding_rule});
 
 }  // namespace
 }  // namespace tessel::ops

@@ -1,10 +1,13 @@
 #pragma once
 // Matrix helpers shared by the factorization primitives (linalg_factor.cpp), the functions
 // composed from them (linalg_solve.cpp, linalg_composed.cpp): every helper acts on the last
-// two dimensions of a batch of matrices (..., m, n).
+// two dimensions of a batch of matrices (..., m, n). Also the batching and sharding rules of
+// every linear-algebra primitive whose kernel takes leading dimensions as a batch (the
+// factorizations, eig, schur, tridiagonal_solve).
 #include <string>
 
 #include "ops/op_util.h"
+#include "ops/rule_util.h"
 
 namespace tessel::ops {
 
@@ -38,5 +41,25 @@ Array to_lapack_dtype(const Array& x);
 Array lu_solve_matrices(const Array& lu, const Array& permutation, const Array& b, int trans);
 /// Permutation matrices P (..., m, m) of int32 permutations (..., m): P x = x[perm].
 Array permutation_matrix(const Array& permutation, DType dtype);
+
+// ---- rules of the primitives whose kernels take leading dimensions as a batch ----
+
+/// The number of problems in x: the product of its dimensions before the last `matrix_dims`.
+int64_t batch_size(const Aval& x, int64_t matrix_dims);
+/// Batching: every operand's batch dimension to the front (unbatched operands broadcast);
+/// every output batched there.
+Batched batch_leading(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                      const BatchAxis& axis, const Params& p);
+/// Batching of a solve whose only batched operand is its last, the right-hand sides b
+/// (..., m, k), batched at `dim`: the batch joins b's columns (`into_columns`, as a minor
+/// index) or its rows (as a major index), so one solve covers the whole batch.
+Batched batch_into_rhs(const ir::Primitive& self, std::span<const Array> ins, int64_t dim, bool into_columns,
+                       const Params& p);
+/// SPMD: the first `nb` dimensions of every operand and result are shared batch dimensions
+/// (pass-through factors); the others stay whole.
+ir::ShardingRule leading_batch_rule(std::span<const Aval> ins, std::span<const Aval> outs, int64_t nb);
+/// leading_batch_rule with the batch dimensions those before the first operand's two matrix
+/// dimensions: matrix and vector dimensions stay whole.
+ir::ShardingRule batch_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&);
 
 }  // namespace tessel::ops

@@ -891,9 +891,30 @@ TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
   const std::string text = jf.lower(a).compile().as_text();
   EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
   expect_close(jf(ts::device_put(a, rows)), f(a), 1e-10, "sharded vs one device");
-  // eig has no sharding rule yet: its batch is gathered, and the values are the same.
-  auto g = [](const ts::Array& x) { return la::eigvals(x); };
-  expect_close(ts::jit(g, {.in_shardings = {rows}})(ts::device_put(a, rows)), g(a), 1e-10, "sharded eigvals");
+}
+
+TEST(LinalgComposedSharding, BatchShardedEigAndSchurStayPartitioned) {
+  const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
+  const ts::NamedSharding rows(mesh, ts::P("x"));
+  const ts::Array a = arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+  // Each device factors its half of the batch: no collective, and the values of one device.
+  auto f = [](const ts::Array& x) {
+    const auto r = ts::lax::linalg::eig(x, true, true);
+    return std::make_tuple(r.eigenvalues, r.left_eigenvectors, r.right_eigenvectors, sla::schur(x).t);
+  };
+  auto jf = ts::jit(f, {.in_shardings = {rows}});
+  const std::string text = jf.lower(a).compile().as_text();
+  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+  EXPECT_EQ(text.find("all_to_all"), std::string::npos) << text;
+  const auto sharded = jf(ts::device_put(a, rows));
+  const auto local = f(a);
+  expect_close(std::get<0>(sharded), std::get<0>(local), 1e-10, "sharded eigenvalues");
+  expect_close(std::get<1>(sharded), std::get<1>(local), 1e-10, "sharded left eigenvectors");
+  expect_close(std::get<2>(sharded), std::get<2>(local), 1e-10, "sharded right eigenvectors");
+  expect_close(std::get<3>(sharded), std::get<3>(local), 1e-10, "sharded schur form");
+  // The results keep the batch sharding.
+  EXPECT_TRUE(std::get<0>(sharded).sharding().spec().equivalent(ts::P("x"), 2)) << std::get<0>(sharded).sharding();
+  EXPECT_TRUE(std::get<2>(sharded).sharding().spec().equivalent(ts::P("x"), 3)) << std::get<2>(sharded).sharding();
 }
 
 }  // namespace
