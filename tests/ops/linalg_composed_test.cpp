@@ -15,8 +15,10 @@
 #include <string>
 
 #include "expect_error.h"
+#include "ops/linalg_test_util.h"
 #include "tessel/linalg.h"
 #include "tessel/tessel.h"
+#include "transforms/check_transforms.h"
 
 namespace ts = tessel;
 namespace la = tessel::linalg;
@@ -439,25 +441,12 @@ ts::Array smooth(const ts::Shape& shape, int seed) {
   return arr(shape, seed, ts::f64) + ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f64).reshape(shape) * 0.0137 + 0.1;
 }
 
-/// grad(f) at x against central differences along a few directions.
+/// f's derivatives at x against central differences, forward and reverse, eager and under
+/// jit (check_grads of transforms/check_transforms.h).
 void expect_grad_matches_differences(const std::function<ts::Array(const ts::Array&)>& f, const ts::Array& x,
                                      const std::string& what) {
   SCOPED_TRACE(what);
-  ts::Array g;
-  try {
-    g = ts::grad(f)(x);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << what << ": grad threw: " << e.what();
-    return;
-  }
-  ASSERT_EQ(g.shape(), x.shape());
-  const double eps = 1e-6;
-  for (int seed = 0; seed < 3; ++seed) {
-    const ts::Array v = arr(x.shape(), 20 + seed, ts::f64);
-    const double fd = (f(x + v * eps).item<double>() - f(x - v * eps).item<double>()) / (2 * eps);
-    const double ad = ts::sum(g * v).item<double>();
-    EXPECT_NEAR(ad, fd, 1e-6 * (1 + std::abs(fd))) << "direction " << seed;
-  }
+  transform_testing::check_grads([&](const std::vector<ts::Array>& v) { return f(v[0]); }, {x});
 }
 
 TEST(LinalgComposedTransforms, GradientsMatchFiniteDifferences) {
@@ -878,8 +867,7 @@ namespace {
 // ---- sharding: the compositions inherit their parts' rules ----
 
 TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
-  const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
-  const ts::NamedSharding rows(mesh, ts::P("x"));
+  const ts::NamedSharding rows = linalg_testing::batch_sharding();
   const ts::Array a = arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
   // Functions built from batch-partitioned primitives and element-wise work: no collective.
   auto f = [](const ts::Array& x) {
@@ -888,14 +876,12 @@ TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
                            {1, 2});
   };
   auto jf = ts::jit(f, {.in_shardings = {rows}});
-  const std::string text = jf.lower(a).compile().as_text();
-  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+  linalg_testing::expect_no_batch_collectives(jf.lower(a).compile().as_text());
   expect_close(jf(ts::device_put(a, rows)), f(a), 1e-10, "sharded vs one device");
 }
 
 TEST(LinalgComposedSharding, BatchShardedEigAndSchurStayPartitioned) {
-  const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
-  const ts::NamedSharding rows(mesh, ts::P("x"));
+  const ts::NamedSharding rows = linalg_testing::batch_sharding();
   const ts::Array a = arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
   // Each device factors its half of the batch: no collective, and the values of one device.
   auto f = [](const ts::Array& x) {
@@ -903,9 +889,7 @@ TEST(LinalgComposedSharding, BatchShardedEigAndSchurStayPartitioned) {
     return std::make_tuple(r.eigenvalues, r.left_eigenvectors, r.right_eigenvectors, sla::schur(x).t);
   };
   auto jf = ts::jit(f, {.in_shardings = {rows}});
-  const std::string text = jf.lower(a).compile().as_text();
-  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
-  EXPECT_EQ(text.find("all_to_all"), std::string::npos) << text;
+  linalg_testing::expect_no_batch_collectives(jf.lower(a).compile().as_text());
   const auto sharded = jf(ts::device_put(a, rows));
   const auto local = f(a);
   expect_close(std::get<0>(sharded), std::get<0>(local), 1e-10, "sharded eigenvalues");
