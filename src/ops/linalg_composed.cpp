@@ -168,6 +168,13 @@ Array broadcast_batch(const Array& x, const Shape& batch) {
 /// The leading axes (all but the last) of x.
 Shape leading(const Array& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
 
+/// ShapeError unless a and b are arrays of vectors (at least 1-D): cross's and vecdot's inputs.
+void check_vector_arrays(const std::string& op, const Array& a, const Array& b) {
+  if (a.ndim() == 0 || b.ndim() == 0)
+    throw ShapeError(op + ": the arguments must be arrays of vectors (at least 1-D), got shapes " +
+                     shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()));
+}
+
 /// 0-D arrays as 1-D (jnp.atleast_1d).
 Array atleast_1d(const Array& x) { return x.ndim() == 0 ? reshape(x, {1}) : x; }
 
@@ -255,9 +262,7 @@ Array norm(const Array& x_in, std::optional<NormOrd> ord, std::optional<std::vec
 
 Array cross(const Array& a_in, const Array& b_in, const CrossAxes& axes) {
   const std::string op = "cross";
-  if (a_in.ndim() == 0 || b_in.ndim() == 0)
-    throw ShapeError(op + ": the arguments must be arrays of vectors (at least 1-D), got shapes " +
-                     shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
+  ops::check_vector_arrays(op, a_in, b_in);
   const int64_t axa = axes.axis.value_or(axes.axisa), axb = axes.axis.value_or(axes.axisb);
   const int64_t axc = axes.axis.value_or(axes.axisc);
   const Array a = moveaxis(a_in, ops::canonicalize_axis(op, axa, a_in.ndim()), -1);
@@ -349,9 +354,7 @@ Array matrix_transpose(const Array& x) {
 
 Array vecdot(const Array& a_in, const Array& b_in, int64_t axis) {
   const std::string op = "linalg.vecdot";
-  if (a_in.ndim() == 0 || b_in.ndim() == 0)
-    throw ShapeError(op + ": the arguments must be arrays of vectors (at least 1-D), got shapes " +
-                     shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
+  ops::check_vector_arrays(op, a_in, b_in);
   const int64_t axa = ops::canonicalize_axis(op, axis, a_in.ndim()), axb = ops::canonicalize_axis(op, axis, b_in.ndim());
   if (a_in.dim(axa) != b_in.dim(axb))
     throw ShapeError(op + ": the vectors along axis " + std::to_string(axis) + " differ in length for shapes " +

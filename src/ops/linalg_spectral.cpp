@@ -55,13 +55,6 @@ Array pinv_tangent(const Array& a, const Array& p, const Array& a_dot) {
              subtract(t, matmul(p, matmul(a, t))));
 }
 
-/// s[lo] * ... * s[hi - 1].
-int64_t product(const Shape& s, size_t lo, size_t hi) {
-  int64_t n = 1;
-  for (size_t i = lo; i < hi; ++i) n *= s[i];
-  return n;
-}
-
 }  // namespace
 }  // namespace tessel::ops
 
@@ -189,7 +182,7 @@ Array tensorinv(const Array& a, int64_t ind) {
     throw ShapeError(op + ": ind=" + std::to_string(ind) + " exceeds the rank of a, shape " +
                      shape_to_string(a.shape()));
   const Shape& s = a.shape();
-  const int64_t rows = ops::product(s, 0, size_t(ind)), cols = ops::product(s, size_t(ind), s.size());
+  const int64_t rows = shape_size(Shape(s.begin(), s.begin() + ind)), cols = shape_size(Shape(s.begin() + ind, s.end()));
   if (rows != cols)
     throw ShapeError(op + ": the first ind=" + std::to_string(ind) + " dimensions of a must hold as many elements (" +
                      std::to_string(rows) + ") as the others (" + std::to_string(cols) + "), got shape " +

@@ -221,12 +221,6 @@ void expect_close(const ts::Array& got, const ts::Array& want, double tol, const
   expect_close(read(got), read(want), tol, what);
 }
 
-/// The upper triangle of a square matrix (the rest zero).
-ts::Array upper(const ts::Array& a) {
-  const int64_t n = a.dim(-1);
-  return ts::where(ts::iota(ts::i32, {n, n}, 1) >= ts::iota(ts::i32, {n, n}, 0), a, ts::zeros_like(a));
-}
-
 /// Each row of the last axis sorted by real part, then imaginary part (np.sort_complex): the
 /// eigenvalue order LAPACK gives is not part of the contract.
 ts::Array sort_complex(const ts::Array& w) {
@@ -368,7 +362,7 @@ std::map<std::string, std::function<ts::Array()>> cases() {
   m["expm f64 scaled"] = [] { return sla::expm(arr({4, 4}, 2, ts::f64) * 20.0); };
   m["expm c128"] = [] { return sla::expm(arr({3, 3}, 3, ts::c128)); };
   m["expm batched f32"] = [] { return sla::expm(ts::stack({arr({2, 2}, 1) * 0.1, arr({2, 2}, 2) * 9.0})); };
-  m["expm upper"] = [] { return sla::expm(upper(arr({3, 3}, 4, ts::f64)), true); };
+  m["expm upper"] = [] { return sla::expm(linalg_testing::triu(arr({3, 3}, 4, ts::f64)), true); };
   m["expm max_squarings"] = [] { return sla::expm(arr({3, 3}, 1) * 1000.0, false, 3); };
   m["polar unitary"] = [] { return sla::polar(arr({4, 3}, 2, ts::f64), "right", "svd").unitary; };
   m["polar posdef"] = [] { return sla::polar(arr({4, 3}, 2, ts::f64), "right", "svd").posdef; };
@@ -648,7 +642,7 @@ TEST(LinalgComposedEig, EigenvectorsSatisfyTheirEquations) {
     expect_close(la::eigvals(a), w, tol, "eigvals = eig's eigenvalues");
     // lax's eig gives the left eigenvectors too: u^H a = w u^H.
     const auto r = ts::lax::linalg::eig(a);
-    const ts::Array uh = ts::conj(ts::swapaxes(r.left_eigenvectors, 1, 2));
+    const ts::Array uh = linalg_testing::adjoint(r.left_eigenvectors);
     expect_close(read(ts::matmul(uh, a.astype(c))), read(uh * ts::expand_dims(r.eigenvalues, {2})), tol, "u^H a = w u^H");
   }
 }
@@ -750,8 +744,8 @@ TEST(LinalgComposedStructured, SchurReconstructs) {
       const bool cplx = ts::is_complex(dt) || std::string(output) == "complex";
       ASSERT_EQ(ts::is_complex(t.dtype()), cplx);
       const double tol = 100 * tol_of(dt);
-      expect_close(read(ts::matmul(ts::matmul(z, t), ts::conj(ts::swapaxes(z, 1, 2)))), read(a), tol, "z t z^H = a");
-      expect_close(read(ts::matmul(ts::conj(ts::swapaxes(z, 1, 2)), z)), read(ts::broadcast_to(ts::eye(4), {2, 4, 4})),
+      expect_close(read(ts::matmul(ts::matmul(z, t), linalg_testing::adjoint(z))), read(a), tol, "z t z^H = a");
+      expect_close(read(ts::matmul(linalg_testing::adjoint(z), z)), read(ts::broadcast_to(ts::eye(4), {2, 4, 4})),
                    tol, "z unitary");
       // Below the first sub-diagonal T is zero (below the diagonal too, for complex T).
       const auto tv = read(t);
@@ -866,9 +860,14 @@ namespace {
 
 // ---- sharding: the compositions inherit their parts' rules ----
 
+/// Eight well-conditioned 3 x 3 float64 matrices: a batch to split over two devices.
+ts::Array well_conditioned_batch() {
+  return arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+}
+
 TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
   const ts::NamedSharding rows = linalg_testing::batch_sharding();
-  const ts::Array a = arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+  const ts::Array a = well_conditioned_batch();
   // Functions built from batch-partitioned primitives and element-wise work: no collective.
   auto f = [](const ts::Array& x) {
     return la::pinv(x) + sla::expm(x * 0.1) + la::matrix_power(x, 3) +
@@ -882,7 +881,7 @@ TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
 
 TEST(LinalgComposedSharding, BatchShardedEigAndSchurStayPartitioned) {
   const ts::NamedSharding rows = linalg_testing::batch_sharding();
-  const ts::Array a = arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+  const ts::Array a = well_conditioned_batch();
   // Each device factors its half of the batch: no collective, and the values of one device.
   auto f = [](const ts::Array& x) {
     const auto r = ts::lax::linalg::eig(x, true, true);

@@ -25,6 +25,9 @@ namespace {
 using namespace transform_testing;
 namespace la = ts::lax::linalg;
 using V = std::vector<ts::Array>;
+using linalg_testing::adjoint;
+using linalg_testing::tril;
+using linalg_testing::triu;
 
 // ---- inputs ----
 
@@ -39,24 +42,8 @@ ts::Array random_matrix(const ts::Shape& shape, uint32_t seed, ts::DType dt = ts
 ts::Array spd_matrix(const ts::Shape& shape, uint32_t seed, ts::DType dt = ts::f64) {
   const ts::Array x = random_matrix(shape, seed, dt);
   const int64_t n = shape.back();
-  const ts::Array xh = ts::is_complex(dt) ? ts::conj(ts::swapaxes(x, -1, -2)) : ts::swapaxes(x, -1, -2);
-  return ts::matmul(x, xh) + ts::eye(n, std::nullopt, 0, dt) * ts::Array(double(n)).astype(ts::real_dtype(dt)).astype(dt);
+  return ts::matmul(x, adjoint(x)) + ts::eye(n, std::nullopt, 0, dt) * ts::Array(double(n)).astype(ts::real_dtype(dt)).astype(dt);
 }
-
-ts::Array adjoint(const ts::Array& x) {
-  const ts::Array t = ts::swapaxes(x, -1, -2);
-  return ts::is_complex(x.dtype()) ? ts::conj(t) : t;
-}
-
-/// The lower (upper) triangle of the matrices of x from diagonal k, the rest zero.
-ts::Array band(const ts::Array& x, int64_t k, bool upper) {
-  const int64_t m = x.dim(-2), n = x.dim(-1);
-  const ts::Array d = ts::iota(ts::i32, {m, n}, 1) - ts::iota(ts::i32, {m, n}, 0);
-  const ts::Array keep = upper ? ts::greater_equal(d, ts::Array(int32_t(k))) : ts::less_equal(d, ts::Array(int32_t(k)));
-  return ts::where(ts::broadcast_to(keep, x.shape()), x, ts::zeros_like(x));
-}
-ts::Array tril(const ts::Array& x, int64_t k = 0) { return band(x, k, false); }
-ts::Array triu(const ts::Array& x, int64_t k = 0) { return band(x, k, true); }
 
 ts::Array f64s(const std::vector<double>& v, const ts::Shape& shape) { return ts::Array(v, shape).reshape(shape); }
 
