@@ -30,19 +30,6 @@ std::vector<Array> promote_all(std::vector<Array> xs) {
   return xs;
 }
 
-void check_matrix_rank(const std::string& op, const Array& x, const char* what) {
-  if (x.ndim() < 2)
-    throw ShapeError(op + ": " + what + " must have at least 2 dimensions (a matrix or a batch of them), got shape " +
-                     shape_to_string(x.shape()));
-}
-
-void check_square(const std::string& op, const Array& x) {
-  check_matrix_rank(op, x);
-  if (x.dim(-1) != x.dim(-2))
-    throw ShapeError(op + ": the matrices must be square (the last two axes equal), got shape " +
-                     shape_to_string(x.shape()));
-}
-
 double eps_of(DType d) {
   return real_dtype(d) == DType::float64 ? std::numeric_limits<double>::epsilon()
                                          : double(std::numeric_limits<float>::epsilon());
@@ -232,7 +219,7 @@ Array vector_norm(const Array& x_in, NormOrd ord, std::optional<std::vector<int6
 }
 
 Array matrix_norm(const Array& x, NormOrd ord, bool keepdims) {
-  ops::check_matrix_rank("linalg.matrix_norm", x);
+  ops::check_matrix_shape("linalg.matrix_norm", x.shape(), false);
   const Array xi = ops::to_inexact(x);
   return ops::matrix_norm_of("linalg.matrix_norm", xi, ord, xi.ndim() - 2, xi.ndim() - 1, keepdims);
 }
@@ -343,12 +330,12 @@ Array multi_dot(const std::vector<Array>& arrays) {
 }
 
 Array diagonal(const Array& x, int64_t offset) {
-  ops::check_matrix_rank("linalg.diagonal", x);
+  ops::check_matrix_shape("linalg.diagonal", x.shape(), false);
   return moveaxis(ops::diagonal_offset_front(x, offset, x.ndim() - 2, x.ndim() - 1), 0, -1);
 }
 
 Array matrix_transpose(const Array& x) {
-  ops::check_matrix_rank("linalg.matrix_transpose", x);
+  ops::check_matrix_shape("linalg.matrix_transpose", x.shape(), false);
   return ops::matrix_transpose(x);
 }
 
@@ -376,12 +363,12 @@ Array outer(const Array& a, const Array& b) {
 }
 
 Array trace(const Array& x, int64_t offset, std::optional<DType> dtype) {
-  ops::check_matrix_rank("linalg.trace", x);
+  ops::check_matrix_shape("linalg.trace", x.shape(), false);
   return tessel::trace(dtype ? astype(x, *dtype) : x, offset, -2, -1);
 }
 
 Array matrix_power(const Array& a_in, int64_t n) {
-  ops::check_square("linalg.matrix_power", a_in);
+  ops::check_matrix_shape("linalg.matrix_power", a_in.shape(), true);
   if (n == 0) return broadcast_to(eye(a_in.dim(-1), std::nullopt, 0, a_in.dtype()), a_in.shape());
   const Array a = n < 0 ? inv(a_in) : a_in;
   // Binary powering: z runs through a, a^2, a^4, ...; the set bits of |n| pick the factors.

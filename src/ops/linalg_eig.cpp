@@ -121,13 +121,13 @@ EigResult eig(const Array& x, bool compute_left_eigenvectors, bool compute_right
 namespace tessel::linalg {
 
 EigResult eig(const Array& a) {
-  ops::check_square("linalg.eig", a);
+  ops::check_matrix_shape("linalg.eig", a.shape(), true);
   const auto r = lax::linalg::eig(ops::to_lapack_dtype(a), false, true);
   return {r.eigenvalues, r.right_eigenvectors};
 }
 
 Array eigvals(const Array& a) {
-  ops::check_square("linalg.eigvals", a);
+  ops::check_matrix_shape("linalg.eigvals", a.shape(), true);
   return lax::linalg::eig(ops::to_lapack_dtype(a), false, false).eigenvalues;
 }
 

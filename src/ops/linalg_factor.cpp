@@ -80,13 +80,17 @@ Array identity_like(const Array& x, int64_t n) {
   return broadcast_to(eye(n, std::nullopt, 0, x.dtype()), s);
 }
 
-void check_matrices(const std::string& op, const Aval& x, bool square) {
-  if (x.ndim() < 2)
-    throw ShapeError(op + ": expected a matrix or a batch of matrices (..., m, n) of rank >= 2, got shape " +
-                     shape_to_string(x.shape));
-  if (square && x.shape[size_t(x.ndim() - 1)] != x.shape[size_t(x.ndim() - 2)])
-    throw ShapeError(op + ": expected square matrices (..., n, n), got shape " + shape_to_string(x.shape) +
+void check_matrix_shape(const std::string& op, const Shape& shape, bool square, const char* what) {
+  if (shape.size() < 2)
+    throw ShapeError(op + ": " + what + " must be a matrix or a batch of matrices (..., m, n) of rank >= 2, got shape " +
+                     shape_to_string(shape));
+  if (square && shape[shape.size() - 1] != shape[shape.size() - 2])
+    throw ShapeError(op + ": " + what + " must hold square matrices (..., n, n), got shape " + shape_to_string(shape) +
                      "; the last two dimensions must be equal");
+}
+
+void check_matrices(const std::string& op, const Aval& x, bool square) {
+  check_matrix_shape(op, x.shape, square);
   if (!cpu::lapack_supported(x.dtype))
     throw DTypeError(op + ": dtype " + dtype_name(x.dtype) +
                      " is not supported; LAPACK factors float32, float64, complex64 and complex128 (the "

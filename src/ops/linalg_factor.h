@@ -29,8 +29,12 @@ Array diagonal_matrix(const Array& d);
 /// An n x n identity of x's dtype, broadcast to x's batch dimensions: (..., n, n).
 Array identity_like(const Array& x, int64_t n);
 
-/// Throws "op: ..." unless x is a batch of matrices (rank >= 2; square when `square`) of a
-/// LAPACK dtype (float32, float64, complex64, complex128).
+/// ShapeError "op: <what> must be a matrix or a batch of matrices ..., got shape (3,)" unless
+/// `shape` has rank >= 2, and (when `square`) "... must hold square matrices" unless its last
+/// two dimensions are equal.
+void check_matrix_shape(const std::string& op, const Shape& shape, bool square, const char* what = "the input");
+/// check_matrix_shape, and DTypeError unless x has a LAPACK dtype (float32, float64,
+/// complex64, complex128): the inputs of the factorization primitives.
 void check_matrices(const std::string& op, const Aval& x, bool square);
 /// x converted to the dtype LAPACK factors for it: floating and complex stay (half types
 /// become float32), integers and bool become the default float (as jnp.linalg does).

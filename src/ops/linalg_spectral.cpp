@@ -62,7 +62,7 @@ namespace tessel::linalg {
 
 Array pinv(const Array& a_in, std::optional<Array> rtol_in, bool hermitian) {
   const std::string op = "linalg.pinv";
-  ops::check_matrix_rank(op, a_in);
+  ops::check_matrix_shape(op, a_in.shape(), false);
   const Array a = ops::to_inexact(a_in);
   const int64_t m = a.dim(-2), n = a.dim(-1);
   if (m == 0 || n == 0) {
@@ -103,7 +103,7 @@ Array matrix_rank(const Array& m_in, std::optional<Array> tol, bool hermitian) {
 
 Array cond(const Array& x_in, std::optional<NormOrd> p) {
   const std::string op = "linalg.cond";
-  ops::check_matrix_rank(op, x_in);
+  ops::check_matrix_shape(op, x_in.shape(), false);
   if (x_in.dim(-1) == 0 || x_in.dim(-2) == 0)
     throw ValueError(op + ": the matrices must not be empty, got shape " + shape_to_string(x_in.shape()));
   const Array x = ops::to_inexact(x_in);
@@ -132,7 +132,7 @@ Array cond(const Array& x_in, std::optional<NormOrd> p) {
 
 LstsqResult lstsq(const Array& a_in, const Array& b_in, std::optional<double> rcond) {
   const std::string op = "linalg.lstsq";
-  ops::check_matrix_rank(op, a_in, "a");
+  ops::check_matrix_shape(op, a_in.shape(), false, "a");
   std::vector<Array> ab = ops::promote_all({ops::to_inexact(a_in), ops::to_inexact(b_in)});
   Array a = ab[0], b = ab[1];
   const bool vector = b.ndim() == a.ndim() - 1;
@@ -226,7 +226,7 @@ PolarResult polar(const Array& a_in, const std::string& side, const std::string&
     throw ValueError(op + ": side must be \"right\" or \"left\", got \"" + side + "\"");
   if (method != "svd" && method != "qdwh")
     throw ValueError(op + ": unknown method \"" + method + "\"; use \"svd\" or \"qdwh\"");
-  ops::check_matrix_rank(op, a_in);
+  ops::check_matrix_shape(op, a_in.shape(), false);
   const Array a = ops::to_inexact(a_in);
   const auto [u, s, vh] = tessel::linalg::svd(a, false, true);
   const Array sc = expand_dims(astype(s, u.dtype()), {s.ndim() - 1});  // (..., 1, k): scales columns

@@ -76,14 +76,14 @@ lax::linalg::SchurResult schur(const Array& a, const std::string& output) {
   const std::string op = "scipy.linalg.schur";
   if (output != "real" && output != "complex")
     throw ValueError(op + ": output must be \"real\" or \"complex\", got \"" + output + "\"");
-  ops::check_square(op, a);
+  ops::check_matrix_shape(op, a.shape(), true);
   Array x = ops::to_lapack_dtype(a);
   if (output == "complex") x = astype(x, complex_dtype(real_dtype(x.dtype())));
   return lax::linalg::schur(x, true);
 }
 
 Array sqrtm(const Array& a) {
-  ops::check_square("scipy.linalg.sqrtm", a);
+  ops::check_matrix_shape("scipy.linalg.sqrtm", a.shape(), true);
   const auto [t, z] = schur(a, "complex");
   return matmul(matmul(z, ops::sqrtm_triangular(t)), ops::matrix_adjoint(z));
 }
