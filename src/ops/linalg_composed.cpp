@@ -146,14 +146,7 @@ Array component(const Array& x, int64_t i) {
 }
 
 /// x with its leading axes (all but the last) broadcast to `batch`.
-Array broadcast_batch(const Array& x, const Shape& batch) {
-  Shape s = batch;
-  s.push_back(x.dim(-1));
-  return broadcast_to(x, s);
-}
-
-/// The leading axes (all but the last) of x.
-Shape leading(const Array& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+Array broadcast_batch(const Array& x, const Shape& batch) { return broadcast_to(x, with_batch(batch, {x.dim(-1)})); }
 
 /// ShapeError unless a and b are arrays of vectors (at least 1-D): cross's and vecdot's inputs.
 void check_vector_arrays(const std::string& op, const Array& a, const Array& b) {
@@ -169,7 +162,7 @@ Array atleast_1d(const Array& x) { return x.ndim() == 0 ? reshape(x, {1}) : x; }
 /// structured-matrix constructors).
 std::pair<Array, Array> vector_pair(const std::string& op, const Array& a, const Array& b) {
   std::vector<Array> ab = promote_all({a, b});
-  const Shape batch = broadcast_shapes(op, {leading(ab[0]), leading(ab[1])});
+  const Shape batch = broadcast_shapes(op, {batch_shape(ab[0].shape(), 1), batch_shape(ab[1].shape(), 1)});
   return {broadcast_batch(ab[0], batch), broadcast_batch(ab[1], batch)};
 }
 
@@ -180,12 +173,10 @@ Array gather_matrix(const Array& v, int64_t n, int64_t m, const std::function<Ar
   return take(v, index(i, j), v.ndim() - 1, {.mode = "promise_in_bounds"});
 }
 
-/// Zeros of shape batch + (n, m): the structured matrices with an empty side.
-Array empty_matrices(const Shape& batch, int64_t n, int64_t m, DType dtype) {
-  Shape s = batch;
-  s.push_back(n);
-  s.push_back(m);
-  return zeros(s, dtype);
+/// Zeros of shape batch + (n, m) for the vectors c (..., k): the structured matrices with an
+/// empty side.
+Array empty_matrices(const Array& c, int64_t n, int64_t m) {
+  return zeros(with_batch(batch_shape(c.shape(), 1), {n, m}), c.dtype());
 }
 
 /// The product of chain[i..j] in the order split[i][j] recorded.
@@ -413,7 +404,7 @@ Array toeplitz(const Array& c_in, std::optional<Array> r_in) {
   const Array r1 = r_in ? ops::atleast_1d(*r_in) : conj(c1);
   auto [c, r] = ops::vector_pair("scipy.linalg.toeplitz", c1, r1);
   const int64_t n = c.dim(-1), m = r.dim(-1);
-  if (n == 0 || m == 0) return ops::empty_matrices(ops::leading(c), n, m, c.dtype());
+  if (n == 0 || m == 0) return ops::empty_matrices(c, n, m);
   // v = (c reversed, r[1:]); A[i, j] = v[n - 1 - i + j].
   const Array v = concatenate({flip(c, Axes{c.ndim() - 1}), slice_in_dim(r, 1, m, 1, r.ndim() - 1)}, -1);
   return ops::gather_matrix(v, n, m, [n](Array i, Array j) { return add(subtract(j, i), Array(int(n - 1))); });
@@ -426,7 +417,7 @@ Array hankel(const Array& c_in, std::optional<Array> r_in) {
                      (r_in ? " and " + shape_to_string(r_in->shape()) : std::string()));
   auto [c, r] = ops::vector_pair(op, c_in, r_in ? *r_in : zeros_like(c_in));
   const int64_t n = c.dim(-1), m = r.dim(-1);
-  if (n == 0 || m == 0) return ops::empty_matrices(ops::leading(c), n, m, c.dtype());
+  if (n == 0 || m == 0) return ops::empty_matrices(c, n, m);
   // v = (c, r[1:]); A[i, j] = v[i + j].
   const Array v = concatenate({c, slice_in_dim(r, 1, m, 1, r.ndim() - 1)}, -1);
   return ops::gather_matrix(v, n, m, [](Array i, Array j) { return add(i, j); });
@@ -435,7 +426,7 @@ Array hankel(const Array& c_in, std::optional<Array> r_in) {
 Array circulant(const Array& c_in) {
   const Array c = ops::atleast_1d(c_in);
   const int64_t n = c.dim(-1);
-  if (n == 0) return ops::empty_matrices(ops::leading(c), 0, 0, c.dtype());
+  if (n == 0) return ops::empty_matrices(c, 0, 0);
   // A[i, j] = c[(i - j) mod n].
   return ops::gather_matrix(c, n, n, [n](Array i, Array j) { return remainder(add(subtract(i, j), Array(int(n))), Array(int(n))); });
 }

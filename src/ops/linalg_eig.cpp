@@ -22,7 +22,7 @@ std::vector<Aval> eig_aval(std::span<const Aval> ins, const Params& p) {
   const Aval& x = ins[0];
   check_matrices("eig", x, true);
   const DType c = complex_dtype(real_dtype(x.dtype));
-  std::vector<Aval> out{Aval(Shape(x.shape.begin(), x.shape.end() - 1), c)};
+  std::vector<Aval> out{Aval(batch_shape(x.shape, 1), c)};
   if (left_of(p)) out.push_back(Aval(x.shape, c));
   if (right_of(p)) out.push_back(Aval(x.shape, c));
   return out;

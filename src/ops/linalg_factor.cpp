@@ -35,6 +35,8 @@ Array masked(const Array& x, const Array& mask) {
   return where(broadcast_to(mask, x.shape()), x, zeros_like(x));
 }
 
+}  // namespace
+
 Shape batch_shape(const Shape& s, int64_t matrix_dims) { return Shape(s.begin(), s.end() - matrix_dims); }
 
 Shape with_batch(const Shape& batch, std::initializer_list<int64_t> tail) {
@@ -43,13 +45,7 @@ Shape with_batch(const Shape& batch, std::initializer_list<int64_t> tail) {
   return s;
 }
 
-}  // namespace
-
-int64_t batch_size(const Aval& x, int64_t matrix_dims) {
-  int64_t b = 1;
-  for (int64_t i = 0; i < x.ndim() - matrix_dims; ++i) b *= x.shape[size_t(i)];
-  return b;
-}
+int64_t batch_size(const Aval& x, int64_t matrix_dims) { return shape_size(batch_shape(x.shape, matrix_dims)); }
 
 Array tril(const Array& x, int64_t k) { return masked(x, band_mask(x.shape(), k, false)); }
 Array triu(const Array& x, int64_t k) { return masked(x, band_mask(x.shape(), k, true)); }
@@ -74,10 +70,7 @@ Array diagonal_matrix(const Array& d) {
 }
 
 Array identity_like(const Array& x, int64_t n) {
-  Shape s = batch_shape(x.shape(), 2);
-  s.push_back(n);
-  s.push_back(n);
-  return broadcast_to(eye(n, std::nullopt, 0, x.dtype()), s);
+  return broadcast_to(eye(n, std::nullopt, 0, x.dtype()), with_batch(batch_shape(x.shape(), 2), {n, n}));
 }
 
 void check_matrix_shape(const std::string& op, const Shape& shape, bool square, const char* what) {

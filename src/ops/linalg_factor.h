@@ -4,12 +4,19 @@
 // two dimensions of a batch of matrices (..., m, n). Also the batching and sharding rules of
 // every linear-algebra primitive whose kernel takes leading dimensions as a batch (the
 // factorizations, eig, schur, tridiagonal_solve).
+#include <initializer_list>
 #include <string>
 
 #include "ops/op_util.h"
 #include "ops/rule_util.h"
 
 namespace tessel::ops {
+
+/// The leading dimensions of `s`: all but the last `matrix_dims` (the batch of a batch of
+/// matrices, matrix_dims = 2, or of vectors, 1).
+Shape batch_shape(const Shape& s, int64_t matrix_dims);
+/// `batch` followed by `tail`: the shape of a batch of matrices (or vectors) of shape `tail`.
+Shape with_batch(const Shape& batch, std::initializer_list<int64_t> tail);
 
 /// The lower triangle of the matrices of x, from diagonal k up (k < 0: below the main
 /// diagonal); the rest zero (jnp.tril).

@@ -22,7 +22,7 @@ Array largest(const Array& s) { return slice_in_dim(s, 0, 1, 1, s.ndim() - 1); }
 Array against(const std::string& op, const Array& tol, const Array& s) {
   if (tol.ndim() > s.ndim() - 1)
     throw ShapeError(op + ": the tolerance must be a scalar or have the batch shape " +
-                     shape_to_string(Shape(s.shape().begin(), s.shape().end() - 1)) + " of the matrices, got shape " +
+                     shape_to_string(batch_shape(s.shape(), 1)) + " of the matrices, got shape " +
                      shape_to_string(tol.shape()));
   Shape shape(size_t(s.ndim() - 1 - tol.ndim()), 1);
   shape.insert(shape.end(), tol.shape().begin(), tol.shape().end());
@@ -66,7 +66,7 @@ Array pinv(const Array& a_in, std::optional<Array> rtol_in, bool hermitian) {
   const Array a = ops::to_inexact(a_in);
   const int64_t m = a.dim(-2), n = a.dim(-1);
   if (m == 0 || n == 0) {
-    Shape s(a.shape().begin(), a.shape().end() - 2);
+    Shape s = ops::batch_shape(a.shape(), 2);
     s.push_back(n);
     s.push_back(m);
     return zeros(s, a.dtype());
@@ -141,8 +141,8 @@ LstsqResult lstsq(const Array& a_in, const Array& b_in, std::optional<double> rc
                      "shapes " + shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
   if (vector) b = expand_dims(b, {b.ndim()});
   const int64_t m = a.dim(-2), n = a.dim(-1);
-  const Shape batch(a.shape().begin(), a.shape().end() - 2);
-  if (b.dim(-2) != m || Shape(b.shape().begin(), b.shape().end() - 2) != batch)
+  const Shape batch = ops::batch_shape(a.shape(), 2);
+  if (b.dim(-2) != m || ops::batch_shape(b.shape(), 2) != batch)
     throw ShapeError(op + ": b must have a's " + std::to_string(m) + " rows and its batch dimensions, got shapes " +
                      shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
   const DType real = real_dtype(a.dtype());

@@ -92,7 +92,7 @@ EighTridiagonalResult eigh_tridiagonal(const Array& d, const Array& e, bool eigv
                                        std::pair<int64_t, int64_t> select_range) {
   const std::string op = "scipy.linalg.eigh_tridiagonal";
   if (d.ndim() < 1 || e.ndim() != d.ndim() || e.dim(-1) + 1 != std::max<int64_t>(d.dim(-1), 1) ||
-      Shape(d.shape().begin(), d.shape().end() - 1) != Shape(e.shape().begin(), e.shape().end() - 1))
+      ops::batch_shape(d.shape(), 1) != ops::batch_shape(e.shape(), 1))
     throw ShapeError(op + ": d must be (..., n) and e (..., n - 1), got shapes " + shape_to_string(d.shape()) + " and " +
                      shape_to_string(e.shape()));
   if (select != "a" && select != "i")

@@ -17,7 +17,7 @@ std::vector<Aval> tridiagonal_solve_aval(std::span<const Aval> ins, const Params
   check_matrices("tridiagonal_solve", b, false);
   if (dl.shape != d.shape || du.shape != d.shape)
     throw ShapeError("tridiagonal_solve: the three diagonals must have one shape (..., m), got " + shapes);
-  if (Shape(b.shape.begin(), b.shape.end() - 1) != d.shape)
+  if (batch_shape(b.shape, 1) != d.shape)
     throw ShapeError("tridiagonal_solve: b must be (..., m, n) with the diagonals' shape (..., m) in front, got " +
                      shapes);
   for (const Aval& x : {dl, d, du})
