@@ -5,13 +5,13 @@ same linear congruential sequence, plus a multiple of the identity).
 Prints `name seconds s` lines, one per case of CASES. Each figure is the best of several
 rounds after a compiling call, as bench/linalg_composed.cpp measures tessel.
 """
-import time
-
 import numpy as np
 
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+
+from jax_linalg import best_seconds  # the timing of bench/baselines/jax_linalg.py
 
 
 def matrices(batch, n, diag):
@@ -36,20 +36,9 @@ CASES = {
 }
 
 
-def best_seconds(f, a, calls=5, rounds=5):
-    jax.block_until_ready(f(a))
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            jax.block_until_ready(f(a))
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
-
-
 def main():
     for name, (fn, make) in CASES.items():
-        print(f"{name} {best_seconds(jax.jit(fn), make())} s", flush=True)
+        print(f"{name} {best_seconds(jax.jit(fn), (make(),), 5, 5)} s", flush=True)
 
 
 if __name__ == "__main__":

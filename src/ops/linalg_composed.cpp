@@ -30,19 +30,6 @@ std::vector<Array> promote_all(std::vector<Array> xs) {
   return xs;
 }
 
-void check_matrix_rank(const std::string& op, const Array& x, const char* what) {
-  if (x.ndim() < 2)
-    throw ShapeError(op + ": " + what + " must have at least 2 dimensions (a matrix or a batch of them), got shape " +
-                     shape_to_string(x.shape()));
-}
-
-void check_square(const std::string& op, const Array& x) {
-  check_matrix_rank(op, x);
-  if (x.dim(-1) != x.dim(-2))
-    throw ShapeError(op + ": the matrices must be square (the last two axes equal), got shape " +
-                     shape_to_string(x.shape()));
-}
-
 double eps_of(DType d) {
   return real_dtype(d) == DType::float64 ? std::numeric_limits<double>::epsilon()
                                          : double(std::numeric_limits<float>::epsilon());
@@ -159,14 +146,14 @@ Array component(const Array& x, int64_t i) {
 }
 
 /// x with its leading axes (all but the last) broadcast to `batch`.
-Array broadcast_batch(const Array& x, const Shape& batch) {
-  Shape s = batch;
-  s.push_back(x.dim(-1));
-  return broadcast_to(x, s);
-}
+Array broadcast_batch(const Array& x, const Shape& batch) { return broadcast_to(x, with_batch(batch, {x.dim(-1)})); }
 
-/// The leading axes (all but the last) of x.
-Shape leading(const Array& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+/// ShapeError unless a and b are arrays of vectors (at least 1-D): cross's and vecdot's inputs.
+void check_vector_arrays(const std::string& op, const Array& a, const Array& b) {
+  if (a.ndim() == 0 || b.ndim() == 0)
+    throw ShapeError(op + ": the arguments must be arrays of vectors (at least 1-D), got shapes " +
+                     shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()));
+}
 
 /// 0-D arrays as 1-D (jnp.atleast_1d).
 Array atleast_1d(const Array& x) { return x.ndim() == 0 ? reshape(x, {1}) : x; }
@@ -175,7 +162,7 @@ Array atleast_1d(const Array& x) { return x.ndim() == 0 ? reshape(x, {1}) : x; }
 /// structured-matrix constructors).
 std::pair<Array, Array> vector_pair(const std::string& op, const Array& a, const Array& b) {
   std::vector<Array> ab = promote_all({a, b});
-  const Shape batch = broadcast_shapes(op, {leading(ab[0]), leading(ab[1])});
+  const Shape batch = broadcast_shapes(op, {batch_shape(ab[0].shape(), 1), batch_shape(ab[1].shape(), 1)});
   return {broadcast_batch(ab[0], batch), broadcast_batch(ab[1], batch)};
 }
 
@@ -186,12 +173,10 @@ Array gather_matrix(const Array& v, int64_t n, int64_t m, const std::function<Ar
   return take(v, index(i, j), v.ndim() - 1, {.mode = "promise_in_bounds"});
 }
 
-/// Zeros of shape batch + (n, m): the structured matrices with an empty side.
-Array empty_matrices(const Shape& batch, int64_t n, int64_t m, DType dtype) {
-  Shape s = batch;
-  s.push_back(n);
-  s.push_back(m);
-  return zeros(s, dtype);
+/// Zeros of shape batch + (n, m) for the vectors c (..., k): the structured matrices with an
+/// empty side.
+Array empty_matrices(const Array& c, int64_t n, int64_t m) {
+  return zeros(with_batch(batch_shape(c.shape(), 1), {n, m}), c.dtype());
 }
 
 /// The product of chain[i..j] in the order split[i][j] recorded.
@@ -225,7 +210,7 @@ Array vector_norm(const Array& x_in, NormOrd ord, std::optional<std::vector<int6
 }
 
 Array matrix_norm(const Array& x, NormOrd ord, bool keepdims) {
-  ops::check_matrix_rank("linalg.matrix_norm", x);
+  ops::check_matrix_shape("linalg.matrix_norm", x.shape(), false);
   const Array xi = ops::to_inexact(x);
   return ops::matrix_norm_of("linalg.matrix_norm", xi, ord, xi.ndim() - 2, xi.ndim() - 1, keepdims);
 }
@@ -255,9 +240,7 @@ Array norm(const Array& x_in, std::optional<NormOrd> ord, std::optional<std::vec
 
 Array cross(const Array& a_in, const Array& b_in, const CrossAxes& axes) {
   const std::string op = "cross";
-  if (a_in.ndim() == 0 || b_in.ndim() == 0)
-    throw ShapeError(op + ": the arguments must be arrays of vectors (at least 1-D), got shapes " +
-                     shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
+  ops::check_vector_arrays(op, a_in, b_in);
   const int64_t axa = axes.axis.value_or(axes.axisa), axb = axes.axis.value_or(axes.axisb);
   const int64_t axc = axes.axis.value_or(axes.axisc);
   const Array a = moveaxis(a_in, ops::canonicalize_axis(op, axa, a_in.ndim()), -1);
@@ -338,20 +321,18 @@ Array multi_dot(const std::vector<Array>& arrays) {
 }
 
 Array diagonal(const Array& x, int64_t offset) {
-  ops::check_matrix_rank("linalg.diagonal", x);
+  ops::check_matrix_shape("linalg.diagonal", x.shape(), false);
   return moveaxis(ops::diagonal_offset_front(x, offset, x.ndim() - 2, x.ndim() - 1), 0, -1);
 }
 
 Array matrix_transpose(const Array& x) {
-  ops::check_matrix_rank("linalg.matrix_transpose", x);
+  ops::check_matrix_shape("linalg.matrix_transpose", x.shape(), false);
   return ops::matrix_transpose(x);
 }
 
 Array vecdot(const Array& a_in, const Array& b_in, int64_t axis) {
   const std::string op = "linalg.vecdot";
-  if (a_in.ndim() == 0 || b_in.ndim() == 0)
-    throw ShapeError(op + ": the arguments must be arrays of vectors (at least 1-D), got shapes " +
-                     shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
+  ops::check_vector_arrays(op, a_in, b_in);
   const int64_t axa = ops::canonicalize_axis(op, axis, a_in.ndim()), axb = ops::canonicalize_axis(op, axis, b_in.ndim());
   if (a_in.dim(axa) != b_in.dim(axb))
     throw ShapeError(op + ": the vectors along axis " + std::to_string(axis) + " differ in length for shapes " +
@@ -373,12 +354,12 @@ Array outer(const Array& a, const Array& b) {
 }
 
 Array trace(const Array& x, int64_t offset, std::optional<DType> dtype) {
-  ops::check_matrix_rank("linalg.trace", x);
+  ops::check_matrix_shape("linalg.trace", x.shape(), false);
   return tessel::trace(dtype ? astype(x, *dtype) : x, offset, -2, -1);
 }
 
 Array matrix_power(const Array& a_in, int64_t n) {
-  ops::check_square("linalg.matrix_power", a_in);
+  ops::check_matrix_shape("linalg.matrix_power", a_in.shape(), true);
   if (n == 0) return broadcast_to(eye(a_in.dim(-1), std::nullopt, 0, a_in.dtype()), a_in.shape());
   const Array a = n < 0 ? inv(a_in) : a_in;
   // Binary powering: z runs through a, a^2, a^4, ...; the set bits of |n| pick the factors.
@@ -423,7 +404,7 @@ Array toeplitz(const Array& c_in, std::optional<Array> r_in) {
   const Array r1 = r_in ? ops::atleast_1d(*r_in) : conj(c1);
   auto [c, r] = ops::vector_pair("scipy.linalg.toeplitz", c1, r1);
   const int64_t n = c.dim(-1), m = r.dim(-1);
-  if (n == 0 || m == 0) return ops::empty_matrices(ops::leading(c), n, m, c.dtype());
+  if (n == 0 || m == 0) return ops::empty_matrices(c, n, m);
   // v = (c reversed, r[1:]); A[i, j] = v[n - 1 - i + j].
   const Array v = concatenate({flip(c, Axes{c.ndim() - 1}), slice_in_dim(r, 1, m, 1, r.ndim() - 1)}, -1);
   return ops::gather_matrix(v, n, m, [n](Array i, Array j) { return add(subtract(j, i), Array(int(n - 1))); });
@@ -436,7 +417,7 @@ Array hankel(const Array& c_in, std::optional<Array> r_in) {
                      (r_in ? " and " + shape_to_string(r_in->shape()) : std::string()));
   auto [c, r] = ops::vector_pair(op, c_in, r_in ? *r_in : zeros_like(c_in));
   const int64_t n = c.dim(-1), m = r.dim(-1);
-  if (n == 0 || m == 0) return ops::empty_matrices(ops::leading(c), n, m, c.dtype());
+  if (n == 0 || m == 0) return ops::empty_matrices(c, n, m);
   // v = (c, r[1:]); A[i, j] = v[i + j].
   const Array v = concatenate({c, slice_in_dim(r, 1, m, 1, r.ndim() - 1)}, -1);
   return ops::gather_matrix(v, n, m, [](Array i, Array j) { return add(i, j); });
@@ -445,7 +426,7 @@ Array hankel(const Array& c_in, std::optional<Array> r_in) {
 Array circulant(const Array& c_in) {
   const Array c = ops::atleast_1d(c_in);
   const int64_t n = c.dim(-1);
-  if (n == 0) return ops::empty_matrices(ops::leading(c), 0, 0, c.dtype());
+  if (n == 0) return ops::empty_matrices(c, 0, 0);
   // A[i, j] = c[(i - j) mod n].
   return ops::gather_matrix(c, n, n, [n](Array i, Array j) { return remainder(add(subtract(i, j), Array(int(n))), Array(int(n))); });
 }

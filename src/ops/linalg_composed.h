@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the composed linear-algebra functions (linalg_composed.cpp,
-// linalg_spectral.cpp, linalg_matrix_functions.cpp): dtype promotion, rank and shape checks,
-// (the matrix helpers of the factorizations are in linalg_factor.h).
+// linalg_spectral.cpp, linalg_matrix_functions.cpp): dtype promotion and machine epsilon
+// (the matrix helpers and shape checks of the factorizations are in linalg_factor.h).
 #include <string>
 #include <vector>
 
@@ -14,11 +14,6 @@ namespace tessel::ops {
 Array to_inexact(const Array& x);
 /// The arrays promoted to one dtype (jnp's promote_dtypes).
 std::vector<Array> promote_all(std::vector<Array> xs);
-/// ShapeError "op: <what> must have at least 2 dimensions ..., got shape (3,)" unless x is
-/// a matrix or a batch of them.
-void check_matrix_rank(const std::string& op, const Array& x, const char* what = "the array");
-/// The same, and ShapeError unless the matrices are square.
-void check_square(const std::string& op, const Array& x);
 /// The machine epsilon of x's real dtype (float32: 2^-23, float64: 2^-52).
 double eps_of(DType d);
 

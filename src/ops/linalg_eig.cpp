@@ -22,7 +22,7 @@ std::vector<Aval> eig_aval(std::span<const Aval> ins, const Params& p) {
   const Aval& x = ins[0];
   check_matrices("eig", x, true);
   const DType c = complex_dtype(real_dtype(x.dtype));
-  std::vector<Aval> out{Aval(Shape(x.shape.begin(), x.shape.end() - 1), c)};
+  std::vector<Aval> out{Aval(batch_shape(x.shape, 1), c)};
   if (left_of(p)) out.push_back(Aval(x.shape, c));
   if (right_of(p)) out.push_back(Aval(x.shape, c));
   return out;
@@ -32,11 +32,10 @@ void eig_kernel(const KernelCall& c) {
   const Aval& x = c.in_avals[0];
   if (c.out_avals[0].size() == 0) return;  // an empty batch, or 0 x 0 matrices
   const int64_t n = x.shape.back();
-  const int64_t batch = c.out_avals[0].size() / n;
   size_t next = 1;
   void* vl = left_of(c.params) ? c.outs[next++] : nullptr;
   void* vr = right_of(c.params) ? c.outs[next++] : nullptr;
-  cpu::eig(x.dtype, batch, n, c.ins[0], c.outs[0], vl, vr);
+  cpu::eig(x.dtype, batch_size(x, 2), n, c.ins[0], c.outs[0], vl, vr);
 }
 
 bool eigvec_derivs_of(const Params& p) { return p.get<bool>("enable_eigvec_derivs"); }
@@ -89,19 +88,13 @@ std::vector<Array> eig_jvp(const ir::Primitive& self, std::span<const Array> pri
   return r;
 }
 
-/// The kernel treats leading dimensions as a batch: the batch dimension moves to the front.
-Batched eig_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                  const BatchAxis&, const Params& p) {
-  const std::vector<Array> outs = detail::bind(self, std::vector<Array>{moveaxis(ins[0], dims[0], 0)}, p);
-  return {outs, std::vector<int64_t>(outs.size(), 0)};
-}
-
 const ir::Primitive& eig_p = ir::register_primitive({.name = "eig",
                                                      .arity = {1, 1},
                                                      .abstract_eval = eig_aval,
                                                      .cpu_kernel = eig_kernel,
                                                      .jvp = eig_jvp,
-                                                     .batch = eig_batch});
+                                                     .batch = batch_leading,
+                                                     .sharding_rule = batch_sharding_rule});
 
 }  // namespace
 }  // namespace tessel::ops
@@ -128,13 +121,13 @@ EigResult eig(const Array& x, bool compute_left_eigenvectors, bool compute_right
 namespace tessel::linalg {
 
 EigResult eig(const Array& a) {
-  ops::check_square("linalg.eig", a);
+  ops::check_matrix_shape("linalg.eig", a.shape(), true);
   const auto r = lax::linalg::eig(ops::to_lapack_dtype(a), false, true);
   return {r.eigenvalues, r.right_eigenvectors};
 }
 
 Array eigvals(const Array& a) {
-  ops::check_square("linalg.eigvals", a);
+  ops::check_matrix_shape("linalg.eigvals", a.shape(), true);
   return lax::linalg::eig(ops::to_lapack_dtype(a), false, false).eigenvalues;
 }
 

@@ -35,11 +35,7 @@ Array masked(const Array& x, const Array& mask) {
   return where(broadcast_to(mask, x.shape()), x, zeros_like(x));
 }
 
-int64_t batch_size(const Aval& x, int64_t matrix_dims) {
-  int64_t b = 1;
-  for (int64_t i = 0; i < x.ndim() - matrix_dims; ++i) b *= x.shape[size_t(i)];
-  return b;
-}
+}  // namespace
 
 Shape batch_shape(const Shape& s, int64_t matrix_dims) { return Shape(s.begin(), s.end() - matrix_dims); }
 
@@ -49,7 +45,7 @@ Shape with_batch(const Shape& batch, std::initializer_list<int64_t> tail) {
   return s;
 }
 
-}  // namespace
+int64_t batch_size(const Aval& x, int64_t matrix_dims) { return shape_size(batch_shape(x.shape, matrix_dims)); }
 
 Array tril(const Array& x, int64_t k) { return masked(x, band_mask(x.shape(), k, false)); }
 Array triu(const Array& x, int64_t k) { return masked(x, band_mask(x.shape(), k, true)); }
@@ -74,19 +70,20 @@ Array diagonal_matrix(const Array& d) {
 }
 
 Array identity_like(const Array& x, int64_t n) {
-  Shape s = batch_shape(x.shape(), 2);
-  s.push_back(n);
-  s.push_back(n);
-  return broadcast_to(eye(n, std::nullopt, 0, x.dtype()), s);
+  return broadcast_to(eye(n, std::nullopt, 0, x.dtype()), with_batch(batch_shape(x.shape(), 2), {n, n}));
+}
+
+void check_matrix_shape(const std::string& op, const Shape& shape, bool square, const char* what) {
+  if (shape.size() < 2)
+    throw ShapeError(op + ": " + what + " must be a matrix or a batch of matrices (..., m, n) of rank >= 2, got shape " +
+                     shape_to_string(shape));
+  if (square && shape[shape.size() - 1] != shape[shape.size() - 2])
+    throw ShapeError(op + ": " + what + " must hold square matrices (..., n, n), got shape " + shape_to_string(shape) +
+                     "; the last two dimensions must be equal");
 }
 
 void check_matrices(const std::string& op, const Aval& x, bool square) {
-  if (x.ndim() < 2)
-    throw ShapeError(op + ": expected a matrix or a batch of matrices (..., m, n) of rank >= 2, got shape " +
-                     shape_to_string(x.shape));
-  if (square && x.shape[size_t(x.ndim() - 1)] != x.shape[size_t(x.ndim() - 2)])
-    throw ShapeError(op + ": expected square matrices (..., n, n), got shape " + shape_to_string(x.shape) +
-                     "; the last two dimensions must be equal");
+  check_matrix_shape(op, x.shape, square);
   if (!cpu::lapack_supported(x.dtype))
     throw DTypeError(op + ": dtype " + dtype_name(x.dtype) +
                      " is not supported; LAPACK factors float32, float64, complex64 and complex128 (the "
@@ -106,6 +103,49 @@ Array permutation_matrix(const Array& permutation, DType dtype) {
   s.push_back(m);
   const Array cols = broadcast_to(iota(DType::int32, {m}, 0), s);
   return convert(equal(expand_dims(permutation, {permutation.ndim()}), cols), dtype);
+}
+
+// ---- rules shared by the primitives whose kernels take leading dimensions as a batch ----
+
+Batched batch_leading(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
+                      const BatchAxis& axis, const Params& p) {
+  std::vector<Array> front;
+  for (size_t i = 0; i < ins.size(); ++i) front.push_back(move_batch_dim(ins[i], dims[i], 0, axis.size));
+  std::vector<Array> outs = detail::bind(self, front, p);
+  return {outs, std::vector<int64_t>(outs.size(), 0)};
+}
+
+Batched batch_into_rhs(const ir::Primitive& self, std::span<const Array> ins, int64_t dim, bool into_columns,
+                       const Params& p) {
+  const Array& b = ins.back();
+  const int64_t nd = b.ndim();
+  // The batch goes after the columns (nd - 1) or before the rows (nd - 3), and merges with them.
+  const int64_t at = into_columns ? nd - 1 : nd - 3, merged = into_columns ? nd - 2 : nd - 3;
+  const Array y = moveaxis(b, dim, at);
+  Shape flat = y.shape();
+  flat[size_t(merged)] *= flat[size_t(merged + 1)];
+  flat.erase(flat.begin() + (merged + 1));
+  std::vector<Array> args(ins.begin(), ins.end() - 1);
+  args.push_back(reshape(y, flat));
+  return {{reshape(bind1(self, args, p), y.shape())}, {at}};
+}
+
+ir::ShardingRule leading_batch_rule(std::span<const Aval> ins, std::span<const Aval> outs, int64_t nb) {
+  ir::ShardingRule r;
+  std::vector<int> batch;
+  for (int64_t i = 0; i < nb; ++i) batch.push_back(add_factor(r));
+  auto label = [&](const Aval& a) {
+    std::vector<int> dims(size_t(a.ndim()), ir::kWhole);
+    for (int64_t i = 0; i < nb && i < a.ndim(); ++i) dims[size_t(i)] = batch[size_t(i)];
+    return dims;
+  };
+  for (const Aval& a : ins) r.operands.push_back(label(a));
+  for (const Aval& a : outs) r.results.push_back(label(a));
+  return r;
+}
+
+ir::ShardingRule batch_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
+  return leading_batch_rule(ins, outs, ins[0].ndim() - 2);
 }
 
 namespace {
@@ -139,36 +179,6 @@ std::vector<Array> cholesky_jvp(const ir::Primitive&, std::span<const Array>, st
   const Array halves = eye(n, std::nullopt, 0, l.dtype()) + Array(1.0).astype(l.dtype());
   const Array phi = tril(inner) / broadcast_to(halves, inner.shape());
   return {matmul(l, phi)};
-}
-
-/// Batching of the one-operand factorizations: the batch dimension to the front (the
-/// kernels take leading dimensions as a batch); every output batched there.
-Batched batch_leading(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                      const BatchAxis&, const Params& p) {
-  std::vector<Array> outs = detail::bind(self, std::vector<Array>{moveaxis(ins[0], dims[0], 0)}, p);
-  return {outs, std::vector<int64_t>(outs.size(), 0)};
-}
-
-/// The first `nb` dimensions of every operand and result are shared batch dimensions
-/// (pass-through factors); the others stay whole.
-ir::ShardingRule leading_batch_rule(std::span<const Aval> ins, std::span<const Aval> outs, int64_t nb) {
-  ir::ShardingRule r;
-  std::vector<int> batch;
-  for (int64_t i = 0; i < nb; ++i) batch.push_back(add_factor(r));
-  auto label = [&](const Aval& a) {
-    std::vector<int> dims(size_t(a.ndim()), ir::kWhole);
-    for (int64_t i = 0; i < nb && i < a.ndim(); ++i) dims[size_t(i)] = batch[size_t(i)];
-    return dims;
-  };
-  for (const Aval& a : ins) r.operands.push_back(label(a));
-  for (const Aval& a : outs) r.results.push_back(label(a));
-  return r;
-}
-
-/// SPMD: the batch dimensions (those before the operand's two matrix dimensions) pass
-/// through to every result; matrix and vector dimensions stay whole.
-ir::ShardingRule batch_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
-  return leading_batch_rule(ins, outs, ins[0].ndim() - 2);
 }
 
 const ir::Primitive& cholesky_p = ir::register_primitive({.name = "cholesky",
@@ -265,24 +275,8 @@ std::vector<Array> triangular_solve_transpose(const ir::Primitive& self, std::sp
 // the whole batch, as JAX's rule does.
 Batched triangular_solve_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                                const BatchAxis& axis, const Params& p) {
-  const Array &a = ins[0], &b = ins[1];
-  if (dims[0] == kNotBatched) {
-    const bool left = p.get<bool>("left_side");
-    const int64_t nd = b.ndim();
-    const Array y = moveaxis(b, dims[1], left ? nd - 1 : nd - 3);
-    Shape flat = y.shape();
-    if (left) {
-      flat[size_t(nd - 2)] *= flat[size_t(nd - 1)];
-      flat.pop_back();
-    } else {
-      flat[size_t(nd - 3)] *= flat[size_t(nd - 2)];
-      flat.erase(flat.begin() + (nd - 2));
-    }
-    const Array out = bind1(self, {a, reshape(y, flat)}, p);
-    return {{reshape(out, y.shape())}, {left ? nd - 1 : nd - 3}};
-  }
-  const Array a0 = move_batch_dim(a, dims[0], 0, axis.size), b0 = move_batch_dim(b, dims[1], 0, axis.size);
-  return {{bind1(self, {a0, b0}, p)}, {0}};
+  if (dims[0] == kNotBatched) return batch_into_rhs(self, ins, dims[1], p.get<bool>("left_side"), p);
+  return batch_leading(self, ins, dims, axis, p);
 }
 
 const ir::Primitive& triangular_solve_p = ir::register_primitive({.name = "triangular_solve",

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/linalg_composed.h"
+#include "ops/linalg_factor.h"
 #include "tessel/control_flow.h"
 #include "tessel/linalg.h"
 #include "tessel/transforms.h"
@@ -102,7 +103,7 @@ namespace tessel::scipy::linalg {
 
 Array expm(const Array& a_in, bool upper_triangular, int64_t max_squarings) {
   const std::string op = "scipy.linalg.expm";
-  ops::check_square(op, a_in);
+  ops::check_matrix_shape(op, a_in.shape(), true);
   if (max_squarings < 0) throw ValueError(op + ": max_squarings must be >= 0, got " + std::to_string(max_squarings));
   const Array a = ops::to_inexact(a_in);
   if (is_floating(a.dtype()) && itemsize(a.dtype()) == 2)

@@ -36,7 +36,7 @@ std::tuple<Array, Array, bool> solve_operands(const std::string& op, const Array
                      shape_to_string(a.shape()) + "; b must be (" + std::to_string(n) + ",) or (..., " +
                      std::to_string(n) + ", k)");
   if (vec) b = expand_dims(b, {b.ndim()});
-  const Shape ab(x.shape().begin(), x.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  const Shape ab = batch_shape(x.shape(), 2), bb = batch_shape(b.shape(), 2);
   Shape batch;
   try {
     batch = tessel::broadcast_shapes({ab, bb});
@@ -269,7 +269,7 @@ Array lu_solve(const LuFactor& f, const Array& b, int trans) {
     throw ShapeError("scipy.linalg.lu_solve: piv must be integer pivots (..., " + std::to_string(n) +
                      ") from lu_factor, got " + dtype_name(f.piv.dtype()) + shape_to_string(f.piv.shape()));
   const Array perm = lax::linalg::lu_pivots_to_permutation(f.piv.astype(DType::int32), n);
-  const Array r = ops::lu_solve_matrices(lu, broadcast_to(perm, Shape(lu.shape().begin(), lu.shape().end() - 1)), y,
+  const Array r = ops::lu_solve_matrices(lu, broadcast_to(perm, ops::batch_shape(lu.shape(), 1)), y,
                                          trans);
   return vec ? ops::squeeze_last(r) : r;
 }

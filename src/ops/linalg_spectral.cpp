@@ -22,7 +22,7 @@ Array largest(const Array& s) { return slice_in_dim(s, 0, 1, 1, s.ndim() - 1); }
 Array against(const std::string& op, const Array& tol, const Array& s) {
   if (tol.ndim() > s.ndim() - 1)
     throw ShapeError(op + ": the tolerance must be a scalar or have the batch shape " +
-                     shape_to_string(Shape(s.shape().begin(), s.shape().end() - 1)) + " of the matrices, got shape " +
+                     shape_to_string(batch_shape(s.shape(), 1)) + " of the matrices, got shape " +
                      shape_to_string(tol.shape()));
   Shape shape(size_t(s.ndim() - 1 - tol.ndim()), 1);
   shape.insert(shape.end(), tol.shape().begin(), tol.shape().end());
@@ -55,13 +55,6 @@ Array pinv_tangent(const Array& a, const Array& p, const Array& a_dot) {
              subtract(t, matmul(p, matmul(a, t))));
 }
 
-/// s[lo] * ... * s[hi - 1].
-int64_t product(const Shape& s, size_t lo, size_t hi) {
-  int64_t n = 1;
-  for (size_t i = lo; i < hi; ++i) n *= s[i];
-  return n;
-}
-
 }  // namespace
 }  // namespace tessel::ops
 
@@ -69,11 +62,11 @@ namespace tessel::linalg {
 
 Array pinv(const Array& a_in, std::optional<Array> rtol_in, bool hermitian) {
   const std::string op = "linalg.pinv";
-  ops::check_matrix_rank(op, a_in);
+  ops::check_matrix_shape(op, a_in.shape(), false);
   const Array a = ops::to_inexact(a_in);
   const int64_t m = a.dim(-2), n = a.dim(-1);
   if (m == 0 || n == 0) {
-    Shape s(a.shape().begin(), a.shape().end() - 2);
+    Shape s = ops::batch_shape(a.shape(), 2);
     s.push_back(n);
     s.push_back(m);
     return zeros(s, a.dtype());
@@ -110,7 +103,7 @@ Array matrix_rank(const Array& m_in, std::optional<Array> tol, bool hermitian) {
 
 Array cond(const Array& x_in, std::optional<NormOrd> p) {
   const std::string op = "linalg.cond";
-  ops::check_matrix_rank(op, x_in);
+  ops::check_matrix_shape(op, x_in.shape(), false);
   if (x_in.dim(-1) == 0 || x_in.dim(-2) == 0)
     throw ValueError(op + ": the matrices must not be empty, got shape " + shape_to_string(x_in.shape()));
   const Array x = ops::to_inexact(x_in);
@@ -139,7 +132,7 @@ Array cond(const Array& x_in, std::optional<NormOrd> p) {
 
 LstsqResult lstsq(const Array& a_in, const Array& b_in, std::optional<double> rcond) {
   const std::string op = "linalg.lstsq";
-  ops::check_matrix_rank(op, a_in, "a");
+  ops::check_matrix_shape(op, a_in.shape(), false, "a");
   std::vector<Array> ab = ops::promote_all({ops::to_inexact(a_in), ops::to_inexact(b_in)});
   Array a = ab[0], b = ab[1];
   const bool vector = b.ndim() == a.ndim() - 1;
@@ -148,8 +141,8 @@ LstsqResult lstsq(const Array& a_in, const Array& b_in, std::optional<double> rc
                      "shapes " + shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
   if (vector) b = expand_dims(b, {b.ndim()});
   const int64_t m = a.dim(-2), n = a.dim(-1);
-  const Shape batch(a.shape().begin(), a.shape().end() - 2);
-  if (b.dim(-2) != m || Shape(b.shape().begin(), b.shape().end() - 2) != batch)
+  const Shape batch = ops::batch_shape(a.shape(), 2);
+  if (b.dim(-2) != m || ops::batch_shape(b.shape(), 2) != batch)
     throw ShapeError(op + ": b must have a's " + std::to_string(m) + " rows and its batch dimensions, got shapes " +
                      shape_to_string(a_in.shape()) + " and " + shape_to_string(b_in.shape()));
   const DType real = real_dtype(a.dtype());
@@ -189,7 +182,7 @@ Array tensorinv(const Array& a, int64_t ind) {
     throw ShapeError(op + ": ind=" + std::to_string(ind) + " exceeds the rank of a, shape " +
                      shape_to_string(a.shape()));
   const Shape& s = a.shape();
-  const int64_t rows = ops::product(s, 0, size_t(ind)), cols = ops::product(s, size_t(ind), s.size());
+  const int64_t rows = shape_size(Shape(s.begin(), s.begin() + ind)), cols = shape_size(Shape(s.begin() + ind, s.end()));
   if (rows != cols)
     throw ShapeError(op + ": the first ind=" + std::to_string(ind) + " dimensions of a must hold as many elements (" +
                      std::to_string(rows) + ") as the others (" + std::to_string(cols) + "), got shape " +
@@ -233,7 +226,7 @@ PolarResult polar(const Array& a_in, const std::string& side, const std::string&
     throw ValueError(op + ": side must be \"right\" or \"left\", got \"" + side + "\"");
   if (method != "svd" && method != "qdwh")
     throw ValueError(op + ": unknown method \"" + method + "\"; use \"svd\" or \"qdwh\"");
-  ops::check_matrix_rank(op, a_in);
+  ops::check_matrix_shape(op, a_in.shape(), false);
   const Array a = ops::to_inexact(a_in);
   const auto [u, s, vh] = tessel::linalg::svd(a, false, true);
   const Array sc = expand_dims(astype(s, u.dtype()), {s.ndim() - 1});  // (..., 1, k): scales columns

@@ -1,7 +1,7 @@
 // The `schur` primitive (lax.linalg.schur_p, gees; no derivative, as in JAX) and the
 // functions built on it or on eigh: jax.scipy.linalg.schur, sqrtm (Schur method) and
 // eigh_tridiagonal. The kernel calls backend/cpu/lapack_schur.h; leading dimensions are a
-// batch.
+// batch (batching and sharding rules from linalg_factor.h).
 #include "backend/cpu/lapack_schur.h"
 #include "ops/linalg_composed.h"
 #include "ops/linalg_factor.h"
@@ -11,22 +11,6 @@
 
 namespace tessel::ops {
 namespace {
-
-int64_t leading_size(const Shape& s, int64_t trailing) {
-  int64_t n = 1;
-  for (size_t i = 0; i + size_t(trailing) < s.size(); ++i) n *= s[i];
-  return n;
-}
-
-/// Batching of a primitive whose kernel takes leading dimensions as a batch: every operand's
-/// batch dimension moves to the front (unbatched ones are broadcast); outputs batched at 0.
-Batched batch_front(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
-                    const BatchAxis& axis, const Params& p) {
-  std::vector<Array> moved;
-  for (size_t i = 0; i < ins.size(); ++i) moved.push_back(move_batch_dim(ins[i], dims[i], 0, axis.size));
-  std::vector<Array> outs = detail::bind(self, moved, p);
-  return {outs, std::vector<int64_t>(outs.size(), 0)};
-}
 
 // ---- schur ----
 
@@ -42,7 +26,7 @@ std::vector<Aval> schur_aval(std::span<const Aval> ins, const Params& p) {
 void schur_kernel(const KernelCall& c) {
   const Aval& a = c.in_avals[0];
   const int64_t n = a.shape.back();
-  cpu::schur(a.dtype, leading_size(a.shape, 2), n, c.ins[0], c.outs[0], vectors_of(c.params) ? c.outs[1] : nullptr);
+  cpu::schur(a.dtype, batch_size(a, 2), n, c.ins[0], c.outs[0], vectors_of(c.params) ? c.outs[1] : nullptr);
 }
 
 // No jvp: as JAX's schur_p, the decomposition has none (its Schur vectors are not unique).
@@ -50,7 +34,8 @@ const ir::Primitive& schur_p = ir::register_primitive({.name = "schur",
                                                        .arity = {1, 1},
                                                        .abstract_eval = schur_aval,
                                                        .cpu_kernel = schur_kernel,
-                                                       .batch = batch_front});
+                                                       .batch = batch_leading,
+                                                       .sharding_rule = batch_sharding_rule});
 
 /// The square roots U (U^2 = T) of upper triangular matrices T (..., n, n) with
 /// diag(U) = sqrt(diag(T)) (Björck and Hammarling): column j above the diagonal solves
@@ -91,14 +76,14 @@ lax::linalg::SchurResult schur(const Array& a, const std::string& output) {
   const std::string op = "scipy.linalg.schur";
   if (output != "real" && output != "complex")
     throw ValueError(op + ": output must be \"real\" or \"complex\", got \"" + output + "\"");
-  ops::check_square(op, a);
+  ops::check_matrix_shape(op, a.shape(), true);
   Array x = ops::to_lapack_dtype(a);
   if (output == "complex") x = astype(x, complex_dtype(real_dtype(x.dtype())));
   return lax::linalg::schur(x, true);
 }
 
 Array sqrtm(const Array& a) {
-  ops::check_square("scipy.linalg.sqrtm", a);
+  ops::check_matrix_shape("scipy.linalg.sqrtm", a.shape(), true);
   const auto [t, z] = schur(a, "complex");
   return matmul(matmul(z, ops::sqrtm_triangular(t)), ops::matrix_adjoint(z));
 }
@@ -107,7 +92,7 @@ EighTridiagonalResult eigh_tridiagonal(const Array& d, const Array& e, bool eigv
                                        std::pair<int64_t, int64_t> select_range) {
   const std::string op = "scipy.linalg.eigh_tridiagonal";
   if (d.ndim() < 1 || e.ndim() != d.ndim() || e.dim(-1) + 1 != std::max<int64_t>(d.dim(-1), 1) ||
-      Shape(d.shape().begin(), d.shape().end() - 1) != Shape(e.shape().begin(), e.shape().end() - 1))
+      ops::batch_shape(d.shape(), 1) != ops::batch_shape(e.shape(), 1))
     throw ShapeError(op + ": d must be (..., n) and e (..., n - 1), got shapes " + shape_to_string(d.shape()) + " and " +
                      shape_to_string(e.shape()));
   if (select != "a" && select != "i")

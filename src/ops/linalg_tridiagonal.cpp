@@ -17,7 +17,7 @@ std::vector<Aval> tridiagonal_solve_aval(std::span<const Aval> ins, const Params
   check_matrices("tridiagonal_solve", b, false);
   if (dl.shape != d.shape || du.shape != d.shape)
     throw ShapeError("tridiagonal_solve: the three diagonals must have one shape (..., m), got " + shapes);
-  if (Shape(b.shape.begin(), b.shape.end() - 1) != d.shape)
+  if (batch_shape(b.shape, 1) != d.shape)
     throw ShapeError("tridiagonal_solve: b must be (..., m, n) with the diagonals' shape (..., m) in front, got " +
                      shapes);
   for (const Aval& x : {dl, d, du})
@@ -28,9 +28,7 @@ std::vector<Aval> tridiagonal_solve_aval(std::span<const Aval> ins, const Params
 
 void tridiagonal_solve_kernel(const KernelCall& c) {
   const Aval& b = c.in_avals[3];
-  int64_t batch = 1;
-  for (int64_t i = 0; i < b.ndim() - 2; ++i) batch *= b.shape[size_t(i)];
-  cpu::tridiagonal_solve(b.dtype, batch, b.shape[size_t(b.ndim() - 2)], b.shape.back(), c.ins[0], c.ins[1], c.ins[2],
+  cpu::tridiagonal_solve(b.dtype, batch_size(b, 2), b.shape[size_t(b.ndim() - 2)], b.shape.back(), c.ins[0], c.ins[1], c.ins[2],
                          c.ins[3], c.outs[0]);
 }
 
@@ -86,36 +84,15 @@ std::vector<Array> tridiagonal_solve_transpose(const ir::Primitive& self, std::s
 // Only b batched: its batch joins its columns (one solve); otherwise all to the front.
 Batched tridiagonal_solve_batch(const ir::Primitive& self, std::span<const Array> ins, std::span<const int64_t> dims,
                                 const BatchAxis& axis, const Params& p) {
-  if (dims[0] == kNotBatched && dims[1] == kNotBatched && dims[2] == kNotBatched) {
-    const Array& b = ins[3];
-    const int64_t nd = b.ndim();
-    const Array y = moveaxis(b, dims[3], nd - 1);
-    Shape flat = y.shape();
-    flat[size_t(nd - 2)] *= flat[size_t(nd - 1)];
-    flat.pop_back();
-    const Array out = bind1(self, {ins[0], ins[1], ins[2], reshape(y, flat)}, p);
-    return {{reshape(out, y.shape())}, {nd - 1}};
-  }
-  std::vector<Array> front;
-  for (size_t i = 0; i < 4; ++i) front.push_back(move_batch_dim(ins[i], dims[i], 0, axis.size));
-  return {{bind1(self, {front[0], front[1], front[2], front[3]}, p)}, {0}};
+  if (dims[0] == kNotBatched && dims[1] == kNotBatched && dims[2] == kNotBatched)
+    return batch_into_rhs(self, ins, dims[3], true, p);
+  return batch_leading(self, ins, dims, axis, p);
 }
 
 // SPMD: the batch dimensions (all but the diagonals' last) pass through; the rest stays whole.
 ir::ShardingRule tridiagonal_solve_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs,
                                                  const Params&) {
-  ir::ShardingRule r;
-  const int64_t nb = ins[0].ndim() - 1;
-  std::vector<int> batch;
-  for (int64_t i = 0; i < nb; ++i) batch.push_back(add_factor(r));
-  auto label = [&](const Aval& a) {
-    std::vector<int> dims(size_t(a.ndim()), ir::kWhole);
-    std::copy(batch.begin(), batch.end(), dims.begin());
-    return dims;
-  };
-  for (const Aval& a : ins) r.operands.push_back(label(a));
-  r.results.push_back(label(outs[0]));
-  return r;
+  return leading_batch_rule(ins, outs, ins[0].ndim() - 1);
 }
 
 const ir::Primitive& tridiagonal_solve_p = ir::register_primitive({.name = "tridiagonal_solve",

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
+from jax_values_format import num
 
 jax.config.update("jax_enable_x64", True)
 
@@ -38,15 +39,6 @@ NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 NAMES[np.dtype(np.int64)] = "i64"
 NAMES[np.dtype(np.int8)] = "i8"
 NAMES[np.dtype(np.bool_)] = "bool"
-
-
-def num(v):
-    v = float(v)
-    if np.isnan(v):
-        return "N"
-    if np.isinf(v):
-        return "I" if v > 0 else "-I"
-    return repr(v)
 
 
 def emit(name, fn, x64=False):

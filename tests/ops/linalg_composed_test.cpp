@@ -15,8 +15,10 @@
 #include <string>
 
 #include "expect_error.h"
+#include "ops/linalg_test_util.h"
 #include "tessel/linalg.h"
 #include "tessel/tessel.h"
+#include "transforms/check_transforms.h"
 
 namespace ts = tessel;
 namespace la = tessel::linalg;
@@ -219,12 +221,6 @@ void expect_close(const ts::Array& got, const ts::Array& want, double tol, const
   expect_close(read(got), read(want), tol, what);
 }
 
-/// The upper triangle of a square matrix (the rest zero).
-ts::Array upper(const ts::Array& a) {
-  const int64_t n = a.dim(-1);
-  return ts::where(ts::iota(ts::i32, {n, n}, 1) >= ts::iota(ts::i32, {n, n}, 0), a, ts::zeros_like(a));
-}
-
 /// The computations the recorded values come from, by name.
 std::map<std::string, std::function<ts::Array()>> cases() {
   std::map<std::string, std::function<ts::Array()>> m;
@@ -355,7 +351,7 @@ std::map<std::string, std::function<ts::Array()>> cases() {
   m["expm f64 scaled"] = [] { return sla::expm(arr({4, 4}, 2, ts::f64) * 20.0); };
   m["expm c128"] = [] { return sla::expm(arr({3, 3}, 3, ts::c128)); };
   m["expm batched f32"] = [] { return sla::expm(ts::stack({arr({2, 2}, 1) * 0.1, arr({2, 2}, 2) * 9.0})); };
-  m["expm upper"] = [] { return sla::expm(upper(arr({3, 3}, 4, ts::f64)), true); };
+  m["expm upper"] = [] { return sla::expm(linalg_testing::triu(arr({3, 3}, 4, ts::f64)), true); };
   m["expm max_squarings"] = [] { return sla::expm(arr({3, 3}, 1) * 1000.0, false, 3); };
   m["polar unitary"] = [] { return sla::polar(arr({4, 3}, 2, ts::f64), "right", "svd").unitary; };
   m["polar posdef"] = [] { return sla::polar(arr({4, 3}, 2, ts::f64), "right", "svd").posdef; };
@@ -428,25 +424,12 @@ ts::Array smooth(const ts::Shape& shape, int seed) {
   return arr(shape, seed, ts::f64) + ts::arange(0.0, double(ts::shape_size(shape)), 1.0, ts::f64).reshape(shape) * 0.0137 + 0.1;
 }
 
-/// grad(f) at x against central differences along a few directions.
+/// f's derivatives at x against central differences, forward and reverse, eager and under
+/// jit (check_grads of transforms/check_transforms.h).
 void expect_grad_matches_differences(const std::function<ts::Array(const ts::Array&)>& f, const ts::Array& x,
                                      const std::string& what) {
   SCOPED_TRACE(what);
-  ts::Array g;
-  try {
-    g = ts::grad(f)(x);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << what << ": grad threw: " << e.what();
-    return;
-  }
-  ASSERT_EQ(g.shape(), x.shape());
-  const double eps = 1e-6;
-  for (int seed = 0; seed < 3; ++seed) {
-    const ts::Array v = arr(x.shape(), 20 + seed, ts::f64);
-    const double fd = (f(x + v * eps).item<double>() - f(x - v * eps).item<double>()) / (2 * eps);
-    const double ad = ts::sum(g * v).item<double>();
-    EXPECT_NEAR(ad, fd, 1e-6 * (1 + std::abs(fd))) << "direction " << seed;
-  }
+  transform_testing::check_grads([&](const std::vector<ts::Array>& v) { return f(v[0]); }, {x});
 }
 
 TEST(LinalgComposedTransforms, GradientsMatchFiniteDifferences) {
@@ -648,7 +631,7 @@ TEST(LinalgComposedEig, EigenvectorsSatisfyTheirEquations) {
     expect_close(la::eigvals(a), w, tol, "eigvals = eig's eigenvalues");
     // lax's eig gives the left eigenvectors too: u^H a = w u^H.
     const auto r = ts::lax::linalg::eig(a);
-    const ts::Array uh = ts::conj(ts::swapaxes(r.left_eigenvectors, 1, 2));
+    const ts::Array uh = linalg_testing::adjoint(r.left_eigenvectors);
     expect_close(read(ts::matmul(uh, a.astype(c))), read(uh * ts::expand_dims(r.eigenvalues, {2})), tol, "u^H a = w u^H");
   }
 }
@@ -750,8 +733,8 @@ TEST(LinalgComposedStructured, SchurReconstructs) {
       const bool cplx = ts::is_complex(dt) || std::string(output) == "complex";
       ASSERT_EQ(ts::is_complex(t.dtype()), cplx);
       const double tol = 100 * tol_of(dt);
-      expect_close(read(ts::matmul(ts::matmul(z, t), ts::conj(ts::swapaxes(z, 1, 2)))), read(a), tol, "z t z^H = a");
-      expect_close(read(ts::matmul(ts::conj(ts::swapaxes(z, 1, 2)), z)), read(ts::broadcast_to(ts::eye(4), {2, 4, 4})),
+      expect_close(read(ts::matmul(ts::matmul(z, t), linalg_testing::adjoint(z))), read(a), tol, "z t z^H = a");
+      expect_close(read(ts::matmul(linalg_testing::adjoint(z), z)), read(ts::broadcast_to(ts::eye(4), {2, 4, 4})),
                    tol, "z unitary");
       // Below the first sub-diagonal T is zero (below the diagonal too, for complex T).
       const auto tv = read(t);
@@ -866,10 +849,14 @@ namespace {
 
 // ---- sharding: the compositions inherit their parts' rules ----
 
+/// Eight well-conditioned 3 x 3 float64 matrices: a batch to split over two devices.
+ts::Array well_conditioned_batch() {
+  return arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+}
+
 TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
-  const ts::Mesh mesh = ts::make_mesh({2}, {"x"});
-  const ts::NamedSharding rows(mesh, ts::P("x"));
-  const ts::Array a = arr({8, 3, 3}, 1, ts::f64) * 0.3 + ts::eye(3, std::nullopt, 0, ts::f64) * 2.0;
+  const ts::NamedSharding rows = linalg_testing::batch_sharding();
+  const ts::Array a = well_conditioned_batch();
   // Functions built from batch-partitioned primitives and element-wise work: no collective.
   auto f = [](const ts::Array& x) {
     return la::pinv(x) + sla::expm(x * 0.1) + la::matrix_power(x, 3) +
@@ -877,12 +864,29 @@ TEST(LinalgComposedSharding, BatchShardedCompositionsStayPartitioned) {
                            {1, 2});
   };
   auto jf = ts::jit(f, {.in_shardings = {rows}});
-  const std::string text = jf.lower(a).compile().as_text();
-  EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+  linalg_testing::expect_no_batch_collectives(jf.lower(a).compile().as_text());
   expect_close(jf(ts::device_put(a, rows)), f(a), 1e-10, "sharded vs one device");
-  // eig has no sharding rule yet: its batch is gathered, and the values are the same.
-  auto g = [](const ts::Array& x) { return la::eigvals(x); };
-  expect_close(ts::jit(g, {.in_shardings = {rows}})(ts::device_put(a, rows)), g(a), 1e-10, "sharded eigvals");
+}
+
+TEST(LinalgComposedSharding, BatchShardedEigAndSchurStayPartitioned) {
+  const ts::NamedSharding rows = linalg_testing::batch_sharding();
+  const ts::Array a = well_conditioned_batch();
+  // Each device factors its half of the batch: no collective, and the values of one device.
+  auto f = [](const ts::Array& x) {
+    const auto r = ts::lax::linalg::eig(x, true, true);
+    return std::make_tuple(r.eigenvalues, r.left_eigenvectors, r.right_eigenvectors, sla::schur(x).t);
+  };
+  auto jf = ts::jit(f, {.in_shardings = {rows}});
+  linalg_testing::expect_no_batch_collectives(jf.lower(a).compile().as_text());
+  const auto sharded = jf(ts::device_put(a, rows));
+  const auto local = f(a);
+  expect_close(std::get<0>(sharded), std::get<0>(local), 1e-10, "sharded eigenvalues");
+  expect_close(std::get<1>(sharded), std::get<1>(local), 1e-10, "sharded left eigenvectors");
+  expect_close(std::get<2>(sharded), std::get<2>(local), 1e-10, "sharded right eigenvectors");
+  expect_close(std::get<3>(sharded), std::get<3>(local), 1e-10, "sharded schur form");
+  // The results keep the batch sharding.
+  EXPECT_TRUE(std::get<0>(sharded).sharding().spec().equivalent(ts::P("x"), 2)) << std::get<0>(sharded).sharding();
+  EXPECT_TRUE(std::get<2>(sharded).sharding().spec().equivalent(ts::P("x"), 3)) << std::get<2>(sharded).sharding();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax_values_format import num
 
 jax.config.update("jax_enable_x64", True)
 print("// values recorded from JAX", jax.__version__)
@@ -15,15 +16,6 @@ FLOAT_B = [-np.inf, -4.0, -0.5, -0.0, 0.0, 0.5, 4.0, np.inf, np.nan]
 FLOAT_FNS = {"divide": jnp.divide, "floor_divide": jnp.floor_divide, "remainder": jnp.remainder,
              "rem": lax.rem, "fmod": jnp.fmod}
 INT_FNS = {"floor_divide": jnp.floor_divide, "remainder": jnp.remainder, "rem": lax.rem, "fmod": jnp.fmod}
-
-
-def flt(v):
-    v = float(v)
-    if np.isnan(v):
-        return "N"
-    if np.isinf(v):
-        return "I" if v > 0 else "-I"
-    return repr(v)
 
 
 def pairs(a, b, dtype):
@@ -39,7 +31,7 @@ for name, fn in FLOAT_FNS.items():
         x, y = pairs(FLOAT_A, FLOAT_B, jnp.dtype(dt))
         out = fn(x, y)
         assert out.dtype == x.dtype
-        tables.add(", ".join(flt(v) for v in np.asarray(out, np.float64)))
+        tables.add(", ".join(num(v) for v in np.asarray(out, np.float64)))
     assert len(tables) == 1, name
     print(f'{{"{name}", {{{tables.pop()}}}}},')
 
@@ -77,15 +69,15 @@ print("square", jnp.square(t).dtype, list(np.asarray(jnp.square(t))))
 # Signed zeros.
 z = jnp.array([-0.0, -0.0, 0.0, 0.0], jnp.float32)
 w = jnp.array([-0.0, 0.0, -0.0, 0.0], jnp.float32)
-print("maximum", [flt(v) for v in jnp.maximum(z, w)], "minimum", [flt(v) for v in jnp.minimum(z, w)])
+print("maximum", [num(v) for v in jnp.maximum(z, w)], "minimum", [num(v) for v in jnp.minimum(z, w)])
 for xs in ([-0.0, 0.0], [0.0, -0.0], [-0.0, -0.0], [0.0, 0.0]):
     v = jnp.array(xs, jnp.float32)
-    print(xs, "max", flt(jnp.max(v)), "min", flt(jnp.min(v)))
-print("cummax", [flt(v) for v in lax.cummax(jnp.array([-0.0, 0.0, -0.0]))],
-      "cummin", [flt(v) for v in lax.cummin(jnp.array([0.0, -0.0, 0.0]))])
+    print(xs, "max", num(jnp.max(v)), "min", num(jnp.min(v)))
+print("cummax", [num(v) for v in lax.cummax(jnp.array([-0.0, 0.0, -0.0]))],
+      "cummin", [num(v) for v in lax.cummin(jnp.array([0.0, -0.0, 0.0]))])
 n1, z1 = -jnp.ones((2, 1)), jnp.zeros((1, 3))
-print("matmul k=1", [flt(v) for v in (n1 @ z1).ravel()], "k=2", [flt(v) for v in (-jnp.ones((2, 2)) @ jnp.zeros((2, 3))).ravel()])
-print("einsum i,i->i", [flt(v) for v in jnp.einsum("i,i->i", -jnp.ones(2), jnp.zeros(2))])
+print("matmul k=1", [num(v) for v in (n1 @ z1).ravel()], "k=2", [num(v) for v in (-jnp.ones((2, 2)) @ jnp.zeros((2, 3))).ravel()])
+print("einsum i,i->i", [num(v) for v in jnp.einsum("i,i->i", -jnp.ones(2), jnp.zeros(2))])
 
 # Result dtypes, with JAX's default 32-bit dtypes.
 jax.config.update("jax_enable_x64", False)
@@ -104,7 +96,7 @@ for f, shape in [(jnp.fft.fft, (3, 0)), (jnp.fft.ifft, (3, 0)), (jnp.fft.fft2, (
     print(f.__name__, shape, r.shape, r.dtype)
 
 # Denormals: XLA on CPU flushes them to zero.
-print("log(1e-40)", flt(jnp.log(jnp.float32(1e-40))), "sign(1e-40)", flt(jnp.sign(jnp.float32(1e-40))))
+print("log(1e-40)", num(jnp.log(jnp.float32(1e-40))), "sign(1e-40)", num(jnp.sign(jnp.float32(1e-40))))
 
 # Complex functions at signed zeros, infinities and NaN: one table for complex64 and
 # complex128 (checked to agree: the same zeros, signs, infinities and NaNs, and finite values
@@ -121,7 +113,7 @@ COMPLEX_FNS = ["exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", 
 def cflt(v):
     v = float(v)
     if v == 0 or not np.isfinite(v):
-        return flt(v)
+        return num(v)
     s = f"{v:.9g}"
     return s if "." in s or "e" in s else s + ".0"
 
@@ -134,7 +126,7 @@ def agree(p, q):
     return abs(p - q) <= 1e-6 * max(1.0, abs(q))
 
 
-print("// inputs:", ", ".join(f"{{{flt(a)}, {flt(b)}}}" for a, b in Z))
+print("// inputs:", ", ".join(f"{{{num(a)}, {num(b)}}}" for a, b in Z))
 for name in COMPLEX_FNS:
     fn = lax.rsqrt if name == "rsqrt" else getattr(jnp, name)
     outs = [np.asarray(fn(jnp.asarray(np.array([complex(a, b) for a, b in Z], dt)))).astype(np.complex128)
@@ -153,4 +145,4 @@ for name, (xr, xi), (yr, yi) in BINARY_CASES:
     x = jnp.asarray(np.array([complex(xr, xi)], np.complex128))
     y = jnp.asarray(np.array([complex(yr, yi)], np.complex128))
     r = complex(np.asarray(getattr(jnp, name)(x, y))[0])
-    print(f'{{"{name}", {{{flt(xr)}, {flt(xi)}}}, {{{flt(yr)}, {flt(yi)}}}, {{{flt(r.real)}, {flt(r.imag)}}}}},')
+    print(f'{{"{name}", {{{num(xr)}, {num(xi)}}}, {{{num(yr)}, {num(yi)}}}, {{{num(r.real)}, {num(r.imag)}}}}},')

@@ -1,91 +1,20 @@
 #include "backend/cpu/lapack.h"
 
-#include <complex>
-// LAPACKE's complex types as the C++ ones (before lapacke.h, which otherwise uses C99's).
-#define lapack_complex_float std::complex<float>
-#define lapack_complex_double std::complex<double>
 #include <cblas.h>
-#include <lapacke.h>
 
 #include <algorithm>
-#include <climits>
+#include <complex>
 #include <cstring>
-#include <functional>
-#include <limits>
-#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/blas.h"
-#include "backend/cpu/parallel.h"
-#include "tessel/error.h"
+#include "backend/cpu/lapack_util.h"
 
 namespace tessel::cpu {
 namespace {
 
-using c64 = std::complex<float>;
-using c128 = std::complex<double>;
-
-// Flops one task should hold: enough to hide the cost of a task, so that small matrices are
-// grouped (a batch of 4096 8 x 8 matrices runs as a few tasks of about a thousand each).
-constexpr double kTaskWork = double(1 << 20);
-// The fixed cost of one LAPACK call (argument checks, workspace set-up), in flops.
-constexpr double kCallWork = 2000;
-
-template <class T> struct Real { using type = T; };
-template <class T> struct Real<std::complex<T>> { using type = T; };
-template <class T> using real_t = typename Real<T>::type;
-template <class T> constexpr bool is_cplx = !std::is_same_v<T, real_t<T>>;
-
-lapack_int to_int(int64_t v, const char* op) {
-  if (v > INT_MAX)
-    throw ValueError(std::string(op) + ": a dimension of " + std::to_string(v) +
-                     " exceeds LAPACK's 32-bit integers; factor smaller matrices");
-  return lapack_int(v);
-}
-
-// A factorization this large (in flops: a Cholesky factor of about 400 x 400) runs alone
-// with OpenBLAS's threads when the batch cannot give every thread of the arena a matrix.
-constexpr double kLargeWork = 2e7;
-
-/// Runs fn with OpenBLAS on the arena's thread count: large factorizations use the cores
-/// through LAPACK's own blocked, threaded algorithms. The count is process-wide, so such
-/// calls take turns (each uses every core), and the count returns to one afterwards.
-void with_all_blas_threads(const std::function<void()>& fn) {
-  static std::mutex turn;
-  const std::lock_guard<std::mutex> lock(turn);
-  openblas_set_num_threads(num_threads());
-  try {
-    fn();
-  } catch (...) {
-    openblas_set_num_threads(1);
-    throw;
-  }
-  openblas_set_num_threads(1);
-}
-
-/// Splits `batch` matrices of `work` flops each over the arena (fn(begin, end) per group);
-/// a batch of fewer large matrices than threads runs them one at a time on all threads.
-void for_each_matrix(int64_t batch, double work, const std::function<void(int64_t, int64_t)>& fn) {
-  use_one_blas_thread();
-  if (work >= kLargeWork && batch < num_threads() && num_threads() > 1) {
-    with_all_blas_threads([&] { fn(0, batch); });
-    return;
-  }
-  const int64_t grain = std::max<int64_t>(1, int64_t(kTaskWork / (work + kCallWork)));
-  parallel_for(batch, grain, fn);
-}
-
-template <class T> T nan_value() {
-  const real_t<T> q = std::numeric_limits<real_t<T>>::quiet_NaN();
-  if constexpr (is_cplx<T>) return T(q, q);
-  else return q;
-}
-
-template <class T> void fill_nan(T* p, int64_t n) {
-  if (p) std::fill(p, p + n, nan_value<T>());
-}
+using namespace lapack;
 
 template <class T> T conj_if(T x, bool c) {
   if constexpr (is_cplx<T>) return c ? std::conj(x) : x;
@@ -639,21 +568,6 @@ template <class T> void eig_t(int64_t batch, int64_t n, const T* a, std::complex
     }
   });
 }
-
-[[noreturn]] void unsupported(const char* op, DType d) {
-  throw DTypeError(std::string(op) + ": LAPACK factors float32, float64, complex64 and complex128 matrices, got " +
-                   dtype_name(d) + " (internal error: abstract evaluation should have rejected it)");
-}
-
-// Calls F<T> for d's C++ type.
-#define TESSEL_LAPACK_DISPATCH(op, d, CALL)             \
-  switch (d) {                                          \
-    case DType::float32: { using T = float; CALL; break; }  \
-    case DType::float64: { using T = double; CALL; break; } \
-    case DType::complex64: { using T = c64; CALL; break; }  \
-    case DType::complex128: { using T = c128; CALL; break; } \
-    default: unsupported(op, d);                        \
-  }
 
 }  // namespace
 

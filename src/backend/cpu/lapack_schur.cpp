@@ -1,5 +1,6 @@
 #include "backend/cpu/lapack_schur.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "backend/cpu/lapack_util.h"
@@ -50,22 +51,11 @@ template <class T> void schur_t(int64_t batch, int64_t n, const T* a, T* t, T* z
   });
 }
 
-#define TESSEL_SCHUR_DISPATCH(op, d, CALL)                 \
-  switch (d) {                                                  \
-    case DType::float32: { using T = float; CALL; break; }      \
-    case DType::float64: { using T = double; CALL; break; }     \
-    case DType::complex64: { using T = c64; CALL; break; }      \
-    case DType::complex128: { using T = c128; CALL; break; }    \
-    default:                                                    \
-      throw DTypeError(std::string(op) + ": LAPACK takes float32, float64, complex64 and complex128, got " + \
-                       dtype_name(d));                          \
-  }
-
 }  // namespace
 
 void schur(DType d, int64_t batch, int64_t n, const void* a, void* t, void* z) {
-  TESSEL_SCHUR_DISPATCH("schur", d,
-                             schur_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(t), static_cast<T*>(z)))
+  TESSEL_LAPACK_DISPATCH("schur", d,
+                         schur_t<T>(batch, n, static_cast<const T*>(a), static_cast<T*>(t), static_cast<T*>(z)))
 }
 
 }  // namespace tessel::cpu

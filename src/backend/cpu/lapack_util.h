@@ -1,8 +1,8 @@
 #pragma once
-// What the LAPACK bindings share (lapack_schur.cpp; lapack.cpp keeps its own copy of these
-// until it switches to this header): LAPACKE with C++ complex types, the real type of a
-// LAPACK element type, 32-bit dimension checks, NaN results, and the split of a batch of
-// problems over the intra-op arena.
+// What the LAPACK bindings share (lapack.cpp, lapack_schur.cpp): LAPACKE with C++ complex
+// types, the real type of a LAPACK element type, 32-bit dimension checks, NaN results, the
+// split of a batch of problems over the intra-op arena (large factorizations on all of
+// OpenBLAS's threads), and the dispatch from a DType to its C++ element type.
 #include <complex>
 // LAPACKE's complex types as the C++ ones (before lapacke.h, which otherwise uses C99's).
 #define lapack_complex_float std::complex<float>
@@ -10,15 +10,12 @@
 #include <lapacke.h>
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 #include <functional>
 #include <limits>
-#include <string>
 #include <type_traits>
 
-#include "backend/cpu/blas.h"
-#include "backend/cpu/parallel.h"
-#include "tessel/error.h"
+#include "tessel/dtype.h"
 
 namespace tessel::cpu::lapack {
 
@@ -30,25 +27,31 @@ using c128 = std::complex<double>;
 inline constexpr double kTaskWork = double(1 << 20);
 // The fixed cost of one LAPACK call (argument checks, workspace set-up), in flops.
 inline constexpr double kCallWork = 2000;
+// A factorization this large (in flops: a Cholesky factor of about 400 x 400) runs alone
+// with OpenBLAS's threads when the batch cannot give every thread of the arena a matrix.
+inline constexpr double kLargeWork = 2e7;
 
 template <class T> struct Real { using type = T; };
 template <class T> struct Real<std::complex<T>> { using type = T; };
 template <class T> using real_t = typename Real<T>::type;
 template <class T> inline constexpr bool is_cplx = !std::is_same_v<T, real_t<T>>;
 
-inline lapack_int to_int(int64_t v, const char* op) {
-  if (v > INT_MAX)
-    throw ValueError(std::string(op) + ": a dimension of " + std::to_string(v) +
-                     " exceeds LAPACK's 32-bit integers; factor smaller matrices");
-  return lapack_int(v);
-}
+/// v as a LAPACK integer; ValueError naming `op` when it exceeds 32 bits.
+lapack_int to_int(int64_t v, const char* op);
 
-/// Splits `batch` matrices of `work` flops each over the arena (fn(begin, end) per group).
-inline void for_each_matrix(int64_t batch, double work, const std::function<void(int64_t, int64_t)>& fn) {
-  use_one_blas_thread();
-  const int64_t grain = std::max<int64_t>(1, int64_t(kTaskWork / (work + kCallWork)));
-  parallel_for(batch, grain, fn);
-}
+/// Runs fn with OpenBLAS on the arena's thread count: large factorizations use the cores
+/// through LAPACK's own blocked, threaded algorithms. The count is process-wide, so such
+/// calls take turns (each uses every core), and the count returns to one afterwards.
+void with_all_blas_threads(const std::function<void()>& fn);
+
+/// Splits `batch` matrices of `work` flops each over the arena (fn(begin, end) per group);
+/// a batch of fewer large matrices (kLargeWork) than threads runs them one at a time on all
+/// threads.
+void for_each_matrix(int64_t batch, double work, const std::function<void(int64_t, int64_t)>& fn);
+
+/// DTypeError: `op` was given a dtype LAPACK does not factor (abstract evaluation should
+/// have rejected it).
+[[noreturn]] void unsupported(const char* op, DType d);
 
 template <class T> T nan_value() {
   const real_t<T> q = std::numeric_limits<real_t<T>>::quiet_NaN();
@@ -62,3 +65,14 @@ template <class T> void fill_nan(T* p, int64_t n) {
 }
 
 }  // namespace tessel::cpu::lapack
+
+// Runs CALL with T the C++ element type of d (float, double, c64, c128); any other dtype
+// throws lapack::unsupported(op, d).
+#define TESSEL_LAPACK_DISPATCH(op, d, CALL)                                   \
+  switch (d) {                                                                \
+    case ::tessel::DType::float32: { using T = float; CALL; break; }          \
+    case ::tessel::DType::float64: { using T = double; CALL; break; }         \
+    case ::tessel::DType::complex64: { using T = ::tessel::cpu::lapack::c64; CALL; break; }   \
+    case ::tessel::DType::complex128: { using T = ::tessel::cpu::lapack::c128; CALL; break; } \
+    default: ::tessel::cpu::lapack::unsupported(op, d);                       \
+  }
