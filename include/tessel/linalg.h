@@ -291,6 +291,12 @@ TESSEL_API Array matrix_transpose(const Array& x);
 TESSEL_API Array vecdot(const Array& a, const Array& b, int64_t axis = -1);
 /// jnp.linalg.outer: the outer product of two 1-D arrays.
 TESSEL_API Array outer(const Array& a, const Array& b);
+/// jnp.linalg.tensordot: tessel::tensordot (the last `axes` dimensions of a with the first
+/// `axes` of b).
+TESSEL_API Array tensordot(const Array& a, const Array& b, int64_t axes = 2);
+/// jnp.linalg.tensordot with axes ([a_axes], [b_axes]).
+TESSEL_API Array tensordot(const Array& a, const Array& b, const std::vector<int64_t>& a_axes,
+                           const std::vector<int64_t>& b_axes);
 /// jnp.linalg.trace: the sum of diagonal `offset` of each matrix in the last two axes,
 /// computed in `dtype` when given.
 TESSEL_API Array trace(const Array& x, int64_t offset = 0, std::optional<DType> dtype = std::nullopt);

@@ -263,6 +263,12 @@ TESSEL_API Array matmul(const Array& a, const Array& b);
 TESSEL_API Array dot(const Array& a, const Array& b);
 TESSEL_API Array vdot(const Array& a, const Array& b);
 TESSEL_API Array outer(const Array& a, const Array& b);
+/// jnp.tensordot with an integer `axes`: contracts the last `axes` dimensions of a with the
+/// first `axes` of b (in order); the result has a's other dimensions, then b's.
+TESSEL_API Array tensordot(const Array& a, const Array& b, int64_t axes = 2);
+/// jnp.tensordot with axes ([a_axes], [b_axes]): contracts a_axes[i] of a with b_axes[i] of
+/// b (negative axes count from the end).
+TESSEL_API Array tensordot(const Array& a, const Array& b, const Axes& a_axes, const Axes& b_axes);
 /// jnp.einsum with explicit output ("ij,jk->ik") or implicit output ("ij,jk").
 TESSEL_API Array einsum(const std::string& spec, const std::vector<Array>& operands);
 /// Sum of diagonal `offset` (above the main one when positive) of the planes spanned by

@@ -346,6 +346,31 @@ Array vdot(const Array& a, const Array& b) {
   return dot(is_complex(a.dtype()) ? conj(af) : af, bf);
 }
 
+Array tensordot(const Array& a, const Array& b, int64_t axes) {
+  if (axes < 0 || axes > a.ndim() || axes > b.ndim())
+    throw ValueError("tensordot: axes=" + std::to_string(axes) + " must be between 0 and the rank of each operand (" +
+                     ops::shapes_of(a, b) + ")");
+  return tensordot(a, b, ops::range(a.ndim() - axes, a.ndim()), ops::range(0, axes));
+}
+
+Array tensordot(const Array& a, const Array& b, const Axes& a_axes, const Axes& b_axes) {
+  if (a_axes.size() != b_axes.size())
+    throw ValueError("tensordot: a_axes and b_axes must have the same length, got " + std::to_string(a_axes.size()) +
+                     " and " + std::to_string(b_axes.size()));
+  DotDims dims;
+  for (size_t i = 0; i < a_axes.size(); ++i) {
+    const int64_t x = ops::canonicalize_axis("tensordot", a_axes[i], a.ndim());
+    const int64_t y = ops::canonicalize_axis("tensordot", b_axes[i], b.ndim());
+    if (a.dim(x) != b.dim(y))
+      throw ShapeError("tensordot: axis " + std::to_string(x) + " of a (size " + std::to_string(a.dim(x)) +
+                       ") cannot contract with axis " + std::to_string(y) + " of b (size " + std::to_string(b.dim(y)) +
+                       ") for " + ops::shapes_of(a, b) + "; contracted sizes must match");
+    dims.lhs_contracting.push_back(x);
+    dims.rhs_contracting.push_back(y);
+  }
+  return dot_general(a, b, dims);
+}
+
 Array outer(const Array& a, const Array& b) { return multiply(reshape(a, {a.size(), 1}), reshape(b, {1, b.size()})); }
 
 Array trace(const Array& x, int64_t offset, int64_t axis1, int64_t axis2) {

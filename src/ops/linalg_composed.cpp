@@ -353,6 +353,11 @@ Array outer(const Array& a, const Array& b) {
   return tessel::outer(a, b);
 }
 
+Array tensordot(const Array& a, const Array& b, int64_t axes) { return tessel::tensordot(a, b, axes); }
+Array tensordot(const Array& a, const Array& b, const Axes& a_axes, const Axes& b_axes) {
+  return tessel::tensordot(a, b, a_axes, b_axes);
+}
+
 Array trace(const Array& x, int64_t offset, std::optional<DType> dtype) {
   ops::check_matrix_shape("linalg.trace", x.shape(), false);
   return tessel::trace(dtype ? astype(x, *dtype) : x, offset, -2, -1);

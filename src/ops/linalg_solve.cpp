@@ -232,7 +232,13 @@ Array solve_triangular(const Array& a, const Array& b, int trans, bool lower, bo
   return vec ? ops::squeeze_last(r) : r;
 }
 
-ChoFactor cho_factor(const Array& a, bool lower) { return {tessel::linalg::cholesky(a, !lower), lower}; }
+// As JAX's, the factor reads one triangle of a (lower: the lower one) and is not symmetrized,
+// so derivatives treat the tangent of a as given.
+ChoFactor cho_factor(const Array& a, bool lower) {
+  const Array x = ops::prepare("scipy.linalg.cho_factor", a, true);
+  const Array l = lax::linalg::cholesky(lower ? x : ops::matrix_adjoint(x), /*symmetrize_input=*/false);
+  return {lower ? l : ops::matrix_adjoint(l), lower};
+}
 
 Array cho_solve(const ChoFactor& f, const Array& b) {
   auto [c, y, vec] = ops::solve_operands("scipy.linalg.cho_solve", f.c, b, /*vector_only_1d=*/false);
@@ -252,7 +258,8 @@ PluResult lu(const Array& a) {
   const Array l = ops::tril(slice_in_dim(f.lu, 0, k, 1, x.ndim() - 1), -1) + eye(m, k, 0, x.dtype());
   const Array u = ops::triu(slice_in_dim(f.lu, 0, k, 1, x.ndim() - 2));
   // P A = L U with (P A) = A[permutation], so A = P^T L U.
-  return {ops::matrix_transpose(ops::permutation_matrix(f.permutation, x.dtype())), l, u};
+  // p is real, as JAX's (float32 for complex64 input).
+  return {ops::matrix_transpose(ops::permutation_matrix(f.permutation, real_dtype(x.dtype()))), l, u};
 }
 
 LuFactor lu_factor(const Array& a) {

@@ -89,6 +89,10 @@ TESSEL_PARITY_CASES(linalg) {
   reg("linalg.matrix_transpose", unary(la::matrix_transpose));
   reg("linalg.vecdot", [](const In& x, const Params& p) { return out(la::vecdot(x[0], x[1], p.i("axis"))); });
   reg("linalg.outer", binary(la::outer));
+  reg("linalg.tensordot", [](const In& x, const Params& p) { return out(la::tensordot(x[0], x[1], p.i("axes"))); });
+  reg("tensordot", [](const In& x, const Params& p) {
+    return out(ts::tensordot(x[0], x[1], p.ints("a_axes"), p.ints("b_axes")));
+  });
   reg("linalg.trace", [](const In& x, const Params& p) { return out(la::trace(x[0], p.i("offset"))); });
   reg("linalg.tensorsolve", [](const In& x, const Params&) { return out(la::tensorsolve(x[0], x[1])); });
   reg("linalg.tensorinv", [](const In& x, const Params& p) { return out(la::tensorinv(x[0], p.i("ind"))); });
@@ -98,13 +102,9 @@ TESSEL_PARITY_CASES(linalg) {
     return out(sla::solve_triangular(x[0], x[1], int(p.i("trans")), p.flag("lower"), p.flag("unit_diagonal")));
   });
   reg("scipy.linalg.cho_factor", [](const In& x, const Params& p) { return out(sla::cho_factor(x[0], p.flag("lower")).c); });
-  known_difference("scipy.linalg.cho_solve",
-                   "derivatives: JAX's cho_factor reads one triangle (symmetrize_input=False), so a "
-                   "non-symmetric tangent of a differs");
   reg("scipy.linalg.cho_solve", [](const In& x, const Params& p) {
     return out(sla::cho_solve(sla::cho_factor(x[0], p.flag("lower")), x[1]));
   });
-  known_difference("scipy.linalg.lu", "complex input: JAX's permutation matrix p is real (float32 for complex64)");
   reg("scipy.linalg.lu", [](const In& x, const Params&) {
     auto r = sla::lu(x[0]);
     return Out{r.p, r.l, r.u};

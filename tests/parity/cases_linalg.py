@@ -127,6 +127,11 @@ def numpy_linalg(s):
         s.case("linalg.matrix_transpose", jnp.linalg.matrix_transpose, [tall], grad=True)
         s.case("linalg.vecdot", jnp.linalg.vecdot, [x, rand((3, 4), dt, 65)], {"axis": -1}, tol=T, grad=True)
         s.case("linalg.outer", jnp.linalg.outer, [x[0], x[1]], grad=True)
+        p3, q3 = rand((2, 3, 4), dt, 66), rand((3, 4, 5), dt, 67)
+        s.case("linalg.tensordot", lambda p_, q_, axes: jnp.linalg.tensordot(p_, q_, axes=axes), [p3, q3],
+               {"axes": 2}, tol=T, grad=True)
+        s.case("tensordot", lambda p_, q_, a_axes, b_axes: jnp.tensordot(p_, q_, axes=(a_axes, b_axes)),
+               [p3, rand((4, 2, 6), dt, 68)], {"a_axes": [2, 0], "b_axes": [0, -2]}, tol=T, grad=True)
         s.case("linalg.trace", jnp.linalg.trace, [tall], {"offset": -1}, tol=T, grad=True)
     t = general((6, 6), "float64", 71).reshape(2, 3, 6)
     s.case("linalg.tensorsolve", jnp.linalg.tensorsolve, [t, rand((2, 3), "float64", 72)], tol=LINALG_TOL)
