@@ -1,0 +1,56 @@
+// Compiled with -fno-math-errno and -ffp-contract=off (CMakeLists.txt): scalar.h then declares
+// libmvec's vector forms, and the loops below round each operation as generated code does.
+#include "backend/cpu/vector_math.h"
+
+#include "backend/cpu/scalar.h"
+
+namespace tessel::cpu {
+namespace {
+
+#if defined(TESSEL_VECTOR_LIBM)
+// One clone per ISA; the loader's resolver picks the widest the CPU has, and in each clone the
+// vectoriser calls libmvec's forms of that width.
+#define TESSEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TESSEL_CLONES
+#endif
+
+#define TESSEL_VECTOR_UNARY(NAME)                                                     \
+  template <class T> TESSEL_CLONES void NAME##_block(const T* x, T* out, int64_t n) { \
+    for (int64_t i = 0; i < n; ++i) out[i] = scalar::NAME(x[i]);                      \
+  }
+#define TESSEL_VECTOR_BINARY(NAME)                                                             \
+  template <class T>                                                                          \
+  TESSEL_CLONES void NAME##_block(const T* a, const T* b, T* out, int64_t n) { \
+    for (int64_t i = 0; i < n; ++i) out[i] = scalar::NAME(a[i], b[i]);                        \
+  }
+// No __restrict: the output may be the input (unfused kernels write in place); GCC checks the
+// overlap at run time and vectorises when the two coincide or are apart.
+// The functions libmvec has (scalar.h), logistic (exp and a select) and erf_inv (polynomials).
+#define TESSEL_VECTOR_UNARY_FUNCTIONS(X)                                                                      \
+  X(exp) X(exp2) X(expm1) X(log) X(log1p) X(cbrt) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) \
+  X(tanh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(logistic) X(erf_inv)
+#define TESSEL_VECTOR_BINARY_FUNCTIONS(X) X(pow) X(atan2)
+TESSEL_VECTOR_UNARY_FUNCTIONS(TESSEL_VECTOR_UNARY)
+TESSEL_VECTOR_BINARY_FUNCTIONS(TESSEL_VECTOR_BINARY)
+
+}  // namespace
+
+template <class T> VectorUnaryFn<T> vector_unary(std::string_view name) {
+#define TESSEL_FIND(NAME) \
+  if (name == #NAME) return NAME##_block<T>;
+  TESSEL_VECTOR_UNARY_FUNCTIONS(TESSEL_FIND)
+  return nullptr;
+}
+template <class T> VectorBinaryFn<T> vector_binary(std::string_view name) {
+  TESSEL_VECTOR_BINARY_FUNCTIONS(TESSEL_FIND)
+  return nullptr;
+#undef TESSEL_FIND
+}
+
+template VectorUnaryFn<float> vector_unary<float>(std::string_view);
+template VectorUnaryFn<double> vector_unary<double>(std::string_view);
+template VectorBinaryFn<float> vector_binary<float>(std::string_view);
+template VectorBinaryFn<double> vector_binary<double>(std::string_view);
+
+}  // namespace tessel::cpu
