@@ -2,6 +2,8 @@
 // libmvec's vector forms, and the loops below round each operation as generated code does.
 #include "backend/cpu/vector_math.h"
 
+#include <algorithm>
+
 #include "backend/cpu/scalar.h"
 
 namespace tessel::cpu {
@@ -15,17 +17,35 @@ namespace {
 #define TESSEL_CLONES
 #endif
 
-#define TESSEL_VECTOR_UNARY(NAME)                                                     \
-  template <class T> TESSEL_CLONES void NAME##_block(const T* x, T* out, int64_t n) { \
-    for (int64_t i = 0; i < n; ++i) out[i] = scalar::NAME(x[i]);                      \
+// Every element goes through the same vector form, whatever the length and offset of the
+// block: the loop runs whole groups of kLanes elements, and the last partial group is padded
+// in a local buffer (a compiler's remainder loop would call narrower or scalar forms, whose
+// last bits differ, so a vmapped array and its examples computed apart would disagree).
+// The group loop is kept rolled (unroll 1), as the vectoriser uses libmvec only in loops.
+// Groups are copied into locals, so the output may be the input (unfused kernels write in
+// place) without run-time overlap checks.
+constexpr int64_t kLanes = 16;
+
+#define TESSEL_VECTOR_UNARY(NAME)                                                                      \
+  template <class T> TESSEL_CLONES void NAME##_block(const T* x, T* out, int64_t n) {                 \
+    for (int64_t i = 0; i < n; i += kLanes) {                                                         \
+      const int64_t m = std::min(kLanes, n - i);                                                      \
+      T in[kLanes] = {}, res[kLanes];                                                                 \
+      for (int64_t j = 0; j < m; ++j) in[j] = x[i + j];                                               \
+      _Pragma("GCC unroll 1") for (int64_t j = 0; j < kLanes; ++j) res[j] = scalar::NAME(in[j]);                              \
+      for (int64_t j = 0; j < m; ++j) out[i + j] = res[j];                                            \
+    }                                                                                                 \
   }
-#define TESSEL_VECTOR_BINARY(NAME)                                                             \
-  template <class T>                                                                          \
-  TESSEL_CLONES void NAME##_block(const T* a, const T* b, T* out, int64_t n) { \
-    for (int64_t i = 0; i < n; ++i) out[i] = scalar::NAME(a[i], b[i]);                        \
+#define TESSEL_VECTOR_BINARY(NAME)                                                                     \
+  template <class T> TESSEL_CLONES void NAME##_block(const T* a, const T* b, T* out, int64_t n) {     \
+    for (int64_t i = 0; i < n; i += kLanes) {                                                         \
+      const int64_t m = std::min(kLanes, n - i);                                                      \
+      T in_a[kLanes] = {}, in_b[kLanes] = {}, res[kLanes];                                            \
+      for (int64_t j = 0; j < m; ++j) in_a[j] = a[i + j], in_b[j] = b[i + j];                         \
+      _Pragma("GCC unroll 1") for (int64_t j = 0; j < kLanes; ++j) res[j] = scalar::NAME(in_a[j], in_b[j]);                   \
+      for (int64_t j = 0; j < m; ++j) out[i + j] = res[j];                                            \
+    }                                                                                                 \
   }
-// No __restrict: the output may be the input (unfused kernels write in place); GCC checks the
-// overlap at run time and vectorises when the two coincide or are apart.
 // The functions libmvec has (scalar.h), logistic (exp and a select) and erf_inv (polynomials).
 #define TESSEL_VECTOR_UNARY_FUNCTIONS(X)                                                                      \
   X(exp) X(exp2) X(expm1) X(log) X(log1p) X(cbrt) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) \
