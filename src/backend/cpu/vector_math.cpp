@@ -2,7 +2,7 @@
 // libmvec's vector forms, and the loops below round each operation as generated code does.
 #include "backend/cpu/vector_math.h"
 
-#include <algorithm>
+#include <cstring>
 
 #include "backend/cpu/scalar.h"
 
@@ -26,25 +26,41 @@ namespace {
 // place) without run-time overlap checks.
 constexpr int64_t kLanes = 16;
 
-#define TESSEL_VECTOR_UNARY(NAME)                                                                      \
-  template <class T> TESSEL_CLONES void NAME##_block(const T* x, T* out, int64_t n) {                 \
-    for (int64_t i = 0; i < n; i += kLanes) {                                                         \
-      const int64_t m = std::min(kLanes, n - i);                                                      \
-      T in[kLanes] = {}, res[kLanes];                                                                 \
-      for (int64_t j = 0; j < m; ++j) in[j] = x[i + j];                                               \
-      _Pragma("GCC unroll 1") for (int64_t j = 0; j < kLanes; ++j) res[j] = scalar::NAME(in[j]);                              \
-      for (int64_t j = 0; j < m; ++j) out[i + j] = res[j];                                            \
-    }                                                                                                 \
+/// Runs `group(in, out, count)` over [0, n) in groups of kLanes elements copied in and out of
+/// locals (constant-size copies on whole groups; the last one padded with zeros).
+template <class T, class Group> __attribute__((always_inline)) inline void by_groups(int64_t n, Group&& group) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) group(i, kLanes);
+  if (i < n) group(i, n - i);
+}
+
+#define TESSEL_VECTOR_UNARY(NAME)                                                                   \
+  template <class T> TESSEL_CLONES void NAME##_block(const T* x, T* out, int64_t n) {              \
+    by_groups<T>(n, [&](int64_t i, int64_t m) __attribute__((always_inline)) {                     \
+      T in[kLanes] = {}, res[kLanes];                                                              \
+      if (m == kLanes) std::memcpy(in, x + i, sizeof in);                                          \
+      else std::memcpy(in, x + i, size_t(m) * sizeof(T));                                          \
+      _Pragma("GCC unroll 1") for (int64_t j = 0; j < kLanes; ++j) res[j] = scalar::NAME(in[j]);   \
+      if (m == kLanes) std::memcpy(out + i, res, sizeof res);                                      \
+      else std::memcpy(out + i, res, size_t(m) * sizeof(T));                                       \
+    });                                                                                            \
   }
-#define TESSEL_VECTOR_BINARY(NAME)                                                                     \
-  template <class T> TESSEL_CLONES void NAME##_block(const T* a, const T* b, T* out, int64_t n) {     \
-    for (int64_t i = 0; i < n; i += kLanes) {                                                         \
-      const int64_t m = std::min(kLanes, n - i);                                                      \
-      T in_a[kLanes] = {}, in_b[kLanes] = {}, res[kLanes];                                            \
-      for (int64_t j = 0; j < m; ++j) in_a[j] = a[i + j], in_b[j] = b[i + j];                         \
-      _Pragma("GCC unroll 1") for (int64_t j = 0; j < kLanes; ++j) res[j] = scalar::NAME(in_a[j], in_b[j]);                   \
-      for (int64_t j = 0; j < m; ++j) out[i + j] = res[j];                                            \
-    }                                                                                                 \
+#define TESSEL_VECTOR_BINARY(NAME)                                                                  \
+  template <class T> TESSEL_CLONES void NAME##_block(const T* a, const T* b, T* out, int64_t n) {  \
+    by_groups<T>(n, [&](int64_t i, int64_t m) __attribute__((always_inline)) {                     \
+      T in_a[kLanes] = {}, in_b[kLanes] = {}, res[kLanes];                                         \
+      if (m == kLanes) {                                                                           \
+        std::memcpy(in_a, a + i, sizeof in_a);                                                     \
+        std::memcpy(in_b, b + i, sizeof in_b);                                                     \
+      } else {                                                                                     \
+        std::memcpy(in_a, a + i, size_t(m) * sizeof(T));                                           \
+        std::memcpy(in_b, b + i, size_t(m) * sizeof(T));                                           \
+      }                                                                                            \
+      _Pragma("GCC unroll 1") for (int64_t j = 0; j < kLanes; ++j) res[j] =                        \
+          scalar::NAME(in_a[j], in_b[j]);                                                          \
+      if (m == kLanes) std::memcpy(out + i, res, sizeof res);                                      \
+      else std::memcpy(out + i, res, size_t(m) * sizeof(T));                                       \
+    });                                                                                            \
   }
 // The functions libmvec has (scalar.h), logistic (exp and a select) and erf_inv (polynomials).
 #define TESSEL_VECTOR_UNARY_FUNCTIONS(X)                                                                      \
