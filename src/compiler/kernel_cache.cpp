@@ -32,8 +32,16 @@ namespace {
 namespace fs = std::filesystem;
 
 // -ffp-contract=off: no fused multiply-add, so generated code rounds like the unfused kernels.
+// -fno-math-errno: libm calls have no side effects, so loops over exp, tanh, ... vectorise
+// with glibc's libmvec (backend/cpu/scalar.h declares the vector forms; -lmvec links them).
 const std::vector<std::string> kFlags = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c++20", "-ffp-contract=off",
-                                         "-w"};
+                                         "-fno-math-errno", "-w"};
+// Libraries, after the source file on the command line.
+#if defined(__x86_64__) && defined(__GLIBC__)
+const std::vector<std::string> kLibraries = {"-lmvec", "-lm"};
+#else
+const std::vector<std::string> kLibraries = {"-lm"};
+#endif
 
 /// Read once, like the version line it is keyed with.
 const std::string& compiler_path() {
@@ -239,6 +247,7 @@ std::string kernel_cache_dir() { return config::get_path(config::kCacheDir); }
 std::string kernel_key(const std::string& source) {
   std::string flags;
   for (const auto& f : kFlags) flags += f + " ";
+  for (const auto& f : kLibraries) flags += f + " ";
   return hash_key(source + '\0' + compiler_version() + '\0' + flags);
 }
 
@@ -279,6 +288,7 @@ std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
     std::vector<std::string> argv{compiler_path()};
     argv.insert(argv.end(), kFlags.begin(), kFlags.end());
     argv.insert(argv.end(), {"-o", tmp + ".so", tmp + ".cpp"});
+    argv.insert(argv.end(), kLibraries.begin(), kLibraries.end());
     auto c0 = std::chrono::steady_clock::now();
     const int rc = run_process(argv, tmp + ".log");
     st.stats.compiles++;

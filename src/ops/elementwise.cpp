@@ -24,10 +24,12 @@
 //  - round rounds half to even, whatever the floating-point rounding mode.
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "ops/elementwise.h"
 #include "ops/rule_util.h"
 #include "backend/cpu/scalar.h"
+#include "backend/cpu/vector_math.h"
 
 namespace tessel::ops {
 namespace {
@@ -107,10 +109,45 @@ template <class Op> std::vector<Aval> elementwise_eval(std::span<const Aval> ins
   return {out};
 }
 
+/// Runs the row's vectorised block form (backend/cpu/vector_math.h) when it has one for T: the
+/// transcendental functions on float and double, which then compute as generated kernels do
+/// (rank-0 operands of a binary row are broadcast per chunk). False when the caller must loop
+/// over Op::f.
+template <class Op, class T> bool run_vector_form(const KernelCall& c) {
+  if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double>) && Op::out == Out::kSame) {
+    const int64_t n = c.out_avals[0].size();
+    T* out = c.out<T>(0);
+    if constexpr (Op::arity == 1) {
+      static const cpu::VectorUnaryFn<T> fn = cpu::vector_unary<T>(Op::name);
+      if (!fn) return false;
+      const T* x = c.in<T>(0);
+      auto body = [&](int64_t lo, int64_t hi) { fn(x + lo, out + lo, hi - lo); };
+      if (n <= kElementwiseGrain) body(0, n);
+      else cpu::parallel_for(n, kElementwiseGrain, body);
+    } else {
+      static const cpu::VectorBinaryFn<T> fn = cpu::vector_binary<T>(Op::name);
+      if (!fn) return false;
+      const T *a = c.in<T>(0), *b = c.in<T>(1);
+      const bool a_scalar = c.in_avals[0].size() != n, b_scalar = c.in_avals[1].size() != n;
+      auto body = [&](int64_t lo, int64_t hi) {
+        std::vector<T> fill(a_scalar || b_scalar ? size_t(hi - lo) : 0, a_scalar ? a[0] : b_scalar ? b[0] : T(0));
+        fn(a_scalar ? fill.data() : a + lo, b_scalar ? fill.data() : b + lo, out + lo, hi - lo);
+      };
+      if (n <= kElementwiseGrain) body(0, n);
+      else cpu::parallel_for(n, kElementwiseGrain, body);
+    }
+    return true;
+  } else {
+    (void)c;
+    return false;
+  }
+}
+
 template <class Op> void elementwise_kernel(const KernelCall& c) {
   visit_dtype(c.in_avals[0].dtype, [&](auto z) {
     using T = decltype(z);
     if constexpr ((class_of<T>() & Op::mask) != 0) {
+      if (run_vector_form<Op, T>(c)) return;
       using C = compute_t<T>;
       using R = out_t<T, Op::out>;
       if constexpr (Op::arity == 1) map_elementwise<R, T>(c, [](T x) { return convert_value<R>(Op::f(C(x))); });

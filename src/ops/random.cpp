@@ -10,6 +10,8 @@
 #include "core/dtype_check.h"
 #include "core/shape_check.h"
 #include "ops/rule_util.h"
+#include "backend/cpu/scalar.h"
+#include "backend/cpu/vector_math.h"
 #include "tessel/random.h"
 
 namespace tessel::ops {
@@ -107,76 +109,34 @@ const ir::Primitive& bitcast_p = ir::register_primitive({
 
 // ---- erf_inv ----
 
-// Evaluates the polynomial with coefficients `c` (highest degree first) at w (Horner).
-template <class T, size_t N> T horner(const T (&c)[N], T w) {
-  T p = c[0];
-  for (size_t i = 1; i < N; ++i) p = c[i] + p * w;
-  return p;
-}
-
-// Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): single precision
-// uses two polynomials in w = -log(1 - x^2), double precision three. XLA uses the same split.
-float erf_inv_f32(float x) {
-  static constexpr float kCentral[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
-                                       -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
-                                       -0.00417768164f,  0.246640727f,    1.50140941f};
-  static constexpr float kTail[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
-                                    -0.00367342844f,  0.00573950773f,  -0.0076224613f,
-                                    0.00943887047f,   1.00167406f,     2.83297682f};
-  if (std::fabs(x) == 1.0f) return std::copysign(std::numeric_limits<float>::infinity(), x);
-  float w = -std::log1p(-x * x);
-  float p = w < 5.0f ? horner(kCentral, w - 2.5f) : horner(kTail, std::sqrt(w) - 3.0f);
-  return p * x;
-}
-
-double erf_inv_f64(double x) {
-  static constexpr double kCentral[] = {
-      -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
-      1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
-      6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
-      2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
-      1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
-      4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
-      0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
-      0.24015818242558961693,     1.6536545626831027356};
-  static constexpr double kMiddle[] = {
-      2.2137376921775787049e-09,  9.0756561938885390979e-08, -2.7517406297064545428e-07,
-      1.8239629214389227755e-08,  1.5027403968909827627e-06, -4.013867526981545969e-06,
-      2.9234449089955446044e-06,  1.2475304481671778723e-05, -4.7318229009055733981e-05,
-      6.8284851459573175448e-05,  2.4031110387097893999e-05, -0.0003550375203628474796,
-      0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,
-      -0.0037512085075692412107,  0.005370914553590063617,   1.0052589676941592334,
-      3.0838856104922207635};
-  static constexpr double kTail[] = {
-      -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
-      -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
-      2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
-      -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
-      7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
-      1.0103004648645343977,      4.8499064014085844221};
-  if (std::fabs(x) == 1.0) return std::copysign(std::numeric_limits<double>::infinity(), x);
-  double w = -std::log1p(-x * x);
-  double p = w < 6.25  ? horner(kCentral, w - 3.125)
-             : w < 16.0 ? horner(kMiddle, std::sqrt(w) - 3.25)
-                        : horner(kTail, std::sqrt(w) - 5.0);
-  return p * x;
-}
-
 std::vector<Aval> erf_inv_aval(std::span<const Aval> ins, const Params&) {
   check_dtype("erf_inv", ins[0].dtype, is_floating(ins[0].dtype), "a floating dtype (float16, bfloat16, float32, float64)");
   return {ins[0]};
 }
 
+// The scalar function is scalar::erf_inv (backend/cpu/scalar.h, shared with generated code);
+// float32 and float64 run its vectorised block form (backend/cpu/vector_math.h).
 void erf_inv_kernel(const KernelCall& c) {
   visit_dtype(c.out_avals[0].dtype, [&](auto z) {
     using T = decltype(z);
-    if constexpr (std::is_same_v<T, double>) {
-      map_elementwise<T, T>(c, erf_inv_f64);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      static const cpu::VectorUnaryFn<T> block = cpu::vector_unary<T>("erf_inv");
+      const int64_t n = c.out_avals[0].size();
+      const T* x = c.in<T>(0);
+      T* out = c.out<T>(0);
+      auto body = [&](int64_t lo, int64_t hi) { block(x + lo, out + lo, hi - lo); };
+      if (n <= kElementwiseGrain) body(0, n);
+      else cpu::parallel_for(n, kElementwiseGrain, body);
     } else if constexpr (is_float_v<T>) {
       // Half types are computed in float32, as XLA upcasts them.
-      map_elementwise<T, T>(c, [](T x) { return T(erf_inv_f32(float(x))); });
+      map_elementwise<T, T>(c, [](T x) { return T(scalar::erf_inv(float(x))); });
     }
   });
+}
+
+std::string erf_inv_codegen(std::span<const std::string> xs, std::span<const Aval> in_avals, const Aval& out,
+                            const Params&) {
+  return codegen_call("erf_inv", xs, in_avals, out);
 }
 
 // d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2).
@@ -187,7 +147,8 @@ std::vector<Array> erf_inv_jvp(const ir::Primitive&, std::span<const Array>, std
 
 const ir::Primitive& erf_inv_p = ir::register_primitive({
     .name = "erf_inv", .arity = {1, 1}, .abstract_eval = erf_inv_aval, .cpu_kernel = erf_inv_kernel,
-    .fusion = ir::FusionKind::kElementwise, .jvp = erf_inv_jvp, .batch = batch_vectorized,
+    .fusion = ir::FusionKind::kElementwise, .codegen = erf_inv_codegen, .point_cost = ir::kExpensivePointCost,
+    .jvp = erf_inv_jvp, .batch = batch_vectorized,
     .sharding_rule = ir::elementwise_sharding_rule});
 
 }  // namespace

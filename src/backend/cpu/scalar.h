@@ -11,9 +11,36 @@
 // <complex> does (C99 Annex G signs its zeros and treats inf/NaN differently).
 #include <cmath>
 #include <complex>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <type_traits>
+
+// Vector forms of the libm functions: glibc's libmvec (x86-64) has 4-, 8- and 16-lane forms of
+// these functions, and GCC calls them from vectorised loops once the declarations carry the
+// `simd` attribute, which glibc's <math.h> adds only under -ffast-math. Declared here for code
+// compiled with -fno-math-errno (the generated kernels and backend/cpu/vector_math.cpp; GCC
+// then defines __NO_MATH_ERRNO__): only there are the calls free of side effects, which the
+// vectoriser needs. The maximum errors are in docs/performance.md ("Transcendental functions").
+#if defined(__NO_MATH_ERRNO__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__GLIBC__)
+#define TESSEL_VECTOR_LIBM 1
+#define TESSEL_SIMD_LIBM2(NAME)                                                              \
+  extern "C" float NAME##f(float, float) noexcept __attribute__((simd("notinbranch")));      \
+  extern "C" double NAME(double, double) noexcept __attribute__((simd("notinbranch")));
+#define TESSEL_SIMD_LIBM1(NAME)                                                      \
+  extern "C" float NAME##f(float) noexcept __attribute__((simd("notinbranch")));     \
+  extern "C" double NAME(double) noexcept __attribute__((simd("notinbranch")));
+TESSEL_SIMD_LIBM1(exp) TESSEL_SIMD_LIBM1(exp2) TESSEL_SIMD_LIBM1(expm1) TESSEL_SIMD_LIBM1(log)
+TESSEL_SIMD_LIBM1(log1p) TESSEL_SIMD_LIBM1(cbrt) TESSEL_SIMD_LIBM1(sin) TESSEL_SIMD_LIBM1(cos)
+TESSEL_SIMD_LIBM1(tan) TESSEL_SIMD_LIBM1(asin) TESSEL_SIMD_LIBM1(acos) TESSEL_SIMD_LIBM1(atan)
+TESSEL_SIMD_LIBM1(sinh) TESSEL_SIMD_LIBM1(cosh) TESSEL_SIMD_LIBM1(tanh) TESSEL_SIMD_LIBM1(asinh)
+TESSEL_SIMD_LIBM1(acosh) TESSEL_SIMD_LIBM1(atanh) TESSEL_SIMD_LIBM1(erf) TESSEL_SIMD_LIBM1(erfc)
+TESSEL_SIMD_LIBM2(pow) TESSEL_SIMD_LIBM2(atan2)
+#undef TESSEL_SIMD_LIBM1
+#undef TESSEL_SIMD_LIBM2
+#endif
 
 namespace tessel::scalar {
 
@@ -181,7 +208,7 @@ TESSEL_SCALAR_BINARY(rem, if constexpr (is_int_v<T>) {
        } else return std::fmod(a, b);)
 TESSEL_SCALAR_BINARY(pow, if constexpr (is_int_v<T>) return int_pow(a, b);
        else if constexpr (is_complex_v<T>) return cx::pow(a, b);
-       else return std::pow(a, b);)
+       else return b == T(0) ? T(1) : std::pow(a, b);)  // x^0 = 1 even for NaN x (libmvec gives NaN)
 TESSEL_SCALAR_BINARY(max, return pick<true>(a, b);)
 TESSEL_SCALAR_BINARY(min, return pick<false>(a, b);)
 TESSEL_SCALAR_BINARY(atan2, return std::atan2(a, b);)
@@ -223,13 +250,64 @@ TESSEL_SCALAR_UNARY(acosh, if constexpr (is_complex_v<T>) return cx::acosh(x); e
 TESSEL_SCALAR_UNARY(atanh, if constexpr (is_complex_v<T>) return cx::atanh(x); else return std::atanh(x);)
 TESSEL_SCALAR_UNARY(erf, return std::erf(x);)
 TESSEL_SCALAR_UNARY(erfc, return std::erfc(x);)
+/// The polynomial with coefficients `c` (highest degree first) at w (Horner).
+template <class T, size_t N> inline T horner(const T (&c)[N], T w) {
+  T p = c[0];
+  for (size_t i = 1; i < N; ++i) p = c[i] + p * w;
+  return p;
+}
+
+/// lax.erf_inv: Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): float
+/// uses two polynomials in w = -log(1 - x^2), double three (XLA uses the same split). Every
+/// polynomial is evaluated and one selected, so loops over it vectorise.
+inline float erf_inv(float x) {
+  static constexpr float kCentral[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                       -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                       -0.00417768164f,  0.246640727f,    1.50140941f};
+  static constexpr float kTail[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                    -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                    0.00943887047f,   1.00167406f,     2.83297682f};
+  const float w = -std::log1p(-x * x);
+  const float p = w < 5.0f ? horner(kCentral, w - 2.5f) : horner(kTail, std::sqrt(w) - 3.0f);
+  return std::fabs(x) == 1.0f ? std::copysign(std::numeric_limits<float>::infinity(), x) : p * x;
+}
+inline double erf_inv(double x) {
+  static constexpr double kCentral[] = {
+      -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
+      1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
+      6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+      2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+      1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+      4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+      0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
+      0.24015818242558961693,     1.6536545626831027356};
+  static constexpr double kMiddle[] = {
+      2.2137376921775787049e-09,  9.0756561938885390979e-08, -2.7517406297064545428e-07,
+      1.8239629214389227755e-08,  1.5027403968909827627e-06, -4.013867526981545969e-06,
+      2.9234449089955446044e-06,  1.2475304481671778723e-05, -4.7318229009055733981e-05,
+      6.8284851459573175448e-05,  2.4031110387097893999e-05, -0.0003550375203628474796,
+      0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,
+      -0.0037512085075692412107,  0.005370914553590063617,   1.0052589676941592334,
+      3.0838856104922207635};
+  static constexpr double kTail[] = {
+      -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+      -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+      2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+      -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+      7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
+      1.0103004648645343977,      4.8499064014085844221};
+  const double w = -std::log1p(-x * x), s = std::sqrt(w);
+  const double p = w < 6.25 ? horner(kCentral, w - 3.125) : w < 16.0 ? horner(kMiddle, s - 3.25) : horner(kTail, s - 5.0);
+  return std::fabs(x) == 1.0 ? std::copysign(std::numeric_limits<double>::infinity(), x) : p * x;
+}
 TESSEL_SCALAR_UNARY(logistic, if constexpr (!is_complex_v<T>) {
-        if (x < 0) {  // exp(-x) would overflow for very negative x
-          T e = std::exp(x);
-          return e / (T(1) + e);
-        }
-      }
-      return T(1) / (T(1) + std::exp(-x));)
+        // e^-|x| never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below. One exp and a
+        // select instead of a branch, so loops over it vectorise.
+        const T e = std::exp(-std::abs(x)), d = T(1) + e;
+        return x < 0 ? e / d : T(1) / d;
+      } else {
+        return T(1) / (T(1) + std::exp(-x));
+      })
 TESSEL_SCALAR_BINARY(eq, return a == b;)
 TESSEL_SCALAR_BINARY(ne, return a != b;)
 TESSEL_SCALAR_BINARY(lt, return a < b;)
