@@ -116,8 +116,9 @@ Array conv_general_dilated(const Array& lhs_in, const Array& rhs_in, const Shape
   s.lhs_dilation = ops::per_dim(op, "lhs_dilation", o.lhs_dilation, nsp, 1, true);
   s.rhs_dilation = ops::per_dim(op, "rhs_dilation", o.rhs_dilation, nsp, 1, true);
   if (!padding.mode.empty() && !all_ones(s.lhs_dilation))
-    throw ValueError(op + ": string padding \"" + padding.mode + "\" is not implemented with lhs_dilation " +
-                     shape_to_string(s.lhs_dilation) + "; give explicit (low, high) pairs or use conv_transpose");
+    throw ValueError(op + ": string padding \"" + padding.mode + "\" has no meaning with lhs_dilation " +
+                     shape_to_string(s.lhs_dilation) +
+                     " (as in JAX); give explicit (low, high) pairs or use conv_transpose");
   s.feature_group_count = o.feature_group_count;
   s.batch_group_count = o.batch_group_count;
   Shape window;

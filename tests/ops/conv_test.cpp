@@ -386,6 +386,18 @@ TEST(Conv, ErrorsNameTheProblem) {
 
 // ---- windowed reductions ----
 
+// Complex operands have no order: a window max or min of them is a clear error.
+TEST(Windows, ComplexMaxIsAnError) {
+  const ts::Array z = ts::Array({1.0f, -2.0f, 3.0f, 0.5f}).astype(ts::c64);
+  try {
+    ts::reduce_window(z, -INFINITY, ts::maximum, {2}, {1}, "VALID");
+    ADD_FAILURE() << "a complex window max did not throw";
+  } catch (const ts::DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("reduce_window: complex operands have no order"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ReduceWindow, SumMaxMinMatchJax) {
   const ts::Array x = input({2, 5, 6}, 0.3);
   expect_values(ts::reduce_window(x, 0.0, ts::add, {1, 2, 3}, {1, 2, 1}, {{0, 0}, {1, 1}, {0, 2}}), kWindowSum,
