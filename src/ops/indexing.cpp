@@ -535,23 +535,31 @@ template <class F> void for_each_indexed(const KernelCall& c, size_t first_index
     std::vector<int64_t> at(r, 0);
     int64_t off_row = off0, b_row = b0, pos_row = pos0;
     const int64_t n = r ? box[r - 1] : 1, dx = r ? v.xstep[r - 1] : 0, db = r ? v.bstep[r - 1] : 0;
-    for (;;) {
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t off = off_row + k * dx;
-        const int64_t b = b_row + k * db;
-        for (size_t j = 0; j < axes.size() && off >= 0; ++j) {
-          const int64_t m = x.shape[size_t(axes[j])];
-          int64_t i = idx[j][size_t(b)];
-          if (i < 0 || i >= m) {
-            if (!clamp) {
-              off = -1;
-              break;
-            }
-            i = std::clamp<int64_t>(i, 0, m - 1);
-          }
-          off += i * xst[size_t(axes[j])];
+    auto index_offset = [&](int64_t b) -> int64_t {  // the indexed axes' offset; -1 if dropped
+      int64_t off = 0;
+      for (size_t j = 0; j < axes.size(); ++j) {
+        const int64_t m = x.shape[size_t(axes[j])];
+        int64_t i = idx[j][size_t(b)];
+        if (i < 0 || i >= m) {
+          if (!clamp) return -1;
+          i = std::clamp<int64_t>(i, 0, m - 1);
         }
-        f(pos_row + k, off);
+        off += i * xst[size_t(axes[j])];
+      }
+      return off;
+    };
+    for (;;) {
+      if (db == 0) {  // a window row: one index lookup for the row
+        const int64_t io = index_offset(b_row);
+        if (io < 0)
+          for (int64_t k = 0; k < n; ++k) f(pos_row + k, int64_t(-1));
+        else
+          for (int64_t k = 0; k < n; ++k) f(pos_row + k, off_row + io + k * dx);
+      } else {
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t io = index_offset(b_row + k * db);
+          f(pos_row + k, io < 0 ? io : off_row + k * dx + io);
+        }
       }
       size_t d = r ? r - 1 : 0;
       for (;;) {  // odometer over the outer dimensions of the box
@@ -569,8 +577,11 @@ template <class F> void for_each_indexed(const KernelCall& c, size_t first_index
     }
   };
   if (sd < 0 || total <= kCopyGrain) return walk(0, sd < 0 ? 1 : v.shape[size_t(sd)]);
-  const int64_t per_index = total / v.shape[size_t(sd)];
-  cpu::parallel_for(v.shape[size_t(sd)], std::max<int64_t>(1, kCopyGrain / per_index), walk);
+  // At most ~4 chunks per thread: chunks of an inner dimension stay long rows (the chunking
+  // never changes a result, so it may follow the thread count).
+  const int64_t extent = v.shape[size_t(sd)], per_index = total / extent;
+  const int64_t grain = std::max(kCopyGrain / per_index, (extent + 4 * cpu::num_threads() - 1) / (4 * cpu::num_threads()));
+  cpu::parallel_for(extent, std::max<int64_t>(1, grain), walk);
 }
 
 std::vector<Aval> gather_aval(std::span<const Aval> ins, const Params& p) {
@@ -847,11 +858,12 @@ void scatter_kernel(const KernelCall& c) {
         if (off >= 0) out[off] = combine(out[off], u[o]);
       });
     };
+    // Lambdas, not function pointers, so the combination inlines into the loop.
     if (mode == "set") run([](T, T b) { return b; });
-    else if (mode == "add") run(combine_add<T>);
-    else if (mode == "mul") run(combine_mul<T>);
-    else if (mode == "min") run(combine_min<T>);
-    else run(combine_max<T>);
+    else if (mode == "add") run([](T a, T b) { return combine_add<T>(a, b); });
+    else if (mode == "mul") run([](T a, T b) { return combine_mul<T>(a, b); });
+    else if (mode == "min") run([](T a, T b) { return combine_min<T>(a, b); });
+    else run([](T a, T b) { return combine_max<T>(a, b); });
   });
 }
 

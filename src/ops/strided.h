@@ -127,7 +127,7 @@ inline constexpr int64_t kTransposeTile = 32;
 
 /// out[a] = in[b] over `box` where the output's last dimension is contiguous (sa = 1) and the
 /// input is contiguous along dimension k (sb[k] = 1): a transpose. Copies tile by tile, so
-/// both sides are read and written a cache line at a time; tiles are split over the arena.
+/// both sides are read and written whole cache lines at a time; tiles are split over the arena.
 template <class E>
 void tiled_transpose_copy(const Shape& box, size_t k, E* o, int64_t a0, std::span<const int64_t> sa, const E* i,
                           int64_t b0, std::span<const int64_t> sb) {
@@ -140,6 +140,7 @@ void tiled_transpose_copy(const Shape& box, size_t k, E* o, int64_t a0, std::spa
     if (d != k) outer.push_back(box[d]), sa_o.push_back(sa[d]), sb_o.push_back(sb[d]);
   const int64_t tiles = shape_size(outer) * tk * tl;
   auto body = [&](int64_t lo, int64_t hi) {
+    E buf[T][T];
     for (int64_t t = lo; t < hi; ++t) {
       int64_t rest = t / (tk * tl), a = a0, b = b0;
       for (size_t d = outer.size(); d-- > 0;) {
@@ -149,12 +150,14 @@ void tiled_transpose_copy(const Shape& box, size_t k, E* o, int64_t a0, std::spa
         b += x * sb_o[d];
       }
       const int64_t k0 = (t / tl % tk) * T, l0 = (t % tl) * T;
-      const int64_t k1 = std::min(nk, k0 + T), l1 = std::min(nl, l0 + T), sbl = sb[l];
-      for (int64_t kk = k0; kk < k1; ++kk) {
-        E* dst = o + a + kk * sa[k] + l0;
-        const E* src = i + b + kk + l0 * sbl;
-        for (int64_t j = 0; j < l1 - l0; ++j) dst[j] = src[j * sbl];
+      const int64_t mk = std::min(nk, k0 + T) - k0, ml = std::min(nl, l0 + T) - l0, sbl = sb[l];
+      // Through a buffer in L1: input rows are read whole and output rows written whole, so
+      // power-of-two strides (whose lines share a cache set) are each touched once.
+      for (int64_t j = 0; j < ml; ++j) {
+        const E* src = i + b + k0 + (l0 + j) * sbl;
+        for (int64_t kk = 0; kk < mk; ++kk) buf[kk][j] = src[kk];
       }
+      for (int64_t kk = 0; kk < mk; ++kk) std::memcpy(o + a + (k0 + kk) * sa[k] + l0, buf[kk], size_t(ml) * sizeof(E));
     }
   };
   if (tiles * T * T <= kCopyGrain) body(0, tiles);
