@@ -11,32 +11,6 @@
 
 namespace tessel::ops {
 
-/// Calls f(a, b) for every element of `box` in row-major order, where
-/// a = a0 + sum_d i_d * sa[d] and b = b0 + sum_d i_d * sb[d].
-template <class F>
-void for_each_offset(const Shape& box, int64_t a0, std::span<const int64_t> sa, int64_t b0,
-                     std::span<const int64_t> sb, F&& f) {
-  const size_t r = box.size();
-  if (shape_size(box) == 0) return;
-  if (r == 0) return f(a0, b0);
-  const int64_t n = box[r - 1], da = sa[r - 1], db = sb[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  int64_t a = a0, b = b0;
-  for (;;) {
-    for (int64_t k = 0; k < n; ++k) f(a + k * da, b + k * db);
-    for (size_t d = r - 1;;) {  // odometer over the outer dimensions
-      if (d == 0) return;
-      --d;
-      a += sa[d];
-      b += sb[d];
-      if (++idx[d] < box[d]) break;
-      a -= sa[d] * box[d];
-      b -= sb[d] * box[d];
-      idx[d] = 0;
-    }
-  }
-}
-
 struct alignas(8) Elem16 {
   uint64_t lo, hi;
 };
@@ -93,6 +67,16 @@ void for_each_offset_in_rows(const Shape& box, int64_t row_lo, int64_t row_hi, i
   for_each_row_start(box, row_lo, row_hi, a0, sa, b0, sb, [&](int64_t a, int64_t b) {
     for (int64_t k = 0; k < n; ++k) f(a + k * da, b + k * db);
   });
+}
+
+/// Calls f(a, b) for every element of `box` in row-major order, where
+/// a = a0 + sum_d i_d * sa[d] and b = b0 + sum_d i_d * sb[d].
+template <class F>
+void for_each_offset(const Shape& box, int64_t a0, std::span<const int64_t> sa, int64_t b0,
+                     std::span<const int64_t> sb, F&& f) {
+  const int64_t n = shape_size(box);
+  if (n == 0) return;
+  for_each_offset_in_rows(box, 0, box.empty() ? 1 : n / box.back(), a0, sa, b0, sb, f);
 }
 
 /// Calls fn(row_lo, row_hi) over the rows of `box` (every dimension but the last), split over
