@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/scalar.h"
 #include "compiler/codegen.h"
 #include "compiler/kernel_cache.h"
 #include "core/config.h"
@@ -54,9 +56,64 @@ std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
   return program.out_avals();
 }
 
+// Points per block of a fused full reduction (kept == 0) split over the arena.
+constexpr int64_t kFullReductionBlock = int64_t(1) << 16;
+
+/// The partial results of every block (slot b holds what the kernel wrote for block b, a T),
+/// combined in block order: sums in double (the generated kernel's accumulator), max and
+/// min with scalar::max/min (NaN propagates).
+template <class T> T combine_partials(const std::string& op, const std::vector<double>& slots, size_t stride, size_t o) {
+  double sum = 0;
+  T ext{};
+  for (size_t b = 0; b * stride < slots.size(); ++b) {
+    T v;
+    std::memcpy(&v, &slots[b * stride + o], sizeof(T));
+    if (op == "reduce_sum") sum += double(v);
+    else ext = b == 0 ? v : op == "reduce_max" ? scalar::max(ext, v) : scalar::min(ext, v);
+  }
+  return op == "reduce_sum" ? T(sum) : ext;
+}
+
+// A fused reduction over every dimension (a loss, a norm): the rows are cut into fixed
+// blocks of about kFullReductionBlock points (by the shape only, so the bits do not depend on
+// the thread count); each block runs the kernel into its own partial results, in parallel,
+// and the partials are combined in block order. A sum then rounds once per block to the
+// output dtype before the double sum of the partials: within a few ulps of the unblocked
+// sum. False (nothing run) when one block holds every row.
+bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, const std::vector<void*>& bufs,
+                                int64_t rows, int64_t row_points) {
+  const int64_t block_rows = std::max<int64_t>(1, kFullReductionBlock / std::max<int64_t>(1, row_points));
+  const int64_t nb = (rows + block_rows - 1) / block_rows;
+  if (nb < 2) return false;
+  const ir::Program& program = *c.params.get<ir::ProgramRef>("program");
+  const size_t nin = c.ins.size(), nout = c.outs.size();
+  std::vector<std::string> ops(nout);
+  for (size_t o = 0; o < nout; ++o) {
+    const DType d = c.out_avals[o].dtype;
+    if (program.outvars[o].is_literal() || (d != DType::float32 && d != DType::float64)) return false;
+    for (const ir::Equation& e : program.eqns)
+      if (!e.outputs.empty() && e.outputs[0].get() == program.outvars[o].var().get()) ops[o] = e.prim->name;
+    if (ops[o] != "reduce_sum" && ops[o] != "reduce_max" && ops[o] != "reduce_min") return false;
+  }
+  std::vector<double> slots(size_t(nb) * nout);  // one 8-byte slot per block and output
+  KernelFnPtr fn = k.fn();
+  cpu::parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<void*> local = bufs;
+    for (int64_t b = b0; b < b1; ++b) {
+      for (size_t o = 0; o < nout; ++o) local[nin + o] = &slots[size_t(b) * nout + o];
+      fn(local.data(), b * block_rows, std::min(rows, (b + 1) * block_rows));
+    }
+  });
+  for (size_t o = 0; o < nout; ++o) {
+    if (c.out_avals[o].dtype == DType::float32) *static_cast<float*>(c.outs[o]) = combine_partials<float>(ops[o], slots, nout, o);
+    else *static_cast<double*>(c.outs[o]) = combine_partials<double>(ops[o], slots, nout, o);
+  }
+  return true;
+}
+
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
-// least ~16K points so each chunk outweighs its scheduling; a reduction over the first
-// dimension runs as one chunk (its outputs are shared by all rows).
+// least ~16K points so each chunk outweighs its scheduling; a reduction over every
+// dimension runs by fixed blocks of rows (run_blocked_full_reduction).
 void fused_kernel(const ir::KernelCall& c) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
@@ -67,6 +124,7 @@ void fused_kernel(const ir::KernelCall& c) {
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
+  if (k.shape().kept == 0 && !domain.empty() && run_blocked_full_reduction(c, k, bufs, rows, row_points)) return;
   const int64_t grain = k.shape().kept == 0 ? std::max<int64_t>(rows, 1)
                                             : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points));
   KernelFnPtr fn = k.fn();

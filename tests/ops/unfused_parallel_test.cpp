@@ -310,6 +310,23 @@ TEST(UnfusedParallel, GatherAndScatterAddWithDuplicateIndices) {
   EXPECT_EQ(s, last);
 }
 
+TEST(UnfusedParallel, FusedFullReductionsSplitByBlocksStayAccurate) {
+  // A fused loop nest reducing every dimension (a loss) runs by fixed blocks of rows.
+  const int64_t rows = 1001, cols = 517;
+  auto data = values(rows * cols, noise);
+  const ts::Array x = ts::Array(data, {rows, cols}).astype(ts::f32);
+  const auto x32 = x.to_vector<double>();
+  auto loss = ts::jit([](const ts::Array& a) { return ts::sum(ts::square(a - 0.25f)); });
+  auto peak = ts::jit([](const ts::Array& a) { return ts::max(ts::exp(a)); });
+  double want = 0, top = -1e300;
+  for (double v : x32) want += (v - 0.25) * (v - 0.25), top = std::max(top, std::exp(v));
+  EXPECT_LE(std::abs(loss(x).item<double>() - want), 1e-6 * want);
+  EXPECT_NEAR(peak(x).item<double>(), top, 1e-6 * top);
+  data[size_t(rows * cols - 3)] = kNaN;  // in the last block
+  EXPECT_TRUE(std::isnan(peak(ts::Array(data, {rows, cols}).astype(ts::f32)).item<double>()));
+  EXPECT_TRUE(std::isnan(loss(ts::Array(data, {rows, cols}).astype(ts::f32)).item<double>()));
+}
+
 // ---- the same bits for any thread count ----
 
 namespace {
@@ -339,6 +356,7 @@ std::map<std::string, uint64_t> unfused_digests() {
           {"cumsum", digest(ts::cumsum(v, 0))},
           {"cumsum0", digest(ts::cumsum(m, 0))},
           {"transpose", digest(ts::transpose(m))},
+          {"fused_loss", digest(ts::jit([](const ts::Array& a) { return ts::sum(ts::square(a)); })(m))},
           {"scatter_add", digest(ts::zeros({rows, cols}, ts::f32).at({ix}).add(ts::ones({4001, cols}, ts::f32)))}};
 }
 
