@@ -59,19 +59,31 @@ std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
 // Points per block of a fused full reduction (kept == 0) split over the arena.
 constexpr int64_t kFullReductionBlock = int64_t(1) << 16;
 
-/// The partial results of every block (slot b holds what the kernel wrote for block b, a T),
-/// combined in block order: sums in double (the generated kernel's accumulator), max and
-/// min with scalar::max/min (NaN propagates).
-template <class T> T combine_partials(const std::string& op, const std::vector<double>& slots, size_t stride, size_t o) {
+/// How partial results of the reduction `e` combine: what its sharding rule says of its
+/// reduced factors (the collective that would combine them across devices), else kNone.
+ir::Combine partial_combine(const ir::Equation& e) {
+  if (!e.prim->sharding_rule) return ir::Combine::kNone;
+  std::vector<Aval> ins, outs;
+  for (const ir::Atom& a : e.inputs) ins.push_back(a.aval());
+  for (const ir::Var& o : e.outputs) outs.push_back(o->aval);
+  for (ir::Combine c : e.prim->sharding_rule(ins, outs, e.params).factors)
+    if (c != ir::Combine::kNone) return c;
+  return ir::Combine::kNone;
+}
+
+/// The partial results of every block (slot b * stride + o holds what the kernel wrote for
+/// block b, a T), combined in block order: sums in double (the generated kernel's
+/// accumulator), max and min with scalar::max/min (NaN propagates).
+template <class T> T combine_partials(ir::Combine how, const std::vector<double>& slots, size_t stride, size_t o) {
   double sum = 0;
   T ext{};
   for (size_t b = 0; b * stride < slots.size(); ++b) {
     T v;
     std::memcpy(&v, &slots[b * stride + o], sizeof(T));
-    if (op == "reduce_sum") sum += double(v);
-    else ext = b == 0 ? v : op == "reduce_max" ? scalar::max(ext, v) : scalar::min(ext, v);
+    if (how == ir::Combine::kSum) sum += double(v);
+    else ext = b == 0 ? v : how == ir::Combine::kMax ? scalar::max(ext, v) : scalar::min(ext, v);
   }
-  return op == "reduce_sum" ? T(sum) : ext;
+  return how == ir::Combine::kSum ? T(sum) : ext;
 }
 
 // A fused reduction over every dimension (a loss, a norm): the rows are cut into fixed
@@ -87,13 +99,13 @@ bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, c
   if (nb < 2) return false;
   const ir::Program& program = *c.params.get<ir::ProgramRef>("program");
   const size_t nin = c.ins.size(), nout = c.outs.size();
-  std::vector<std::string> ops(nout);
+  std::vector<ir::Combine> how(nout, ir::Combine::kNone);
   for (size_t o = 0; o < nout; ++o) {
     const DType d = c.out_avals[o].dtype;
     if (program.outvars[o].is_literal() || (d != DType::float32 && d != DType::float64)) return false;
     for (const ir::Equation& e : program.eqns)
-      if (!e.outputs.empty() && e.outputs[0].get() == program.outvars[o].var().get()) ops[o] = e.prim->name;
-    if (ops[o] != "reduce_sum" && ops[o] != "reduce_max" && ops[o] != "reduce_min") return false;
+      if (!e.outputs.empty() && e.outputs[0].get() == program.outvars[o].var().get()) how[o] = partial_combine(e);
+    if (how[o] != ir::Combine::kSum && how[o] != ir::Combine::kMax && how[o] != ir::Combine::kMin) return false;
   }
   std::vector<double> slots(size_t(nb) * nout);  // one 8-byte slot per block and output
   KernelFnPtr fn = k.fn();
@@ -105,8 +117,8 @@ bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, c
     }
   });
   for (size_t o = 0; o < nout; ++o) {
-    if (c.out_avals[o].dtype == DType::float32) *static_cast<float*>(c.outs[o]) = combine_partials<float>(ops[o], slots, nout, o);
-    else *static_cast<double*>(c.outs[o]) = combine_partials<double>(ops[o], slots, nout, o);
+    if (c.out_avals[o].dtype == DType::float32) *static_cast<float*>(c.outs[o]) = combine_partials<float>(how[o], slots, nout, o);
+    else *static_cast<double*>(c.outs[o]) = combine_partials<double>(how[o], slots, nout, o);
   }
   return true;
 }
