@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <span>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "ops/op_util.h"
 
@@ -105,9 +108,28 @@ inline void parallel_memcpy(void* out, const void* in, size_t n) {
   else cpu::parallel_for(int64_t(n), kGrainBytes, body);
 }
 
-/// Side of the square tiles of a transposing copy: 32 x 32 items read 32 cache lines of the
-/// input and write 32 of the output, all of which stay in L1.
+/// Side of the square tiles of a transposing copy (twice this for items of up to 4 bytes):
+/// a tile's buffer stays in L1, and consecutive tiles walk along the input's rows.
 inline constexpr int64_t kTransposeTile = 32;
+
+/// dst[r * ld + c] = src[c * stride + r] for a 4 x 4 block of 4-byte items (SSE2, which
+/// every x86-64 has; a scalar loop elsewhere).
+inline void transpose4x4(const uint32_t* src, int64_t stride, uint32_t* dst, int64_t ld) {
+#if defined(__SSE2__)
+  __m128 r0 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+  __m128 r1 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + stride)));
+  __m128 r2 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * stride)));
+  __m128 r3 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * stride)));
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_castps_si128(r0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + ld), _mm_castps_si128(r1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * ld), _mm_castps_si128(r2));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 3 * ld), _mm_castps_si128(r3));
+#else
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 4; ++c) dst[r * ld + c] = src[c * stride + r];
+#endif
+}
 
 /// out[a] = in[b] over `box` where the output's last dimension is contiguous (sa = 1) and the
 /// input is contiguous along dimension k (sb[k] = 1): a transpose. Copies tile by tile, so
@@ -115,7 +137,7 @@ inline constexpr int64_t kTransposeTile = 32;
 template <class E>
 void tiled_transpose_copy(const Shape& box, size_t k, E* o, int64_t a0, std::span<const int64_t> sa, const E* i,
                           int64_t b0, std::span<const int64_t> sb) {
-  constexpr int64_t T = kTransposeTile;
+  constexpr int64_t T = sizeof(E) <= 4 ? 2 * kTransposeTile : kTransposeTile;
   const size_t l = box.size() - 1;
   const int64_t nk = box[k], nl = box[l], tk = (nk + T - 1) / T, tl = (nl + T - 1) / T;
   Shape outer;
@@ -133,10 +155,21 @@ void tiled_transpose_copy(const Shape& box, size_t k, E* o, int64_t a0, std::spa
         a += x * sa_o[d];
         b += x * sb_o[d];
       }
-      const int64_t k0 = (t / tl % tk) * T, l0 = (t % tl) * T;
+      const int64_t k0 = (t % tk) * T, l0 = (t / tk % tl) * T;
       const int64_t mk = std::min(nk, k0 + T) - k0, ml = std::min(nl, l0 + T) - l0, sbl = sb[l];
       // Through a buffer in L1: input rows are read whole and output rows written whole, so
       // power-of-two strides (whose lines share a cache set) are each touched once.
+      if constexpr (sizeof(E) == 4) {
+        if (mk == T && ml == T) {  // a full tile of 4-byte items: 4 x 4 blocks in registers
+          for (int64_t j = 0; j < T; j += 4)
+            for (int64_t kk = 0; kk < T; kk += 4) transpose4x4(i + b + k0 + kk + (l0 + j) * sbl, sbl, &buf[kk][j], T);
+          for (int64_t kk = 0; kk < T; ++kk) {
+            E* dst = o + a + (k0 + kk) * sa[k] + l0;
+            for (int64_t j = 0; j < T; ++j) dst[j] = buf[kk][j];
+          }
+          continue;
+        }
+      }
       for (int64_t j = 0; j < ml; ++j) {
         const E* src = i + b + k0 + (l0 + j) * sbl;
         for (int64_t kk = 0; kk < mk; ++kk) buf[kk][j] = src[kk];
