@@ -112,6 +112,9 @@ constexpr int64_t kReduceTaskElems = int64_t(1) << 15;
 constexpr int64_t kReduceBlockElems = int64_t(1) << 16;
 // Reductions with at least this many outputs are split over their outputs only.
 constexpr int64_t kReduceSplitOutputs = int64_t(1) << 16;
+// At most this many blocks of the reduced run (larger blocks beyond): bounds the partial
+// results to combine at the end.
+constexpr int64_t kReduceMaxBlocks = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -175,7 +178,8 @@ void reduce_box(const T* in, std::span<const int64_t> dims, const std::vector<bo
 // - Reductions with many outputs (P times rest's outputs >= kReduceSplitOutputs) keep R
 //   whole: each output is then computed by one task exactly as a serial loop computes it.
 // - Others (full reductions, sums over leading axes to a short row, a few long rows) cut R
-//   into blocks of at least 8 indices and about kReduceBlockElems elements. Each block
+//   into at most kReduceMaxBlocks blocks of at least 8 indices and kReduceBlockElems
+//   elements. Each block
 //   combines into its own row of partial results; the partials of each output then combine
 //   in block order. For float sums this is one more level of the blocked pairwise summation
 //   (the error bound is the serial loop's with n replaced by the block's length plus the
@@ -218,7 +222,8 @@ template <class Op, class T> void reduce_kernel_t(const KernelCall& c) {
     const int64_t P = l.dims[0], R = l.dims[1], sub = in_st[1], Q = out_n / P;
     // The blocks of R (shape-dependent only: this is what keeps the bits fixed).
     int64_t block = R;
-    if (P * Q < kReduceSplitOutputs) block = std::min(R, std::max<int64_t>(8, ceil_div(kReduceBlockElems, sub)));
+    if (P * Q < kReduceSplitOutputs)
+      block = std::min(R, std::max({int64_t(8), ceil_div(kReduceBlockElems, sub), ceil_div(R, kReduceMaxBlocks)}));
     const int64_t nb = ceil_div(R, block);
     // Chunks of rest's first dimension (they only choose which task computes an output).
     const int64_t qd = r > 2 ? l.dims[2] : 1, subq = r > 2 ? in_st[2] : 1;
