@@ -247,6 +247,7 @@ class BodyEmitter {
     if (const std::string* known = memoized(key)) return *known;
     const std::string type = ops::codegen_type(var->aval.dtype);
     if (auto it = input_.find(var); it != input_.end()) {
+      note_row_read(it->second, m, false);
       std::string name = fresh();
       line("const " + type + " " + name + " = in" + std::to_string(it->second) + "[" +
            flat_index(var->aval.shape, m) + "];");
@@ -335,6 +336,7 @@ class BodyEmitter {
       prologue_[name] = "std::clamp<int64_t>(" + v + " < 0 ? " + v + " + " + extent + " : " + v + ", 0, " + max + ")";
       offsets.push_back(name);
     }
+    note_row_read(input_.at(x.var().get()), c.at, !offsets.empty() && !offsets[0].empty());
     const std::string name = fresh();
     line("const " + type + " " + name + " = in" + in + "[" + flat_index(x.aval().shape, c.at, &offsets) + "];");
     return name;
@@ -344,9 +346,25 @@ class BodyEmitter {
   /// The run-time offsets the emitted statements read: name -> initializer, to declare
   /// before the loops.
   const std::map<std::string, std::string>& prologue() const { return prologue_; }
+  /// Records the first-dimension offset of every input read into `rows` (one entry per
+  /// input, each starting as {true, INT64_MAX, INT64_MIN}).
+  void record_row_reads(std::vector<RowOffsets>* rows) { rows_ = rows; }
 
  private:
+  /// Input `input` read at `m`; `dynamic_row`: its first index has a run-time offset.
+  void note_row_read(size_t input, const IndexMap& m, bool dynamic_row) {
+    if (!rows_) return;
+    RowOffsets& r = (*rows_)[input];
+    if (dynamic_row || m.empty() || m[0].var != 0 || m[0].coef != 1) {
+      r.rows = false;
+      return;
+    }
+    r.min = std::min(r.min, m[0].off);
+    r.max = std::max(r.max, m[0].off);
+  }
+
   std::map<std::string, std::string> prologue_;
+  std::vector<RowOffsets>* rows_ = nullptr;
 
   const ir::Program& g_;
   std::vector<int64_t> lo_, hi_;
@@ -456,6 +474,20 @@ GroupShape group_shape(const ir::Program& g) {
 }
 
 bool is_fusible_reduction(const ir::Equation& e) { return reduction_of(e).has_value(); }
+
+std::vector<RowOffsets> row_offsets(const ir::Program& g) {
+  // The generic body over the whole domain emits every read that can happen somewhere (the
+  // specialised interior body reads a subset of them).
+  const Shape domain = group_shape(g).domain;
+  std::vector<RowOffsets> rows(g.invars.size(), RowOffsets{true, INT64_MAX, INT64_MIN});
+  BodyEmitter emitter(g, std::vector<int64_t>(domain.size(), 0), std::vector<int64_t>(domain.begin(), domain.end()),
+                      nullptr);
+  emitter.record_row_reads(&rows);
+  emitter.emit(0);
+  for (RowOffsets& r : rows)
+    if (r.rows && r.min > r.max) r.min = r.max = 0;  // never read
+  return rows;
+}
 
 std::string generate_kernel(const ir::Program& g, const std::string& name) {
   const auto [domain, kept] = group_shape(g);

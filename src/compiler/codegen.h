@@ -56,6 +56,22 @@ struct GroupCost {
 };
 GroupCost group_cost(const ir::Program& group);
 
+/// How a group reads one of its inputs along the first dimension of its domain: at rows
+/// i0 + c (i0 the domain's first index) for c in [min, max] at every read (`rows`), or
+/// otherwise (a constant row, another dimension's index, a reversed or strided row, a
+/// rank-0 input, an offset known only at run time). An input read nowhere counts as rows
+/// with c = 0. The streaming pass (streaming.h) runs a consumer's rows only after the rows
+/// of its producers that these offsets reach.
+struct RowOffsets {
+  bool rows = false;
+  int64_t min = 0;
+  int64_t max = 0;
+};
+/// Per input of `group` (in the order of its invars), from the reads its generated kernel
+/// makes (the cases of index maps that can hold somewhere in the domain; range tests that
+/// guard a read keep its offset, since the read happens only where they hold).
+std::vector<RowOffsets> row_offsets(const ir::Program& group);
+
 /// The C++ source of `extern "C" void <name>(void* const* bufs, int64_t r0, int64_t r1)`
 /// computing the group's outputs at the points whose first domain index lies in [r0, r1)
 /// (all of them for a rank-0 domain: [0, 1)). `bufs` holds the group's inputs, then its

@@ -7,7 +7,9 @@
 
 #include "backend/cpu/parallel.h"
 #include "compiler/codegen.h"
+#include "compiler/fused_kernel.h"
 #include "compiler/kernel_cache.h"
+#include "compiler/streaming.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "ir/serialize.h"
@@ -16,37 +18,6 @@
 
 namespace tessel::compiler {
 namespace {
-
-using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
-
-/// The compiled kernel of a `fused` equation (its library stays loaded while it lives).
-class FusedKernel final : public ir::ParamObject {
- public:
-  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
-      : lib_(std::move(lib)),
-        fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
-        name_(std::move(name)),
-        shape_(std::move(shape)) {}
-  size_t hash() const override { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
-  bool equals(const ir::ParamObject& o) const override {
-    auto* k = dynamic_cast<const FusedKernel*>(&o);
-    return k && k->fn_ == fn_;
-  }
-  std::string to_string() const override { return name_; }
-  void write(ir::Writer&) const override {
-    throw ValueError("the compiled kernel " + name_ +
-                     " is machine code loaded in this process; serialize the program before fusion (the "
-                     "receiving process compiles it again)");
-  }
-  KernelFnPtr fn() const { return fn_; }
-  const GroupShape& shape() const { return shape_; }
-
- private:
-  std::shared_ptr<KernelLibrary> lib_;
-  KernelFnPtr fn_;
-  std::string name_;
-  GroupShape shape_;
-};
 
 std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
   const ir::Program& program = *p.get<ir::ProgramRef>("program");
@@ -328,11 +299,34 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
 
 }  // namespace
 
+FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
+    : lib_(std::move(lib)),
+      fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
+      name_(std::move(name)),
+      shape_(std::move(shape)) {}
+
+size_t FusedKernel::hash() const { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
+
+bool FusedKernel::equals(const ir::ParamObject& o) const {
+  auto* k = dynamic_cast<const FusedKernel*>(&o);
+  return k && k->fn_ == fn_;
+}
+
+void FusedKernel::write(ir::Writer&) const {
+  throw ValueError("the compiled kernel " + name_ +
+                   " is machine code loaded in this process; serialize the program before fusion (the "
+                   "receiving process compiles it again)");
+}
+
+bool is_fused(const ir::Equation& e) { return e.prim == &fused_p; }
+
 FusionOptions fusion_options() {
   FusionOptions o;
   o.min_elements = config::get_int(config::kFusionMinElements);
   o.max_point_cost = config::get_int(config::kFusionMaxPointCost);
   o.max_outputs = std::max<int64_t>(1, config::get_int(config::kFusionMaxOutputs));
+  o.stream = config::get_flag(config::kFusionStream);
+  o.stream_band_bytes = config::get_int(config::kFusionStreamBandBytes);
   return o;
 }
 
@@ -379,7 +373,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   }
   TESSEL_DEBUG_LOG("fusion '" + p.name + "': " + std::to_string(p.eqns.size()) + " equations -> " +
                    std::to_string(out.eqns.size()) + " steps, " + std::to_string(k) + " generated kernels");
-  return out;
+  return opt.stream ? stream_chains(out, opt.stream_band_bytes) : out;
 }
 
 }  // namespace tessel::compiler

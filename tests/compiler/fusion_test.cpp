@@ -36,9 +36,13 @@ ts::compiler::FusionOptions fuse_everything(int64_t max_point_cost = 96) {
   return o;
 }
 
+/// Equations of primitive `name`, including the loop nests inside streamed chains.
 size_t count_prim(const ts::ir::Program& p, const std::string& name) {
   size_t n = 0;
-  for (const auto& e : p.eqns) n += e.prim->name == name;
+  for (const auto& e : p.eqns) {
+    n += e.prim->name == name;
+    if (e.prim->name == "fused_chain") n += count_prim(*e.params.get<ts::ir::ProgramRef>("program"), name);
+  }
   return n;
 }
 
