@@ -39,4 +39,13 @@ class FusedKernel final : public ir::ParamObject {
 /// Whether `e` is a `fused` equation (one generated loop nest).
 bool is_fused(const ir::Equation& e);
 
+/// Rows that every call of a loop nest over `shape` starts at a multiple of (and ends at a
+/// multiple of, or at the last row), so that its values do not depend on how its rows are
+/// split between calls: the compiler may vectorize a loop nest with short rows across rows
+/// (a rank-1 domain always is), and libmvec's transcendental functions may round a lane of
+/// a vector and a lone element differently (and a vector whose lane needs a special case
+/// may go to the scalar path whole). kRowAlignment rows when a row has fewer than that
+/// many points, else 1.
+int64_t row_alignment(const GroupShape& shape);
+
 }  // namespace tessel::compiler

@@ -26,8 +26,9 @@ std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
 }
 
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
-// least ~16K points so each chunk outweighs its scheduling; a reduction over the first
-// dimension runs as one chunk (its outputs are shared by all rows).
+// least ~16K points so each chunk outweighs its scheduling, starting at multiples of
+// row_alignment (so the values do not depend on the number of threads); a reduction over
+// the first dimension runs as one chunk (its outputs are shared by all rows).
 void fused_kernel(const ir::KernelCall& c) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
@@ -38,10 +39,14 @@ void fused_kernel(const ir::KernelCall& c) {
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
-  const int64_t grain = k.shape().kept == 0 ? std::max<int64_t>(rows, 1)
-                                            : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points));
+  const int64_t align = row_alignment(k.shape()), units = (rows + align - 1) / align;
+  const int64_t grain = k.shape().kept == 0
+                            ? std::max<int64_t>(units, 1)
+                            : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points * align));
   KernelFnPtr fn = k.fn();
-  cpu::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { fn(bufs.data(), r0, r1); });
+  cpu::parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
+    fn(bufs.data(), u0 * align, std::min(rows, u1 * align));
+  });
 }
 
 const ir::Primitive& fused_p = ir::register_primitive({
@@ -320,6 +325,12 @@ void FusedKernel::write(ir::Writer&) const {
 
 bool is_fused(const ir::Equation& e) { return e.prim == &fused_p; }
 
+int64_t row_alignment(const GroupShape& shape) {
+  int64_t row_points = 1;
+  for (size_t d = 1; d < shape.domain.size(); ++d) row_points *= shape.domain[d];
+  return row_points < kRowAlignment ? kRowAlignment : 1;
+}
+
 FusionOptions fusion_options() {
   FusionOptions o;
   o.min_elements = config::get_int(config::kFusionMinElements);
@@ -373,7 +384,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   }
   TESSEL_DEBUG_LOG("fusion '" + p.name + "': " + std::to_string(p.eqns.size()) + " equations -> " +
                    std::to_string(out.eqns.size()) + " steps, " + std::to_string(k) + " generated kernels");
-  return opt.stream ? stream_chains(out, opt.stream_band_bytes) : out;
+  return opt.stream ? stream_chains(out, opt.stream_band_bytes, opt.stream_block_rows) : out;
 }
 
 }  // namespace tessel::compiler

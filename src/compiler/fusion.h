@@ -24,6 +24,9 @@ struct FusionOptions {
   bool stream = true;
   /// Bytes of one band of a streamed chain (TESSEL_FUSION_STREAM_BAND_BYTES, default 512 KiB).
   int64_t stream_band_bytes = 512 << 10;
+  /// Rows per block of a streamed chain; 0 (the default): one block per thread. Tests set
+  /// it to run many block edges on a machine of few cores.
+  int64_t stream_block_rows = 0;
 };
 FusionOptions fusion_options();
 

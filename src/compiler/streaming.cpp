@@ -30,6 +30,13 @@
 namespace tessel::compiler {
 namespace {
 
+/// A loop nest of a chain reads the output of an earlier one (its `producer`, a position in
+/// the chain) at rows i0 + [min, max].
+struct Read {
+  size_t producer;
+  int64_t min, max;
+};
+
 /// One loop nest of a chain.
 struct Member {
   std::shared_ptr<const ir::ParamObject> kernel;  // its FusedKernel (keeps the library loaded)
@@ -38,13 +45,15 @@ struct Member {
   int64_t points = 0;        // of its domain
   int64_t below = 0;         // rows it computes below a thread's block
   int64_t above = 0;         // and above it
+  int64_t align = 1;         // its calls start at multiples of this (row_alignment)
+  std::vector<Read> reads;   // of earlier members' outputs
 };
 
 /// The `schedule` parameter of a `fused_chain` equation: its loop nests and band size.
 class ChainSchedule final : public ir::ParamObject {
  public:
-  ChainSchedule(std::vector<Member> members, int64_t rows, int64_t band_rows)
-      : members_(std::move(members)), rows_(rows), band_rows_(band_rows) {}
+  ChainSchedule(std::vector<Member> members, int64_t rows, int64_t band_rows, int64_t block_rows)
+      : members_(std::move(members)), rows_(rows), band_rows_(band_rows), block_rows_(block_rows) {}
   size_t hash() const override {
     size_t h = std::hash<int64_t>()(band_rows_);
     for (const Member& m : members_) h = h * 31 + std::hash<const void*>()(reinterpret_cast<const void*>(m.fn));
@@ -52,7 +61,8 @@ class ChainSchedule final : public ir::ParamObject {
   }
   bool equals(const ir::ParamObject& o) const override {
     auto* s = dynamic_cast<const ChainSchedule*>(&o);
-    if (!s || s->band_rows_ != band_rows_ || s->members_.size() != members_.size()) return false;
+    if (!s || s->band_rows_ != band_rows_ || s->block_rows_ != block_rows_ || s->members_.size() != members_.size())
+      return false;
     for (size_t k = 0; k < members_.size(); ++k)
       if (s->members_[k].fn != members_[k].fn || s->members_[k].bufs != members_[k].bufs) return false;
     return true;
@@ -85,22 +95,36 @@ class ChainSchedule final : public ir::ParamObject {
     // split) and four times the rows it recomputes.
     int64_t blocks = std::min<int64_t>(cpu::num_threads(), points / 16384);
     blocks = std::max<int64_t>(1, std::min(blocks, rows_ / std::max<int64_t>(1, 4 * halo)));
+    if (block_rows_ > 0) blocks = (rows_ + block_rows_ - 1) / block_rows_;
     cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) { run_rows(bufs, k0 * rows_ / blocks, k1 * rows_ / blocks); });
   }
 
  private:
-  /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows)), band by band.
+  /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows), widened to its
+  /// alignment), band by band. The rows a loop nest needs are computed from the last loop
+  /// nest back: its own rows of the block (or band), those its readers need, widened to
+  /// its alignment.
   void run_rows(const std::vector<std::vector<void*>>& bufs, int64_t b0, int64_t b1) const {
     if (b0 >= b1) return;
-    std::vector<int64_t> done(members_.size());
-    for (size_t k = 0; k < members_.size(); ++k) done[k] = std::max<int64_t>(0, b0 - members_[k].below);
+    const size_t n = members_.size();
+    std::vector<int64_t> done(n, b0), hi(n);
+    for (size_t k = n; k-- > 0;) {
+      const Member& m = members_[k];
+      done[k] = std::max<int64_t>(0, done[k]) / m.align * m.align;
+      for (const Read& r : m.reads) done[r.producer] = std::min(done[r.producer], done[k] + r.min);
+    }
     for (int64_t e = b0; e < b1;) {
       e = std::min(b1, e + band_rows_);
-      for (size_t k = 0; k < members_.size(); ++k) {
-        const int64_t hi = std::min(rows_, e + members_[k].above);
-        if (hi <= done[k]) continue;
-        members_[k].fn(bufs[k].data(), done[k], hi);
-        done[k] = hi;
+      hi.assign(n, e);
+      for (size_t k = n; k-- > 0;) {
+        const Member& m = members_[k];
+        hi[k] = std::min(rows_, (hi[k] + m.align - 1) / m.align * m.align);
+        for (const Read& r : m.reads) hi[r.producer] = std::max(hi[r.producer], hi[k] + r.max);
+      }
+      for (size_t k = 0; k < n; ++k) {
+        if (hi[k] <= done[k]) continue;
+        members_[k].fn(bufs[k].data(), done[k], hi[k]);
+        done[k] = hi[k];
       }
     }
   }
@@ -108,6 +132,7 @@ class ChainSchedule final : public ir::ParamObject {
   std::vector<Member> members_;
   int64_t rows_;
   int64_t band_rows_;
+  int64_t block_rows_;  // 0: one block per thread
 };
 
 std::vector<Aval> chain_eval(std::span<const Aval> ins, const ir::Params& p) {
@@ -141,6 +166,8 @@ class Chain {
   int64_t rows() const { return rows_; }
   const std::vector<int64_t>& below() const { return below_; }
   const std::vector<int64_t>& above() const { return above_; }
+  /// Per member, its reads of earlier members' outputs.
+  const std::vector<std::vector<Read>>& reads() const { return reads_; }
 
   /// Whether equation `i` reads a value computed by a member.
   bool reads_output(size_t i) const {
@@ -154,26 +181,28 @@ class Chain {
     const ir::Equation& e = p_.eqns[i];
     const int64_t rows = kernel_of(e).shape().domain[0];
     if (members_.empty()) {
+      reads_.emplace_back();
       add(i, rows);
       return true;
     }
     if (rows != rows_) return false;
     const ir::Program& group = *e.params.get<ir::ProgramRef>("program");
     const std::vector<RowOffsets> offsets = row_offsets(group);
-    std::vector<Edge> edges;
+    std::vector<Read> reads;
     for (size_t k = 0; k < e.inputs.size(); ++k) {
       auto it = member_of_.find(e.inputs[k].var().get());
       if (it == member_of_.end()) continue;
       if (!offsets[k].rows) return false;
-      edges.push_back({it->second, members_.size(), offsets[k].min, offsets[k].max});
+      reads.push_back({it->second, offsets[k].min, offsets[k].max});
     }
-    std::vector<Edge> all = edges_;
-    all.insert(all.end(), edges.begin(), edges.end());
+    reads_.push_back(std::move(reads));
     std::vector<int64_t> below, above;
-    halos(members_.size() + 1, all, below, above);
+    halos(below, above);
     for (size_t k = 0; k < below.size(); ++k)
-      if (below[k] > kMaxHaloRows || above[k] > kMaxHaloRows) return false;
-    edges_ = std::move(all);
+      if (below[k] > kMaxHaloRows || above[k] > kMaxHaloRows) {
+        reads_.pop_back();
+        return false;
+      }
     add(i, rows);
     below_ = std::move(below);
     above_ = std::move(above);
@@ -183,17 +212,12 @@ class Chain {
   void clear() {
     members_.clear();
     member_of_.clear();
-    edges_.clear();
+    reads_.clear();
     below_.clear();
     above_.clear();
   }
 
  private:
-  struct Edge {
-    size_t producer, consumer;  // member positions
-    int64_t min, max;           // the consumer reads the producer's rows i0 + [min, max]
-  };
-
   void add(size_t i, int64_t rows) {
     rows_ = rows;
     for (const ir::Var& v : p_.eqns[i].outputs) member_of_[v.get()] = members_.size();
@@ -202,23 +226,22 @@ class Chain {
     above_.resize(members_.size(), 0);
   }
 
-  /// Rows each of n members computes beyond a block's edges: as far as the members after it
-  /// read it from their own extended ranges.
-  static void halos(size_t n, const std::vector<Edge>& edges, std::vector<int64_t>& below, std::vector<int64_t>& above) {
-    below.assign(n, 0);
-    above.assign(n, 0);
-    for (size_t c = n; c-- > 0;)
-      for (const Edge& e : edges)
-        if (e.consumer == c) {
-          below[e.producer] = std::max(below[e.producer], below[c] - e.min);
-          above[e.producer] = std::max(above[e.producer], above[c] + e.max);
-        }
+  /// Rows each member (of reads_) computes beyond a block's edges: as far as the members
+  /// after it read it from their own extended ranges.
+  void halos(std::vector<int64_t>& below, std::vector<int64_t>& above) const {
+    below.assign(reads_.size(), 0);
+    above.assign(reads_.size(), 0);
+    for (size_t c = reads_.size(); c-- > 0;)
+      for (const Read& r : reads_[c]) {
+        below[r.producer] = std::max(below[r.producer], below[c] - r.min);
+        above[r.producer] = std::max(above[r.producer], above[c] + r.max);
+      }
   }
 
   const ir::Program& p_;
   std::vector<size_t> members_;
   std::unordered_map<const ir::VarNode*, size_t> member_of_;  // output -> member position
-  std::vector<Edge> edges_;
+  std::vector<std::vector<Read>> reads_;  // per member
   std::vector<int64_t> below_, above_;
   int64_t rows_ = 0;
 };
@@ -230,7 +253,7 @@ int64_t row_bytes(const Aval& a) {
 }
 
 /// The `fused_chain` equation running the chain's members of `p`.
-ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t band_bytes) {
+ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t band_bytes, int64_t block_rows) {
   auto g = std::make_shared<ir::Program>();
   g->name = p.name + "_chain";
   std::unordered_map<const ir::VarNode*, size_t> output_pos;
@@ -264,12 +287,14 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
     for (const ir::Var& v : e.outputs) m.bufs.push_back(g->invars.size() + output_pos.at(v.get()));
     m.points = 1;
     for (int64_t d : kernel_of(e).shape().domain) m.points *= d;
+    m.align = row_alignment(kernel_of(e).shape());
+    m.reads = chain.reads()[k];
     m.below = chain.below()[k];
     m.above = chain.above()[k];
     members.push_back(std::move(m));
   }
   const int64_t band_rows = std::max<int64_t>(1, band_bytes / std::max<int64_t>(1, bytes_per_row));
-  auto schedule = std::make_shared<const ChainSchedule>(std::move(members), chain.rows(), band_rows);
+  auto schedule = std::make_shared<const ChainSchedule>(std::move(members), chain.rows(), band_rows, block_rows);
   TESSEL_DEBUG_LOG("streaming '" + p.name + "': " + schedule->to_string());
   ir::Equation e{&fused_chain_p, {}, {}, ir::Params{{"program", ir::ProgramRef(g)},
                                                    {"schedule", std::shared_ptr<const ir::ParamObject>(schedule)}}};
@@ -280,7 +305,7 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
 
 }  // namespace
 
-ir::Program stream_chains(const ir::Program& p, int64_t band_bytes) {
+ir::Program stream_chains(const ir::Program& p, int64_t band_bytes, int64_t block_rows) {
   ir::Program out;
   out.invars = p.invars;
   out.constvars = p.constvars;
@@ -296,7 +321,7 @@ ir::Program stream_chains(const ir::Program& p, int64_t band_bytes) {
     if (chain.size() >= 2) {
       for (size_t i : moved)
         if (i < last) out.eqns.push_back(p.eqns[i]);
-      out.eqns.push_back(chain_equation(p, chain, band_bytes));
+      out.eqns.push_back(chain_equation(p, chain, band_bytes, block_rows));
       ++chains;
     } else {
       for (size_t i : chain.members()) out.eqns.push_back(p.eqns[i]);

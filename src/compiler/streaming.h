@@ -18,8 +18,9 @@ namespace tessel::compiler {
 /// of a value the chain computes is at rows i0 + c (codegen.h's row_offsets), with the rows
 /// recomputed at the edges of a thread's block at most kMaxHaloRows. `band_bytes`: bytes of
 /// one band, its rows of every array the chain reads or writes
-/// (TESSEL_FUSION_STREAM_BAND_BYTES).
-ir::Program stream_chains(const ir::Program& p, int64_t band_bytes);
+/// (TESSEL_FUSION_STREAM_BAND_BYTES). `block_rows` > 0 splits the rows into blocks of that
+/// many rows instead of one block per thread (tests use it to run many block edges).
+ir::Program stream_chains(const ir::Program& p, int64_t band_bytes, int64_t block_rows = 0);
 
 /// Most rows a loop nest of a chain computes beyond either edge of a thread's block (for
 /// the loop nests after it that read it at offset rows).
