@@ -9,6 +9,7 @@
 #include "compiler/codegen.h"
 #include "compiler/fused_kernel.h"
 #include "compiler/kernel_cache.h"
+#include "compiler/passes.h"
 #include "compiler/streaming.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -361,12 +362,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
     TESSEL_WARN_LOG(std::string(e.what()) + "\n'" + p.name + "' runs unfused.");
     return p;
   }
-  ir::Program out;
-  out.invars = p.invars;
-  out.constvars = p.constvars;
-  out.consts = p.consts;
-  out.outvars = p.outvars;
-  out.name = p.name;
+  ir::Program out = without_equations(p);
   size_t k = 0;
   for (const Step& st : steps) {
     if (st.roots.empty()) {

@@ -23,6 +23,7 @@
 #include "backend/cpu/parallel.h"
 #include "compiler/codegen.h"
 #include "compiler/fused_kernel.h"
+#include "compiler/passes.h"
 #include "core/log.h"
 #include "ops/op_util.h"
 #include "tessel/error.h"
@@ -306,12 +307,7 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
 }  // namespace
 
 ir::Program stream_chains(const ir::Program& p, int64_t band_bytes, int64_t block_rows) {
-  ir::Program out;
-  out.invars = p.invars;
-  out.constvars = p.constvars;
-  out.consts = p.consts;
-  out.outvars = p.outvars;
-  out.name = p.name;
+  ir::Program out = without_equations(p);
   Chain chain(p);
   std::vector<size_t> moved;  // equations between members that read no member's output
   size_t chains = 0;

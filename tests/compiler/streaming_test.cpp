@@ -14,6 +14,7 @@
 #include "compiler/codegen.h"
 #include "compiler/executable.h"
 #include "compiler/fusion.h"
+#include "compiler/fusion_test_util.h"
 #include "compiler/kernel_cache.h"
 #include "compiler/passes.h"
 #include "compiler/streaming.h"
@@ -28,13 +29,11 @@
 namespace ts = tessel;
 namespace {
 
-using Fn = std::function<std::vector<ts::Array>(std::span<const ts::Array>)>;
+using fusion_test::count_prim;
+using fusion_test::Fn;
+using fusion_test::run;
 
-ts::ir::Program lower(const Fn& f, const std::vector<ts::Array>& args) {
-  std::vector<ts::Aval> avals;
-  for (const auto& a : args) avals.push_back(a.aval());
-  return ts::compiler::simplify(ts::detail::trace_to_program(f, avals, "chain"));
-}
+ts::ir::Program lower(const Fn& f, const std::vector<ts::Array>& args) { return fusion_test::lower(f, args, "chain"); }
 
 /// Fuses every group, however small; streams chains with the given band and block sizes.
 ts::compiler::FusionOptions options(bool stream, int64_t band_bytes = 512 << 10, int64_t block_rows = 0) {
@@ -46,23 +45,12 @@ ts::compiler::FusionOptions options(bool stream, int64_t band_bytes = 512 << 10,
   return o;
 }
 
-size_t count_prim(const ts::ir::Program& p, const std::string& name) {
-  size_t n = 0;
-  for (const auto& e : p.eqns) n += e.prim->name == name;
-  return n;
-}
-
 /// Loop nests in the chains of `p`.
 size_t chained_nests(const ts::ir::Program& p) {
   size_t n = 0;
   for (const auto& e : p.eqns)
     if (e.prim->name == "fused_chain") n += e.params.get<ts::ir::ProgramRef>("program")->eqns.size();
   return n;
-}
-
-std::vector<ts::Array> run(const ts::ir::Program& p, const std::vector<ts::Array>& args) {
-  auto exe = std::make_shared<ts::compiler::Executable>(std::make_shared<const ts::ir::Program>(p));
-  return exe->run(args);
 }
 
 /// The arrays' bytes (NaNs of one bit pattern compare equal; -0 and 0 differ).
