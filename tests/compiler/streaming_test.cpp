@@ -19,6 +19,7 @@
 #include "compiler/passes.h"
 #include "compiler/streaming.h"
 #include "core/log.h"
+#include "expect_error.h"
 #include "ir/trace.h"
 #include "tessel/tessel.h"
 
@@ -466,6 +467,18 @@ TEST(Streaming, PartitionedProgramsStream) {
     const auto one = stencil_step(args[0], args[1]);
     expect_close({on.first, on.second}, {one.first, one.second}, "8 devices against one");
   }
+}
+
+TEST(Streaming, BandBytesMustBePositive) {
+  for (const char* bad : {"0", "-5", "lots"}) {
+    ScopedEnv env("TESSEL_FUSION_STREAM_BAND_BYTES", bad);
+    tessel_test::expect_error<ts::ValueError>([] { (void)ts::compiler::fusion_options(); },
+                                              {"TESSEL_FUSION_STREAM_BAND_BYTES", bad});
+  }
+  ScopedEnv env("TESSEL_FUSION_STREAM_BAND_BYTES", "4096");
+  EXPECT_EQ(ts::compiler::fusion_options().stream_band_bytes, 4096);
+  ScopedEnv off("TESSEL_FUSION_STREAM", "0");
+  EXPECT_FALSE(ts::compiler::fusion_options().stream);
 }
 
 #if __has_include("shallow_water.h")
