@@ -1,8 +1,8 @@
 // Streaming across loop nests: chains of `fused` equations run band by band.
 //
-// A chain's loop nests all iterate over the same R rows (the first dimension of their
-// domains) and a later one reads an earlier one's output only at rows i0 + c with c in a
-// small range. Its kernel splits the rows into one contiguous block per thread; within its
+// A chain's loop nests iterate over rows (the first dimension of their domains, numbered
+// from 0 in each, R the most of them) and a later one reads an earlier one's output only at
+// rows i0 + c with c in a small range. Its kernel splits the rows into one contiguous block per thread; within its
 // block [b0, b1) a thread walks bands of S rows, and for each band runs every loop nest of
 // the chain, in order, on the rows its inputs now allow: loop nest k computes its rows up
 // to e + above[k] (e the band's end), where above[k] is how far past the block the loop
@@ -43,6 +43,7 @@ struct Member {
   std::shared_ptr<const ir::ParamObject> kernel;  // its FusedKernel (keeps the library loaded)
   KernelFnPtr fn = nullptr;
   std::vector<size_t> bufs;  // its inputs then outputs, as positions in the chain's inputs then outputs
+  int64_t rows = 0;          // of its domain
   int64_t points = 0;        // of its domain
   int64_t below = 0;         // rows it computes below a thread's block
   int64_t above = 0;         // and above it
@@ -111,7 +112,7 @@ class ChainSchedule final : public ir::ParamObject {
     std::vector<int64_t> done(n, b0), hi(n);
     for (size_t k = n; k-- > 0;) {
       const Member& m = members_[k];
-      done[k] = std::max<int64_t>(0, done[k]) / m.align * m.align;
+      done[k] = std::min(m.rows, std::max<int64_t>(0, done[k]) / m.align * m.align);
       for (const Read& r : m.reads) done[r.producer] = std::min(done[r.producer], done[k] + r.min);
     }
     for (int64_t e = b0; e < b1;) {
@@ -119,7 +120,7 @@ class ChainSchedule final : public ir::ParamObject {
       hi.assign(n, e);
       for (size_t k = n; k-- > 0;) {
         const Member& m = members_[k];
-        hi[k] = std::min(rows_, (hi[k] + m.align - 1) / m.align * m.align);
+        hi[k] = std::min(m.rows, (hi[k] + m.align - 1) / m.align * m.align);
         for (const Read& r : m.reads) hi[r.producer] = std::max(hi[r.producer], hi[k] + r.max);
       }
       for (size_t k = 0; k < n; ++k) {
@@ -186,7 +187,6 @@ class Chain {
       add(i, rows);
       return true;
     }
-    if (rows != rows_) return false;
     const ir::Program& group = *e.params.get<ir::ProgramRef>("program");
     const std::vector<RowOffsets> offsets = row_offsets(group);
     std::vector<Read> reads;
@@ -212,6 +212,7 @@ class Chain {
 
   void clear() {
     members_.clear();
+    rows_ = 0;
     member_of_.clear();
     reads_.clear();
     below_.clear();
@@ -220,7 +221,7 @@ class Chain {
 
  private:
   void add(size_t i, int64_t rows) {
-    rows_ = rows;
+    rows_ = std::max(rows_, rows);
     for (const ir::Var& v : p_.eqns[i].outputs) member_of_[v.get()] = members_.size();
     members_.push_back(i);
     below_.resize(members_.size(), 0);
@@ -286,6 +287,7 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
       m.bufs.push_back(out != output_pos.end() ? g->invars.size() + out->second : input_pos.at(a.var().get()));
     }
     for (const ir::Var& v : e.outputs) m.bufs.push_back(g->invars.size() + output_pos.at(v.get()));
+    m.rows = kernel_of(e).shape().domain[0];
     m.points = 1;
     for (int64_t d : kernel_of(e).shape().domain) m.points *= d;
     m.align = row_alignment(kernel_of(e).shape());

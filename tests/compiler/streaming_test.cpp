@@ -250,6 +250,33 @@ TEST(Streaming, DomainsOfOneAndThreeDimensions) {
   }
 }
 
+// Differences along the rows shrink them: loop nests over 199, 198 and 197 rows chain,
+// rows numbered from 0 in each.
+TEST(Streaming, LoopNestsOverFewerRowsChain) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  for (const ts::DType dtype : {ts::f32, ts::i32}) {
+    Fn f = [](std::span<const ts::Array> in) {
+      auto diff = [](const ts::Array& a) {
+        const int64_t R = a.shape()[0], C = a.shape()[1];
+        return ts::slice(a, {1, 0}, {R, C}) - ts::slice(a, {0, 0}, {R - 1, C});
+      };
+      ts::Array d1 = diff(in[0] * in[1]);
+      ts::Array d2 = diff(d1) * ts::slice(in[1], {1, 0}, {199, 90});
+      ts::Array d3 = diff(d2) + ts::slice(d1, {2, 0}, {199, 90});
+      return std::vector<ts::Array>{d1, d2, d3};
+    };
+    const auto args = inputs(dtype, {200, 90}, 2, 9);
+    const ts::ir::Program p = lower(f, args);
+    const auto want = run(ts::compiler::fuse(p, options(false)), args);
+    expect_close(want, run(p, args), "loop nests against the unfused kernels");
+    for (int64_t block : {int64_t(0), int64_t(3), int64_t(16)}) {
+      const ts::ir::Program streamed = ts::compiler::fuse(p, options(true, 4 << 10, block));
+      EXPECT_EQ(chained_nests(streamed), 3u) << ts::ir::print_program(streamed);
+      expect_bitwise(run(streamed, args), want, "blocks of " + std::to_string(block) + " rows");
+    }
+  }
+}
+
 /// Two stages over x: s = x + x shifted by one row; then `read(s)` combined with x.
 ts::ir::Program two_stages(const std::function<ts::Array(const ts::Array&)>& read, const ts::Array& x) {
   Fn f = [&](std::span<const ts::Array> in) {
