@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/jacobi.h"
 #include "backend/cpu/lapack_util.h"
 
 namespace tessel::cpu {
@@ -422,6 +423,24 @@ template <class T> void geqrf_t(int64_t batch, int64_t m, int64_t n, const T* a,
   });
 }
 
+/// Whether a batch of `batch` real matrices of at most `dim` rows and columns goes to the
+/// batched Jacobi kernels (jacobi.h) instead of one LAPACK call per matrix: small matrices
+/// in a batch that fills at least half a group of lanes.
+template <class T> bool use_jacobi(int64_t batch, int64_t dim) {
+  return !is_cplx<T> && dim >= 2 && dim <= kJacobiMaxN && batch >= kJacobiLanes / 2;
+}
+
+/// Runs fn(b0, count) on the matrices [lo, hi) in groups of kJacobiLanes and calls
+/// lapack_one(b) for each matrix whose bit is set in the mask fn returns.
+template <class Jacobi, class One> void by_jacobi_groups(int64_t lo, int64_t hi, Jacobi&& fn, One&& lapack_one) {
+  for (int64_t b0 = lo; b0 < hi; b0 += kJacobiLanes) {
+    const int64_t count = std::min(kJacobiLanes, hi - b0);
+    const uint32_t left = fn(b0, count);
+    for (int64_t i = 0; i < count; ++i)
+      if ((left >> i) & 1) lapack_one(b0 + i);
+  }
+}
+
 template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_t<T>* w, bool lower) {
   using R = real_t<T>;
   const lapack_int ni = to_int(n, "eigh");
@@ -429,16 +448,25 @@ template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_
   // A read column-major is A^T = conj(A): its upper triangle is A's lower one, and its
   // eigenvectors are conj(v), which a conjugating transpose turns into A's, as columns.
   const char uplo = lower ? 'U' : 'L';
-  for_each_matrix(batch, 9.0 * double(n) * double(n) * double(n), [&](int64_t lo, int64_t hi) {
-    std::vector<T> t(size_t(std::max<int64_t>(1, n * n)));
-    T wq(0);
-    R rq(0);
-    lapack_int iq = 0;
-    if (n > 0) heevd(jobz, uplo, ni, t.data(), ni, w, &wq, -1, &rq, -1, &iq, -1);
-    std::vector<T> work(size_t(work_size(wq)));
-    std::vector<R> rwork(size_t(std::max<lapack_int>(1, lapack_int(rq))));
-    std::vector<lapack_int> iwork(size_t(std::max<lapack_int>(1, iq)));
-    for (int64_t b = lo; b < hi; ++b) {
+  const bool jacobi = use_jacobi<T>(batch, n);
+  // Jacobi's cost per matrix: about 6 sweeps of n^2 / 2 rotations of 12 n flops, spread
+  // over the lanes.
+  const double work = jacobi ? 36.0 * double(n) * double(n) * double(n) : 9.0 * double(n) * double(n) * double(n);
+  for_each_matrix(batch, work, [&](int64_t lo, int64_t hi) {
+    std::vector<T> t, work;
+    std::vector<R> rwork;
+    std::vector<lapack_int> iwork;
+    auto lapack_one = [&](int64_t b) {
+      if (t.empty()) {  // workspace queried once per group, on first use
+        t.resize(size_t(std::max<int64_t>(1, n * n)));
+        T wq(0);
+        R rq(0);
+        lapack_int iq = 0;
+        if (n > 0) heevd(jobz, uplo, ni, t.data(), ni, w, &wq, -1, &rq, -1, &iq, -1);
+        work.resize(size_t(work_size(wq)));
+        rwork.resize(size_t(std::max<lapack_int>(1, lapack_int(rq))));
+        iwork.resize(size_t(std::max<lapack_int>(1, iq)));
+      }
       std::copy(a + b * n * n, a + (b + 1) * n * n, t.data());
       R* wb = w + b * n;
       const lapack_int info = n == 0 ? 0
@@ -448,10 +476,22 @@ template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_
       if (info != 0) {
         fill_nan(wb, n);
         fill_nan(v ? v + b * n * n : nullptr, n * n);
-        continue;
+        return;
       }
       if (v) transpose(t.data(), n, n, n, v + b * n * n, n, /*conj=*/true);
+    };
+    if constexpr (!is_cplx<T>) {
+      if (jacobi) {
+        by_jacobi_groups(
+            lo, hi,
+            [&](int64_t b0, int64_t count) {
+              return jacobi_eigh(count, n, a + b0 * n * n, lower, w + b0 * n, v ? v + b0 * n * n : nullptr);
+            },
+            lapack_one);
+        return;
+      }
     }
+    for (int64_t b = lo; b < hi; ++b) lapack_one(b);
   });
 }
 
@@ -464,18 +504,29 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
   const int64_t uc = full ? m : k, vr = full ? n : k;  // U is m x uc, V^H is vr x n
   const lapack_int mi = to_int(m, "svd"), ni = to_int(n, "svd");
   const lapack_int ld_u = std::max<lapack_int>(1, ni), ld_vt = std::max<lapack_int>(1, lapack_int(uc));
-  for_each_matrix(batch, 12.0 * double(mx) * double(k) * double(k), [&](int64_t lo, int64_t hi) {
-    std::vector<T> t(size_t(std::max<int64_t>(1, m * n)));
-    std::vector<R> rwork(size_t(std::max<int64_t>(1, std::max(7 * k, k * std::max(5 * k + 7, 2 * mx + 2 * k + 1)))));
-    std::vector<lapack_int> iwork(size_t(std::max<int64_t>(1, 8 * k)));
-    T dummy(0), wq(0);
-    // Row-major A is the column-major n x m matrix A^T = conj(V) S U^T: gesdd's U of it,
-    // read row-major, is V^H, and its V^T read row-major is U (the output buffers swap).
-    if (k > 0)
-      gesdd(jobz, ni, mi, t.data(), ld_u, s, uv ? vt : &dummy, ld_u, uv ? u : &dummy, ld_vt, &wq, -1, rwork.data(),
-            iwork.data());
-    std::vector<T> work(size_t(work_size(wq)));
-    for (int64_t b = lo; b < hi; ++b) {
+  // Jacobi gives k singular vectors on each side: complete ones of a non-square matrix
+  // (full_matrices) come from LAPACK.
+  const bool jacobi = use_jacobi<T>(batch, mx) && k >= 1 && (!uv || !full || m == n);
+  // Jacobi's cost per matrix: about 8 sweeps of k^2 / 2 column pairs of 12 m flops.
+  const double work = jacobi ? 48.0 * double(mx) * double(k) * double(k) : 12.0 * double(mx) * double(k) * double(k);
+  for_each_matrix(batch, work, [&](int64_t lo, int64_t hi) {
+    std::vector<T> t, work;
+    std::vector<R> rwork;
+    std::vector<lapack_int> iwork;
+    T dummy(0);
+    auto lapack_one = [&](int64_t b) {
+      if (t.empty()) {  // workspace queried once per group, on first use
+        t.resize(size_t(std::max<int64_t>(1, m * n)));
+        rwork.resize(size_t(std::max<int64_t>(1, std::max(7 * k, k * std::max(5 * k + 7, 2 * mx + 2 * k + 1)))));
+        iwork.resize(size_t(std::max<int64_t>(1, 8 * k)));
+        T wq(0);
+        // Row-major A is the column-major n x m matrix A^T = conj(V) S U^T: gesdd's U of it,
+        // read row-major, is V^H, and its V^T read row-major is U (the output buffers swap).
+        if (k > 0)
+          gesdd(jobz, ni, mi, t.data(), ld_u, s, uv ? vt : &dummy, ld_u, uv ? u : &dummy, ld_vt, &wq, -1,
+                rwork.data(), iwork.data());
+        work.resize(size_t(work_size(wq)));
+      }
       std::copy(a + b * m * n, a + (b + 1) * m * n, t.data());
       R* sb = s + b * k;
       T* ub = uv ? u + b * m * uc : &dummy;
@@ -487,7 +538,7 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
           for (int64_t i = 0; i < m; ++i) ub[i * m + i] = T(1);
           for (int64_t i = 0; i < n; ++i) vb[i * n + i] = T(1);
         }
-        continue;
+        return;
       }
       const lapack_int info = gesdd(jobz, ni, mi, t.data(), ld_u, sb, vb, ld_u, ub, ld_vt, work.data(),
                                     lapack_int(work.size()), rwork.data(), iwork.data());
@@ -495,7 +546,20 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
         fill_nan(sb, k);
         if (uv) fill_nan(ub, m * uc), fill_nan(vb, vr * n);
       }
+    };
+    if constexpr (!is_cplx<T>) {
+      if (jacobi) {
+        by_jacobi_groups(
+            lo, hi,
+            [&](int64_t b0, int64_t count) {
+              return jacobi_svd(count, m, n, a + b0 * m * n, s + b0 * k, uv ? u + b0 * m * k : nullptr,
+                                uv ? vt + b0 * k * n : nullptr);
+            },
+            lapack_one);
+        return;
+      }
     }
+    for (int64_t b = lo; b < hi; ++b) lapack_one(b);
   });
 }
 
