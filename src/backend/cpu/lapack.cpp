@@ -430,6 +430,16 @@ template <class T> bool use_jacobi(int64_t batch, int64_t dim) {
   return !is_cplx<T> && dim >= 2 && dim <= kJacobiMaxN && batch >= kJacobiLanes / 2;
 }
 
+/// for_each_matrix, with the batch split at multiples of kJacobiLanes when `jacobi` (so that
+/// no task holds a partial group of lanes but the last).
+void for_each_matrix_in_groups(int64_t batch, double work, bool jacobi, const std::function<void(int64_t, int64_t)>& fn) {
+  if (!jacobi) return for_each_matrix(batch, work, fn);
+  const int64_t groups = (batch + kJacobiLanes - 1) / kJacobiLanes;
+  for_each_matrix(groups, work * double(kJacobiLanes), [&](int64_t lo, int64_t hi) {
+    fn(lo * kJacobiLanes, std::min(hi * kJacobiLanes, batch));
+  });
+}
+
 /// Runs fn(b0, count) on the matrices [lo, hi) in groups of kJacobiLanes and calls
 /// lapack_one(b) for each matrix whose bit is set in the mask fn returns.
 template <class Jacobi, class One> void by_jacobi_groups(int64_t lo, int64_t hi, Jacobi&& fn, One&& lapack_one) {
@@ -452,7 +462,7 @@ template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_
   // Jacobi's cost per matrix: about 6 sweeps of n^2 / 2 rotations of 12 n flops, spread
   // over the lanes.
   const double work = jacobi ? 36.0 * double(n) * double(n) * double(n) : 9.0 * double(n) * double(n) * double(n);
-  for_each_matrix(batch, work, [&](int64_t lo, int64_t hi) {
+  for_each_matrix_in_groups(batch, work, jacobi, [&](int64_t lo, int64_t hi) {
     std::vector<T> t, work;
     std::vector<R> rwork;
     std::vector<lapack_int> iwork;
@@ -509,7 +519,7 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
   const bool jacobi = use_jacobi<T>(batch, mx) && k >= 1 && (!uv || !full || m == n);
   // Jacobi's cost per matrix: about 8 sweeps of k^2 / 2 column pairs of 12 m flops.
   const double work = jacobi ? 48.0 * double(mx) * double(k) * double(k) : 12.0 * double(mx) * double(k) * double(k);
-  for_each_matrix(batch, work, [&](int64_t lo, int64_t hi) {
+  for_each_matrix_in_groups(batch, work, jacobi, [&](int64_t lo, int64_t hi) {
     std::vector<T> t, work;
     std::vector<R> rwork;
     std::vector<lapack_int> iwork;
