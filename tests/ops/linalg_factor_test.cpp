@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <lapacke.h>
+
 #include "backend/cpu/lapack.h"
 #include "expect_error.h"
 #include "ops/linalg_test_util.h"
@@ -187,7 +189,10 @@ TEST_P(LinalgDtypes, LuReconstructsPermutedMatrix) {
 
 TEST_P(LinalgDtypes, QrReconstructsWithOrthonormalQ) {
   const ts::DType dt = GetParam();
-  for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{6, 3}, ts::Shape{2, 3, 6}, ts::Shape{20, 17}, ts::Shape{17, 20}})
+  // 300 x 260 and 260 x 300: k >= 256 takes lapack.cpp's blocked geqrf / orgqr (4 blocks
+  // of 64 columns and a partial one).
+  for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{6, 3}, ts::Shape{2, 3, 6}, ts::Shape{20, 17}, ts::Shape{17, 20},
+                          ts::Shape{300, 260}, ts::Shape{260, 300}})
     for (const char* mode : {"reduced", "complete"}) {
       const ts::Array a = random_matrix(shape, 7, dt);
       const auto [q, r] = ts::linalg::qr(a, mode);
@@ -198,6 +203,26 @@ TEST_P(LinalgDtypes, QrReconstructsWithOrthonormalQ) {
                   tol_of(dt) * 10, what + ": Q^H Q");
       expect_near(r, triu(r), 0, what + ": R upper");
     }
+}
+
+// The blocked geqrf of large matrices (64-column blocks) against LAPACK's own dgeqrf (32):
+// the same reflectors, to rounding.
+TEST(LinalgFactor, BlockedGeqrfMatchesLapack) {
+  for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{300, 270}, {270, 330}}) {
+    const int64_t k = std::min(m, n);
+    const std::vector<double> a = random_matrix({m, n}, 17).to_vector<double>();
+    std::vector<double> h(a.size()), tau(static_cast<size_t>(k));
+    ts::cpu::geqrf(ts::f64, 1, m, n, a.data(), h.data(), tau.data());
+    std::vector<double> want(a.size()), want_tau(static_cast<size_t>(k));  // column-major A, factored in place
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) want[size_t(i + j * m)] = a[size_t(i * n + j)];
+    ASSERT_EQ(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, int(m), int(n), want.data(), int(m), want_tau.data()), 0);
+    for (int64_t i = 0; i < k; ++i) EXPECT_NEAR(tau[size_t(i)], want_tau[size_t(i)], 1e-12) << "tau " << i;
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) worst = std::max(worst, std::abs(h[size_t(i * n + j)] - want[size_t(i + j * m)]));
+    EXPECT_LT(worst, 1e-11) << m << " x " << n;
+  }
 }
 
 TEST_P(LinalgDtypes, EighReconstructsWithAscendingEigenvalues) {
