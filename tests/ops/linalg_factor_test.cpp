@@ -242,6 +242,16 @@ TEST_P(LinalgDtypes, EighReconstructsWithAscendingEigenvalues) {
   expect_near(ts::linalg::eigvalsh(junk_upper, "L", false), w, tol_of(dt) * 20, "lower triangle only");
 }
 
+// 80 x 80: the eigenvectors come back through OpenBLAS's omatcopy (conjugating for complex
+// dtypes) rather than the tiled loop of small matrices.
+TEST_P(LinalgDtypes, EighOfALargerMatrixReconstructs) {
+  const ts::DType dt = GetParam();
+  const ts::Array a = spd_matrix({80, 80}, 18, dt) - ts::eye(80, std::nullopt, 0, dt) * ts::Array(90.0).astype(dt);
+  const auto [w, v] = ts::linalg::eigh(a);
+  expect_near(ts::matmul(v * ts::expand_dims(w.astype(dt), {0}), adjoint(v)), a, tol_of(dt) * 100, "V diag(w) V^H");
+  expect_near(ts::matmul(adjoint(v), v), ts::eye(80, std::nullopt, 0, dt), tol_of(dt) * 10, "V^H V");
+}
+
 TEST_P(LinalgDtypes, SvdReconstructs) {
   const ts::DType dt = GetParam();
   for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{6, 3}, ts::Shape{2, 3, 6}})
