@@ -17,6 +17,7 @@
 
 #include "backend/cpu/lapack.h"
 #include "expect_error.h"
+#include "ops/linalg_factor.h"
 #include "ops/linalg_test_util.h"
 #include "tessel/linalg.h"
 #include "tessel/tessel.h"
@@ -203,6 +204,26 @@ TEST_P(LinalgDtypes, QrReconstructsWithOrthonormalQ) {
                   tol_of(dt) * 10, what + ": Q^H Q");
       expect_near(r, triu(r), 0, what + ": R upper");
     }
+}
+
+// permute_rows, the primitive that applies LU's row permutation in solves: whole rows moved,
+// the inverse with `inverse`, a permutation broadcast over a batch, the derivative of a
+// linear map (grad through its transpose, the inverse permutation) and vmap.
+TEST(LinalgFactor, PermuteRowsMovesRowsAndTransposesToItsInverse) {
+  namespace ops = ts::ops;
+  const ts::Array x = random_matrix({3, 4, 2}, 40);
+  const ts::Array perm(std::vector<int32_t>{2, 0, 3, 1, 0, 1, 2, 3, 3, 2, 1, 0}, {3, 4});
+  const ts::Array p = ops::permute_rows(x, perm);
+  expect_close(p, ts::matmul(ops::permutation_matrix(perm, ts::f64), x), 0, "P x");
+  expect_close(ops::permute_rows(p, perm, /*inverse=*/true), x, 0, "P^T P x");
+  const ts::Array one = ts::slice_in_dim(perm, 0, 1, 1, 0).reshape({4});
+  expect_close(ops::permute_rows(x, one), ts::matmul(ops::permutation_matrix(one, ts::f64), x), 0, "broadcast");
+  check_grads([&](const V& v) { return ts::sum(ops::permute_rows(v[0], perm) * v[0]); }, {x});
+  check_grads([&](const V& v) { return ops::permute_rows(v[0], perm, true); }, {x});
+  check_vmap([&](const V& v) { return ops::permute_rows(v[0], one); }, {x}, {0});
+  check_vmap([](const V& v) { return ops::permute_rows(v[0], v[1]); }, {x, perm}, {0, 0});
+  tessel_test::expect_error<ts::ShapeError>([&] { ops::permute_rows(x, ts::slice_in_dim(one, 0, 3)); },
+                               {"permute_rows", "(..., 4)", "(3, 4, 2)", "(3,)"});
 }
 
 // The blocked geqrf of large matrices (64-column blocks) against LAPACK's own dgeqrf (32):
