@@ -58,6 +58,23 @@ __attribute__((always_inline)) inline void rotation(const T (&app)[L], const T (
   }
 }
 
+/// Rotations of lanes that have converged (`live` 0; 1 for the lanes still iterating) made
+/// the identity (t = s = 0, c = 1, applied exactly), so that a matrix's result does not
+/// depend on how long the other matrices of its group take, nor on which matrices share it.
+template <class T>
+__attribute__((always_inline)) inline void freeze_converged(const T (&live)[L], T (&t)[L], T (&c)[L], T (&s)[L]) {
+  TESSEL_LANES {
+    t[l] *= live[l];
+    s[l] *= live[l];
+    c[l] = c[l] * live[l] + (T(1) - live[l]);
+  }
+}
+
+/// 1 for the lanes whose bit is set in `open`, 0 for the others.
+template <class T> void live_lanes(uint32_t open, T (&live)[L]) {
+  for (int64_t l = 0; l < L; ++l) live[l] = (open >> l) & 1 ? T(1) : T(0);
+}
+
 /// Columns p and q of x (rows [0, rows)) rotated: (x_p, x_q) <- (c x_p - s x_q, s x_p + c x_q).
 template <class T>
 __attribute__((always_inline)) inline void rotate_columns(Lanes<T>& x, int64_t rows, int64_t p, int64_t q,
@@ -136,6 +153,8 @@ TESSEL_JACOBI_CLONES uint32_t eigh_group(int64_t count, int64_t n, const T* a, b
     for (int64_t l = 0; l < L; ++l)
       if (off2[l] <= tol2[l]) open &= ~(1u << l);
     if (!open || sweep == kMaxSweeps) break;
+    T live[L];
+    live_lanes(open, live);
     for (int64_t p = 0; p < n; ++p)
       for (int64_t q = p + 1; q < n; ++q) {
         T app[L], aqq[L], apq[L], t[L], c[L], s[L];
@@ -145,6 +164,7 @@ TESSEL_JACOBI_CLONES uint32_t eigh_group(int64_t count, int64_t n, const T* a, b
           apq[l] = A.x[p][q][l];
         }
         rotation(app, aqq, apq, t, c, s);
+        freeze_converged(live, t, c, s);
         rotate_columns(A, n, p, q, c, s);  // A J (rows p and q of A J are fixed below)
         for (int64_t r = 0; r < n; ++r) {   // J^T A J is symmetric: rows p, q = columns p, q
           T* __restrict rp = A.x[p][r];
@@ -159,7 +179,7 @@ TESSEL_JACOBI_CLONES uint32_t eigh_group(int64_t count, int64_t n, const T* a, b
         TESSEL_LANES {
           A.x[p][p][l] = app[l] - t[l] * apq[l];
           A.x[q][q][l] = aqq[l] + t[l] * apq[l];
-          A.x[p][q][l] = A.x[q][p][l] = T(0);
+          A.x[p][q][l] = A.x[q][p][l] = t[l] != T(0) ? T(0) : apq[l];
         }
         if (v) rotate_columns(V, n, p, q, c, s);
       }
@@ -221,6 +241,8 @@ TESSEL_JACOBI_CLONES uint32_t svd_group(int64_t count, int64_t m, int64_t n, con
   const T tol2 = tol * tol;
   uint32_t open = (count >= 32 ? ~0u : (1u << count) - 1) & ~bad;
   for (int sweep = 0; sweep < kMaxSweeps && open; ++sweep) {
+    T live[L];
+    live_lanes(open, live);
     T worst[L] = {};  // the largest (x_p . x_q)^2 / (|x_p|^2 |x_q|^2) of this sweep
     for (int64_t p = 0; p < cols; ++p)
       for (int64_t q = p + 1; q < cols; ++q) {
@@ -240,6 +262,7 @@ TESSEL_JACOBI_CLONES uint32_t svd_group(int64_t count, int64_t m, int64_t n, con
           worst[l] = std::max(worst[l], ratio);
         }
         rotation(alpha, beta, gamma, t, c, s);  // the Jacobi rotation of B^T B's (p, q) block
+        freeze_converged(live, t, c, s);
         rotate_columns(B, rows, p, q, c, s);
         if (vectors) rotate_columns(V, cols, p, q, c, s);
       }
