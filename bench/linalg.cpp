@@ -17,9 +17,9 @@
 //
 // OPENBLAS_CORETYPE: where the environment sets it (or OPENBLAS_L2_SIZE), as these machines'
 // does (Haswell, which holds Debian's OpenBLAS 0.3.21 to about half of an AVX-512 CPU's
-// matrix-product peak while JAX's own OpenBLAS is not held back the same way), the main lines
-// are measured with it, and the program then runs itself again with both unset (for tessel,
-// its LAPACK baseline and JAX alike) and prints that run's ratios as
+// matrix-product peak; JAX's OpenBLAS, scipy's newer build, reads it too), the main lines are
+// measured with it, and the program then runs itself again with both unset (for tessel, its
+// LAPACK baseline and JAX alike) and prints that run's ratios as
 // linalg.<op>[_<size>]_vs_{lapack,jax}_native.
 #include <cblas.h>
 #include <lapacke.h>
