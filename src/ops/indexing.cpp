@@ -500,13 +500,34 @@ std::vector<std::vector<int64_t>> load_indices(const KernelCall& c, size_t first
   return out;
 }
 
+/// A scatter whose updates come in long contiguous rows (x.at[rows].add(u)): each task owns
+/// a range of the operand's `xn` elements and walks every row of the view, applying the part
+/// that lands in its range (index_offset(b): the indexed axes' offset of batch position b, -1
+/// where the update is dropped). Rows of the updates are read whole and in order, and each
+/// operand element receives its updates on one thread, in the serial order.
+template <class IndexOffset, class F>
+void scatter_rows_by_owner(const IndexedView& v, int64_t xn, IndexOffset&& index_offset, F&& f) {
+  const int64_t n = v.shape.back(), rows = shape_size(v.shape) / n, parts = 4 * int64_t(cpu::num_threads());
+  cpu::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+    const int64_t xlo = p0 * xn / parts, xhi = p1 * xn / parts;
+    int64_t row = 0;
+    for_each_row_start(v.shape, 0, rows, v.xbase, v.xstep, 0, v.bstep, [&](int64_t a, int64_t b) {
+      const int64_t io = index_offset(b), pos = row++ * n;
+      if (io < 0) return;
+      const int64_t start = a + io, k0 = std::max<int64_t>(0, xlo - start), k1 = std::min<int64_t>(n, xhi - start);
+      for (int64_t k = k0; k < k1; ++k) f(pos + k, start + k);
+    });
+  });
+}
+
 /// Calls f(out_pos, x_offset) for each element of the indexed view; x_offset is -1 for an
 /// out-of-range index when `clamp` is false. The view is split over the shared arena along
 /// one of its dimensions: for a gather the longest (every output element is written once);
 /// for a scatter the longest window dimension (one that is not a batch dimension of the
 /// indices), whose positions land on distinct elements of the operand whatever the
 /// indices, so each operand element receives all its updates on one thread, in the serial
-/// order. A scatter without such a dimension runs serially. Results do not depend on the
+/// order; or, for long contiguous rows of updates, by ranges of the operand
+/// (scatter_rows_by_owner). A scatter without a window dimension runs serially. Results do not depend on the
 /// thread count.
 template <class F> void for_each_indexed(const KernelCall& c, size_t first_index, bool clamp, F&& f) {
   const bool scatter = first_index != 1;
@@ -523,6 +544,19 @@ template <class F> void for_each_indexed(const KernelCall& c, size_t first_index
   for (size_t d = 0; d < r; ++d)
     if (v.shape[d] > 1 && (!scatter || (v.bstep[d] == 0 && v.xstep[d] != 0)) && (sd < 0 || v.shape[d] > v.shape[size_t(sd)]))
       sd = int(d);
+  auto index_offset = [&](int64_t b) -> int64_t {  // the indexed axes' offset; -1 if dropped
+    int64_t off = 0;
+    for (size_t j = 0; j < axes.size(); ++j) {
+      const int64_t m = x.shape[size_t(axes[j])];
+      int64_t i = idx[j][size_t(b)];
+      if (i < 0 || i >= m) {
+        if (!clamp) return -1;
+        i = std::clamp<int64_t>(i, 0, m - 1);
+      }
+      off += i * xst[size_t(axes[j])];
+    }
+    return off;
+  };
   auto walk = [&](int64_t lo, int64_t hi) {  // the elements with index [lo, hi) along sd
     Shape box = v.shape;
     int64_t off0 = v.xbase, b0 = 0, pos0 = 0;
@@ -535,19 +569,6 @@ template <class F> void for_each_indexed(const KernelCall& c, size_t first_index
     std::vector<int64_t> at(r, 0);
     int64_t off_row = off0, b_row = b0, pos_row = pos0;
     const int64_t n = r ? box[r - 1] : 1, dx = r ? v.xstep[r - 1] : 0, db = r ? v.bstep[r - 1] : 0;
-    auto index_offset = [&](int64_t b) -> int64_t {  // the indexed axes' offset; -1 if dropped
-      int64_t off = 0;
-      for (size_t j = 0; j < axes.size(); ++j) {
-        const int64_t m = x.shape[size_t(axes[j])];
-        int64_t i = idx[j][size_t(b)];
-        if (i < 0 || i >= m) {
-          if (!clamp) return -1;
-          i = std::clamp<int64_t>(i, 0, m - 1);
-        }
-        off += i * xst[size_t(axes[j])];
-      }
-      return off;
-    };
     for (;;) {
       if (db == 0) {  // a window row: one index lookup for the row
         const int64_t io = index_offset(b_row);
@@ -577,6 +598,8 @@ template <class F> void for_each_indexed(const KernelCall& c, size_t first_index
     }
   };
   if (sd < 0 || total <= kCopyGrain) return walk(0, sd < 0 ? 1 : v.shape[size_t(sd)]);
+  if (scatter && v.bstep[r - 1] == 0 && v.xstep[r - 1] == 1 && v.shape[r - 1] >= 64)
+    return scatter_rows_by_owner(v, shape_size(x.shape), index_offset, f);
   // At most ~4 chunks per thread: chunks of an inner dimension stay long rows (the chunking
   // never changes a result, so it may follow the thread count).
   const int64_t extent = v.shape[size_t(sd)], per_index = total / extent;
