@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/scalar.h"
 #include "compiler/codegen.h"
 #include "compiler/fused_kernel.h"
 #include "compiler/kernel_cache.h"
@@ -26,10 +28,79 @@ std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
   return program.out_avals();
 }
 
+// Points per block of a fused full reduction (kept == 0) split over the arena.
+constexpr int64_t kFullReductionBlock = int64_t(1) << 16;
+
+/// How partial results of the reduction `e` combine: what its sharding rule says of its
+/// reduced factors (the collective that would combine them across devices), else kNone.
+ir::Combine partial_combine(const ir::Equation& e) {
+  if (!e.prim->sharding_rule) return ir::Combine::kNone;
+  std::vector<Aval> ins, outs;
+  for (const ir::Atom& a : e.inputs) ins.push_back(a.aval());
+  for (const ir::Var& o : e.outputs) outs.push_back(o->aval);
+  for (ir::Combine c : e.prim->sharding_rule(ins, outs, e.params).factors)
+    if (c != ir::Combine::kNone) return c;
+  return ir::Combine::kNone;
+}
+
+/// The partial results of every block (slot b * stride + o holds what the kernel wrote for
+/// block b, a T), combined in block order: sums in double (the generated kernel's
+/// accumulator), max and min with scalar::max/min (NaN propagates).
+template <class T> T combine_partials(ir::Combine how, const std::vector<double>& slots, size_t stride, size_t o) {
+  double sum = 0;
+  T ext{};
+  for (size_t b = 0; b * stride < slots.size(); ++b) {
+    T v;
+    std::memcpy(&v, &slots[b * stride + o], sizeof(T));
+    if (how == ir::Combine::kSum) sum += double(v);
+    else ext = b == 0 ? v : how == ir::Combine::kMax ? scalar::max(ext, v) : scalar::min(ext, v);
+  }
+  return how == ir::Combine::kSum ? T(sum) : ext;
+}
+
+// A fused reduction over every dimension (a loss, a norm): the rows are cut into fixed
+// blocks of about kFullReductionBlock points (by the shape only, so the bits do not depend on
+// the thread count); each block runs the kernel into its own partial results, in parallel,
+// and the partials are combined in block order. A sum then rounds once per block to the
+// output dtype before the double sum of the partials: within a few ulps of the unblocked
+// sum. False (nothing run) when one block holds every row.
+bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, const std::vector<void*>& bufs,
+                                int64_t rows, int64_t row_points, int64_t align) {
+  // Blocks start at multiples of the kernel's row alignment, as every call does.
+  int64_t block_rows = std::max<int64_t>(1, kFullReductionBlock / std::max<int64_t>(1, row_points));
+  block_rows = (block_rows + align - 1) / align * align;
+  const int64_t nb = (rows + block_rows - 1) / block_rows;
+  if (nb < 2) return false;
+  const ir::Program& program = *c.params.get<ir::ProgramRef>("program");
+  const size_t nin = c.ins.size(), nout = c.outs.size();
+  std::vector<ir::Combine> how(nout, ir::Combine::kNone);
+  for (size_t o = 0; o < nout; ++o) {
+    const DType d = c.out_avals[o].dtype;
+    if (program.outvars[o].is_literal() || (d != DType::float32 && d != DType::float64)) return false;
+    for (const ir::Equation& e : program.eqns)
+      if (!e.outputs.empty() && e.outputs[0].get() == program.outvars[o].var().get()) how[o] = partial_combine(e);
+    if (how[o] != ir::Combine::kSum && how[o] != ir::Combine::kMax && how[o] != ir::Combine::kMin) return false;
+  }
+  std::vector<double> slots(size_t(nb) * nout);  // one 8-byte slot per block and output
+  KernelFnPtr fn = k.fn();
+  cpu::parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<void*> local = bufs;
+    for (int64_t b = b0; b < b1; ++b) {
+      for (size_t o = 0; o < nout; ++o) local[nin + o] = &slots[size_t(b) * nout + o];
+      fn(local.data(), b * block_rows, std::min(rows, (b + 1) * block_rows));
+    }
+  });
+  for (size_t o = 0; o < nout; ++o) {
+    if (c.out_avals[o].dtype == DType::float32) *static_cast<float*>(c.outs[o]) = combine_partials<float>(how[o], slots, nout, o);
+    else *static_cast<double*>(c.outs[o]) = combine_partials<double>(how[o], slots, nout, o);
+  }
+  return true;
+}
+
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
 // least ~16K points so each chunk outweighs its scheduling, starting at multiples of
 // row_alignment (so the values do not depend on the number of threads); a reduction over
-// the first dimension runs as one chunk (its outputs are shared by all rows).
+// every dimension runs by fixed blocks of rows (run_blocked_full_reduction).
 void fused_kernel(const ir::KernelCall& c) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
@@ -41,6 +112,7 @@ void fused_kernel(const ir::KernelCall& c) {
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
   const int64_t align = row_alignment(k.shape()), units = (rows + align - 1) / align;
+  if (k.shape().kept == 0 && !domain.empty() && run_blocked_full_reduction(c, k, bufs, rows, row_points, align)) return;
   const int64_t grain = k.shape().kept == 0
                             ? std::max<int64_t>(units, 1)
                             : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points * align));

@@ -58,10 +58,12 @@ constexpr std::array<Entry, kVarCount> kTable = {{
     {.var = Var::kNumThreads, .name = "TESSEL_NUM_THREADS", .kind = Kind::kInteger,
      .min = 1, .max = 4096, .derived_int = cores, .default_doc = "cores this process may use",
      .doc = "Threads of the one pool (oneTBB arena) that every virtual device splits its kernels over — fused "
-            "loop nests, FFTs and matrix products: OpenBLAS is set to one thread and tessel spreads batch "
+            "loop nests, the unfused kernels (reductions, scans, copies, gathers, scatters, ...), FFTs and "
+            "matrix products: OpenBLAS and oneDNN are set to one thread and tessel spreads batch "
             "elements and blocks of large products over this pool, so OpenBLAS's own `OPENBLAS_NUM_THREADS` "
             "has no effect on tessel's products. (The OpenBLAS count is process-wide: a program that also calls "
-            "OpenBLAS itself and wants its threads calls `openblas_set_num_threads` around those calls.)"},
+            "OpenBLAS itself and wants its threads calls `openblas_set_num_threads` around those calls.) Results "
+            "do not depend on it (docs/performance.md)."},
     // Any integer: a negative one queues even the operations that write nothing.
     {.var = Var::kEagerInlineBytes, .name = "TESSEL_EAGER_INLINE_BYTES", .kind = Kind::kInteger,
      .default_int = 1 << 16,
