@@ -41,6 +41,7 @@
 // surface height (ny, nx) as .npy in the model's dtype. Threads: OpenMP's default, all
 // cores (OMP_NUM_THREADS changes it), at most one per 5 rows.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -89,69 +90,79 @@ template <class T> struct Coefficients {
 // ---- Row kernels. GCC trusts __restrict on parameters only, so each loop is a function of
 // row pointers; `inout` rows are read and then written at the same index, one parameter.
 
-// fe (eastward mass flux) and ke (kinetic energy) of one row, columns 1..nx.
-template <class T>
-void fe_ke_kernel(int64_t nx, const T* __restrict h, const T* __restrict u, const T* __restrict v,
-                  const T* __restrict v_south, T* __restrict fe, T* __restrict ke) {
-  const T half = T(0.5), quarter = T(0.25);
-#pragma omp simd
-  for (int64_t i = 1; i <= nx; ++i) {
-    fe[i] = half * (h[i] + h[i + 1]) * u[i];
-    ke[i] = quarter * ((u[i] * u[i] + u[i - 1] * u[i - 1]) + (v[i] * v[i] + v_south[i] * v_south[i]));
-  }
-}
+// Everything of rows r and r + 1 that the update of row r reads, in one pass over them:
+// fe, ke of row r + 1 (`fe_n`, `ke_n`; zero when r = ny, North false), fn of row r (zero
+// on the wall row ny), and the vorticity-flux products of row r, `qfn` = q (fn_i + fn_{i+1})
+// and `qfe` = q (fe + fe_north), with fe of row r and fn_{i+1} recomputed from the rows at
+// hand rather than read back. `h_n` is hc's row r + 1 (h's row ny when r = ny), `u_n`,
+// `v_n` are rows r + 1, `coriolis` is row r's f + beta y.
+template <class T, bool North> struct Flux {
+  const T *h, *h_n, *u, *u_n, *v, *v_n;
+  T *fe_n, *ke_n, *fn, *qfn, *qfe;
+  T half = T(0.5), quarter = T(0.25), rdx, rdy, coriolis;
 
-// fn (northward mass flux) and q (potential vorticity) of one row; `h_north` is the edge-
-// padded h of the row above (the row itself on the top row), `coriolis` the row's f + beta y.
-template <class T>
-void fn_q_kernel(int64_t nx, const Coefficients<T>& c, T coriolis, const T* __restrict h,
-                 const T* __restrict h_north, const T* __restrict u, const T* __restrict u_north,
-                 const T* __restrict v, T* __restrict fn, T* __restrict q) {
-  const T half = T(0.5), quarter = T(0.25), rdx = c.rdx, rdy = c.rdy;
-#pragma omp simd
-  for (int64_t i = 1; i <= nx; ++i) {
-    fn[i] = half * (h[i] + h_north[i]) * v[i];
-    q[i] = (coriolis + ((v[i + 1] - v[i]) * rdx - (u_north[i] - u[i]) * rdy)) /
-           (quarter * (h[i] + h[i + 1] + h_north[i] + h_north[i + 1]));
+  T fn_at(int64_t i) const { return North ? half * (h[i] + h_n[i]) * v[i] : T(0); }
+  // Column i, given fn of column i + 1.
+  void cell(int64_t i, T fn_east) const {
+    const T fe_i = half * (h[i] + h[i + 1]) * u[i];
+    const T fe_north = North ? half * (h_n[i] + h_n[i + 1]) * u_n[i] : T(0);
+    const T fn_i = fn_at(i);
+    const T q = (coriolis + ((v[i + 1] - v[i]) * rdx - (u_n[i] - u[i]) * rdy)) /
+                (quarter * (h[i] + h[i + 1] + h_n[i] + h_n[i + 1]));
+    fe_n[i] = fe_north;
+    ke_n[i] = North ? quarter * ((u_n[i] * u_n[i] + u_n[i - 1] * u_n[i - 1]) + (v_n[i] * v_n[i] + v[i] * v[i])) : T(0);
+    fn[i] = fn_i;
+    qfn[i] = q * (fn_i + fn_east);
+    qfe[i] = q * (fe_i + fe_north);
   }
-}
-
-// Fluxes of the rows around row r (`_s` one row south, `_n` one row north), as the update
-// kernel reads them.
-template <class T> struct Fluxes {
-  const T *fe, *fe_n, *ke, *ke_n, *fn, *fn_s, *q, *q_s;
 };
 
-// The new tendencies of one row (written over the old ones, which the Adams-Bashforth
-// step reads first) and the update h1 = h + ca new + cb old: h in place, u and v into
-// `u1`, `v1`. (ca, cb) = dt (1, 0) on the first step, dt (A, B) after.
+// The loop of Flux. fn_{i+1} is recomputed except on column nx, where the original wraps fn
+// (fn_{nx+1} = fn_1) rather than computing it from v's halo column, which friction leaves
+// behind: that one cell is peeled.
+template <class T, bool North>
+void flux_kernel(int64_t nx, const Coefficients<T>& c, T coriolis, const T* __restrict h, const T* __restrict h_n,
+                 const T* __restrict u, const T* __restrict u_n, const T* __restrict v, const T* __restrict v_n,
+                 T* __restrict fe_n, T* __restrict ke_n, T* __restrict fn, T* __restrict qfn, T* __restrict qfe) {
+  const Flux<T, North> f{h, h_n, u, u_n, v, v_n, fe_n, ke_n, fn, qfn, qfe, T(0.5), T(0.25), c.rdx, c.rdy, coriolis};
+#pragma omp simd
+  for (int64_t i = 1; i < nx; ++i) f.cell(i, f.fn_at(i + 1));
+  f.cell(nx, f.fn_at(1));
+}
+
+// The new v tendency of row r (over the old one, which the Adams-Bashforth step reads
+// first) and v1 = v + ca dv_new + cb dv_old: (ca, cb) = dt (1, 0) on the first step, dt (A,
+// B) after. `h_n` is h's row r + 1 (not hc's: the halo row on the top row).
 template <class T>
-void update_kernel(int64_t nx, const Coefficients<T>& c, T ca, T cb, const Fluxes<T>& f, T* h,
-                   const T* __restrict h_north, const T* __restrict u, const T* __restrict v,
-                   T* __restrict dh, T* __restrict du, T* __restrict dv, T* __restrict u1, T* __restrict v1) {
-  const T* __restrict fe = f.fe;
-  const T* __restrict fe_n = f.fe_n;
-  const T* __restrict ke = f.ke;
-  const T* __restrict ke_n = f.ke_n;
-  const T* __restrict fn = f.fn;
-  const T* __restrict fn_s = f.fn_s;
-  const T* __restrict q = f.q;
-  const T* __restrict q_s = f.q_s;
-  const T quarter = T(0.25), rdx = c.rdx, rdy = c.rdy, gx = c.neg_g_dx, gy = c.neg_g_dy;
+void update_v_kernel(int64_t nx, const Coefficients<T>& c, T ca, T cb, const T* __restrict h,
+                     const T* __restrict h_n, const T* __restrict qfe, const T* __restrict ke,
+                     const T* __restrict ke_n, const T* __restrict v, T* __restrict dv, T* __restrict v1) {
+  const T quarter = T(0.25), rdy = c.rdy, gy = c.neg_g_dy;
+#pragma omp simd
+  for (int64_t i = 1; i <= nx; ++i) {
+    const T dv_new = gy * (h_n[i] - h[i]) - quarter * (qfe[i] + qfe[i - 1]) - (ke_n[i] - ke[i]) * rdy;
+    v1[i] = v[i] + (ca * dv_new + cb * dv[i]);
+    dv[i] = dv_new;
+  }
+}
+
+// The new h and u tendencies of row r and the updates of h (in place) and u (into `u1`).
+// `_s` rows are row r - 1's.
+template <class T>
+void update_hu_kernel(int64_t nx, const Coefficients<T>& c, T ca, T cb, const T* __restrict fe,
+                      const T* __restrict fn, const T* __restrict fn_s, const T* __restrict qfn,
+                      const T* __restrict qfn_s, const T* __restrict ke, T* h, T* __restrict dh, T* __restrict du,
+                      const T* __restrict u, T* __restrict u1) {
+  const T quarter = T(0.25), rdx = c.rdx, rdy = c.rdy, gx = c.neg_g_dx;
   // h[i + 1] is read before h[i + 1] is written: a forward anti-dependence, which GCC
-  // vectorizes (its loads of an iteration come before its stores).
+  // vectorizes (the loads of an iteration come before its stores).
   for (int64_t i = 1; i <= nx; ++i) {
     const T dh_new = -(fe[i] - fe[i - 1]) * rdx - (fn[i] - fn_s[i]) * rdy;
-    const T du_new = gx * (h[i + 1] - h[i]) + quarter * (q[i] * (fn[i] + fn[i + 1]) + q_s[i] * (fn_s[i] + fn_s[i + 1])) -
-                     (ke[i + 1] - ke[i]) * rdx;
-    const T dv_new = gy * (h_north[i] - h[i]) - quarter * (q[i] * (fe[i] + fe_n[i]) + q[i - 1] * (fe[i - 1] + fe_n[i - 1])) -
-                     (ke_n[i] - ke[i]) * rdy;
+    const T du_new = gx * (h[i + 1] - h[i]) + quarter * (qfn[i] + qfn_s[i]) - (ke[i + 1] - ke[i]) * rdx;
     u1[i] = u[i] + (ca * du_new + cb * du[i]);
-    v1[i] = v[i] + (ca * dv_new + cb * dv[i]);
     h[i] = h[i] + (ca * dh_new + cb * dh[i]);
     dh[i] = dh_new;
     du[i] = du_new;
-    dv[i] = dv_new;
   }
 }
 
@@ -195,6 +206,40 @@ template <class T> struct Buffer {
   T* get() const { return ptr.get(); }
 };
 
+// The barrier between steps. It spins first: on a quiet machine the threads of a step
+// arrive within microseconds of each other, and a thread put to sleep takes tens of
+// microseconds to wake, as long as a whole step at 360x180. After ~50 us it sleeps in the
+// kernel (std::atomic::wait): on a busy machine a spinning thread would take the core its
+// late partner needs (OpenMP's own barrier spins up to GOMP_SPINCOUNT, or not at all with
+// OMP_WAIT_POLICY=passive: measured at 360x180 on 2 shared cores, either costs the step
+// 2-20x).
+class StepBarrier {
+ public:
+  explicit StepBarrier(int threads) : threads_(threads) {}
+  void arrive_and_wait() {
+    const unsigned generation = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) == threads_ - 1) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      generation_.notify_all();
+      return;
+    }
+    for (int k = 0; k < kSpins; ++k) {
+      if (generation_.load(std::memory_order_acquire) != generation) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    while (generation_.load(std::memory_order_acquire) == generation) generation_.wait(generation, std::memory_order_acquire);
+  }
+
+ private:
+  static constexpr int kSpins = 2000;  // pause instructions: about 50 us
+  const int threads_;
+  std::atomic<int> arrived_{0};
+  std::atomic<unsigned> generation_{0};
+};
+
 enum Field : int { kH, kU, kV, kDH, kDU, kDV };
 constexpr int kNumFields = 6;
 
@@ -226,9 +271,9 @@ template <class T> class Model {
   // Per-thread state: the ring rows and the scratch rows of recomputed boundary rows.
   struct Work {
     Buffer<T> storage;
-    T *fe[2], *ke[2], *fn[2], *q[2];  // indexed by row & 1
+    T *fe[2], *ke[2], *fn[2], *qfn[2], *qfe;  // indexed by row & 1
     T *u1[4], *v1[4];                 // indexed by row & 3
-    T *u2_south, *h_scratch, *dh_scratch, *du_scratch, *dv_scratch;
+    T* u2_south;                      // the new u of row j0 - 1
   };
 
   T* row(int f, int64_t r) const { return fields_[f].get() + offset_ + r * ld_; }
@@ -285,8 +330,9 @@ Model<T>::Model(int64_t nx, int64_t ny, int threads) : nx_(nx), ny_(ny), threads
   const double mean = total / double(n);
   for (int64_t j = 0; j < nyg; ++j)
     for (int64_t i = 0; i < nxg; ++i)
-      h0[size_t(j * nxg + i)] += kDepth - mean + 0.2 * std::sin(x(i) / length_x * 10 * std::numbers::pi) *
-                                                     std::cos(y(j) / length_y * 8 * std::numbers::pi);
+      h0[size_t(j * nxg + i)] = kDepth + h0[size_t(j * nxg + i)] - mean +  // h0 held h_geo
+                                0.2 * std::sin(x(i) / length_x * 10 * std::numbers::pi) *
+                                    std::cos(y(j) / length_y * 8 * std::numbers::pi);
 
   // Each thread touches first the rows it will update (and its ring and side buffers).
   const int64_t w = ld_;
@@ -297,12 +343,11 @@ Model<T>::Model(int64_t nx, int64_t ny, int threads) : nx_(nx), ny_(ny), threads
     init_rows(t == 0 ? 0 : j0, t == threads_ - 1 ? ny + 2 : j1, h0, u0);
 
     Work& wk = work_[size_t(t)];
-    wk.storage = Buffer<T>(size_t(21 * w));
+    wk.storage = Buffer<T>(size_t(18 * w));
     T* p = wk.storage.get() + offset_;
-    std::memset(wk.storage.get(), 0, size_t(21 * w) * sizeof(T));
-    for (T** r : {&wk.fe[0], &wk.fe[1], &wk.ke[0], &wk.ke[1], &wk.fn[0], &wk.fn[1], &wk.q[0], &wk.q[1], &wk.u1[0],
-                  &wk.u1[1], &wk.u1[2], &wk.u1[3], &wk.v1[0], &wk.v1[1], &wk.v1[2], &wk.v1[3], &wk.u2_south,
-                  &wk.h_scratch, &wk.dh_scratch, &wk.du_scratch, &wk.dv_scratch}) {
+    std::memset(wk.storage.get(), 0, size_t(18 * w) * sizeof(T));
+    for (T** r : {&wk.fe[0], &wk.fe[1], &wk.ke[0], &wk.ke[1], &wk.fn[0], &wk.fn[1], &wk.qfn[0], &wk.qfn[1], &wk.qfe, &wk.u1[0],
+                  &wk.u1[1], &wk.u1[2], &wk.u1[3], &wk.v1[0], &wk.v1[1], &wk.v1[2], &wk.v1[3], &wk.u2_south}) {
       *r = p;
       p += w;
     }
@@ -374,30 +419,22 @@ template <class T> void Model<T>::step(int t, int parity, bool first, Work& w) {
   const int64_t d_lo = std::max<int64_t>(j0 - 2, 1), d_hi = std::min(j1, ny);
   int64_t next_fu = std::max<int64_t>(j0 - 1, 1), next_fv = j0;
 
-  // fe, ke of row r (zero on row ny + 1).
-  auto fe_ke = [&](int64_t r) {
-    T *fe = w.fe[r & 1], *ke = w.ke[r & 1];
-    if (r > ny) {
-      std::fill(fe, fe + nx + 2, T(0));
-      std::fill(ke, ke + nx + 2, T(0));
-      return;
-    }
-    fe_ke_kernel(nx, H(r), U(r), V(r), V(r - 1), fe, ke);
-    wrap_row(fe, nx);
-    wrap_row(ke, nx);
-  };
-  // fn, q of row r (zero on the halo row 0; fn zero on the wall row ny).
-  auto fn_q = [&](int64_t r) {
-    T *fn = w.fn[r & 1], *q = w.q[r & 1];
-    if (r < 1) {
+  // The fluxes of rows r and r + 1 (r = 0: fe, ke of row 1 only; fn and qfn of the halo
+  // row 0 are zero).
+  auto flux = [&](int64_t r) {
+    T *fe_n = w.fe[(r + 1) & 1], *ke_n = w.ke[(r + 1) & 1], *fn = w.fn[r & 1], *qfn = w.qfn[r & 1];
+    if (r < ny)
+      flux_kernel<T, true>(nx, c, coriolis(r), H(r), H(r + 1), U(r), U(r + 1), V(r), V(r + 1), fe_n, ke_n, fn, qfn,
+                           w.qfe);
+    else
+      flux_kernel<T, false>(nx, c, coriolis(r), H(r), H(r), U(r), U(r + 1), V(r), V(r), fe_n, ke_n, fn, qfn, w.qfe);
+    wrap_row(fe_n, nx);
+    wrap_row(ke_n, nx);
+    wrap_row(w.qfe, nx);
+    if (r == 0) {
       std::fill(fn, fn + nx + 2, T(0));
-      std::fill(q, q + nx + 2, T(0));
-      return;
+      std::fill(qfn, qfn + nx + 2, T(0));
     }
-    fn_q_kernel(nx, c, coriolis(r), H(r), H(std::min(r + 1, ny)), U(r), U(r + 1), V(r), fn, q);
-    wrap_row(q, nx);
-    if (r == ny) std::fill(fn, fn + nx + 2, T(0));
-    else wrap_row(fn, nx);
   };
   // The new u of row k, after friction: in the field for the block's rows, else scratch.
   auto u2_row = [&](int64_t k) { return k >= j0 ? row(kU, k) : w.u2_south; };
@@ -427,18 +464,14 @@ template <class T> void Model<T>::step(int t, int parity, bool first, Work& w) {
     out[nx + 1] = v_end;
   };
 
-  fe_ke(d_lo);
-  fn_q(d_lo - 1);
+  flux(d_lo - 1);
   for (int64_t r = d_lo; r <= d_hi; ++r) {
-    fe_ke(r + 1);
-    fn_q(r);
-    const Fluxes<T> f{w.fe[r & 1], w.fe[(r + 1) & 1], w.ke[r & 1], w.ke[(r + 1) & 1],
-                      w.fn[r & 1], w.fn[(r - 1) & 1], w.q[r & 1],  w.q[(r - 1) & 1]};
+    flux(r);
     T* h = old(kH, r);
-    T* dh = old(kDH, r);
-    T* du = old(kDU, r);
-    T* dv = old(kDV, r);
-    update_kernel(nx, c, ca, cb, f, h, old(kH, r + 1), U(r), V(r), dh, du, dv, w.u1[r & 3], w.v1[r & 3]);
+    update_v_kernel(nx, c, ca, cb, h, old(kH, r + 1), w.qfe, w.ke[r & 1], w.ke[(r + 1) & 1], V(r), old(kDV, r),
+                    w.v1[r & 3]);
+    update_hu_kernel(nx, c, ca, cb, w.fe[r & 1], w.fn[r & 1], w.fn[(r - 1) & 1], w.qfn[r & 1], w.qfn[(r - 1) & 1],
+                     w.ke[r & 1], h, old(kDH, r), old(kDU, r), U(r), w.u1[r & 3]);
     wrap_row(h, nx);
     wrap_row(w.u1[r & 3], nx);
     if (r == ny) std::fill(w.v1[r & 3], w.v1[r & 3] + nx + 2, T(0));  // the northern wall
@@ -449,6 +482,7 @@ template <class T> void Model<T>::step(int t, int parity, bool first, Work& w) {
 }
 
 template <class T> void Model<T>::run(int steps) {
+  StepBarrier barrier(threads_);
 #pragma omp parallel num_threads(threads_)
   {
     const int t = omp_get_thread_num();
@@ -461,7 +495,7 @@ template <class T> void Model<T>::run(int steps) {
       save_edges(t, (k + 1) & 1);
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
       busy += double(c1.tv_sec - c0.tv_sec) + 1e-9 * double(c1.tv_nsec - c0.tv_nsec);
-#pragma omp barrier
+      barrier.arrive_and_wait();
     }
 #pragma omp atomic
     cpu_seconds_ += busy;
