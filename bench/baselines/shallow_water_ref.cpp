@@ -7,39 +7,43 @@
 // The scheme: one pass over the grid per step. Each OpenMP thread owns a block of rows and
 // walks it from south to north once per step, updating every state field in place: row r
 // of the old h, u, v and of the tendencies dh, du, dv is read once, and the new row is
-// written once over it. Everything between (the fluxes fe and fn, the potential vorticity
-// q, the kinetic energy ke, the Adams-Bashforth u and v before friction, u after friction)
-// lives in ring buffers of a few rows per thread that stay in cache. Three stages run row
-// by row, each a few rows behind the one it feeds:
-//   dynamics at row r:   fe, ke of row r + 1 and fn, q of row r (from the old rows r and
-//                        r + 1), then the new tendencies and the Adams-Bashforth update of
-//                        row r: h and the tendencies go to the arrays, u and v to rings;
-//   friction of u at r - 1: from the updated u of rows r - 2 .. r, into the array;
-//   friction of v at r - 2: from the updated v of rows r - 2, r - 1 and the new u of rows
-//                        r - 3, r - 2, into the array.
-// Old row r is dead once the dynamics of row r has run, so writing in place is safe within
-// a block. A block's stages need the old rows j0 - 3 .. j1 + 1 of its block [j0, j1): the
-// outside ones belong to the neighbours, which overwrite them during the step, so at the
-// end of each step every thread copies its two first and three last rows of the six fields
-// into a side buffer (two, alternating by step), and the neighbours read them there in the
-// next step, recomputing the two or three boundary rows of the dynamics and of u's friction
-// they need. One barrier per step, none inside it.
+// written once over it. Everything between lives in ring buffers of a few rows per thread
+// that stay in cache. Per row r:
+//   flux:      from the old rows r and r + 1: fe, ke of row r + 1, fn of row r, and the
+//              products q (fn + fn east) and q (fe + fe north) of row r that the momentum
+//              tendencies use (fe of row r and fn east recomputed, not read back);
+//   update:    row r's new tendencies over the old ones, the Adams-Bashforth h in place, the
+//              updated u and v into rings (two loops: v first, which reads the old h);
+//   friction:  of u one row behind (the updated u of rows r - 2 .. r), of v two rows
+//              behind (the updated v and the new u, which it differences against), each
+//              writing the final row into the field.
+// Old row r is not read once its flux and update have run, so writing in place is safe
+// within a block. A block reads the old rows j0 - 3 .. j1 + 1 around its own [j0, j1):
+// the outside ones belong to the neighbours, which overwrite them during the step, so at
+// the end of each step every thread copies its first two and last three rows of the six
+// fields into a side buffer (two, alternating by step), and its neighbours read them there
+// in the next step, recomputing the two or three boundary rows of the flux, update and u
+// friction they need. One barrier per step, none inside it; the results do not depend on
+// the number of threads (bitwise).
 //
 // Why this is near the limit: per step the six fields cross the memory bus once each way,
-// 12 (ny + 2)(nx + 2) sizeof(T) bytes (78 MB at 1800x900 float32), with no write-allocate
-// reads (every written line was just read) and no temporary arrays. The program prints
-// that traffic divided by the step time (`gbytes_per_s`) beside `stream_gbytes_per_s`: the
-// same threads sweeping the same six fields in place (x = a x + b) with nothing else to do,
+// 12 ny (nx + 2) sizeof(T) bytes (78 MB at 1800x900 float32), with no temporary arrays and
+// no write-allocate reads (every written line was just read). The program prints that
+// traffic divided by the step time (`gbytes_per_s`) beside `stream_gbytes_per_s`: the same
+// threads sweeping the same six fields in place (x = a x + b) with nothing else to do,
 // which is what memory allows a step. The arithmetic (about 80 operations a cell) runs in
-// vectorized inner loops (-O3 -march=native; contraction to FMA allowed; divisions by the
-// grid constants become products with their reciprocals), while the data is in L1/L2.
+// inner loops that all vectorize (-O3 -march=native, checked with -fopt-info-vec;
+// contraction to FMA allowed; divisions by the grid constants become products with their
+// reciprocals) on rows that are in L1/L2.
 //
 // Usage: shallow_water_ref [--nx 1800] [--ny 900] [--steps 200] [--dtype float32|float64]
-//                          [--out h.npy]
+//                          [--out h.npy] [--cpu-time]
 // Prints `seconds`, `ms_per_step` (the time-stepping loop, set-up excluded), `threads`,
 // `bytes_per_step`, `gbytes_per_s` and `stream_gbytes_per_s`; --out saves the interior
-// surface height (ny, nx) as .npy in the model's dtype. Threads: OpenMP's default, all
-// cores (OMP_NUM_THREADS changes it), at most one per 5 rows.
+// surface height (ny, nx) as .npy in the model's dtype; --cpu-time adds `cpu_ms_per_step`,
+// the CPU time of a step on the average thread, barrier waits excluded (busy machines
+// disturb it less than the wall time). Threads: OpenMP's default, all cores
+// (OMP_NUM_THREADS changes it), at most one per 5 rows.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
