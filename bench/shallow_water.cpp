@@ -52,14 +52,16 @@ namespace {
 // against NumPy and the hand-written model: 1.5e-4 to 1.9e-4 m); at 360x180 7.6e-5, 1.1e-4
 // and 1.5e-4 m after 200, 1000 and 2000 steps: the spread grows about as steps^0.3.
 // Tolerance 1e-3 m (1e-5 of the depth, about 130 float32 ulps at 100 m) times
-// sqrt(steps / 200) beyond 200 steps: 5-7x the spread, up to 2000 steps.
-// float64: NumPy float64 against NumPy long double (80-bit) 1.2e-13, 1.5e-13 and 1.7e-13 m at
-// 360x180 after 200, 1000 and 2000 steps@@F64LARGE@@; tessel against the hand-written model
-// 0.9-3e-13 m. The initial states differ more: the demo and the hand-written model take the
-// mean of the geostrophic height by summing in order, NumPy pairwise, which shifts h
-// uniformly by 5e-12 m at 360x180 and 7.6e-10 m at 1800x900 against the exact mean (tessel
-// against NumPy: 7.55e-10 m). Tolerance 1e-8 m, scaled the same way: 13x that shift; a wrong
-// halo column of one flux, invisible in float32, moved h by 2.7e-7 m after 10 steps.
+// sqrt(steps / 200) beyond 200 steps: 7x the spread at 1800x900 after 200 steps, 21x at
+// 360x180 after 2000.
+// float64: NumPy float64 against NumPy long double (80-bit) 1.2e-13, 1.5e-13 and 1.7e-13 m
+// at 360x180 after 200, 1000 and 2000 steps, 2.4e-13 m at 1800x900 after 100; tessel
+// against the hand-written model 0.9-3e-13 m. The initial states differ more: the demo and
+// the hand-written model take the mean of the geostrophic height by summing in order, NumPy
+// pairwise, which shifts h uniformly by 5e-12 m at 360x180 and 7.6e-10 m at 1800x900
+// against the exact mean (tessel against NumPy: 7.55e-10 m). Tolerance 1e-8 m, scaled the
+// same way: 13x that shift; a wrong halo column of one flux, invisible in float32, moved h
+// by 2.7e-7 m after 10 steps.
 double tolerance_m(tessel::DType dtype, int steps) {
   const double at_200_steps = dtype == tessel::f64 ? 1e-8 : 1e-3;
   return at_200_steps * std::sqrt(std::max(1.0, steps / 200.0));
