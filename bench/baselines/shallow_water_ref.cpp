@@ -59,6 +59,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "npy.h"
 
 #ifdef _OPENMP
@@ -193,7 +195,9 @@ template <class T> inline void wrap_row(T* r, int64_t nx) {
 }
 
 /// Aligned storage without value-initialization, so that the threads that use a page touch
-/// it first (and it lands in their memory).
+/// it first (and it lands in their memory). Large buffers (the fields) are asked for
+/// transparent huge pages: a step streams through 78 MB, 19,000 4 KiB pages, far more than
+/// the TLB holds.
 template <class T> struct Buffer {
   struct Free {
     void operator()(T* p) const { std::free(p); }
@@ -201,12 +205,17 @@ template <class T> struct Buffer {
   std::unique_ptr<T, Free> ptr;
   explicit Buffer(size_t n = 0) {
     if (n == 0) return;
-    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-    ptr.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    constexpr size_t kHugePage = size_t(2) << 20;
+    const size_t align = n * sizeof(T) >= 2 * kHugePage ? kHugePage : 64;
+    const size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    ptr.reset(static_cast<T*>(std::aligned_alloc(align, bytes)));
     if (!ptr) {
       std::fprintf(stderr, "shallow_water_ref: out of memory (%zu bytes)\n", bytes);
       std::exit(1);
     }
+#ifdef MADV_HUGEPAGE
+    if (align == kHugePage) madvise(ptr.get(), bytes, MADV_HUGEPAGE);  // advice: failure is harmless
+#endif
   }
   T* get() const { return ptr.get(); }
 };
