@@ -7,15 +7,19 @@
 //   _f64     nx x ny float64, steps / 2 steps: tessel, hand-written, NumPy;
 //   _small   360x180 float32 (the demo's size), 10 x steps steps: tessel, hand-written.
 //
+// Also times the same steps with streaming across loop nests off (TESSEL_FUSION_STREAM=0):
+// shallow_water.streaming_speedup, with the two height fields required to agree bit for bit.
+//
 // Also measures what compiling the step costs (codegen.*): both of its programs (first step
 // and Adams-Bashforth) compiled into an empty kernel cache, then loaded from that cache by a
 // new jit object, as a second process would.
 //
 // Usage: bench_shallow_water [--nx 1800] [--ny 900] [--steps 200]
 //        (or positionally: bench_shallow_water [nx ny steps]); the defaults are the issue's.
-//        About 30 s on an idle 2-core machine, most of it NumPy and compiling three steps.
-// Exits 1 when a final height field differs from tessel's by more than the tolerance, when
-// the hand-written baseline cannot run, or when the warm jit object invoked the compiler.
+//        About 30 s on an idle 2-core machine, most of it NumPy and compiling four steps.
+// Exits 1 when a final height field differs from tessel's by more than the tolerance (or the
+// unstreamed step's from the streamed one's at all), when the hand-written baseline cannot
+// run, or when the warm jit object invoked the compiler.
 #include <unistd.h>
 
 #include <algorithm>
@@ -223,6 +227,7 @@ struct Case {
   int steps;
   std::string suffix;  // "" (the main case), "_f64", "_small"
   bool numpy;          // also run the NumPy port
+  bool unstreamed;     // also run tessel's step with streaming across loop nests off
 };
 
 const char* dtype_arg(tessel::DType d) { return d == tessel::f64 ? "float64" : "float32"; }
@@ -266,6 +271,21 @@ void run_case(const Case& c, const sw::ShallowWater& model, const Step& step, co
   std::vector<double> h_tessel;
   const double tessel_ms = time_tessel(step, model, c.steps, h_tessel);
   tb::report(line("tessel_ms_per_step"), tessel_ms, "ms");
+  if (c.unstreamed && tessel::compiler::codegen_enabled()) {
+    // The same steps with streaming across loop nests off (read when a program compiles):
+    // what streaming gains, in this run. The fields must agree bit for bit.
+    setenv("TESSEL_FUSION_STREAM", "0", 1);
+    const auto unstreamed_step = make_step(model);
+    std::vector<double> h_unstreamed;
+    const double unstreamed_ms = time_tessel(unstreamed_step, model, c.steps, h_unstreamed);
+    unsetenv("TESSEL_FUSION_STREAM");
+    tb::report(line("unstreamed_ms_per_step"), unstreamed_ms, "ms");
+    tb::report(line("streaming_speedup"), unstreamed_ms / tessel_ms, "x");
+    if (h_unstreamed != h_tessel) {
+      std::fprintf(stderr, "bench_shallow_water: the streamed step's height field differs from the unstreamed one's\n");
+      ok = false;
+    }
+  }
 
   const double tolerance = tolerance_m(c.dtype, c.steps);
   tb::report(line("tolerance"), tolerance, "m");
@@ -345,13 +365,13 @@ int main(int argc, char** argv) {
     const auto step = tc::codegen_enabled()
                           ? measure_codegen([&model] { return make_step(model); }, model, tmp / "kernel_cache", ok)
                           : make_step(model);
-    run_case({args.nx, args.ny, tessel::f32, args.steps, "", true}, model, step, tmp, ok);
+    run_case({args.nx, args.ny, tessel::f32, args.steps, "", true, true}, model, step, tmp, ok);
   }
   // float64 on the same grid (half the steps: NumPy's float64 step is the slowest part of
   // the run), and the demo's 360x180 in float32, where per-step overheads weigh most (more
   // steps, for a stable time).
-  const Case f64{args.nx, args.ny, tessel::f64, std::max(1, args.steps / 2), "_f64", true};
-  const Case small{360, 180, tessel::f32, 10 * args.steps, "_small", false};
+  const Case f64{args.nx, args.ny, tessel::f64, std::max(1, args.steps / 2), "_f64", true, false};
+  const Case small{360, 180, tessel::f32, 10 * args.steps, "_small", false, false};
   for (const Case& c : {f64, small}) {
     const sw::ShallowWater model({.nx = c.nx, .ny = c.ny, .dtype = c.dtype});
     run_case(c, model, make_step(model), tmp, ok);

@@ -7,7 +7,10 @@
 
 #include "backend/cpu/parallel.h"
 #include "compiler/codegen.h"
+#include "compiler/fused_kernel.h"
 #include "compiler/kernel_cache.h"
+#include "compiler/passes.h"
+#include "compiler/streaming.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "ir/serialize.h"
@@ -17,37 +20,6 @@
 namespace tessel::compiler {
 namespace {
 
-using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
-
-/// The compiled kernel of a `fused` equation (its library stays loaded while it lives).
-class FusedKernel final : public ir::ParamObject {
- public:
-  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
-      : lib_(std::move(lib)),
-        fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
-        name_(std::move(name)),
-        shape_(std::move(shape)) {}
-  size_t hash() const override { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
-  bool equals(const ir::ParamObject& o) const override {
-    auto* k = dynamic_cast<const FusedKernel*>(&o);
-    return k && k->fn_ == fn_;
-  }
-  std::string to_string() const override { return name_; }
-  void write(ir::Writer&) const override {
-    throw ValueError("the compiled kernel " + name_ +
-                     " is machine code loaded in this process; serialize the program before fusion (the "
-                     "receiving process compiles it again)");
-  }
-  KernelFnPtr fn() const { return fn_; }
-  const GroupShape& shape() const { return shape_; }
-
- private:
-  std::shared_ptr<KernelLibrary> lib_;
-  KernelFnPtr fn_;
-  std::string name_;
-  GroupShape shape_;
-};
-
 std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
   const ir::Program& program = *p.get<ir::ProgramRef>("program");
   ops::check_same_types("fused", "operand", ins, program.in_avals(), "the fused program takes these types");
@@ -55,8 +27,9 @@ std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
 }
 
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
-// least ~16K points so each chunk outweighs its scheduling; a reduction over the first
-// dimension runs as one chunk (its outputs are shared by all rows).
+// least ~16K points so each chunk outweighs its scheduling, starting at multiples of
+// row_alignment (so the values do not depend on the number of threads); a reduction over
+// the first dimension runs as one chunk (its outputs are shared by all rows).
 void fused_kernel(const ir::KernelCall& c) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
@@ -67,10 +40,14 @@ void fused_kernel(const ir::KernelCall& c) {
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
-  const int64_t grain = k.shape().kept == 0 ? std::max<int64_t>(rows, 1)
-                                            : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points));
+  const int64_t align = row_alignment(k.shape()), units = (rows + align - 1) / align;
+  const int64_t grain = k.shape().kept == 0
+                            ? std::max<int64_t>(units, 1)
+                            : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points * align));
   KernelFnPtr fn = k.fn();
-  cpu::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { fn(bufs.data(), r0, r1); });
+  cpu::parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
+    fn(bufs.data(), u0 * align, std::min(rows, u1 * align));
+  });
 }
 
 const ir::Primitive& fused_p = ir::register_primitive({
@@ -328,11 +305,40 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
 
 }  // namespace
 
+FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
+    : lib_(std::move(lib)),
+      fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
+      name_(std::move(name)),
+      shape_(std::move(shape)) {}
+
+size_t FusedKernel::hash() const { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
+
+bool FusedKernel::equals(const ir::ParamObject& o) const {
+  auto* k = dynamic_cast<const FusedKernel*>(&o);
+  return k && k->fn_ == fn_;
+}
+
+void FusedKernel::write(ir::Writer&) const {
+  throw ValueError("the compiled kernel " + name_ +
+                   " is machine code loaded in this process; serialize the program before fusion (the "
+                   "receiving process compiles it again)");
+}
+
+bool is_fused(const ir::Equation& e) { return e.prim == &fused_p; }
+
+int64_t row_alignment(const GroupShape& shape) {
+  int64_t row_points = 1;
+  for (size_t d = 1; d < shape.domain.size(); ++d) row_points *= shape.domain[d];
+  return row_points < kRowAlignment ? kRowAlignment : 1;
+}
+
 FusionOptions fusion_options() {
   FusionOptions o;
   o.min_elements = config::get_int(config::kFusionMinElements);
   o.max_point_cost = config::get_int(config::kFusionMaxPointCost);
   o.max_outputs = std::max<int64_t>(1, config::get_int(config::kFusionMaxOutputs));
+  o.stream = config::get_flag(config::kFusionStream);
+  o.stream_band_bytes = config::get_int(config::kFusionStreamBandBytes);
   return o;
 }
 
@@ -356,12 +362,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
     TESSEL_WARN_LOG(std::string(e.what()) + "\n'" + p.name + "' runs unfused.");
     return p;
   }
-  ir::Program out;
-  out.invars = p.invars;
-  out.constvars = p.constvars;
-  out.consts = p.consts;
-  out.outvars = p.outvars;
-  out.name = p.name;
+  ir::Program out = without_equations(p);
   size_t k = 0;
   for (const Step& st : steps) {
     if (st.roots.empty()) {
@@ -379,7 +380,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   }
   TESSEL_DEBUG_LOG("fusion '" + p.name + "': " + std::to_string(p.eqns.size()) + " equations -> " +
                    std::to_string(out.eqns.size()) + " steps, " + std::to_string(k) + " generated kernels");
-  return out;
+  return opt.stream ? stream_chains(out, opt.stream_band_bytes, opt.stream_block_rows) : out;
 }
 
 }  // namespace tessel::compiler
