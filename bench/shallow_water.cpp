@@ -16,7 +16,8 @@
 //
 // Usage: bench_shallow_water [--nx 1800] [--ny 900] [--steps 200]
 //        (or positionally: bench_shallow_water [nx ny steps]); the defaults are the issue's.
-//        About 30 s on an idle 2-core machine, most of it NumPy and compiling four steps.
+//        About 30-45 s on an idle 2-core machine, most of it NumPy and compiling four steps
+//        (70 s measured with load average 5.5 on 2 cores, kernels compiled before).
 // Exits 1 when a final height field differs from tessel's by more than the tolerance (or the
 // unstreamed step's from the streamed one's at all), when the hand-written baseline cannot
 // run, or when the warm jit object invoked the compiler.
