@@ -228,9 +228,9 @@ template <class T> struct Buffer {
 // arrive within microseconds of each other, and a thread put to sleep takes tens of
 // microseconds to wake, as long as a whole step at 360x180. After ~50 us it sleeps in the
 // kernel (std::atomic::wait): on a busy machine a spinning thread would take the core its
-// late partner needs (OpenMP's own barrier spins up to GOMP_SPINCOUNT, or not at all with
-// OMP_WAIT_POLICY=passive: measured at 360x180 on 2 shared cores, either costs the step
-// 2-20x).
+// late partner needs. (OpenMP's own barrier spins for 300,000 rounds by default, which on
+// 2 busy cores made the 360x180 step 10-20x slower than sleeping at once; with
+// OMP_WAIT_POLICY=passive it sleeps at once and pays a wake-up every step.)
 class StepBarrier {
  public:
   explicit StepBarrier(int threads) : threads_(threads) {}
@@ -286,12 +286,14 @@ template <class T> class Model {
   double bytes_per_step() const { return 2.0 * kNumFields * double(ny_) * double(nx_ + 2) * sizeof(T); }
 
  private:
-  // Per-thread state: the ring rows and the scratch rows of recomputed boundary rows.
+  // Per-thread rows: the rings (fe, ke, fn, qfn indexed by row & 1; the updated u, v by
+  // row & 3; qfe of the current row) and the new u of row j0 - 1, which the block below
+  // owns and this one recomputes.
   struct Work {
     Buffer<T> storage;
-    T *fe[2], *ke[2], *fn[2], *qfn[2], *qfe;  // indexed by row & 1
-    T *u1[4], *v1[4];                 // indexed by row & 3
-    T* u2_south;                      // the new u of row j0 - 1
+    T *fe[2], *ke[2], *fn[2], *qfn[2], *qfe;
+    T *u1[4], *v1[4];
+    T* u2_south;
   };
 
   T* row(int f, int64_t r) const { return base_[f] + offset_ + r * ld_; }
