@@ -1,7 +1,11 @@
-// The shallow-water model of the demo (issue 4): tessel's jitted step against the NumPy
-// baseline and the hand-written C++ baseline, all measured in this run, one process each,
-// every one using all cores it can, from the same initial state for the same number of
-// steps. Also checks that the three final height fields agree.
+// The shallow-water model of the demo (issues 4 and 21): tessel's jitted step against the
+// NumPy baseline and the hand-written one-pass C++ baseline, all measured in this run, one
+// process each, every one using all cores it can, from the same initial state for the same
+// number of steps. Also checks that the final height fields agree. Three cases, each a
+// group of lines with its own suffix:
+//   (none)   nx x ny float32 (1800x900 by default), `steps` steps: tessel, hand-written, NumPy;
+//   _f64     nx x ny float64, steps / 2 steps: tessel, hand-written, NumPy;
+//   _small   360x180 float32 (the demo's size), 10 x steps steps: tessel, hand-written.
 //
 // Also times the same steps with streaming across loop nests off (TESSEL_FUSION_STREAM=0):
 // shallow_water.streaming_speedup, with the two height fields required to agree bit for bit.
@@ -12,6 +16,8 @@
 //
 // Usage: bench_shallow_water [--nx 1800] [--ny 900] [--steps 200]
 //        (or positionally: bench_shallow_water [nx ny steps]); the defaults are the issue's.
+//        About 30-45 s on an idle 2-core machine, most of it NumPy and compiling four steps
+//        (70 s measured with load average 5.5 on 2 cores, kernels compiled before).
 // Exits 1 when a final height field differs from tessel's by more than the tolerance (or the
 // unstreamed step's from the streamed one's at all), when the hand-written baseline cannot
 // run, or when the warm jit object invoked the compiler.
@@ -43,16 +49,32 @@ namespace {
 
 // Agreement of the final interior height fields (h is 60-140 m). The implementations round
 // differently (operation order, FMA contraction, division vs reciprocal), so they agree up
-// to float32 rounding accumulated over the run. Measured at 1800x900 after 200 steps:
-// float32 NumPy vs float64 NumPy 1.5e-4 m, tessel vs NumPy and vs the hand-written model
-// 1.5e-4 to 1.9e-4 m. The tolerance, 1e-3 m per 200 steps (1e-5 of the depth, about 130
-// float32 ulps at 100 m), is 5x that spread; the mistakes it exists to catch are far
-// larger: refreshing the halo after friction, or an Adams-Bashforth term using the new
-// tendency, move h by 0.13-0.15 m.
-double tolerance_m(int steps) { return 1e-3 * std::max(1.0, steps / 200.0); }
+// to rounding accumulated over the run; each tolerance is several times the spread measured
+// against a more precise run of the NumPy port, and far below what the mistakes it exists
+// to catch do (refreshing the halo after friction, or an Adams-Bashforth term using the new
+// tendency, move h by 0.13-0.15 m in 200 steps).
+// float32: NumPy float32 against NumPy float64 1.5e-4 m at 1800x900 after 200 steps (tessel
+// against NumPy and the hand-written model: 1.5e-4 to 1.9e-4 m); at 360x180 7.6e-5, 1.1e-4
+// and 1.5e-4 m after 200, 1000 and 2000 steps: the spread grows about as steps^0.3.
+// Tolerance 1e-3 m (1e-5 of the depth, about 130 float32 ulps at 100 m) times
+// sqrt(steps / 200) beyond 200 steps: 7x the spread at 1800x900 after 200 steps, 21x at
+// 360x180 after 2000.
+// float64: NumPy float64 against NumPy long double (80-bit) 1.2e-13, 1.5e-13 and 1.7e-13 m
+// at 360x180 after 200, 1000 and 2000 steps, 2.4e-13 m at 1800x900 after 100; tessel
+// against the hand-written model 0.9-3e-13 m. The initial states differ more: the demo and
+// the hand-written model take the mean of the geostrophic height by summing in order, NumPy
+// pairwise, which shifts h uniformly by 5e-12 m at 360x180 and 7.6e-10 m at 1800x900
+// against the exact mean (tessel against NumPy: 7.55e-10 m). Tolerance 1e-8 m, scaled the
+// same way: 13x that shift; a wrong halo column of one flux, invisible in float32, moved h
+// by 2.7e-7 m after 10 steps.
+double tolerance_m(tessel::DType dtype, int steps) {
+  const double at_200_steps = dtype == tessel::f64 ? 1e-8 : 1e-3;
+  return at_200_steps * std::sqrt(std::max(1.0, steps / 200.0));
+}
 
-/// Reads a float32 C-order .npy file written by NumPy or examples/shallow_water/npy.cpp.
-std::optional<std::vector<float>> read_npy_f32(const fs::path& path, size_t count) {
+/// Reads a float32 or float64 C-order .npy file of `count` values written by NumPy or
+/// examples/shallow_water/npy.cpp, as doubles.
+std::optional<std::vector<double>> read_npy(const fs::path& path, size_t count) {
   std::ifstream in(path, std::ios::binary);
   char lead[10];
   if (!in.read(lead, sizeof lead) || std::memcmp(lead, "\x93NUMPY", 6) != 0) return std::nullopt;
@@ -67,17 +89,21 @@ std::optional<std::vector<float>> read_npy_f32(const fs::path& path, size_t coun
   }
   std::string header(header_len, '\0');
   if (!in.read(header.data(), std::streamsize(header_len))) return std::nullopt;
-  if (header.find("'<f4'") == std::string::npos || header.find("'fortran_order': False") == std::string::npos)
-    return std::nullopt;
-  std::vector<float> data(count);
-  if (!in.read(reinterpret_cast<char*>(data.data()), std::streamsize(count * sizeof(float)))) return std::nullopt;
-  return data;
+  if (header.find("'fortran_order': False") == std::string::npos) return std::nullopt;
+  auto read_as = [&](auto zero) -> std::optional<std::vector<double>> {
+    std::vector<decltype(zero)> data(count);
+    if (!in.read(reinterpret_cast<char*>(data.data()), std::streamsize(count * sizeof(zero)))) return std::nullopt;
+    return std::vector<double>(data.begin(), data.end());
+  };
+  if (header.find("'<f4'") != std::string::npos) return read_as(0.0f);
+  if (header.find("'<f8'") != std::string::npos) return read_as(0.0);
+  return std::nullopt;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
   double m = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(double(a[i]) - double(b[i]));
+    const double d = std::abs(a[i] - b[i]);
     if (!(d <= m)) m = d;  // NaN propagates as the largest difference
   }
   return m;
@@ -195,118 +221,161 @@ auto measure_codegen(const MakeStep& make_step, const sw::ShallowWater& model, c
   return warm;
 }
 
-/// Milliseconds per step of `steps` steps from the initial state, as the baselines run
-/// them, after a throwaway run that compiles both signatures (first step and
-/// Adams-Bashforth); `h` receives the final interior height field.
+/// One comparison: grid, dtype, steps, and the suffix of its lines.
+struct Case {
+  int64_t nx, ny;
+  tessel::DType dtype;
+  int steps;
+  std::string suffix;  // "" (the main case), "_f64", "_small"
+  bool numpy;          // also run the NumPy port
+  bool unstreamed;     // also run tessel's step with streaming across loop nests off
+};
+
+const char* dtype_arg(tessel::DType d) { return d == tessel::f64 ? "float64" : "float32"; }
+
+/// The jitted step of `model`; `first` (static) selects the forward first step.
+auto make_step(const sw::ShallowWater& model) {
+  return tessel::jit([&model](const sw::State& s, bool first) { return model.step(s, first); },
+                     {.static_argnums = {1}, .name = "shallow_water_step"});
+}
+
+/// tessel: compiles both signatures (first step and Adams-Bashforth) on a throwaway run
+/// (nothing to do when codegen.* compiled them), then times `steps` steps from the initial
+/// state, as the baselines do. Returns ms per step; `h` gets the final interior height.
 template <class Step>
-double time_steps(const Step& step, const sw::ShallowWater& model, int steps, std::vector<float>& h) {
+double time_tessel(const Step& step, const sw::ShallowWater& model, int steps, std::vector<double>& h) {
   step(step(model.initial_state(), true), false).h.block_until_ready();
   sw::State state = model.initial_state();
-  for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();
+  block(state);
   const auto t0 = std::chrono::steady_clock::now();
   for (int k = 0; k < steps; ++k) {
     state = step(state, k == 0);
     if (k % 10 == 9) state.h.block_until_ready();  // bound run-ahead, as the demo does
   }
-  for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();
-  const double ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
-  h = sw::interior(state.h).to_vector<float>();
+  block(state);
+  const double ms = ms_since(t0) / steps;
+  h = sw::interior(state.h).to_vector<double>();
   return ms;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Args args = parse(argc, argv);
-  const size_t cells = size_t(args.nx * args.ny);
-  const std::string grid_args = " --nx " + std::to_string(args.nx) + " --ny " + std::to_string(args.ny) +
-                                " --steps " + std::to_string(args.steps);
-  const fs::path tmp = fs::temp_directory_path() / ("tessel_bench_shallow_water_" + std::to_string(getpid()));
-  fs::create_directories(tmp);
-  std::printf("# shallow_water: %lldx%lld interior, %d steps, float32; tessel on %d threads\n",
-              static_cast<long long>(args.nx), static_cast<long long>(args.ny), args.steps,
-              tessel::cpu::num_threads());
-
-  sw::ShallowWater model({.nx = args.nx, .ny = args.ny, .dtype = tessel::f32});
-  auto make_step = [&model] {
-    return tessel::jit([&model](const sw::State& s, bool first) { return model.step(s, first); },
-                       {.static_argnums = {1}, .name = "shallow_water_step"});
-  };
-  bool ok = true;
-  namespace tc = tessel::compiler;
-  if (!tc::codegen_enabled())
-    std::printf("# codegen: off (TESSEL_DISABLE_CODEGEN=1 or no C++ compiler); codegen.* not measured\n");
-  const auto step = tc::codegen_enabled() ? measure_codegen(make_step, model, tmp / "kernel_cache", ok) : make_step();
-
-  std::vector<float> h_tessel;
-  const double tessel_ms = time_steps(step, model, args.steps, h_tessel);
-  tb::report("shallow_water.tessel_ms_per_step", tessel_ms, "ms");
-  if (tc::codegen_enabled()) {
+/// Runs case `c`: tessel's step (`step`, jitted over `model`), the hand-written baseline and,
+/// if c.numpy, the NumPy port, each for c.steps steps; prints the case's lines and checks
+/// that the final height fields agree (`ok` becomes false if not, or if the hand-written
+/// baseline does not run).
+template <class Step>
+void run_case(const Case& c, const sw::ShallowWater& model, const Step& step, const fs::path& tmp, bool& ok) {
+  const std::string grid_args = " --nx " + std::to_string(c.nx) + " --ny " + std::to_string(c.ny) + " --steps " +
+                                std::to_string(c.steps) + " --dtype " + dtype_arg(c.dtype);
+  auto line = [&](const std::string& name) { return "shallow_water." + name + c.suffix; };
+  std::printf("# case%s: %lldx%lld interior, %d steps, %s\n", c.suffix.c_str(), static_cast<long long>(c.nx),
+              static_cast<long long>(c.ny), c.steps, dtype_arg(c.dtype));
+  std::vector<double> h_tessel;
+  const double tessel_ms = time_tessel(step, model, c.steps, h_tessel);
+  tb::report(line("tessel_ms_per_step"), tessel_ms, "ms");
+  if (c.unstreamed && tessel::compiler::codegen_enabled()) {
     // The same steps with streaming across loop nests off (read when a program compiles):
     // what streaming gains, in this run. The fields must agree bit for bit.
     setenv("TESSEL_FUSION_STREAM", "0", 1);
-    const auto unstreamed_step = make_step();
-    std::vector<float> h_unstreamed;
-    const double unstreamed_ms = time_steps(unstreamed_step, model, args.steps, h_unstreamed);
+    const auto unstreamed_step = make_step(model);
+    std::vector<double> h_unstreamed;
+    const double unstreamed_ms = time_tessel(unstreamed_step, model, c.steps, h_unstreamed);
     unsetenv("TESSEL_FUSION_STREAM");
-    tb::report("shallow_water.unstreamed_ms_per_step", unstreamed_ms, "ms");
-    tb::report("shallow_water.streaming_speedup", unstreamed_ms / tessel_ms, "x");
+    tb::report(line("unstreamed_ms_per_step"), unstreamed_ms, "ms");
+    tb::report(line("streaming_speedup"), unstreamed_ms / tessel_ms, "x");
     if (h_unstreamed != h_tessel) {
       std::fprintf(stderr, "bench_shallow_water: the streamed step's height field differs from the unstreamed one's\n");
       ok = false;
     }
   }
 
-  const double tolerance = tolerance_m(args.steps);
-  auto compare = [&](const char* name, const fs::path& file) {
-    const auto h = read_npy_f32(file, cells);
+  const double tolerance = tolerance_m(c.dtype, c.steps);
+  tb::report(line("tolerance"), tolerance, "m");
+  auto compare = [&](const std::string& name, const fs::path& file) {
+    const auto h = read_npy(file, h_tessel.size());
     if (!h) {
-      std::fprintf(stderr, "bench_shallow_water: cannot read the %s result %s\n", name, file.c_str());
+      std::fprintf(stderr, "bench_shallow_water: cannot read the %s result %s\n", name.c_str(), file.c_str());
       ok = false;
       return;
     }
     const double diff = max_abs_diff(h_tessel, *h);
-    tb::report(std::string("shallow_water.max_abs_diff_vs_") + name, diff, "m");
+    tb::report(line("max_abs_diff_vs_" + name), diff, "m");
     if (!(diff <= tolerance)) {
-      std::fprintf(stderr, "bench_shallow_water: the final height fields of tessel and %s differ by %g m (tolerance %g m)\n",
-                   name, diff, tolerance);
+      std::fprintf(stderr,
+                   "bench_shallow_water: case%s: the final height fields of tessel and %s differ by %g m "
+                   "(tolerance %g m)\n",
+                   c.suffix.c_str(), name.c_str(), diff, tolerance);
       ok = false;
     }
   };
-  tb::report("shallow_water.tolerance", tolerance, "m");
 
-  // The hand-written C++ baseline (OpenMP over all cores), as a subprocess. Idle OpenMP
-  // threads sleep instead of spinning: as fast on a quiet machine, and on a busy one a
-  // spinning thread steals the core its partner needs (3x slower on 2 shared cores).
-  const fs::path h_ref = tmp / "h_handwritten.npy";
-  const std::string ref_cmd = "OMP_WAIT_POLICY=passive " + tb::shell_quote(TESSEL_SHALLOW_WATER_REF) + grid_args;
+  // The hand-written one-pass C++ baseline (OpenMP over all cores), as a subprocess.
+  const fs::path h_ref = tmp / ("h_handwritten" + c.suffix + ".npy");
+  const std::string ref_cmd = tb::shell_quote(TESSEL_SHALLOW_WATER_REF) + grid_args;
   std::printf("# handwritten: %s\n", ref_cmd.c_str());
   std::fflush(stdout);
   auto ref = tb::run_baseline(ref_cmd + " --out " + tb::shell_quote(h_ref.string()));
   if (ref.count("ms_per_step")) {
-    tb::report("shallow_water.handwritten_ms_per_step", ref["ms_per_step"], "ms");
-    tb::report("shallow_water.handwritten_threads", ref["threads"], "");
-    tb::report("shallow_water.slowdown_vs_handwritten", tessel_ms / ref["ms_per_step"], "x");
+    tb::report(line("handwritten_ms_per_step"), ref["ms_per_step"], "ms");
+    tb::report(line("handwritten_threads"), ref["threads"], "");
+    // The step's memory traffic (each field read and written once) per second, beside what
+    // the same threads reach sweeping the same fields in place with no arithmetic.
+    tb::report(line("handwritten_gbytes_per_s"), ref["gbytes_per_s"], "GB/s");
+    tb::report(line("handwritten_stream_gbytes_per_s"), ref["stream_gbytes_per_s"], "GB/s");
+    tb::report(line("slowdown_vs_handwritten"), tessel_ms / ref["ms_per_step"], "x");
     compare("handwritten", h_ref);
   } else {
     std::fprintf(stderr, "bench_shallow_water: the hand-written baseline %s did not run\n", TESSEL_SHALLOW_WATER_REF);
     ok = false;
   }
+  if (!c.numpy) return;
 
   // NumPy, with the malloc settings that give it its best chance (see the script).
-  const fs::path h_numpy = tmp / "h_numpy.npy";
-  std::printf("# numpy: %s /usr/bin/python3 bench/baselines/shallow_water_numpy.py%s --dtype float32\n",
-              tb::kNumpyMallocEnv, grid_args.c_str());
+  const fs::path h_numpy = tmp / ("h_numpy" + c.suffix + ".npy");
+  std::printf("# numpy: %s /usr/bin/python3 bench/baselines/shallow_water_numpy.py%s\n", tb::kNumpyMallocEnv,
+              grid_args.c_str());
   std::fflush(stdout);
   auto np = tb::run_python_baseline(tb::shell_quote(std::string(TESSEL_SOURCE_DIR) + "/bench/baselines/shallow_water_numpy.py") +
-                                        grid_args + " --dtype float32 --out " + tb::shell_quote(h_numpy.string()),
+                                        grid_args + " --out " + tb::shell_quote(h_numpy.string()),
                                     tb::kNumpyMallocEnv);
   if (np.count("ms_per_step")) {
-    tb::report("shallow_water.numpy_ms_per_step", np["ms_per_step"], "ms");
-    tb::report("shallow_water.speedup_vs_numpy", np["ms_per_step"] / tessel_ms, "x");
+    tb::report(line("numpy_ms_per_step"), np["ms_per_step"], "ms");
+    tb::report(line("speedup_vs_numpy"), np["ms_per_step"] / tessel_ms, "x");
     compare("numpy", h_numpy);
   } else {
     std::printf("# numpy: not available (needs /usr/bin/python3 with NumPy); skipped\n");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  const fs::path tmp = fs::temp_directory_path() / ("tessel_bench_shallow_water_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  std::printf("# shallow_water: %lldx%lld interior, %d steps, float32; tessel on %d threads\n",
+              static_cast<long long>(args.nx), static_cast<long long>(args.ny), args.steps,
+              tessel::cpu::num_threads());
+  bool ok = true;
+
+  // The main case, with the cost of compiling its step.
+  {
+    const sw::ShallowWater model({.nx = args.nx, .ny = args.ny, .dtype = tessel::f32});
+    namespace tc = tessel::compiler;
+    if (!tc::codegen_enabled())
+      std::printf("# codegen: off (TESSEL_DISABLE_CODEGEN=1 or no C++ compiler); codegen.* not measured\n");
+    const auto step = tc::codegen_enabled()
+                          ? measure_codegen([&model] { return make_step(model); }, model, tmp / "kernel_cache", ok)
+                          : make_step(model);
+    run_case({args.nx, args.ny, tessel::f32, args.steps, "", true, true}, model, step, tmp, ok);
+  }
+  // float64 on the same grid (half the steps: NumPy's float64 step is the slowest part of
+  // the run), and the demo's 360x180 in float32, where per-step overheads weigh most (more
+  // steps, for a stable time).
+  const Case f64{args.nx, args.ny, tessel::f64, std::max(1, args.steps / 2), "_f64", true, false};
+  const Case small{360, 180, tessel::f32, 10 * args.steps, "_small", false, false};
+  for (const Case& c : {f64, small}) {
+    const sw::ShallowWater model({.nx = c.nx, .ny = c.ny, .dtype = c.dtype});
+    run_case(c, model, make_step(model), tmp, ok);
   }
 
   std::error_code ec;
