@@ -190,6 +190,7 @@ class BodyEmitter {
   struct Case {
     Test test;
     std::function<std::string()> value;  // emitted only where the test holds
+    std::vector<ir::RangeTest> when;     // the range tests of `test`
   };
 
   /// The value of the first case whose test holds (the last case is the default).
@@ -208,20 +209,26 @@ class BodyEmitter {
   }
 
   void emit_chain(const std::string& name, std::vector<Case>& cases, size_t i) {
-    auto branch = [&](size_t k) {
+    // A branch's statements (in a scope of their own) run where its `if` holds: on the box
+    // narrowed by its tests. The last branch (the default) runs where the others fail.
+    auto branch = [&](size_t k, bool tested) {
       indent_ += 2;
       scopes_.emplace_back();
+      const std::vector<int64_t> lo = lo_, hi = hi_;
+      if (tested) narrow_box(cases[k].when);
       std::string v = cases[k].value();
+      lo_ = lo;
+      hi_ = hi;
       line(name + " = " + v + ";");
       scopes_.pop_back();
       indent_ -= 2;
     };
     if (i + 1 == cases.size()) {
-      branch(i);
+      branch(i, false);
       return;
     }
     line("if (" + cases[i].test.text + ") {");
-    branch(i);
+    branch(i, true);
     line("} else {");
     indent_ += 2;
     emit_chain(name, cases, i + 1);
@@ -301,15 +308,30 @@ class BodyEmitter {
           rows = {std::max(rows.first, a), std::min(rows.second, b)};
         }
       }
+      std::vector<ir::RangeTest> when = c.when;
       cases.push_back({all_of(tests), [this, &e, c = std::move(c), m, type, rows] {
                          const auto outer = row_guard_;
                          row_guard_ = rows;
                          std::string v = case_value(e, c, m, type);
                          row_guard_ = outer;
                          return v;
-                       }});
+                       },
+                       std::move(when)});
     }
     return select(type, std::move(cases));
+  }
+
+  /// Narrows the box to where every test of `when` holds: the statements of a case run only
+  /// there, so tests nested in them that the narrowed box decides (a pad inside a slice of a
+  /// concatenate testing the same rows again) are resolved when generating, not per point.
+  void narrow_box(const std::vector<ir::RangeTest>& when) {
+    for (const ir::RangeTest& t : when) {
+      if (t.index.constant()) continue;
+      const size_t v = size_t(t.index.var);
+      const auto [a, b] = var_interval(t.index, t.lo, t.hi);
+      lo_[v] = std::max(lo_[v], a);
+      hi_[v] = std::max(lo_[v], std::min(hi_[v], b));
+    }
   }
 
   /// The value of one case of an index map at the output index `m`.

@@ -10,13 +10,18 @@
 // a block's edges are computed by both neighbouring threads (recomputation instead of
 // waiting for the neighbour): both run the same generated code on the same rows of the
 // same inputs, and the generated kernels choose their interior or edge body by the row
-// index, so they write the same bytes. The intermediates stay full-size buffers: every
-// output of the chain is an output of its equation, so the executable's buffer plan never
-// gives one the memory of an input the chain still reads (inputs and outputs of one step
-// never share memory, and `fused_chain` declares no in-place rule).
+// index, so they write the same bytes. An intermediate that something after the chain still
+// reads (or the program returns) is an output of the chain's equation, a full-size buffer:
+// the executable's buffer plan never gives it the memory of an input the chain still reads
+// (inputs and outputs of one step never share memory, and `fused_chain` declares no
+// in-place rule). An intermediate only later loop nests of the chain read is no buffer of
+// the program: each thread keeps its rows in a small window of its own (Window), the rows
+// its readers have yet to read, so it stays in cache and never reaches memory.
 #include "compiler/streaming.h"
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -42,7 +47,7 @@ struct Read {
 struct Member {
   std::shared_ptr<const ir::ParamObject> kernel;  // its FusedKernel (keeps the library loaded)
   KernelFnPtr fn = nullptr;
-  std::vector<size_t> bufs;  // its inputs then outputs, as positions in the chain's inputs then outputs
+  std::vector<size_t> bufs;  // its inputs then outputs, as positions in the chain's inputs, outputs, then windows
   int64_t rows = 0;          // of its domain
   int64_t points = 0;        // of its domain
   int64_t below = 0;         // rows it computes below a thread's block
@@ -51,11 +56,60 @@ struct Member {
   std::vector<Read> reads;   // of earlier members' outputs
 };
 
+/// An intermediate of a chain that only later loop nests of the chain read (no buffer of the
+/// program): the loop nest writing it and the bytes of one of its rows.
+struct WindowSpec {
+  size_t producer = 0;
+  int64_t row_bytes = 0;
+};
+
+/// The rows [base, base + rows) of an intermediate a thread keeps while its chain runs: the
+/// rows computed that a reader has yet to read, and room for the next band's. Its loop
+/// nests get a pointer that places row r of the full array at `data + (r - base) *
+/// row_bytes`, so the generated code indexes it as the full-size buffer; they touch only
+/// rows inside the window (codegen.h's row_offsets bound every read).
+class Window {
+ public:
+  explicit Window(int64_t row_bytes) : row_bytes_(row_bytes) {}
+  /// Makes room for rows [keep, end) with rows [keep, done) kept (computed, still to be
+  /// read); rows before `keep` are dropped. The window holds twice the rows first asked
+  /// for, so the kept rows move back to its start only every few bands.
+  void reserve(int64_t keep, int64_t done, int64_t end) {
+    if (!data_) base_ = keep;
+    keep = std::clamp(keep, base_, std::max(base_, done));
+    if (end - base_ <= rows_) return;
+    const int64_t kept = std::max<int64_t>(0, done - keep);
+    if (end - keep > rows_) {  // grow (the first band of a block; later ones fit)
+      rows_ = std::max(2 * (end - keep), 2 * rows_);
+      auto bigger = std::unique_ptr<std::byte[]>(new std::byte[size_t(rows_ * row_bytes_)]);  // uninitialized
+      if (kept > 0) std::memcpy(bigger.get(), at(keep), size_t(kept * row_bytes_));
+      data_ = std::move(bigger);
+    } else if (kept > 0) {
+      std::memmove(data_.get(), at(keep), size_t(kept * row_bytes_));
+    }
+    base_ = keep;
+  }
+  /// The pointer the generated code indexes as the full array (row r at its offset r).
+  void* origin() { return data_.get() - base_ * row_bytes_; }
+
+ private:
+  std::byte* at(int64_t row) { return data_.get() + (row - base_) * row_bytes_; }
+  int64_t row_bytes_;
+  int64_t base_ = 0;  // the row at data_[0]
+  int64_t rows_ = 0;  // rows data_ holds
+  std::unique_ptr<std::byte[]> data_;
+};
+
 /// The `schedule` parameter of a `fused_chain` equation: its loop nests and band size.
 class ChainSchedule final : public ir::ParamObject {
  public:
-  ChainSchedule(std::vector<Member> members, int64_t rows, int64_t band_rows, int64_t block_rows)
-      : members_(std::move(members)), rows_(rows), band_rows_(band_rows), block_rows_(block_rows) {}
+  ChainSchedule(std::vector<Member> members, std::vector<WindowSpec> windows, int64_t rows, int64_t band_rows,
+                int64_t block_rows)
+      : members_(std::move(members)),
+        windows_(std::move(windows)),
+        rows_(rows),
+        band_rows_(band_rows),
+        block_rows_(block_rows) {}
   size_t hash() const override {
     size_t h = std::hash<int64_t>()(band_rows_);
     for (const Member& m : members_) h = h * 31 + std::hash<const void*>()(reinterpret_cast<const void*>(m.fn));
@@ -63,7 +117,8 @@ class ChainSchedule final : public ir::ParamObject {
   }
   bool equals(const ir::ParamObject& o) const override {
     auto* s = dynamic_cast<const ChainSchedule*>(&o);
-    if (!s || s->band_rows_ != band_rows_ || s->block_rows_ != block_rows_ || s->members_.size() != members_.size())
+    if (!s || s->band_rows_ != band_rows_ || s->block_rows_ != block_rows_ || s->members_.size() != members_.size() ||
+        s->windows_.size() != windows_.size())
       return false;
     for (size_t k = 0; k < members_.size(); ++k)
       if (s->members_[k].fn != members_[k].fn || s->members_[k].bufs != members_[k].bufs) return false;
@@ -73,7 +128,7 @@ class ChainSchedule final : public ir::ParamObject {
     std::string s = std::to_string(members_.size()) + " loop nests over " + std::to_string(rows_) +
                     " rows in bands of " + std::to_string(band_rows_) + ", rows recomputed below/above a block:";
     for (const Member& m : members_) s += " " + std::to_string(m.below) + "/" + std::to_string(m.above);
-    return s;
+    return s + ", " + std::to_string(windows_.size()) + " intermediates in windows of rows";
   }
   void write(ir::Writer&) const override {
     throw ValueError("a streamed chain of compiled kernels is machine code loaded in this process; serialize the "
@@ -89,7 +144,7 @@ class ChainSchedule final : public ir::ParamObject {
     std::vector<std::vector<void*>> bufs(members_.size());
     int64_t points = 0, halo = 0;
     for (size_t k = 0; k < members_.size(); ++k) {
-      for (size_t b : members_[k].bufs) bufs[k].push_back(all[b]);
+      for (size_t b : members_[k].bufs) bufs[k].push_back(b < all.size() ? all[b] : nullptr);  // windows: per thread
       points += members_[k].points;
       halo = std::max(halo, members_[k].below + members_[k].above);
     }
@@ -98,17 +153,23 @@ class ChainSchedule final : public ir::ParamObject {
     int64_t blocks = std::min<int64_t>(cpu::num_threads(), points / 16384);
     blocks = std::max<int64_t>(1, std::min(blocks, rows_ / std::max<int64_t>(1, 4 * halo)));
     if (block_rows_ > 0) blocks = (rows_ + block_rows_ - 1) / block_rows_;
-    cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) { run_rows(bufs, k0 * rows_ / blocks, k1 * rows_ / blocks); });
+    const size_t outside = all.size();
+    cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) {
+      run_rows(bufs, outside, k0 * rows_ / blocks, k1 * rows_ / blocks);
+    });
   }
 
  private:
   /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows), widened to its
   /// alignment), band by band. The rows a loop nest needs are computed from the last loop
   /// nest back: its own rows of the block (or band), those its readers need, widened to
-  /// its alignment.
-  void run_rows(const std::vector<std::vector<void*>>& bufs, int64_t b0, int64_t b1) const {
+  /// its alignment. `outside`: the chain's inputs and outputs (positions from there on in a
+  /// member's bufs are windows, this call's own).
+  void run_rows(std::vector<std::vector<void*>> bufs, size_t outside, int64_t b0, int64_t b1) const {
     if (b0 >= b1) return;
     const size_t n = members_.size();
+    std::vector<Window> windows;
+    for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
     std::vector<int64_t> done(n, b0), hi(n);
     for (size_t k = n; k-- > 0;) {
       const Member& m = members_[k];
@@ -125,13 +186,31 @@ class ChainSchedule final : public ir::ParamObject {
       }
       for (size_t k = 0; k < n; ++k) {
         if (hi[k] <= done[k]) continue;
+        for (size_t w = 0; w < windows_.size(); ++w) {
+          if (windows_[w].producer != k) continue;
+          // Rows a reader has yet to read start at its next row plus its least offset.
+          int64_t keep = done[k];
+          for (size_t c = k + 1; c < n; ++c)
+            for (const Read& r : members_[c].reads)
+              if (r.producer == k && reads_window(c, w, outside)) keep = std::min(keep, std::max<int64_t>(0, done[c] + r.min));
+          windows[w].reserve(keep, done[k], hi[k]);
+          for (size_t c = k; c < n; ++c)
+            for (size_t b = 0; b < members_[c].bufs.size(); ++b)
+              if (members_[c].bufs[b] == outside + w) bufs[c][b] = windows[w].origin();
+        }
         members_[k].fn(bufs[k].data(), done[k], hi[k]);
         done[k] = hi[k];
       }
     }
   }
 
+  /// Whether member `c` reads window `w`.
+  bool reads_window(size_t c, size_t w, size_t outside) const {
+    return std::find(members_[c].bufs.begin(), members_[c].bufs.end(), outside + w) != members_[c].bufs.end();
+  }
+
   std::vector<Member> members_;
+  std::vector<WindowSpec> windows_;
   int64_t rows_;
   int64_t band_rows_;
   int64_t block_rows_;  // 0: one block per thread
@@ -254,39 +333,62 @@ int64_t row_bytes(const Aval& a) {
   return int64_t(a.nbytes()) / a.shape[0];
 }
 
-/// The `fused_chain` equation running the chain's members of `p`.
-ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t band_bytes, int64_t block_rows) {
+/// The `fused_chain` equation running the chain's members of `p`. A value the members compute
+/// is an output of the chain when `p` returns it (`returned`) or an equation of `p` other
+/// than the members reads it (`readers`: the equations reading each value); the others
+/// live in windows of rows (Window).
+ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t band_bytes, int64_t block_rows,
+                            const std::unordered_map<const ir::VarNode*, std::vector<size_t>>& readers,
+                            const std::unordered_set<const ir::VarNode*>& returned) {
   auto g = std::make_shared<ir::Program>();
   g->name = p.name + "_chain";
-  std::unordered_map<const ir::VarNode*, size_t> output_pos;
-  for (size_t i : chain.members())
-    for (const ir::Var& v : p.eqns[i].outputs) {
-      output_pos[v.get()] = g->outvars.size();
-      g->outvars.push_back(ir::Atom(v));
+  const std::unordered_set<size_t> in_chain(chain.members().begin(), chain.members().end());
+  auto read_outside = [&](const ir::VarNode* v) {
+    if (returned.count(v)) return true;
+    auto it = readers.find(v);
+    if (it == readers.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(), [&](size_t i) { return !in_chain.count(i); });
+  };
+  std::unordered_map<const ir::VarNode*, size_t> output_pos, window_pos;
+  std::vector<WindowSpec> windows;
+  for (size_t k = 0; k < chain.size(); ++k)
+    for (const ir::Var& v : p.eqns[chain.members()[k]].outputs) {
+      if (read_outside(v.get()) || row_bytes(v->aval) == 0) {
+        output_pos[v.get()] = g->outvars.size();
+        g->outvars.push_back(ir::Atom(v));
+      } else {
+        window_pos[v.get()] = windows.size();
+        windows.push_back({k, row_bytes(v->aval)});
+      }
     }
   std::unordered_map<const ir::VarNode*, size_t> input_pos;
   for (size_t i : chain.members())
     for (const ir::Atom& a : p.eqns[i].inputs) {
       const ir::VarNode* v = a.var().get();
-      if (output_pos.count(v) || input_pos.count(v)) continue;
+      if (output_pos.count(v) || window_pos.count(v) || input_pos.count(v)) continue;
       input_pos[v] = g->invars.size();
       g->invars.push_back(a.var());
     }
+  // Position of a value among the chain's inputs, outputs, then windows.
+  const size_t outside = g->invars.size() + g->outvars.size();
+  auto position = [&](const ir::VarNode* v) {
+    if (auto w = window_pos.find(v); w != window_pos.end()) return outside + w->second;
+    if (auto o = output_pos.find(v); o != output_pos.end()) return g->invars.size() + o->second;
+    return input_pos.at(v);
+  };
   std::vector<Member> members;
   int64_t bytes_per_row = 0;
   for (const ir::Var& v : g->invars) bytes_per_row += row_bytes(v->aval);
   for (const ir::Atom& a : g->outvars) bytes_per_row += row_bytes(a.aval());
+  for (const WindowSpec& w : windows) bytes_per_row += w.row_bytes;
   for (size_t k = 0; k < chain.size(); ++k) {
     const ir::Equation& e = p.eqns[chain.members()[k]];
     g->eqns.push_back(e);
     Member m;
     m.kernel = e.params.get<std::shared_ptr<const ir::ParamObject>>("kernel");
     m.fn = kernel_of(e).fn();
-    for (const ir::Atom& a : e.inputs) {
-      auto out = output_pos.find(a.var().get());
-      m.bufs.push_back(out != output_pos.end() ? g->invars.size() + out->second : input_pos.at(a.var().get()));
-    }
-    for (const ir::Var& v : e.outputs) m.bufs.push_back(g->invars.size() + output_pos.at(v.get()));
+    for (const ir::Atom& a : e.inputs) m.bufs.push_back(position(a.var().get()));
+    for (const ir::Var& v : e.outputs) m.bufs.push_back(position(v.get()));
     m.rows = kernel_of(e).shape().domain[0];
     m.points = 1;
     for (int64_t d : kernel_of(e).shape().domain) m.points *= d;
@@ -297,8 +399,10 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
     members.push_back(std::move(m));
   }
   const int64_t band_rows = std::max<int64_t>(1, band_bytes / std::max<int64_t>(1, bytes_per_row));
-  auto schedule = std::make_shared<const ChainSchedule>(std::move(members), chain.rows(), band_rows, block_rows);
-  TESSEL_DEBUG_LOG("streaming '" + p.name + "': " + schedule->to_string());
+  auto schedule = std::make_shared<const ChainSchedule>(std::move(members), std::move(windows), chain.rows(), band_rows,
+                                                        block_rows);
+  TESSEL_DEBUG_LOG("streaming '" + p.name + "': " + schedule->to_string() + "; " + std::to_string(g->invars.size()) +
+                   " inputs, " + std::to_string(g->outvars.size()) + " outputs");
   ir::Equation e{&fused_chain_p, {}, {}, ir::Params{{"program", ir::ProgramRef(g)},
                                                    {"schedule", std::shared_ptr<const ir::ParamObject>(schedule)}}};
   for (const ir::Var& v : g->invars) e.inputs.push_back(ir::Atom(v));
@@ -310,6 +414,13 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
 
 ir::Program stream_chains(const ir::Program& p, int64_t band_bytes, int64_t block_rows) {
   ir::Program out = without_equations(p);
+  std::unordered_map<const ir::VarNode*, std::vector<size_t>> readers;
+  for (size_t i = 0; i < p.eqns.size(); ++i)
+    for (const ir::Atom& a : p.eqns[i].inputs)
+      if (!a.is_literal()) readers[a.var().get()].push_back(i);
+  std::unordered_set<const ir::VarNode*> returned;
+  for (const ir::Atom& a : p.outvars)
+    if (!a.is_literal()) returned.insert(a.var().get());
   Chain chain(p);
   std::vector<size_t> moved;  // equations between members that read no member's output
   size_t chains = 0;
@@ -319,7 +430,7 @@ ir::Program stream_chains(const ir::Program& p, int64_t band_bytes, int64_t bloc
     if (chain.size() >= 2) {
       for (size_t i : moved)
         if (i < last) out.eqns.push_back(p.eqns[i]);
-      out.eqns.push_back(chain_equation(p, chain, band_bytes, block_rows));
+      out.eqns.push_back(chain_equation(p, chain, band_bytes, block_rows, readers, returned));
       ++chains;
     } else {
       for (size_t i : chain.members()) out.eqns.push_back(p.eqns[i]);

@@ -116,6 +116,7 @@ struct RandomChain {
   ts::DType dtype;
   uint32_t seed;
   int stages;
+  bool return_all = true;  ///< else only the last stage (and the row reduction)
 
   std::vector<ts::Array> operator()(std::span<const ts::Array> in) const {
     std::mt19937 rng(seed);
@@ -167,6 +168,7 @@ struct RandomChain {
       done.push_back(r);
       outs.push_back(r);
     }
+    if (!return_all) outs = {done.back()};
     if (flt) outs.push_back(ts::sum(done.back() * done.back(), {1}));  // a row reduction ends the chain
     return outs;
   }
@@ -196,6 +198,49 @@ TEST_P(StreamingRandomChains, EqualTheLoopNestsRunOneAfterTheOther) {
       for (int64_t block : {int64_t(0), int64_t(1), int64_t(3), int64_t(16)}) {
         const ts::ir::Program streamed = ts::compiler::fuse(p, options(true, band, block));
         EXPECT_GE(chained_nests(streamed), 2u) << ts::ir::print_program(streamed);
+        const std::string what = "seed " + std::to_string(seed) + ", band " + std::to_string(band) + " bytes, blocks of " +
+                                 std::to_string(block) + " rows";
+        expect_bitwise(run(streamed, args), want, what);
+      }
+  }
+}
+
+/// Outputs of the loop nests in the chains of `p` that are no outputs of their chain (values
+/// only later loop nests of the chain read: windows of rows, not buffers of the program).
+size_t windowed_values(const ts::ir::Program& p) {
+  size_t n = 0;
+  for (const auto& e : p.eqns) {
+    if (e.prim->name != "fused_chain") continue;
+    size_t computed = 0;
+    for (const auto& m : e.params.get<ts::ir::ProgramRef>("program")->eqns) computed += m.outputs.size();
+    n += computed - e.outputs.size();
+  }
+  return n;
+}
+
+// Only the last stage is returned and every value read at several offsets is stored (a
+// recompute budget of 1): the stages in between are loop nests that only later loop nests
+// of the chain read, kept by each thread in windows of rows. The results are the same bits
+// as the loop nests run one after the other over full-size buffers.
+TEST_P(StreamingRandomChains, IntermediatesInWindowsOfRowsEqualFullBuffers) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const ChainCase c = GetParam();
+  for (uint32_t seed : {3u, 4u}) {
+    const RandomChain chain{c.dtype, seed, 6, /*return_all=*/false};
+    const auto args = inputs(c.dtype, {c.rows, c.cols}, 2, seed);
+    const ts::ir::Program p = lower(chain, args);
+    ts::compiler::FusionOptions plain_options = options(false);
+    plain_options.max_point_cost = 1;
+    const auto want = run(ts::compiler::fuse(p, plain_options), args);
+    expect_close(want, run(p, args), "loop nests against the unfused kernels");
+    for (int64_t band : {int64_t(1), int64_t(3 * 8 * c.cols), int64_t(512 << 10)})
+      for (int64_t block : {int64_t(0), int64_t(1), int64_t(5)}) {
+        ts::compiler::FusionOptions o = options(true, band, block);
+        o.max_point_cost = 1;
+        const ts::ir::Program streamed = ts::compiler::fuse(p, o);
+        if (c.rows > 1) {
+          EXPECT_GE(windowed_values(streamed), 1u) << ts::ir::print_program(streamed);
+        }
         const std::string what = "seed " + std::to_string(seed) + ", band " + std::to_string(band) + " bytes, blocks of " +
                                  std::to_string(block) + " rows";
         expect_bitwise(run(streamed, args), want, what);
