@@ -113,7 +113,9 @@ constexpr std::array<Entry, kVarCount> kTable = {{
     {.var = Var::kFusionMaxPointCost, .name = "TESSEL_FUSION_MAX_POINT_COST", .kind = Kind::kInteger,
      .when = When::kEachCompilation, .min = 0, .default_int = 256,
      .doc = "Work per point (in arithmetic operations; transcendental functions count 16) a loop nest may spend "
-            "recomputing values it reads at several offsets before the costliest one is stored instead."},
+            "recomputing values it reads at several offsets before the costliest one is stored instead (a stored value "
+            "that only later loop nests of a streamed chain read lives in per-thread windows of rows, not in a "
+            "full-size buffer: [performance.md](performance.md#streaming-across-loop-nests))."},
     {.var = Var::kFusionMaxOutputs, .name = "TESSEL_FUSION_MAX_OUTPUTS", .kind = Kind::kInteger,
      .when = When::kEachCompilation, .min = 0, .default_int = 8,
      .doc = "Most outputs one loop nest computes (`0` counts as 1)."},
