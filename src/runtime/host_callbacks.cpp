@@ -251,7 +251,9 @@ size_t max_queue_bytes() {
 }
 
 std::chrono::microseconds receiver_spin() {
-  static const std::chrono::microseconds us{config::get_int(config::kHostCallbackSpinUs)};  // 0 to 1 s
+  // On one core the receiver's polling only delays the device that would push the next
+  // tap (they share the core): it sleeps at once there.
+  static const std::chrono::microseconds us{usable_cores() > 1 ? config::get_int(config::kHostCallbackSpinUs) : 0};
   return us;
 }
 
