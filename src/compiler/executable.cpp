@@ -196,11 +196,12 @@ std::vector<Array> Executable::run(std::span<const Array> args, const RunOptions
     donated[i] = 1;
     const std::shared_ptr<Buffer>& own = c->buffer();
     in_bufs[i] = c->exchange_buffer(Buffer::donated(
-        own->nbytes(), own->device(),
-        "this array (" + c->aval.to_string() + ") was donated to jit '" + p.name + "' (argument " +
-            std::to_string(donated_[i]) + " is in donate_argnums), so its buffer may hold other values now and it "
-            "cannot be used any more. To keep using it, leave the argument out of donate_argnums, or donate a copy "
-            "and keep the original"));
+        own->nbytes(), own->device(), [program = program_, aval = c->aval, argnum = donated_[i]] {
+          return "this array (" + aval.to_string() + ") was donated to jit '" + program->name + "' (argument " +
+                 std::to_string(argnum) + " is in donate_argnums), so its buffer may hold other values now and it "
+                 "cannot be used any more. To keep using it, leave the argument out of donate_argnums, or donate a "
+                 "copy and keep the original";
+        }));
   }
   // Output buffers exist before the computation runs, so handles return at once; their
   // memory is attached by the step that computes them.
