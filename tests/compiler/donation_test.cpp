@@ -222,25 +222,32 @@ TEST(Donation, ArraysOnOtherDevices) {
   EXPECT_THROW(a.to_vector<float>(), ts::ValueError);
 }
 
+namespace {
+
+// A 1-D flux-form step: slices of h and u, and in-place row updates of both.
+Pair flux_step(const Pair& s) {
+  ts::Array h = s.h, u = s.u;
+  ts::Array flux = 0.5f * (h[{ts::Slice(1, ts::none)}] + h[{ts::Slice(0, -1)}]) * u[{ts::Slice(1, ts::none)}];
+  ts::Array h2 = h.at({ts::Slice(1, -1)}).add(-0.1f * (flux[{ts::Slice(1, ts::none)}] - flux[{ts::Slice(0, -1)}]));
+  ts::Array u2 = (u * 0.99f).at({ts::Slice(0, 1)}).set(ts::Array(0.0f));
+  return Pair{h2, u2};
+}
+
+Pair flux_initial_state() {
+  std::vector<float> h(5000), u(5000);
+  for (size_t i = 0; i < h.size(); ++i) {
+    h[i] = 1.0f + 0.1f * std::sin(0.01f * float(i));
+    u[i] = 0.2f * std::cos(0.02f * float(i));
+  }
+  return Pair{ts::Array(h), ts::Array(u)};
+}
+
+}  // namespace
+
 TEST(Donation, LoopWithDonationEqualsLoopWithout) {
-  auto step = [](const Pair& s) {
-    ts::Array h = s.h, u = s.u;
-    ts::Array flux = 0.5f * (h[{ts::Slice(1, ts::none)}] + h[{ts::Slice(0, -1)}]) * u[{ts::Slice(1, ts::none)}];
-    ts::Array h2 = h.at({ts::Slice(1, -1)}).add(-0.1f * (flux[{ts::Slice(1, ts::none)}] - flux[{ts::Slice(0, -1)}]));
-    ts::Array u2 = (u * 0.99f).at({ts::Slice(0, 1)}).set(ts::Array(0.0f));
-    return Pair{h2, u2};
-  };
-  auto plain = ts::jit(step);
-  auto donating = ts::jit(step, {.donate_argnums = {0}});
-  auto init = [] {
-    std::vector<float> h(5000), u(5000);
-    for (size_t i = 0; i < h.size(); ++i) {
-      h[i] = 1.0f + 0.1f * std::sin(0.01f * float(i));
-      u[i] = 0.2f * std::cos(0.02f * float(i));
-    }
-    return Pair{ts::Array(h), ts::Array(u)};
-  };
-  Pair a = init(), b = init();
+  auto plain = ts::jit(flux_step);
+  auto donating = ts::jit(flux_step, {.donate_argnums = {0}});
+  Pair a = flux_initial_state(), b = flux_initial_state();
   for (int i = 0; i < 30; ++i) {
     a = plain(a);
     b = donating(b);
@@ -313,23 +320,11 @@ TEST(Donation, AProgramWithAHostCallbackSteppedWithDonationEqualsOneWithout) {
   auto step = [&](const Pair& s, const ts::Array& k) {
     ts::host::id_tap([&](const ts::Array& n, const ts::host::Transforms&) { steps_seen.push_back(n.item<int>()); },
                      k, {.name = "step"});
-    ts::Array h = s.h, u = s.u;
-    ts::Array flux = 0.5f * (h[{ts::Slice(1, ts::none)}] + h[{ts::Slice(0, -1)}]) * u[{ts::Slice(1, ts::none)}];
-    ts::Array h2 = h.at({ts::Slice(1, -1)}).add(-0.1f * (flux[{ts::Slice(1, ts::none)}] - flux[{ts::Slice(0, -1)}]));
-    ts::Array u2 = (u * 0.99f).at({ts::Slice(0, 1)}).set(ts::Array(0.0f));
-    return Pair{h2, u2};
+    return flux_step(s);
   };
   auto plain = ts::jit(step);
   auto donating = ts::jit(step, {.donate_argnums = {0}});
-  auto init = [] {
-    std::vector<float> h(5000), u(5000);
-    for (size_t i = 0; i < h.size(); ++i) {
-      h[i] = 1.0f + 0.1f * std::sin(0.01f * float(i));
-      u[i] = 0.2f * std::cos(0.02f * float(i));
-    }
-    return Pair{ts::Array(h), ts::Array(u)};
-  };
-  Pair a = init(), b = init();
+  Pair a = flux_initial_state(), b = flux_initial_state();
   const std::string text = donating.lower(b, ts::Array(int32_t(0))).compile().as_text();
   EXPECT_TRUE(contains(text, "written in place into input 0 (program input 0 (donated argument 0))")) << text;
   for (int i = 0; i < 30; ++i) {
