@@ -27,6 +27,16 @@ std::vector<float> iota_values(int n, float scale = 1.0f) {
   return v;
 }
 
+/// y = x.at({Slice(1, 3)}).set(-1) for x = iota_values(4096), computed in x's memory `before`.
+void expect_rows_set_in_place(const ts::Array& y, const void* before) {
+  auto v = y.to_vector<float>();
+  EXPECT_EQ(v[0], 0.0f);
+  EXPECT_EQ(v[1], -1.0f);
+  EXPECT_EQ(v[2], -1.0f);
+  EXPECT_EQ(v[4095], 4095.0f);
+  EXPECT_EQ(data_of(y), before);  // the argument's memory, written in place
+}
+
 /// The message of the tessel::ValueError `f` throws, or "" (a failure) if it throws none.
 template <class F> std::string value_error_of(F&& f) {
   try {
@@ -82,12 +92,7 @@ TEST(Donation, ScatterOnADonatedArgumentWritesInPlace) {
   EXPECT_TRUE(contains(f.lower(x).compile().as_text(), "(scatter): output 0 written in place into input 0"))
       << f.lower(x).compile().as_text();
   ts::Array y = f(x);
-  auto v = y.to_vector<float>();
-  EXPECT_EQ(v[0], 0.0f);
-  EXPECT_EQ(v[1], -1.0f);
-  EXPECT_EQ(v[2], -1.0f);
-  EXPECT_EQ(v[4095], 4095.0f);
-  EXPECT_EQ(data_of(y), before);  // the argument's memory, written in place
+  expect_rows_set_in_place(y, before);
 }
 
 TEST(Donation, ScatterOnANonDonatedArgumentCopies) {
@@ -300,12 +305,7 @@ TEST(Donation, AProgramWithAHostCallbackWritesDonatedArgumentsInPlace) {
       << text;
   const void* before = data_of(x);
   ts::Array y = f(x);
-  auto v = y.to_vector<float>();
-  EXPECT_EQ(v[0], 0.0f);
-  EXPECT_EQ(v[1], -1.0f);
-  EXPECT_EQ(v[2], -1.0f);
-  EXPECT_EQ(v[4095], 4095.0f);
-  EXPECT_EQ(data_of(y), before);  // the argument's memory, written in place
+  expect_rows_set_in_place(y, before);
   EXPECT_THROW(x.to_vector<float>(), ts::ValueError);
   ts::host::barrier_wait();
   EXPECT_EQ(tapped, std::vector<float>{0.0f});
