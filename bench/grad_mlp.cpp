@@ -43,9 +43,14 @@ template <Activation A> ts::Array loss(const Params& p, const ts::Array& x, cons
   return ts::mean(ts::square(mlp<A>(p, x) - y));
 }
 
+struct Timing {
+  double forward = 0, value_and_grad = 0;  // seconds per call
+};
+
 // Times jit(loss) and jit(value_and_grad(loss)); reports them under `prefix`. False when
 // the two disagree on the loss.
-template <Activation A> bool measure(const std::string& prefix, const Params& p, const ts::Array& x, const ts::Array& y) {
+template <Activation A>
+bool measure(const std::string& prefix, const Params& p, const ts::Array& x, const ts::Array& y, Timing& t) {
   auto fwd = ts::jit([](const Params& p, const ts::Array& x, const ts::Array& y) { return loss<A>(p, x, y); });
   auto vg = ts::jit(ts::value_and_grad(loss<A>));
 
@@ -68,7 +73,32 @@ template <Activation A> bool measure(const std::string& prefix, const Params& p,
   tb::report(prefix + "forward_ms", t_fwd * 1e3, "ms");
   tb::report(prefix + "value_and_grad_ms", t_vg * 1e3, "ms");
   tb::report(prefix + "backward_over_forward", t_vg / t_fwd, "x");
+  t = {t_fwd, t_vg};
   return true;
+}
+
+/// The command that runs bench/baselines/jax_grad_mlp.py, or "" without TESSEL_JAX_PYTHON.
+std::string jax_command() {
+  const char* py = std::getenv("TESSEL_JAX_PYTHON");
+  if (!py || !*py) return "";
+  return tb::shell_quote(py) + " " + tb::shell_quote(std::string(TESSEL_SOURCE_DIR) + "/bench/baselines/jax_grad_mlp.py");
+}
+
+/// Keeps the smaller time of each line of two JAX runs.
+void merge_best(std::map<std::string, double>& best, const std::map<std::string, double>& run) {
+  for (const auto& [k, v] : run) best[k] = best.count(k) ? std::min(best[k], v) : v;
+}
+
+/// Prints `<prefix><what>_jax_ms` and `<prefix><what>_vs_jax` (tessel over JAX) when JAX ran.
+void report_vs_jax(const std::map<std::string, double>& jax, const std::string& prefix, const std::string& jax_prefix,
+                   const Timing& t) {
+  for (const auto& [what, mine] : {std::pair{std::string("forward"), t.forward},
+                                   std::pair{std::string("value_and_grad"), t.value_and_grad}}) {
+    auto it = jax.find(jax_prefix + what);
+    if (it == jax.end() || mine <= 0) continue;
+    tb::report(prefix + what + "_jax_ms", it->second * 1e3, "ms");
+    tb::report(prefix + what + "_vs_jax", mine / it->second, "x");
+  }
 }
 
 }  // namespace
@@ -84,7 +114,16 @@ int main() {
   ts::Array x = ts::random::normal(ts::random::fold_in(key, ts::Array(int32_t(100))), {kBatch, kWidth});
   ts::Array y = ts::random::normal(ts::random::fold_in(key, ts::Array(int32_t(101))), {kBatch, kWidth});
 
-  bool ok = measure<Activation::tanh>("grad.mlp_", p, x, y);
-  ok = measure<Activation::relu>("grad.mlp_relu_", p, x, y) && ok;
+  const std::string jax_cmd = jax_command();
+  std::map<std::string, double> jax;
+  if (!jax_cmd.empty()) jax = tb::run_baseline(jax_cmd);
+
+  Timing tanh_t, relu_t;
+  bool ok = measure<Activation::tanh>("grad.mlp_", p, x, y, tanh_t);
+  ok = measure<Activation::relu>("grad.mlp_relu_", p, x, y, relu_t) && ok;
+
+  if (!jax_cmd.empty() && !jax.empty()) merge_best(jax, tb::run_baseline(jax_cmd));
+  report_vs_jax(jax, "grad.mlp_", "", tanh_t);
+  report_vs_jax(jax, "grad.mlp_relu_", "relu_", relu_t);
   return ok ? 0 : 1;
 }

@@ -14,8 +14,16 @@
 // over tessel's: >= 1 means tessel is as fast or faster), linalg.<op>_vs_lapack (the smaller
 // of the two sizes), and with JAX linalg.<op>_<size>_vs_jax and linalg.<op>_vs_jax (JAX's
 // time over tessel's, likewise).
+//
+// OPENBLAS_CORETYPE: where the environment sets it (or OPENBLAS_L2_SIZE), as these machines'
+// does (Haswell, which holds Debian's OpenBLAS 0.3.21 to about half of an AVX-512 CPU's
+// matrix-product peak; JAX's OpenBLAS, scipy's newer build, reads it too), the main lines are
+// measured with it, and the program then runs itself again with both unset (for tessel, its
+// LAPACK baseline and JAX alike) and prints that run's ratios as
+// linalg.<op>[_<size>]_vs_{lapack,jax}_native.
 #include <cblas.h>
 #include <lapacke.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -136,6 +144,22 @@ struct Figures {
 
 }  // namespace
 
+/// With OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE set: this program's ratios measured again
+/// in a copy of itself run without them, printed with the suffix _native (see the top).
+void report_native_ratios() {
+  if (!std::getenv("OPENBLAS_CORETYPE") && !std::getenv("OPENBLAS_L2_SIZE")) return;
+  if (std::getenv("TESSEL_LINALG_BENCH_NATIVE")) return;  // this is the copy
+  const std::string command =
+      "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE TESSEL_LINALG_BENCH_NATIVE=1 /proc/" + std::to_string(getpid()) +
+      "/exe";
+  for (auto& [key, value] : tb::run_baseline(command)) {
+    const auto ends_with = [&](const std::string& suffix) {
+      return key.size() >= suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends_with("_vs_jax") || ends_with("_vs_lapack")) tb::report(key + "_native", value, "x");
+  }
+}
+
 int main() {
   const int threads = ts::cpu::num_threads();
   tb::report("linalg.threads", threads, "threads");
@@ -198,5 +222,6 @@ int main() {
   }
   for (auto& [name, r] : worst_lapack) tb::report("linalg." + name + "_vs_lapack", r, "x");
   for (auto& [name, r] : worst_jax) tb::report("linalg." + name + "_vs_jax", r, "x");
+  report_native_ratios();
   return 0;
 }

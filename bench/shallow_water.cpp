@@ -3,14 +3,18 @@
 // every one using all cores it can, from the same initial state for the same number of
 // steps. Also checks that the three final height fields agree.
 //
+// Also times the same steps with streaming across loop nests off (TESSEL_FUSION_STREAM=0):
+// shallow_water.streaming_speedup, with the two height fields required to agree bit for bit.
+//
 // Also measures what compiling the step costs (codegen.*): both of its programs (first step
 // and Adams-Bashforth) compiled into an empty kernel cache, then loaded from that cache by a
 // new jit object, as a second process would.
 //
 // Usage: bench_shallow_water [--nx 1800] [--ny 900] [--steps 200]
 //        (or positionally: bench_shallow_water [nx ny steps]); the defaults are the issue's.
-// Exits 1 when a final height field differs from tessel's by more than the tolerance, when
-// the hand-written baseline cannot run, or when the warm jit object invoked the compiler.
+// Exits 1 when a final height field differs from tessel's by more than the tolerance (or the
+// unstreamed step's from the streamed one's at all), when the hand-written baseline cannot
+// run, or when the warm jit object invoked the compiler.
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,6 +195,25 @@ auto measure_codegen(const MakeStep& make_step, const sw::ShallowWater& model, c
   return warm;
 }
 
+/// Milliseconds per step of `steps` steps from the initial state, as the baselines run
+/// them, after a throwaway run that compiles both signatures (first step and
+/// Adams-Bashforth); `h` receives the final interior height field.
+template <class Step>
+double time_steps(const Step& step, const sw::ShallowWater& model, int steps, std::vector<float>& h) {
+  step(step(model.initial_state(), true), false).h.block_until_ready();
+  sw::State state = model.initial_state();
+  for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int k = 0; k < steps; ++k) {
+    state = step(state, k == 0);
+    if (k % 10 == 9) state.h.block_until_ready();  // bound run-ahead, as the demo does
+  }
+  for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();
+  const double ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
+  h = sw::interior(state.h).to_vector<float>();
+  return ms;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -215,22 +238,24 @@ int main(int argc, char** argv) {
     std::printf("# codegen: off (TESSEL_DISABLE_CODEGEN=1 or no C++ compiler); codegen.* not measured\n");
   const auto step = tc::codegen_enabled() ? measure_codegen(make_step, model, tmp / "kernel_cache", ok) : make_step();
 
-  // tessel: compile both signatures (first step and Adams-Bashforth) on a throwaway run
-  // (already done when codegen.* was measured), then time `steps` steps from the initial
-  // state, as the baselines do.
-  step(step(model.initial_state(), true), false).h.block_until_ready();
-  sw::State state = model.initial_state();
-  for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int k = 0; k < args.steps; ++k) {
-    state = step(state, k == 0);
-    if (k % 10 == 9) state.h.block_until_ready();  // bound run-ahead, as the demo does
-  }
-  for (const tessel::Array& a : tessel::tree_leaves(state)) a.block_until_ready();
-  const double tessel_ms =
-      1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / args.steps;
-  const std::vector<float> h_tessel = sw::interior(state.h).to_vector<float>();
+  std::vector<float> h_tessel;
+  const double tessel_ms = time_steps(step, model, args.steps, h_tessel);
   tb::report("shallow_water.tessel_ms_per_step", tessel_ms, "ms");
+  if (tc::codegen_enabled()) {
+    // The same steps with streaming across loop nests off (read when a program compiles):
+    // what streaming gains, in this run. The fields must agree bit for bit.
+    setenv("TESSEL_FUSION_STREAM", "0", 1);
+    const auto unstreamed_step = make_step();
+    std::vector<float> h_unstreamed;
+    const double unstreamed_ms = time_steps(unstreamed_step, model, args.steps, h_unstreamed);
+    unsetenv("TESSEL_FUSION_STREAM");
+    tb::report("shallow_water.unstreamed_ms_per_step", unstreamed_ms, "ms");
+    tb::report("shallow_water.streaming_speedup", unstreamed_ms / tessel_ms, "x");
+    if (h_unstreamed != h_tessel) {
+      std::fprintf(stderr, "bench_shallow_water: the streamed step's height field differs from the unstreamed one's\n");
+      ok = false;
+    }
+  }
 
   const double tolerance = tolerance_m(args.steps);
   auto compare = [&](const char* name, const fs::path& file) {

@@ -41,6 +41,12 @@ std::string map_key(const IndexMap& m) {
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
+/// The values [first, second) of the loop variable of `e` (coef != 0) where lo <= e < hi.
+std::pair<int64_t, int64_t> var_interval(const Affine& e, int64_t lo, int64_t hi) {
+  if (e.coef > 0) return {ceil_div(lo - e.off, e.coef), ceil_div(hi - e.off, e.coef)};
+  return {floor_div(e.off - hi, -e.coef) + 1, floor_div(e.off - lo, -e.coef) + 1};
+}
+
 /// The epilogue of a reduction over trailing axes whose primitive has a generated form for
 /// its operand (reduce_sum/max/min of a float dtype); empty otherwise.
 std::optional<ir::ReductionEpilogue> reduction_of(const ir::Equation& e) {
@@ -112,6 +118,7 @@ class BodyEmitter {
   BodyEmitter(const ir::Program& g, std::vector<int64_t> lo, std::vector<int64_t> hi,
               std::vector<std::vector<int64_t>>* cuts, GroupCost* cost = nullptr)
       : g_(g), lo_(std::move(lo)), hi_(std::move(hi)), cuts_(cuts), cost_(cost) {
+    if (!lo_.empty()) row_guard_ = {lo_[0], hi_[0]};
     for (size_t i = 0; i < g.invars.size(); ++i) input_[g.invars[i].get()] = i;
     for (const ir::Equation& e : g.eqns)
       for (const ir::Var& v : e.outputs) producer_[v.get()] = &e;
@@ -169,14 +176,9 @@ class BodyEmitter {
     if (a >= lo && b < hi) return {Truth::kTrue, ""};
     if (b < lo || a >= hi) return {Truth::kFalse, ""};
     if (cuts_) {
-      auto& c = (*cuts_)[v];
-      if (e.coef > 0) {
-        c.push_back(ceil_div(lo - e.off, e.coef));
-        c.push_back(ceil_div(hi - e.off, e.coef));
-      } else {
-        c.push_back(floor_div(e.off - lo, -e.coef) + 1);
-        c.push_back(floor_div(e.off - hi, -e.coef) + 1);
-      }
+      const auto [a_cut, b_cut] = var_interval(e, lo, hi);
+      (*cuts_)[v].push_back(a_cut);
+      (*cuts_)[v].push_back(b_cut);
     }
     const std::string x = affine_text(e);
     std::string t;
@@ -247,6 +249,7 @@ class BodyEmitter {
     if (const std::string* known = memoized(key)) return *known;
     const std::string type = ops::codegen_type(var->aval.dtype);
     if (auto it = input_.find(var); it != input_.end()) {
+      note_row_read(it->second, m, false);
       std::string name = fresh();
       line("const " + type + " " + name + " = in" + std::to_string(it->second) + "[" +
            flat_index(var->aval.shape, m) + "];");
@@ -290,8 +293,21 @@ class BodyEmitter {
       if (c.operand != ir::kIndexValue && (c.operand < 0 || size_t(c.operand) >= e.inputs.size()))
         throw Error("internal: the index map of '" + e.prim->name + "' reads operand " + std::to_string(c.operand));
       std::vector<Test> tests;
-      for (const ir::RangeTest& t : c.when) tests.push_back(in_range(t.index, t.lo, t.hi));
-      cases.push_back({all_of(tests), [this, &e, c = std::move(c), m, type] { return case_value(e, c, m, type); }});
+      std::pair<int64_t, int64_t> rows = row_guard_;  // where the tests may hold, for note_row_read
+      for (const ir::RangeTest& t : c.when) {
+        tests.push_back(in_range(t.index, t.lo, t.hi));
+        if (t.index.var == 0 && t.index.coef != 0) {
+          const auto [a, b] = var_interval(t.index, t.lo, t.hi);
+          rows = {std::max(rows.first, a), std::min(rows.second, b)};
+        }
+      }
+      cases.push_back({all_of(tests), [this, &e, c = std::move(c), m, type, rows] {
+                         const auto outer = row_guard_;
+                         row_guard_ = rows;
+                         std::string v = case_value(e, c, m, type);
+                         row_guard_ = outer;
+                         return v;
+                       }});
     }
     return select(type, std::move(cases));
   }
@@ -318,6 +334,8 @@ class BodyEmitter {
     const ir::Atom& x = e.inputs[size_t(c.operand)];
     const std::string in = input_index(x);
     std::vector<std::string> offsets;
+    IndexMap read = c.at;  // with the literal offsets added, for note_row_read
+    bool run_time_row = false;
     for (const ir::DynamicOffset& o : c.dynamic) {
       if (o.operand < 0) {
         offsets.emplace_back();
@@ -325,9 +343,12 @@ class BodyEmitter {
       }
       const ir::Atom& start = e.inputs[size_t(o.operand)];
       if (start.is_literal()) {
-        offsets.push_back(std::to_string(ops::window_start(start.literal().to<int64_t>(), o.extent, o.window)));
+        const int64_t at = ops::window_start(start.literal().to<int64_t>(), o.extent, o.window);
+        read[offsets.size()].off += at;
+        offsets.push_back(std::to_string(at));
         continue;
       }
+      run_time_row |= offsets.empty();
       // ops::window_start, as generated code.
       const std::string extent = std::to_string(o.extent), max = std::to_string(o.extent - o.window);
       const std::string k = input_index(start), name = "off" + k + "_" + extent + "_" + max;
@@ -335,6 +356,7 @@ class BodyEmitter {
       prologue_[name] = "std::clamp<int64_t>(" + v + " < 0 ? " + v + " + " + extent + " : " + v + ", 0, " + max + ")";
       offsets.push_back(name);
     }
+    note_row_read(input_.at(x.var().get()), read, run_time_row);
     const std::string name = fresh();
     line("const " + type + " " + name + " = in" + in + "[" + flat_index(x.aval().shape, c.at, &offsets) + "];");
     return name;
@@ -344,9 +366,34 @@ class BodyEmitter {
   /// The run-time offsets the emitted statements read: name -> initializer, to declare
   /// before the loops.
   const std::map<std::string, std::string>& prologue() const { return prologue_; }
+  /// Records the first-dimension offset of every input read into `rows` (one entry per
+  /// input, each starting as {true, INT64_MAX, INT64_MIN}).
+  void record_row_reads(std::vector<RowOffsets>* rows) { rows_ = rows; }
 
  private:
+  /// Input `input` read at `m`; `dynamic_row`: its first index has a run-time offset. The
+  /// read happens where i0 lies in row_guard_, so its first index r(i0) (affine in i0, or
+  /// constant) is i0 + c with c between the values of r(i0) - i0 at the guard's ends.
+  void note_row_read(size_t input, const IndexMap& m, bool dynamic_row) {
+    if (!rows_) return;
+    RowOffsets& r = (*rows_)[input];
+    if (dynamic_row || m.empty() || (!m[0].constant() && m[0].var != 0)) {
+      r.rows = false;
+      return;
+    }
+    const auto [lo, hi] = row_guard_;
+    if (lo >= hi) return;  // never read
+    const int64_t slope = m[0].constant() ? -1 : m[0].coef - 1;
+    const int64_t c0 = slope * lo + m[0].off, c1 = slope * (hi - 1) + m[0].off;
+    r.min = std::min({r.min, c0, c1});
+    r.max = std::max({r.max, c0, c1});
+  }
+
   std::map<std::string, std::string> prologue_;
+  std::vector<RowOffsets>* rows_ = nullptr;
+  /// The rows [first, second) of the domain where the statements being emitted run (the
+  /// range tests of the enclosing index-map cases on i0).
+  std::pair<int64_t, int64_t> row_guard_;
 
   const ir::Program& g_;
   std::vector<int64_t> lo_, hi_;
@@ -457,6 +504,20 @@ GroupShape group_shape(const ir::Program& g) {
 
 bool is_fusible_reduction(const ir::Equation& e) { return reduction_of(e).has_value(); }
 
+std::vector<RowOffsets> row_offsets(const ir::Program& g) {
+  // The generic body over the whole domain emits every read that can happen somewhere (the
+  // specialised interior body reads a subset of them).
+  const Shape domain = group_shape(g).domain;
+  std::vector<RowOffsets> rows(g.invars.size(), RowOffsets{true, INT64_MAX, INT64_MIN});
+  BodyEmitter emitter(g, std::vector<int64_t>(domain.size(), 0), std::vector<int64_t>(domain.begin(), domain.end()),
+                      nullptr);
+  emitter.record_row_reads(&rows);
+  emitter.emit(0);
+  for (RowOffsets& r : rows)
+    if (r.rows && r.min > r.max) r.min = r.max = 0;  // never read
+  return rows;
+}
+
 std::string generate_kernel(const ir::Program& g, const std::string& name) {
   const auto [domain, kept] = group_shape(g);
   const size_t rank = domain.size();
@@ -531,6 +592,14 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
     return (vector ? "#pragma GCC ivdep\n" : "") + ind(indent + 2) + "for (int64_t " + il + " = " + from + "; " + il +
            " < " + to + "; ++" + il + ") " + body;
   };
+  if (outer == 0) {
+    // The loop over the rows is the vectorized one: its interior segment starts and ends at
+    // multiples of kRowAlignment, so that calls starting at such multiples group the same
+    // elements into vector lanes however the rows are split between them.
+    const int64_t A = kRowAlignment;
+    lo[last] = (lo[last] + A - 1) / A * A;
+    hi[last] = std::max(lo[last], lo[last] + (hi[last] - lo[last]) / A * A);
+  }
   const std::string L = str(lo[last]), H = str(hi[last]), call = "generic(" + args + ");\n";
   std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", call, false) +
                          loop("std::max<int64_t>(" + a + ", " + L + ")", "std::min<int64_t>(" + b + ", " + H + ")",

@@ -56,6 +56,29 @@ struct GroupCost {
 };
 GroupCost group_cost(const ir::Program& group);
 
+/// How a group reads one of its inputs along the first dimension of its domain: at rows
+/// i0 + c (i0 the domain's first index) for c in [min, max] at every read (`rows`), or
+/// otherwise (another dimension's index, a rank-0 input, an offset known only at run time).
+/// A read at a constant row or at a reversed or strided row counts by the rows i0 where it
+/// happens (the range tests guarding it): an edge pad reads row 0 for i0 in [0, 2), c in
+/// [-1, 0]; a reversal over the whole domain gives a range as wide as the domain. An input
+/// read nowhere counts as rows with c = 0. The streaming pass (streaming.h) runs a
+/// consumer's rows only after the rows of its producers that these offsets reach.
+struct RowOffsets {
+  bool rows = false;
+  int64_t min = 0;
+  int64_t max = 0;
+};
+/// Per input of `group` (in the order of its invars), from the reads its generated kernel
+/// makes (the cases of index maps that can hold somewhere in the domain; range tests that
+/// guard a read keep its offset, since the read happens only where they hold).
+std::vector<RowOffsets> row_offsets(const ir::Program& group);
+
+/// Rows a call of a generated kernel starts at a multiple of when the compiler may vectorize
+/// across rows (fused_kernel.h's row_alignment): a multiple of every vector length and
+/// unrolling. A rank-1 kernel's vectorized interior segment starts and ends at multiples.
+inline constexpr int64_t kRowAlignment = 64;
+
 /// The C++ source of `extern "C" void <name>(void* const* bufs, int64_t r0, int64_t r1)`
 /// computing the group's outputs at the points whose first domain index lies in [r0, r1)
 /// (all of them for a rank-0 domain: [0, 1)). `bufs` holds the group's inputs, then its

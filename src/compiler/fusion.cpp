@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/scalar.h"
 #include "compiler/codegen.h"
+#include "compiler/fused_kernel.h"
 #include "compiler/kernel_cache.h"
+#include "compiler/passes.h"
+#include "compiler/streaming.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "ir/serialize.h"
@@ -17,46 +22,85 @@
 namespace tessel::compiler {
 namespace {
 
-using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
-
-/// The compiled kernel of a `fused` equation (its library stays loaded while it lives).
-class FusedKernel final : public ir::ParamObject {
- public:
-  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
-      : lib_(std::move(lib)),
-        fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
-        name_(std::move(name)),
-        shape_(std::move(shape)) {}
-  size_t hash() const override { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
-  bool equals(const ir::ParamObject& o) const override {
-    auto* k = dynamic_cast<const FusedKernel*>(&o);
-    return k && k->fn_ == fn_;
-  }
-  std::string to_string() const override { return name_; }
-  void write(ir::Writer&) const override {
-    throw ValueError("the compiled kernel " + name_ +
-                     " is machine code loaded in this process; serialize the program before fusion (the "
-                     "receiving process compiles it again)");
-  }
-  KernelFnPtr fn() const { return fn_; }
-  const GroupShape& shape() const { return shape_; }
-
- private:
-  std::shared_ptr<KernelLibrary> lib_;
-  KernelFnPtr fn_;
-  std::string name_;
-  GroupShape shape_;
-};
-
 std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
   const ir::Program& program = *p.get<ir::ProgramRef>("program");
   ops::check_same_types("fused", "operand", ins, program.in_avals(), "the fused program takes these types");
   return program.out_avals();
 }
 
+// Points per block of a fused full reduction (kept == 0) split over the arena.
+constexpr int64_t kFullReductionBlock = int64_t(1) << 16;
+
+/// How partial results of the reduction `e` combine: what its sharding rule says of its
+/// reduced factors (the collective that would combine them across devices), else kNone.
+ir::Combine partial_combine(const ir::Equation& e) {
+  if (!e.prim->sharding_rule) return ir::Combine::kNone;
+  std::vector<Aval> ins, outs;
+  for (const ir::Atom& a : e.inputs) ins.push_back(a.aval());
+  for (const ir::Var& o : e.outputs) outs.push_back(o->aval);
+  for (ir::Combine c : e.prim->sharding_rule(ins, outs, e.params).factors)
+    if (c != ir::Combine::kNone) return c;
+  return ir::Combine::kNone;
+}
+
+/// The partial results of every block (slot b * stride + o holds what the kernel wrote for
+/// block b, a T), combined in block order: sums in double (the generated kernel's
+/// accumulator), max and min with scalar::max/min (NaN propagates).
+template <class T> T combine_partials(ir::Combine how, const std::vector<double>& slots, size_t stride, size_t o) {
+  double sum = 0;
+  T ext{};
+  for (size_t b = 0; b * stride < slots.size(); ++b) {
+    T v;
+    std::memcpy(&v, &slots[b * stride + o], sizeof(T));
+    if (how == ir::Combine::kSum) sum += double(v);
+    else ext = b == 0 ? v : how == ir::Combine::kMax ? scalar::max(ext, v) : scalar::min(ext, v);
+  }
+  return how == ir::Combine::kSum ? T(sum) : ext;
+}
+
+// A fused reduction over every dimension (a loss, a norm): the rows are cut into fixed
+// blocks of about kFullReductionBlock points (by the shape only, so the bits do not depend on
+// the thread count); each block runs the kernel into its own partial results, in parallel,
+// and the partials are combined in block order. A sum then rounds once per block to the
+// output dtype before the double sum of the partials: within a few ulps of the unblocked
+// sum. False (nothing run) when one block holds every row.
+bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, const std::vector<void*>& bufs,
+                                int64_t rows, int64_t row_points, int64_t align) {
+  // Blocks start at multiples of the kernel's row alignment, as every call does.
+  int64_t block_rows = std::max<int64_t>(1, kFullReductionBlock / std::max<int64_t>(1, row_points));
+  block_rows = (block_rows + align - 1) / align * align;
+  const int64_t nb = (rows + block_rows - 1) / block_rows;
+  if (nb < 2) return false;
+  const ir::Program& program = *c.params.get<ir::ProgramRef>("program");
+  const size_t nin = c.ins.size(), nout = c.outs.size();
+  std::vector<ir::Combine> how(nout, ir::Combine::kNone);
+  for (size_t o = 0; o < nout; ++o) {
+    const DType d = c.out_avals[o].dtype;
+    if (program.outvars[o].is_literal() || (d != DType::float32 && d != DType::float64)) return false;
+    for (const ir::Equation& e : program.eqns)
+      if (!e.outputs.empty() && e.outputs[0].get() == program.outvars[o].var().get()) how[o] = partial_combine(e);
+    if (how[o] != ir::Combine::kSum && how[o] != ir::Combine::kMax && how[o] != ir::Combine::kMin) return false;
+  }
+  std::vector<double> slots(size_t(nb) * nout);  // one 8-byte slot per block and output
+  KernelFnPtr fn = k.fn();
+  cpu::parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<void*> local = bufs;
+    for (int64_t b = b0; b < b1; ++b) {
+      for (size_t o = 0; o < nout; ++o) local[nin + o] = &slots[size_t(b) * nout + o];
+      fn(local.data(), b * block_rows, std::min(rows, (b + 1) * block_rows));
+    }
+  });
+  for (size_t o = 0; o < nout; ++o) {
+    if (c.out_avals[o].dtype == DType::float32) *static_cast<float*>(c.outs[o]) = combine_partials<float>(how[o], slots, nout, o);
+    else *static_cast<double*>(c.outs[o]) = combine_partials<double>(how[o], slots, nout, o);
+  }
+  return true;
+}
+
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
-// least ~16K points so each chunk outweighs its scheduling; a reduction over the first
-// dimension runs as one chunk (its outputs are shared by all rows).
+// least ~16K points so each chunk outweighs its scheduling, starting at multiples of
+// row_alignment (so the values do not depend on the number of threads); a reduction over
+// every dimension runs by fixed blocks of rows (run_blocked_full_reduction).
 void fused_kernel(const ir::KernelCall& c) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
@@ -67,10 +111,15 @@ void fused_kernel(const ir::KernelCall& c) {
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
-  const int64_t grain = k.shape().kept == 0 ? std::max<int64_t>(rows, 1)
-                                            : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points));
+  const int64_t align = row_alignment(k.shape()), units = (rows + align - 1) / align;
+  if (k.shape().kept == 0 && !domain.empty() && run_blocked_full_reduction(c, k, bufs, rows, row_points, align)) return;
+  const int64_t grain = k.shape().kept == 0
+                            ? std::max<int64_t>(units, 1)
+                            : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points * align));
   KernelFnPtr fn = k.fn();
-  cpu::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { fn(bufs.data(), r0, r1); });
+  cpu::parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
+    fn(bufs.data(), u0 * align, std::min(rows, u1 * align));
+  });
 }
 
 const ir::Primitive& fused_p = ir::register_primitive({
@@ -328,11 +377,40 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
 
 }  // namespace
 
+FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
+    : lib_(std::move(lib)),
+      fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
+      name_(std::move(name)),
+      shape_(std::move(shape)) {}
+
+size_t FusedKernel::hash() const { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
+
+bool FusedKernel::equals(const ir::ParamObject& o) const {
+  auto* k = dynamic_cast<const FusedKernel*>(&o);
+  return k && k->fn_ == fn_;
+}
+
+void FusedKernel::write(ir::Writer&) const {
+  throw ValueError("the compiled kernel " + name_ +
+                   " is machine code loaded in this process; serialize the program before fusion (the "
+                   "receiving process compiles it again)");
+}
+
+bool is_fused(const ir::Equation& e) { return e.prim == &fused_p; }
+
+int64_t row_alignment(const GroupShape& shape) {
+  int64_t row_points = 1;
+  for (size_t d = 1; d < shape.domain.size(); ++d) row_points *= shape.domain[d];
+  return row_points < kRowAlignment ? kRowAlignment : 1;
+}
+
 FusionOptions fusion_options() {
   FusionOptions o;
   o.min_elements = config::get_int(config::kFusionMinElements);
   o.max_point_cost = config::get_int(config::kFusionMaxPointCost);
   o.max_outputs = std::max<int64_t>(1, config::get_int(config::kFusionMaxOutputs));
+  o.stream = config::get_flag(config::kFusionStream);
+  o.stream_band_bytes = config::get_int(config::kFusionStreamBandBytes);
   return o;
 }
 
@@ -356,12 +434,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
     TESSEL_WARN_LOG(std::string(e.what()) + "\n'" + p.name + "' runs unfused.");
     return p;
   }
-  ir::Program out;
-  out.invars = p.invars;
-  out.constvars = p.constvars;
-  out.consts = p.consts;
-  out.outvars = p.outvars;
-  out.name = p.name;
+  ir::Program out = without_equations(p);
   size_t k = 0;
   for (const Step& st : steps) {
     if (st.roots.empty()) {
@@ -379,7 +452,7 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   }
   TESSEL_DEBUG_LOG("fusion '" + p.name + "': " + std::to_string(p.eqns.size()) + " equations -> " +
                    std::to_string(out.eqns.size()) + " steps, " + std::to_string(k) + " generated kernels");
-  return out;
+  return opt.stream ? stream_chains(out, opt.stream_band_bytes, opt.stream_block_rows) : out;
 }
 
 }  // namespace tessel::compiler

@@ -19,11 +19,20 @@ struct FusionOptions {
   int64_t max_point_cost = 256;
   /// Most outputs one loop nest computes (TESSEL_FUSION_MAX_OUTPUTS, default 8).
   int64_t max_outputs = 8;
+  /// Chains of loop nests over the same rows run band by band (streaming.h;
+  /// TESSEL_FUSION_STREAM, default on).
+  bool stream = true;
+  /// Bytes of one band of a streamed chain (TESSEL_FUSION_STREAM_BAND_BYTES, default 512 KiB).
+  int64_t stream_band_bytes = 512 << 10;
+  /// Rows per block of a streamed chain; 0 (the default): one block per thread. Tests set
+  /// it to run many block edges on a machine of few cores.
+  int64_t stream_block_rows = 0;
 };
 FusionOptions fusion_options();
 
 /// `p` with fusion groups replaced by `fused` equations whose kernels are compiled and
-/// loaded. Returns `p` unchanged when code generation is off (TESSEL_DISABLE_CODEGEN=1, no
+/// loaded, and chains of them that can stream replaced by `fused_chain` equations
+/// (streaming.h) when `options.stream`. Returns `p` unchanged when code generation is off (TESSEL_DISABLE_CODEGEN=1, no
 /// compiler), when nothing fuses, or when compiling fails (with a warning).
 ir::Program fuse(const ir::Program& p, const FusionOptions& options = fusion_options());
 

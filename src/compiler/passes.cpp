@@ -6,6 +6,16 @@
 #include "ir/trace.h"
 
 namespace tessel::compiler {
+ir::Program without_equations(const ir::Program& p) {
+  ir::Program out;
+  out.invars = p.invars;
+  out.constvars = p.constvars;
+  out.consts = p.consts;
+  out.outvars = p.outvars;
+  out.name = p.name;
+  return out;
+}
+
 namespace {
 
 using ir::Atom;
@@ -28,11 +38,8 @@ class Subst {
 };
 
 Program with_header(const Program& p) {
-  Program out;
-  out.invars = p.invars;
-  out.constvars = p.constvars;
-  out.consts = p.consts;
-  out.name = p.name;
+  Program out = without_equations(p);
+  out.outvars.clear();
   return out;
 }
 

@@ -14,6 +14,9 @@ ir::Program eliminate_common_subexpressions(const ir::Program& p);
 /// Drops equations whose outputs are unused, unless they have side effects; drops unused
 /// constants.
 ir::Program eliminate_dead_code(const ir::Program& p);
+/// `p`'s inputs, constants, outputs and name, without its equations (for passes that
+/// rebuild the equations).
+ir::Program without_equations(const ir::Program& p);
 /// All of the above, in that order. Without `fold`, constant folding is skipped: bodies
 /// compiled inside a running kernel must not dispatch work to the (busy) device stream.
 ir::Program simplify(const ir::Program& p, bool fold = true);

@@ -58,10 +58,12 @@ constexpr std::array<Entry, kVarCount> kTable = {{
     {.var = Var::kNumThreads, .name = "TESSEL_NUM_THREADS", .kind = Kind::kInteger,
      .min = 1, .max = 4096, .derived_int = cores, .default_doc = "cores this process may use",
      .doc = "Threads of the one pool (oneTBB arena) that every virtual device splits its kernels over — fused "
-            "loop nests, FFTs and matrix products: OpenBLAS is set to one thread and tessel spreads batch "
+            "loop nests, the unfused kernels (reductions, scans, copies, gathers, scatters, ...), FFTs and "
+            "matrix products: OpenBLAS and oneDNN are set to one thread and tessel spreads batch "
             "elements and blocks of large products over this pool, so OpenBLAS's own `OPENBLAS_NUM_THREADS` "
             "has no effect on tessel's products. (The OpenBLAS count is process-wide: a program that also calls "
-            "OpenBLAS itself and wants its threads calls `openblas_set_num_threads` around those calls.)"},
+            "OpenBLAS itself and wants its threads calls `openblas_set_num_threads` around those calls.) Results "
+            "do not depend on it (docs/performance.md)."},
     // Any integer: a negative one queues even the operations that write nothing.
     {.var = Var::kEagerInlineBytes, .name = "TESSEL_EAGER_INLINE_BYTES", .kind = Kind::kInteger,
      .default_int = 1 << 16,
@@ -115,6 +117,16 @@ constexpr std::array<Entry, kVarCount> kTable = {{
     {.var = Var::kFusionMaxOutputs, .name = "TESSEL_FUSION_MAX_OUTPUTS", .kind = Kind::kInteger,
      .when = When::kEachCompilation, .min = 0, .default_int = 8,
      .doc = "Most outputs one loop nest computes (`0` counts as 1)."},
+    {.var = Var::kFusionStream, .name = "TESSEL_FUSION_STREAM", .kind = Kind::kFlag,
+     .when = When::kEachCompilation, .default_int = 1,
+     .doc = "`0` runs every loop nest over all its rows before the next one starts, instead of streaming "
+            "chains of consecutive loop nests over bands of rows that stay in cache "
+            "([performance.md](performance.md#streaming-across-loop-nests)). Results are the same bit for bit."},
+    {.var = Var::kFusionStreamBandBytes, .name = "TESSEL_FUSION_STREAM_BAND_BYTES", .kind = Kind::kInteger,
+     .when = When::kEachCompilation, .min = 1, .default_int = 512 << 10, .default_doc = "512 KiB",
+     .doc = "Bytes of one band of a streamed chain of loop nests: its rows of every array the chain reads or "
+            "writes. Each thread runs every loop nest of the chain on one band of rows before the next band, "
+            "so a band should fit in a core's L2 cache with room for the rows a consumer lags behind."},
     {.var = Var::kHostCallbackMaxQueueBytes, .name = "TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES", .kind = Kind::kInteger,
      .min = 1, .out_of_range = OutOfRange::kClamp, .default_int = int64_t(256) << 20, .default_doc = "256 MiB",
      .doc = "Most bytes of tapped values one device's host-callback queue holds; a device whose tap would "
@@ -162,7 +174,8 @@ constexpr bool agrees(Key<K> key) {
 }
 static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
                   agrees(kAllocatorCacheBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
-                  agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionMaxOutputs) &&
+                  agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
+                  agrees(kFusionStreamBandBytes) &&
                   agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) &&
                   agrees(kMpiMaxCount) && agrees(kPipelineTrace) && agrees(kLog),
               "config: a key's kind differs from its row's");

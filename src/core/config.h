@@ -28,6 +28,8 @@ enum class Var {
   kFusionMinElements,
   kFusionMaxPointCost,
   kFusionMaxOutputs,
+  kFusionStream,
+  kFusionStreamBandBytes,
   kHostCallbackMaxQueueBytes,
   kHostCallbackSpinUs,
   kControlSpinUs,
@@ -101,6 +103,8 @@ inline constexpr PathKey kCacheDir{Var::kCacheDir};
 inline constexpr IntKey kFusionMinElements{Var::kFusionMinElements};
 inline constexpr IntKey kFusionMaxPointCost{Var::kFusionMaxPointCost};
 inline constexpr IntKey kFusionMaxOutputs{Var::kFusionMaxOutputs};
+inline constexpr FlagKey kFusionStream{Var::kFusionStream};
+inline constexpr IntKey kFusionStreamBandBytes{Var::kFusionStreamBandBytes};
 inline constexpr IntKey kHostCallbackMaxQueueBytes{Var::kHostCallbackMaxQueueBytes};
 inline constexpr IntKey kHostCallbackSpinUs{Var::kHostCallbackSpinUs};
 inline constexpr IntKey kControlSpinUs{Var::kControlSpinUs};

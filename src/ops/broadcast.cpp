@@ -4,6 +4,7 @@
 
 #include "core/shape_check.h"
 #include "ops/rule_util.h"
+#include "ops/strided.h"
 
 namespace tessel::ops {
 namespace {
@@ -29,54 +30,28 @@ std::vector<Aval> broadcast_aval(std::span<const Aval> ins, const Params& p) {
   return {Aval(shape, x.dtype, x.weak_type)};
 }
 
-template <size_t N> struct Bytes {
-  unsigned char b[N];
-};
-
-template <class E> void broadcast_copy(const KernelCall& c) {
+// A strided copy (ops/strided.h, split over the arena for large outputs) whose input stride
+// is 0 along every broadcast dimension.
+void broadcast_kernel(const KernelCall& c) {
   const Shape& out_shape = c.out_avals[0].shape;
   const Shape& in_shape = c.in_avals[0].shape;
   const Axes& dims = c.params.get_ints("broadcast_dimensions");
-  const size_t rank = out_shape.size();
-  const E* in = c.in<E>(0);
-  E* out = c.out<E>(0);
-  const int64_t n = shape_size(out_shape);
-  if (n == 0) return;
-  if (in_shape.empty() || shape_size(in_shape) == 1) {
-    for (int64_t i = 0; i < n; ++i) out[i] = in[0];
+  const size_t isz = itemsize(c.in_avals[0].dtype);
+  if (shape_size(out_shape) == 0) return;
+  if (shape_size(in_shape) == 1) {
+    visit_itemsize(isz, [&](auto z) {
+      using E = decltype(z);
+      E v;
+      std::memcpy(&v, c.ins[0], sizeof(E));
+      parallel_fill(c.out<E>(0), shape_size(out_shape), v);
+    });
     return;
   }
-  // Input stride for every output dimension (0 where broadcast).
-  std::vector<int64_t> istr(rank, 0);
-  auto in_strides = strides_of(in_shape);
+  std::vector<int64_t> istr(out_shape.size(), 0);
+  const auto in_strides = strides_of(in_shape);
   for (size_t i = 0; i < dims.size(); ++i)
     if (in_shape[i] != 1) istr[size_t(dims[i])] = in_strides[i];
-  const int64_t inner = out_shape[rank - 1], inner_stride = istr[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
-  int64_t in_off = 0;
-  for (int64_t o = 0; o < n; o += inner) {
-    if (inner_stride == 0) {
-      for (int64_t k = 0; k < inner; ++k) out[o + k] = in[in_off];
-    } else {
-      for (int64_t k = 0; k < inner; ++k) out[o + k] = in[in_off + k * inner_stride];
-    }
-    for (size_t d = rank - 1; d-- > 0;) {  // advance the outer index
-      in_off += istr[d];
-      if (++idx[d] < out_shape[d]) break;
-      in_off -= istr[d] * out_shape[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-void broadcast_kernel(const KernelCall& c) {
-  switch (itemsize(c.in_avals[0].dtype)) {
-    case 1: return broadcast_copy<Bytes<1>>(c);
-    case 2: return broadcast_copy<uint16_t>(c);
-    case 4: return broadcast_copy<uint32_t>(c);
-    case 8: return broadcast_copy<uint64_t>(c);
-    default: return broadcast_copy<Bytes<16>>(c);
-  }
+  strided_copy(isz, out_shape, c.outs[0], 0, strides_of(out_shape), c.ins[0], 0, istr);
 }
 
 // ---- transformation rules: broadcast_in_dim is linear ----

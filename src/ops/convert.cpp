@@ -17,7 +17,11 @@ void convert_kernel(const KernelCall& c) {
       using D = decltype(zd);
       const S* in = c.in<S>(0);
       D* out = c.out<D>(0);
-      for (int64_t i = 0; i < n; ++i) out[i] = convert_value<D>(in[i]);
+      auto body = [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) out[i] = convert_value<D>(in[i]);
+      };
+      if (n <= kElementwiseGrain) body(0, n);
+      else cpu::parallel_for(n, kElementwiseGrain, body);
     });
   });
 }

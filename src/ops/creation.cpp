@@ -7,6 +7,7 @@
 #include "core/dtype_check.h"
 #include "core/shape_check.h"
 #include "ops/rule_util.h"
+#include "ops/strided.h"
 #include "tessel/sharding.h"
 
 namespace tessel::ops {
@@ -30,8 +31,13 @@ void iota_kernel(const KernelCall& c) {
   visit_dtype(c.out_avals[0].dtype, [&](auto z) {
     using T = decltype(z);
     T* out = c.out<T>(0);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < n; ++j) std::fill_n(out + (o * n + j) * inner, inner, convert_value<T>(j));
+    // Runs of `inner` equal values, one per (outer, j), split over the arena for large outputs.
+    auto body = [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) std::fill_n(out + r * inner, inner, convert_value<T>(r % n));
+    };
+    const int64_t runs = outer * n;
+    if (runs * inner <= kCopyGrain) body(0, runs);
+    else cpu::parallel_for(runs, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, inner)), body);
   });
 }
 

@@ -12,10 +12,35 @@ namespace {
 
 using namespace cpu::reduce;
 
+// Elements a task of the scans holds at least, and the block of a two-pass scan.
+constexpr int64_t kScanTaskElems = int64_t(1) << 15;
+constexpr int64_t kScanBlock = int64_t(1) << 16;
+
+// Scans positions [k0, k1) (in scan order: reversed when `reverse`) of one row of length n
+// starting at `src`/`dst` with element stride 1, from the running value `a`; returns it.
+template <class Op, class A, class T>
+A scan_row(const T* src, T* dst, int64_t n, int64_t k0, int64_t k1, bool reverse, A a) {
+  for (int64_t step = k0; step < k1; ++step) {
+    const int64_t k = reverse ? n - 1 - step : step;
+    a = Op::combine(a, load<A>(src[k]));
+    dst[k] = store<T>(a);
+  }
+  return a;
+}
+
 // The operand is seen as (outer, n, inner) around the scanned axis. With inner == 1 each
 // row is scanned with one running accumulator; otherwise whole rows of `inner` accumulators
 // advance together, so memory is still read in order. Each element is read before its
 // output is written, so the kernel also works in place.
+//
+// Parallel: rows (inner == 1) or (row, chunk of columns) pairs are split over the arena, each
+// scanned exactly as serially. A few long rows (outer < 16, inner == 1, n >= 2 kScanBlock)
+// take a two-pass blocked scan instead: the blocks of kScanBlock positions are reduced in
+// parallel, their totals combined in order into each block's starting value, and the blocks
+// scanned in parallel from it. The blocking depends on the shape only, so the bits do not
+// depend on the thread count; integer, max and min scans equal the serial scan exactly, and
+// float sums and products differ from it only in the grouping of each block's start value
+// (a sum of block totals instead of a running sum: rounding error of the same order).
 template <class Op, class T> void scan_kernel_t(const KernelCall& c) {
   using A = typename Op::template Acc<T>;
   const Shape& s = c.in_avals[0].shape;
@@ -24,33 +49,64 @@ template <class Op, class T> void scan_kernel_t(const KernelCall& c) {
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < axis; ++i) outer *= s[i];
   for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
-  const int64_t n = s.empty() ? 1 : s[axis];
+  const int64_t n = s.empty() ? 1 : s[axis], total = outer * n * inner;
   const T* in = c.in<T>(0);
   T* out = c.out<T>(0);
-  // Not std::vector: vector<bool> elements are proxies.
-  const std::unique_ptr<A[]> acc(new A[size_t(inner)]);
-  for (int64_t o = 0; o < outer; ++o) {
-    if (inner == 1) {  // one running value, kept in a register
+  auto run = [&](int64_t tasks, int64_t task_elems, auto&& body) {
+    if (total <= kScanTaskElems) body(int64_t(0), tasks);
+    else cpu::parallel_for(tasks, std::max<int64_t>(1, kScanTaskElems / std::max<int64_t>(1, task_elems)), body);
+  };
+  if (inner == 1 && outer < 16 && n >= 2 * kScanBlock) {
+    const int64_t nb = (n + kScanBlock - 1) / kScanBlock;
+    const std::unique_ptr<A[]> start(new A[size_t(outer * nb)]);
+    run(outer * nb, kScanBlock, [&](int64_t t0, int64_t t1) {  // block totals
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t o = t / nb, k0 = t % nb * kScanBlock, k1 = std::min(n, k0 + kScanBlock);
+        A a = Op::template identity<A>();
+        for (int64_t step = k0; step < k1; ++step) a = Op::combine(a, load<A>(in[o * n + (reverse ? n - 1 - step : step)]));
+        start[size_t(t)] = a;
+      }
+    });
+    for (int64_t o = 0; o < outer; ++o) {  // totals -> each block's starting value, in order
       A a = Op::template identity<A>();
-      const T* src = in + o * n;
-      T* dst = out + o * n;
+      for (int64_t b = 0; b < nb; ++b) {
+        const A block_total = start[size_t(o * nb + b)];
+        start[size_t(o * nb + b)] = a;
+        a = Op::combine(a, block_total);
+      }
+    }
+    run(outer * nb, kScanBlock, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t o = t / nb, k0 = t % nb * kScanBlock;
+        scan_row<Op>(in + o * n, out + o * n, n, k0, std::min(n, k0 + kScanBlock), reverse, start[size_t(t)]);
+      }
+    });
+    return;
+  }
+  if (inner == 1) {  // one running value per row, kept in a register
+    run(outer, n, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) scan_row<Op>(in + o * n, out + o * n, n, 0, n, reverse, Op::template identity<A>());
+    });
+    return;
+  }
+  const int64_t chunk = std::min<int64_t>(inner, std::max<int64_t>(64, kScanTaskElems / std::max<int64_t>(1, n)));
+  const int64_t chunks = (inner + chunk - 1) / chunk;
+  run(outer * chunks, chunk * n, [&](int64_t t0, int64_t t1) {
+    // Not std::vector: vector<bool> elements are proxies.
+    const std::unique_ptr<A[]> acc(new A[size_t(chunk)]);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / chunks, j0 = t % chunks * chunk, m = std::min(inner, j0 + chunk) - j0;
+      std::fill(acc.get(), acc.get() + m, Op::template identity<A>());
       for (int64_t step = 0; step < n; ++step) {
         const int64_t k = reverse ? n - 1 - step : step;
-        a = Op::combine(a, load<A>(src[k]));
-        dst[k] = store<T>(a);
-      }
-      continue;
-    }
-    std::fill(acc.get(), acc.get() + inner, Op::template identity<A>());
-    for (int64_t step = 0; step < n; ++step) {
-      const int64_t k = reverse ? n - 1 - step : step;
-      const int64_t base = (o * n + k) * inner;
-      for (int64_t j = 0; j < inner; ++j) {
-        acc[size_t(j)] = Op::combine(acc[size_t(j)], load<A>(in[base + j]));
-        out[base + j] = store<T>(acc[size_t(j)]);
+        const int64_t base = (o * n + k) * inner + j0;
+        for (int64_t j = 0; j < m; ++j) {
+          acc[size_t(j)] = Op::combine(acc[size_t(j)], load<A>(in[base + j]));
+          out[base + j] = store<T>(acc[size_t(j)]);
+        }
       }
     }
-  }
+  });
 }
 
 /// log(exp(a) + exp(b)) without overflow: the monoid of cumlogsumexp (floating types only).

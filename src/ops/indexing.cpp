@@ -254,7 +254,7 @@ std::vector<Aval> dynamic_update_slice_aval(std::span<const Aval> ins, const Par
 void dynamic_update_slice_kernel(const KernelCall& c) {
   const Shape& s = c.in_avals[0].shape;
   const Shape& us = c.in_avals[1].shape;
-  if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
+  if (c.outs[0] != c.ins[0]) parallel_memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
   strided_copy(itemsize(c.in_avals[0].dtype), us, c.outs[0], clamped_base(c, 2, s, us), strides_of(s), c.ins[1], 0,
                strides_of(us));
 }
@@ -500,30 +500,111 @@ std::vector<std::vector<int64_t>> load_indices(const KernelCall& c, size_t first
   return out;
 }
 
+/// A scatter whose updates come in long contiguous rows (x.at[rows].add(u)): each task owns
+/// a range of the operand's `xn` elements and walks every row of the view, applying the part
+/// that lands in its range (index_offset(b): the indexed axes' offset of batch position b, -1
+/// where the update is dropped). Rows of the updates are read whole and in order, and each
+/// operand element receives its updates on one thread, in the serial order.
+template <class IndexOffset, class F>
+void scatter_rows_by_owner(const IndexedView& v, int64_t xn, IndexOffset&& index_offset, F&& f) {
+  const int64_t n = v.shape.back(), rows = shape_size(v.shape) / n, parts = 4 * int64_t(cpu::num_threads());
+  cpu::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+    const int64_t xlo = p0 * xn / parts, xhi = p1 * xn / parts;
+    int64_t row = 0;
+    for_each_row_start(v.shape, 0, rows, v.xbase, v.xstep, 0, v.bstep, [&](int64_t a, int64_t b) {
+      const int64_t io = index_offset(b), pos = row++ * n;
+      if (io < 0) return;
+      const int64_t start = a + io, k0 = std::max<int64_t>(0, xlo - start), k1 = std::min<int64_t>(n, xhi - start);
+      for (int64_t k = k0; k < k1; ++k) f(pos + k, start + k);
+    });
+  });
+}
+
 /// Calls f(out_pos, x_offset) for each element of the indexed view; x_offset is -1 for an
-/// out-of-range index when `clamp` is false.
+/// out-of-range index when `clamp` is false. The view is split over the shared arena along
+/// one of its dimensions: for a gather the longest (every output element is written once);
+/// for a scatter the longest window dimension (one that is not a batch dimension of the
+/// indices), whose positions land on distinct elements of the operand whatever the
+/// indices, so each operand element receives all its updates on one thread, in the serial
+/// order; or, for long contiguous rows of updates, by ranges of the operand
+/// (scatter_rows_by_owner). A scatter without a window dimension runs serially. Results do not depend on the
+/// thread count.
 template <class F> void for_each_indexed(const KernelCall& c, size_t first_index, bool clamp, F&& f) {
+  const bool scatter = first_index != 1;
   const Aval& x = c.in_avals[0];
-  auto v = indexed_view(first_index == 1 ? "gather" : "scatter", x, c.in_avals.subspan(first_index), c.params);
+  auto v = indexed_view(scatter ? "scatter" : "gather", x, c.in_avals.subspan(first_index), c.params);
   const Axes& axes = c.params.get_ints("axes");
   auto idx = load_indices(c, first_index);
   auto xst = strides_of(x.shape);
-  int64_t pos = 0;
-  for_each_offset(v.shape, v.xbase, v.xstep, 0, v.bstep, [&](int64_t off, int64_t b) {
-    for (size_t j = 0; j < axes.size() && off >= 0; ++j) {
-      const int64_t n = x.shape[size_t(axes[j])];
+  const size_t r = v.shape.size();
+  const int64_t total = shape_size(v.shape);
+  if (total == 0) return;
+  const auto pst = strides_of(v.shape);
+  int sd = -1;  // the split dimension
+  for (size_t d = 0; d < r; ++d)
+    if (v.shape[d] > 1 && (!scatter || (v.bstep[d] == 0 && v.xstep[d] != 0)) && (sd < 0 || v.shape[d] > v.shape[size_t(sd)]))
+      sd = int(d);
+  auto index_offset = [&](int64_t b) -> int64_t {  // the indexed axes' offset; -1 if dropped
+    int64_t off = 0;
+    for (size_t j = 0; j < axes.size(); ++j) {
+      const int64_t m = x.shape[size_t(axes[j])];
       int64_t i = idx[j][size_t(b)];
-      if (i < 0 || i >= n) {
-        if (!clamp) {
-          off = -1;
-          break;
-        }
-        i = std::clamp<int64_t>(i, 0, n - 1);
+      if (i < 0 || i >= m) {
+        if (!clamp) return -1;
+        i = std::clamp<int64_t>(i, 0, m - 1);
       }
       off += i * xst[size_t(axes[j])];
     }
-    f(pos++, off);
-  });
+    return off;
+  };
+  auto walk = [&](int64_t lo, int64_t hi) {  // the elements with index [lo, hi) along sd
+    Shape box = v.shape;
+    int64_t off0 = v.xbase, b0 = 0, pos0 = 0;
+    if (sd >= 0) {
+      box[size_t(sd)] = hi - lo;
+      off0 += lo * v.xstep[size_t(sd)];
+      b0 += lo * v.bstep[size_t(sd)];
+      pos0 += lo * pst[size_t(sd)];
+    }
+    std::vector<int64_t> at(r, 0);
+    int64_t off_row = off0, b_row = b0, pos_row = pos0;
+    const int64_t n = r ? box[r - 1] : 1, dx = r ? v.xstep[r - 1] : 0, db = r ? v.bstep[r - 1] : 0;
+    for (;;) {
+      if (db == 0) {  // a window row: one index lookup for the row
+        const int64_t io = index_offset(b_row);
+        if (io < 0)
+          for (int64_t k = 0; k < n; ++k) f(pos_row + k, int64_t(-1));
+        else
+          for (int64_t k = 0; k < n; ++k) f(pos_row + k, off_row + io + k * dx);
+      } else {
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t io = index_offset(b_row + k * db);
+          f(pos_row + k, io < 0 ? io : off_row + k * dx + io);
+        }
+      }
+      size_t d = r ? r - 1 : 0;
+      for (;;) {  // odometer over the outer dimensions of the box
+        if (d == 0) return;
+        --d;
+        off_row += v.xstep[d];
+        b_row += v.bstep[d];
+        pos_row += pst[d];
+        if (++at[d] < box[d]) break;
+        off_row -= v.xstep[d] * box[d];
+        b_row -= v.bstep[d] * box[d];
+        pos_row -= pst[d] * box[d];
+        at[d] = 0;
+      }
+    }
+  };
+  if (sd < 0 || total <= kCopyGrain) return walk(0, sd < 0 ? 1 : v.shape[size_t(sd)]);
+  if (scatter && v.bstep[r - 1] == 0 && v.xstep[r - 1] == 1 && v.shape[r - 1] >= 64)
+    return scatter_rows_by_owner(v, shape_size(x.shape), index_offset, f);
+  // At most ~4 chunks per thread: chunks of an inner dimension stay long rows (the chunking
+  // never changes a result, so it may follow the thread count).
+  const int64_t extent = v.shape[size_t(sd)], per_index = total / extent;
+  const int64_t grain = std::max(kCopyGrain / per_index, (extent + 4 * cpu::num_threads() - 1) / (4 * cpu::num_threads()));
+  cpu::parallel_for(extent, std::max<int64_t>(1, grain), walk);
 }
 
 std::vector<Aval> gather_aval(std::span<const Aval> ins, const Params& p) {
@@ -789,7 +870,7 @@ template <class T> T combine_mul(T a, T b) {
 }
 
 void scatter_kernel(const KernelCall& c) {
-  if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
+  if (c.outs[0] != c.ins[0]) parallel_memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
   const std::string& mode = c.params.get<std::string>("mode");
   visit_dtype(c.in_avals[0].dtype, [&](auto z) {
     using T = decltype(z);
@@ -800,11 +881,12 @@ void scatter_kernel(const KernelCall& c) {
         if (off >= 0) out[off] = combine(out[off], u[o]);
       });
     };
+    // Lambdas, not function pointers, so the combination inlines into the loop.
     if (mode == "set") run([](T, T b) { return b; });
-    else if (mode == "add") run(combine_add<T>);
-    else if (mode == "mul") run(combine_mul<T>);
-    else if (mode == "min") run(combine_min<T>);
-    else run(combine_max<T>);
+    else if (mode == "add") run([](T a, T b) { return combine_add<T>(a, b); });
+    else if (mode == "mul") run([](T a, T b) { return combine_mul<T>(a, b); });
+    else if (mode == "min") run([](T a, T b) { return combine_min<T>(a, b); });
+    else run([](T a, T b) { return combine_max<T>(a, b); });
   });
 }
 

@@ -52,6 +52,10 @@ Array to_lapack_dtype(const Array& x);
 Array lu_solve_matrices(const Array& lu, const Array& permutation, const Array& b, int trans);
 /// Permutation matrices P (..., m, m) of int32 permutations (..., m): P x = x[perm].
 Array permutation_matrix(const Array& permutation, DType dtype);
+/// The rows of x (..., m, k) in the order of int32 permutations (..., m) (batch dimensions
+/// broadcast): x[perm] = P x, or with `inverse` P^T x, copying whole rows (the primitive
+/// permute_rows; O(m k) where the product with permutation_matrix is O(m^2 k)).
+Array permute_rows(const Array& x, const Array& permutation, bool inverse = false);
 
 // ---- rules of the primitives whose kernels take leading dimensions as a batch ----
 

@@ -132,7 +132,7 @@ std::pair<Array, Array> cofactor_solve(const Array& a, const Array& b) {
   const Array bad = any(logical_or(isnan(probe), isinf(probe)), {-2, -1});
   const Array bad_m = broadcast_to(expand_dims(bad, {bad.ndim(), bad.ndim() + 1}), b.shape());
   Array x = where(bad_m, zeros_like(b), b);
-  x = matmul(permutation_matrix(f.permutation, dt), x);
+  x = permute_rows(x, f.permutation);
   x = triangular_solve(lu, x, {.left_side = true, .lower = true, .unit_diagonal = true});
   const Array scale = expand_dims(det, {det.ndim(), det.ndim() + 1});
   x = concatenate({slice_in_dim(x, 0, n - 1, 1, -2) * scale, slice_in_dim(x, n - 1, n, 1, -2)}, -2);

@@ -10,6 +10,7 @@
 #include "core/dtype_check.h"
 #include "core/shape_check.h"
 #include "ops/rule_util.h"
+#include "ops/strided.h"
 #include "backend/cpu/scalar.h"
 #include "backend/cpu/vector_math.h"
 #include "tessel/random.h"
@@ -93,7 +94,7 @@ std::vector<Aval> bitcast_aval(std::span<const Aval> ins, const Params& p) {
 }
 
 void bitcast_kernel(const KernelCall& c) {
-  if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
+  if (c.outs[0] != c.ins[0]) parallel_memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
 }
 
 // Reinterpreting bits has no useful derivative: zero tangents, as in JAX.

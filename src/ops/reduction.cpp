@@ -3,6 +3,7 @@
 // built on them (sum, prod, max, min, mean, var, any, all).
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include "backend/cpu/reduction_ops.h"
@@ -97,10 +98,93 @@ template <class Op, class A, class T> A reduce_row(const T* p, int64_t n) {
   return s;
 }
 
-// Walks the input once in memory order, a block of the two innermost merged dimensions at a
-// time (so the outer index, advanced like an odometer, moves once per block): either rows
-// that each collapse into one accumulator (inner dimension reduced) or rows that combine
+// ---- the kernel: blocks of the input reduced in parallel, in a fixed order ----
+//
+// Determinism: how the input is cut into blocks depends only on the shapes (the constants
+// below), never on the thread count; every output element is combined from its blocks in
+// block order by one thread. So results are the same bits for any TESSEL_NUM_THREADS, and
+// integer, max, min, and/or results equal a serial loop's exactly. Float sums and products
+// differ from a serial loop only in the grouping of the additions (see reduce_kernel_t).
+
+// Elements a task holds at least (smaller reductions run on the calling thread).
+constexpr int64_t kReduceTaskElems = int64_t(1) << 15;
+// Elements per block when the leading reduced dimension is cut into blocks.
+constexpr int64_t kReduceBlockElems = int64_t(1) << 16;
+// Reductions with at least this many outputs are split over their outputs only.
+constexpr int64_t kReduceSplitOutputs = int64_t(1) << 16;
+// At most this many blocks of the reduced run (larger blocks beyond): bounds the partial
+// results to combine at the end.
+constexpr int64_t kReduceMaxBlocks = 64;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Combines a box of the input into the accumulators `acc`: dimension d has size dims[d],
+// input stride in_st[d] and accumulator stride out_st[d] (0 where reduced); the innermost
+// input stride is 1. Walks the input in memory order, a block of the two innermost dimensions
+// at a time (the outer index advances like an odometer once per block): either rows that
+// each collapse into one accumulator (inner dimension reduced) or rows that combine
 // element-wise into one row of accumulators (inner dimension kept).
+template <class Op, class A, class T>
+void reduce_box(const T* in, std::span<const int64_t> dims, const std::vector<bool>& reduced,
+                std::span<const int64_t> in_st, std::span<const int64_t> out_st, A* acc) {
+  const size_t r = dims.size();
+  const int64_t inner = dims[r - 1], mid = dims[r - 2], mid_in = in_st[r - 2], mid_out = out_st[r - 2];
+  int64_t blocks = 1;
+  for (size_t d = 0; d + 2 < r; ++d) blocks *= dims[d];
+  if (blocks == 0 || mid == 0 || inner == 0) return;
+  std::vector<int64_t> idx(r - 2, 0);
+  int64_t in_off = 0, out_off = 0;
+  for (int64_t bi = 0; bi < blocks; ++bi) {
+    const T* p = in + in_off;
+    if (reduced[r - 1]) {
+      for (int64_t m = 0; m < mid; ++m, p += mid_in) {
+        A v;
+        if (inner < 8) {  // short rows: an inline loop beats the call
+          v = load<A>(p[0]);
+          for (int64_t j = 1; j < inner; ++j) v = Op::combine(v, load<A>(p[j]));
+        } else {
+          v = reduce_row<Op, A>(p, inner);
+        }
+        A& o = acc[out_off + m * mid_out];
+        o = Op::combine(o, v);
+      }
+    } else {
+      // Four rows at a time: a quarter of the read-modify-writes of the accumulator row,
+      // which matters when rows are short.
+      A* o = acc + out_off;
+      const int64_t n = inner, s = mid_in;
+      int64_t m = 0;
+      for (; m + 4 <= mid; m += 4, p += 4 * s)
+        for (int64_t j = 0; j < n; ++j)
+          o[j] = Op::combine(o[j], Op::combine(Op::combine(load<A>(p[j]), load<A>(p[s + j])),
+                                               Op::combine(load<A>(p[2 * s + j]), load<A>(p[3 * s + j]))));
+      for (; m < mid; ++m, p += s)
+        for (int64_t j = 0; j < n; ++j) o[j] = Op::combine(o[j], load<A>(p[j]));
+    }
+    for (size_t d = r - 2; d-- > 0;) {
+      in_off += in_st[d];
+      out_off += out_st[d];
+      if (++idx[d] < dims[d]) break;
+      in_off -= in_st[d] * dims[d];
+      out_off -= out_st[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// The input, merged into alternating runs of kept and reduced dimensions, is seen as
+// (P, R, rest...): P kept (1 if the first run is reduced), R the leading reduced run, and
+// the rest. Tasks are (p, block of R, chunk of the first dimension of rest):
+// - Reductions with many outputs (P times rest's outputs >= kReduceSplitOutputs) keep R
+//   whole: each output is then computed by one task exactly as a serial loop computes it.
+// - Others (full reductions, sums over leading axes to a short row, a few long rows) cut R
+//   into at most kReduceMaxBlocks blocks of at least 8 indices and kReduceBlockElems
+//   elements. Each block
+//   combines into its own row of partial results; the partials of each output then combine
+//   in block order. For float sums this is one more level of the blocked pairwise summation
+//   (the error bound is the serial loop's with n replaced by the block's length plus the
+//   number of blocks, at most ~(kReduceBlockElems / rest + log2 n + R / block) ulps of the
+//   sum of magnitudes; tests/ops/reduction_parallel_test.cpp checks it against float64).
 template <class Op, class T> void reduce_kernel_t(const KernelCall& c) {
   using A = typename Op::template Acc<T>;
   const T* in = c.in<T>(0);
@@ -114,56 +198,85 @@ template <class Op, class T> void reduce_kernel_t(const KernelCall& c) {
     tmp.resize(size_t(out_n));
     acc = tmp.data();
   }
-  std::fill(acc, acc + out_n, Op::template identity<A>());
-  if (in_n > 0) {
-    ReduceLayout l = make_layout(c.in_avals[0].shape, c.params.get_ints("axes"));
-    if (l.dims.size() == 1) {  // a lone dimension: give it an outer partner of size 1
+  auto for_outputs = [&](auto&& body) {  // body(lo, hi) over output ranges
+    if (out_n <= kReduceTaskElems) body(int64_t(0), out_n);
+    else cpu::parallel_for(out_n, kReduceTaskElems, body);
+  };
+  for_outputs([&](int64_t lo, int64_t hi) { std::fill(acc + lo, acc + hi, Op::template identity<A>()); });
+  ReduceLayout l = make_layout(c.in_avals[0].shape, c.params.get_ints("axes"));
+  bool any_reduced = false;
+  for (bool red : l.reduced) any_reduced |= red;
+  if (in_n > 0 && !any_reduced) {  // only size-1 axes reduced: a copy
+    for_outputs([&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) acc[i] = Op::combine(acc[i], load<A>(in[i]));
+    });
+  } else if (in_n > 0) {
+    if (l.reduced[0]) {  // (P = 1, R, rest...)
       l.dims.insert(l.dims.begin(), 1);
-      l.reduced.insert(l.reduced.begin(), !l.reduced[0]);
+      l.reduced.insert(l.reduced.begin(), false);
       l.out_strides.insert(l.out_strides.begin(), 0);
     }
     const size_t r = l.dims.size();
-    const int64_t inner = l.dims[r - 1], mid = l.dims[r - 2], block = inner * mid, blocks = in_n / block;
-    const int64_t mid_stride = l.out_strides[r - 2];
-    const bool inner_reduced = l.reduced[r - 1];
-    std::vector<int64_t> idx(r - 2, 0);
-    int64_t off = 0;
-    for (int64_t bi = 0; bi < blocks; ++bi) {
-      const T* p = in + bi * block;
-      if (inner_reduced) {
-        for (int64_t m = 0; m < mid; ++m, p += inner) {
-          A v;
-          if (inner < 8) {  // short rows: an inline loop beats the call
-            v = load<A>(p[0]);
-            for (int64_t j = 1; j < inner; ++j) v = Op::combine(v, load<A>(p[j]));
-          } else {
-            v = reduce_row<Op, A>(p, inner);
-          }
-          acc[off + m * mid_stride] = Op::combine(acc[off + m * mid_stride], v);
+    std::vector<int64_t> in_st(r, 1);
+    for (size_t d = r - 1; d-- > 0;) in_st[d] = in_st[d + 1] * l.dims[d + 1];
+    const int64_t P = l.dims[0], R = l.dims[1], sub = in_st[1], Q = out_n / P;
+    // The blocks of R (shape-dependent only: this is what keeps the bits fixed).
+    int64_t block = R;
+    if (P * Q < kReduceSplitOutputs)
+      block = std::min(R, std::max({int64_t(8), ceil_div(kReduceBlockElems, sub), ceil_div(R, kReduceMaxBlocks)}));
+    const int64_t nb = ceil_div(R, block);
+    // Chunks of rest's first dimension (they only choose which task computes an output).
+    const int64_t qd = r > 2 ? l.dims[2] : 1, subq = r > 2 ? in_st[2] : 1;
+    int64_t qchunk = qd;
+    if (r > 2 && nb * P < 2 * cpu::num_threads()) {
+      qchunk = std::clamp<int64_t>(ceil_div(kReduceTaskElems, block * subq), 1, qd);
+      if (r == 3) qchunk = std::min(qd, ceil_div(qchunk, 16) * 16);  // whole vectors of the row
+    }
+    const int64_t nq = ceil_div(qd, qchunk), task_elems = block * qchunk * subq;
+    if (nb == 1 && nq == 1) {  // tasks are runs of p: one box each
+      auto body = [&](int64_t p0, int64_t p1) {
+        std::vector<int64_t> dims = l.dims;
+        dims[0] = p1 - p0;
+        reduce_box<Op, A>(in + p0 * in_st[0], dims, l.reduced, in_st, l.out_strides, acc + p0 * Q);
+      };
+      const int64_t grain = std::max<int64_t>(1, kReduceTaskElems / std::max<int64_t>(1, in_st[0]));
+      if (in_n <= kReduceTaskElems) body(0, P);
+      else cpu::parallel_for(P, grain, body);
+    } else {
+      // Not std::vector: vector<bool> has no data().
+      const size_t part_n = nb > 1 ? size_t(P * nb * Q) : 0;
+      const std::unique_ptr<A[]> part(new A[part_n]);
+      std::fill(part.get(), part.get() + part_n, Op::template identity<A>());
+      auto body = [&](int64_t t0, int64_t t1) {
+        std::vector<int64_t> dims = l.dims, ist = in_st, ost = l.out_strides;
+        dims[0] = 1;
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t p = t / (nb * nq), b = t / nq % nb, qc = t % nq;
+          const int64_t r0 = b * block, q0 = qc * qchunk;
+          dims[1] = std::min(R, r0 + block) - r0;
+          if (r > 2) dims[2] = std::min(qd, q0 + qchunk) - q0;
+          A* dst = (nb > 1 ? part.get() + (p * nb + b) * Q : acc + p * Q) + (r > 2 ? q0 * ost[2] : 0);
+          reduce_box<Op, A>(in + p * in_st[0] + r0 * sub + q0 * subq, dims, l.reduced, ist, ost, dst);
         }
-      } else {
-        // Four rows at a time: a quarter of the read-modify-writes of the accumulator row,
-        // which matters when rows are short.
-        A* o = acc + off;
-        const int64_t n = inner;
-        int64_t m = 0;
-        for (; m + 4 <= mid; m += 4, p += 4 * n)
-          for (int64_t j = 0; j < n; ++j)
-            o[j] = Op::combine(o[j], Op::combine(Op::combine(load<A>(p[j]), load<A>(p[n + j])),
-                                                 Op::combine(load<A>(p[2 * n + j]), load<A>(p[3 * n + j]))));
-        for (; m < mid; ++m, p += n)
-          for (int64_t j = 0; j < n; ++j) o[j] = Op::combine(o[j], load<A>(p[j]));
-      }
-      for (size_t d = r - 2; d-- > 0;) {
-        off += l.out_strides[d];
-        if (++idx[d] < l.dims[d]) break;
-        off -= l.out_strides[d] * l.dims[d];
-        idx[d] = 0;
-      }
+      };
+      const int64_t tasks = P * nb * nq;
+      if (in_n <= kReduceTaskElems) body(0, tasks);
+      else cpu::parallel_for(tasks, std::max<int64_t>(1, kReduceTaskElems / std::max<int64_t>(1, task_elems)), body);
+      if (nb > 1)  // each output from its blocks' partials, in block order
+        for_outputs([&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) {
+            const int64_t p = i / Q, q = i % Q;
+            A v = acc[i];
+            for (int64_t b = 0; b < nb; ++b) v = Op::combine(v, part[size_t((p * nb + b) * Q + q)]);
+            acc[i] = v;
+          }
+        });
     }
   }
   if constexpr (!std::is_same_v<A, T>)
-    for (int64_t i = 0; i < out_n; ++i) out[i] = store<T>(acc[i]);
+    for_outputs([&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[i] = store<T>(acc[i]);
+    });
 }
 
 template <class Op> constexpr bool bitwise_op = std::is_same_v<Op, AndOp> || std::is_same_v<Op, OrOp>;
@@ -373,6 +486,20 @@ template <bool IsMax, class A> inline bool better(const A& v, const A& best) {
   return IsMax ? greater(v, best) : greater(best, v);
 }
 
+// The first position of the best element of p[0], p[stride], ... p[(n - 1) * stride],
+// counted from `first`.
+template <bool IsMax, class A, class T> std::pair<A, int64_t> arg_scan(const T* p, int64_t n, int64_t stride, int64_t first) {
+  A b = A(p[0]);
+  int64_t bi = first;
+  for (int64_t k = 1; k < n; ++k)
+    if (better<IsMax>(A(p[k * stride]), b)) b = A(p[k * stride]), bi = first + k;
+  return {b, bi};
+}
+
+// Parallel over the outputs: runs of `inner` columns (or of whole rows when inner == 1).
+// A few long rows are also cut into fixed blocks of kReduceBlockElems whose winners are
+// compared in block order; `better` keeps the earlier of equals and the first NaN, so the
+// result is the serial scan's, whatever the thread count.
 template <bool IsMax, class T, class I> void arg_kernel_t(const KernelCall& c) {
   using A = compute_t<T>;
   const Shape& s = c.in_avals[0].shape;
@@ -380,28 +507,47 @@ template <bool IsMax, class T, class I> void arg_kernel_t(const KernelCall& c) {
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < axis; ++i) outer *= s[i];
   for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
-  const int64_t n = s[axis];
+  const int64_t n = s[axis], total = outer * n * inner;
   const T* in = c.in<T>(0);
   I* out = c.out<I>(0);
-  std::vector<A> best(size_t(inner > 1 ? inner : 0));
-  for (int64_t o = 0; o < outer; ++o) {
-    const T* p = in + o * n * inner;
-    I* r = out + o * inner;
-    if (inner == 1) {
-      A b = A(p[0]);
-      I bi = 0;
-      for (int64_t k = 1; k < n; ++k)
-        if (better<IsMax>(A(p[k]), b)) b = A(p[k]), bi = I(k);
-      r[0] = bi;
-      continue;
+  if (inner == 1) {
+    const int64_t block = outer < kReduceSplitOutputs ? std::min(n, kReduceBlockElems) : n, nb = ceil_div(n, block);
+    const std::unique_ptr<std::pair<A, int64_t>[]> win(new std::pair<A, int64_t>[size_t(outer * nb)]);
+    auto body = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t o = t / nb, k0 = t % nb * block;
+        win[size_t(t)] = arg_scan<IsMax, A>(in + o * n + k0, std::min(n, k0 + block) - k0, 1, k0);
+      }
+    };
+    if (total <= kReduceTaskElems) body(0, outer * nb);
+    else cpu::parallel_for(outer * nb, std::max<int64_t>(1, kReduceTaskElems / block), body);
+    for (int64_t o = 0; o < outer; ++o) {
+      std::pair<A, int64_t> w = win[size_t(o * nb)];
+      for (int64_t b = 1; b < nb; ++b)
+        if (better<IsMax>(win[size_t(o * nb + b)].first, w.first)) w = win[size_t(o * nb + b)];
+      out[o] = I(w.second);
     }
-    for (int64_t j = 0; j < inner; ++j) best[size_t(j)] = A(p[j]), r[j] = 0;
-    for (int64_t k = 1; k < n; ++k) {
-      const T* row = p + k * inner;
-      for (int64_t j = 0; j < inner; ++j)
-        if (better<IsMax, A>(A(row[j]), best[size_t(j)])) best[size_t(j)] = A(row[j]), r[j] = I(k);
-    }
+    return;
   }
+  // Columns: chunks of a row of `inner` accumulators advance down the n rows together.
+  const int64_t chunk = std::min<int64_t>(inner, std::max<int64_t>(16, kReduceTaskElems / std::max<int64_t>(1, n)));
+  const int64_t chunks = ceil_div(inner, chunk);
+  auto body = [&](int64_t t0, int64_t t1) {
+    std::vector<A> best(static_cast<size_t>(chunk));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / chunks, j0 = t % chunks * chunk, m = std::min(inner, j0 + chunk) - j0;
+      const T* p = in + o * n * inner + j0;
+      I* r = out + o * inner + j0;
+      for (int64_t j = 0; j < m; ++j) best[size_t(j)] = A(p[j]), r[j] = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        const T* row = p + k * inner;
+        for (int64_t j = 0; j < m; ++j)
+          if (better<IsMax, A>(A(row[j]), best[size_t(j)])) best[size_t(j)] = A(row[j]), r[j] = I(k);
+      }
+    }
+  };
+  if (total <= kReduceTaskElems) body(0, outer * chunks);
+  else cpu::parallel_for(outer * chunks, 1, body);
 }
 
 template <bool IsMax> void arg_kernel(const KernelCall& c) {

@@ -23,7 +23,7 @@ std::vector<Aval> reshape_aval(std::span<const Aval> ins, const Params& p) {
 }
 
 void copy_kernel(const KernelCall& c) {
-  if (c.outs[0] != c.ins[0]) std::memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
+  if (c.outs[0] != c.ins[0]) parallel_memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
 }
 
 std::vector<Array> reshape_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
@@ -387,7 +387,7 @@ void pad_kernel(const KernelCall& c) {
     using E = decltype(z);
     E v;
     std::memcpy(&v, c.ins[1], sizeof(E));
-    std::fill_n(c.out<E>(0), c.out_avals[0].size(), v);
+    parallel_fill(c.out<E>(0), c.out_avals[0].size(), v);
   });
   // Input element i of a dimension lands at lo + i * (interior + 1); copy those that land
   // inside the output.

@@ -12,6 +12,7 @@
 #include "compiler/executable.h"
 #include "compiler/fusion.h"
 #include "compiler/kernel_cache.h"
+#include "compiler/fusion_test_util.h"
 #include "compiler/passes.h"
 #include "core/config.h"
 #include "ir/trace.h"
@@ -20,13 +21,10 @@
 namespace ts = tessel;
 namespace {
 
-using Fn = std::function<std::vector<ts::Array>(std::span<const ts::Array>)>;
-
-ts::ir::Program lower(const Fn& f, const std::vector<ts::Array>& args) {
-  std::vector<ts::Aval> avals;
-  for (const auto& a : args) avals.push_back(a.aval());
-  return ts::compiler::simplify(ts::detail::trace_to_program(f, avals, "random_program"));
-}
+using fusion_test::count_prim;
+using fusion_test::Fn;
+using fusion_test::lower;
+using fusion_test::run;
 
 /// Options that fuse every group, however small.
 ts::compiler::FusionOptions fuse_everything(int64_t max_point_cost = 96) {
@@ -34,17 +32,6 @@ ts::compiler::FusionOptions fuse_everything(int64_t max_point_cost = 96) {
   o.min_elements = 0;
   o.max_point_cost = max_point_cost;
   return o;
-}
-
-size_t count_prim(const ts::ir::Program& p, const std::string& name) {
-  size_t n = 0;
-  for (const auto& e : p.eqns) n += e.prim->name == name;
-  return n;
-}
-
-std::vector<ts::Array> run(const ts::ir::Program& p, const std::vector<ts::Array>& args) {
-  auto exe = std::make_shared<ts::compiler::Executable>(std::make_shared<const ts::ir::Program>(p));
-  return exe->run(args);
 }
 
 void expect_same(const std::vector<ts::Array>& fused, const std::vector<ts::Array>& plain, const std::string& what) {

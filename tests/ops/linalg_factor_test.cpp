@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <lapacke.h>
+
 #include "backend/cpu/lapack.h"
 #include "expect_error.h"
+#include "ops/linalg_factor.h"
 #include "ops/linalg_test_util.h"
 #include "tessel/linalg.h"
 #include "tessel/tessel.h"
@@ -187,7 +190,10 @@ TEST_P(LinalgDtypes, LuReconstructsPermutedMatrix) {
 
 TEST_P(LinalgDtypes, QrReconstructsWithOrthonormalQ) {
   const ts::DType dt = GetParam();
-  for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{6, 3}, ts::Shape{2, 3, 6}, ts::Shape{20, 17}, ts::Shape{17, 20}})
+  // 300 x 260 and 260 x 300: k >= 256 takes lapack.cpp's blocked geqrf / orgqr (4 blocks
+  // of 64 columns and a partial one).
+  for (ts::Shape shape : {ts::Shape{2, 5, 5}, ts::Shape{6, 3}, ts::Shape{2, 3, 6}, ts::Shape{20, 17}, ts::Shape{17, 20},
+                          ts::Shape{300, 260}, ts::Shape{260, 300}})
     for (const char* mode : {"reduced", "complete"}) {
       const ts::Array a = random_matrix(shape, 7, dt);
       const auto [q, r] = ts::linalg::qr(a, mode);
@@ -198,6 +204,46 @@ TEST_P(LinalgDtypes, QrReconstructsWithOrthonormalQ) {
                   tol_of(dt) * 10, what + ": Q^H Q");
       expect_near(r, triu(r), 0, what + ": R upper");
     }
+}
+
+// permute_rows, the primitive that applies LU's row permutation in solves: whole rows moved,
+// the inverse with `inverse`, a permutation broadcast over a batch, the derivative of a
+// linear map (grad through its transpose, the inverse permutation) and vmap.
+TEST(LinalgFactor, PermuteRowsMovesRowsAndTransposesToItsInverse) {
+  namespace ops = ts::ops;
+  const ts::Array x = random_matrix({3, 4, 2}, 40);
+  const ts::Array perm(std::vector<int32_t>{2, 0, 3, 1, 0, 1, 2, 3, 3, 2, 1, 0}, {3, 4});
+  const ts::Array p = ops::permute_rows(x, perm);
+  expect_close(p, ts::matmul(ops::permutation_matrix(perm, ts::f64), x), 0, "P x");
+  expect_close(ops::permute_rows(p, perm, /*inverse=*/true), x, 0, "P^T P x");
+  const ts::Array one = ts::slice_in_dim(perm, 0, 1, 1, 0).reshape({4});
+  expect_close(ops::permute_rows(x, one), ts::matmul(ops::permutation_matrix(one, ts::f64), x), 0, "broadcast");
+  check_grads([&](const V& v) { return ts::sum(ops::permute_rows(v[0], perm) * v[0]); }, {x});
+  check_grads([&](const V& v) { return ops::permute_rows(v[0], perm, true); }, {x});
+  check_vmap([&](const V& v) { return ops::permute_rows(v[0], one); }, {x}, {0});
+  check_vmap([](const V& v) { return ops::permute_rows(v[0], v[1]); }, {x, perm}, {0, 0});
+  tessel_test::expect_error<ts::ShapeError>([&] { ops::permute_rows(x, ts::slice_in_dim(one, 0, 3)); },
+                               {"permute_rows", "(..., 4)", "(3, 4, 2)", "(3,)"});
+}
+
+// The blocked geqrf of large matrices (64-column blocks) against LAPACK's own dgeqrf (32):
+// the same reflectors, to rounding.
+TEST(LinalgFactor, BlockedGeqrfMatchesLapack) {
+  for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{300, 270}, {270, 330}}) {
+    const int64_t k = std::min(m, n);
+    const std::vector<double> a = random_matrix({m, n}, 17).to_vector<double>();
+    std::vector<double> h(a.size()), tau(static_cast<size_t>(k));
+    ts::cpu::geqrf(ts::f64, 1, m, n, a.data(), h.data(), tau.data());
+    std::vector<double> want(a.size()), want_tau(static_cast<size_t>(k));  // column-major A, factored in place
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) want[size_t(i + j * m)] = a[size_t(i * n + j)];
+    ASSERT_EQ(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, int(m), int(n), want.data(), int(m), want_tau.data()), 0);
+    for (int64_t i = 0; i < k; ++i) EXPECT_NEAR(tau[size_t(i)], want_tau[size_t(i)], 1e-12) << "tau " << i;
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) worst = std::max(worst, std::abs(h[size_t(i * n + j)] - want[size_t(i + j * m)]));
+    EXPECT_LT(worst, 1e-11) << m << " x " << n;
+  }
 }
 
 TEST_P(LinalgDtypes, EighReconstructsWithAscendingEigenvalues) {
@@ -215,6 +261,16 @@ TEST_P(LinalgDtypes, EighReconstructsWithAscendingEigenvalues) {
   // Without symmetrization only the named triangle is read.
   const ts::Array junk_upper = tril(a) + triu(random_matrix({3, 6, 6}, 9, dt), 1);
   expect_near(ts::linalg::eigvalsh(junk_upper, "L", false), w, tol_of(dt) * 20, "lower triangle only");
+}
+
+// 80 x 80: the eigenvectors come back through OpenBLAS's omatcopy (conjugating for complex
+// dtypes) rather than the tiled loop of small matrices.
+TEST_P(LinalgDtypes, EighOfALargerMatrixReconstructs) {
+  const ts::DType dt = GetParam();
+  const ts::Array a = spd_matrix({80, 80}, 18, dt) - ts::eye(80, std::nullopt, 0, dt) * ts::Array(90.0).astype(dt);
+  const auto [w, v] = ts::linalg::eigh(a);
+  expect_near(ts::matmul(v * ts::expand_dims(w.astype(dt), {0}), adjoint(v)), a, tol_of(dt) * 100, "V diag(w) V^H");
+  expect_near(ts::matmul(adjoint(v), v), ts::eye(80, std::nullopt, 0, dt), tol_of(dt) * 10, "V^H V");
 }
 
 TEST_P(LinalgDtypes, SvdReconstructs) {

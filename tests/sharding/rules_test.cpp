@@ -375,7 +375,7 @@ TEST(ShardingRules, DotGeneral) {
 TEST(ShardingRules, PrimitivesComputedWhole) {
   // These have no factor rule: they are computed on whole operands.
   for (const char* name : {"fft", "while", "cond", "scan", "custom_jvp_call", "custom_vjp_call",
-                           "custom_vjp_lin", "checkpoint", "fused", "jit", "device_put"}) {
+                           "custom_vjp_lin", "checkpoint", "fused", "fused_chain", "jit", "device_put"}) {
     const ir::Primitive* p = nullptr;
     try {
       p = &ir::lookup_primitive(name);

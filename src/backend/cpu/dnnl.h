@@ -44,6 +44,14 @@ struct ConvBuffers {
 /// only its reference one (the caller's own loops are then as good).
 bool convolution(const ConvProblem& p, const ConvBuffers& b);
 
+/// C (M x N, row-major, leading dimension ldc) = op(A) * op(B) in float32 with oneDNN's
+/// sgemm, on the calling thread only (its OpenMP team is set to one thread for the call and
+/// restored afterwards, so callers split products over tessel's arena as they split BLAS
+/// calls). op(A) is M x K: A stored row-major with leading dimension lda, or its transpose
+/// when `trans_a`; likewise op(B), K x N. False (C untouched) where oneDNN refuses the call.
+bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float* c, int64_t ldc);
+
 /// The name of the implementation oneDNN chose for `p` ("brgconv:avx512_core", "jit:avx2",
 /// "gemm:jit"), or "" where it has none it would run; for documentation and benchmarks.
 std::string convolution_impl(const ConvProblem& p);

@@ -3,12 +3,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <climits>
 #include <complex>
 #include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/jacobi.h"
 #include "backend/cpu/lapack_util.h"
 
 namespace tessel::cpu {
@@ -21,14 +23,50 @@ template <class T> T conj_if(T x, bool c) {
   else return x;
 }
 
+// OpenBLAS's out-of-place transposes (an OpenBLAS extension of CBLAS), row-major.
+void omatcopy(CBLAS_TRANSPOSE t, blasint rows, blasint cols, const float* a, blasint lda, float* b, blasint ldb) {
+  cblas_somatcopy(CblasRowMajor, t == CblasConjTrans ? CblasTrans : t, rows, cols, 1.0f, a, lda, b, ldb);
+}
+void omatcopy(CBLAS_TRANSPOSE t, blasint rows, blasint cols, const double* a, blasint lda, double* b, blasint ldb) {
+  cblas_domatcopy(CblasRowMajor, t == CblasConjTrans ? CblasTrans : t, rows, cols, 1.0, a, lda, b, ldb);
+}
+void omatcopy(CBLAS_TRANSPOSE t, blasint rows, blasint cols, const c64* a, blasint lda, c64* b, blasint ldb) {
+  const float one[2] = {1.0f, 0.0f};
+  cblas_comatcopy(CblasRowMajor, t, rows, cols, one, reinterpret_cast<const float*>(a), lda,
+                  reinterpret_cast<float*>(b), ldb);
+}
+void omatcopy(CBLAS_TRANSPOSE t, blasint rows, blasint cols, const c128* a, blasint lda, c128* b, blasint ldb) {
+  const double one[2] = {1.0, 0.0};
+  cblas_zomatcopy(CblasRowMajor, t, rows, cols, one, reinterpret_cast<const double*>(a), lda,
+                  reinterpret_cast<double*>(b), ldb);
+}
+
 /// dst (cols x rows, leading dimension ldd) = src^T (or src^H), src rows x cols with
-/// leading dimension lds; blocked so that both sides stay in cache.
+/// leading dimension lds. Large matrices go through OpenBLAS's omatcopy (0.9 ms at
+/// 1024 x 1024 float32 from memory, a third of a 1024 x 1024 solve's time with the plain
+/// 32 x 32 blocked loop this replaced, which evicted its own lines on power-of-two
+/// strides: 3.1 ms); small ones through 16 x 16 tiles in a local buffer.
 template <class T> void transpose(const T* src, int64_t rows, int64_t cols, int64_t lds, T* dst, int64_t ldd, bool conj = false) {
-  constexpr int64_t kB = 32;
+  if (rows * cols >= 64 * 64 && rows <= INT32_MAX && cols <= INT32_MAX && lds <= INT32_MAX && ldd <= INT32_MAX) {
+    omatcopy(conj && is_cplx<T> ? CblasConjTrans : CblasTrans, blasint(rows), blasint(cols), src, blasint(lds), dst,
+             blasint(ldd));
+    return;
+  }
+  constexpr int64_t kB = 16;
   for (int64_t i0 = 0; i0 < rows; i0 += kB)
-    for (int64_t j0 = 0; j0 < cols; j0 += kB)
-      for (int64_t i = i0; i < std::min(rows, i0 + kB); ++i)
-        for (int64_t j = j0; j < std::min(cols, j0 + kB); ++j) dst[j * ldd + i] = conj_if(src[i * lds + j], conj);
+    for (int64_t j0 = 0; j0 < cols; j0 += kB) {
+      const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
+      if (i1 - i0 < kB || j1 - j0 < kB) {  // an edge tile
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = j0; j < j1; ++j) dst[j * ldd + i] = conj_if(src[i * lds + j], conj);
+        continue;
+      }
+      T tile[kB][kB];
+      for (int64_t i = 0; i < kB; ++i)
+        for (int64_t j = 0; j < kB; ++j) tile[j][i] = src[(i0 + i) * lds + j0 + j];
+      for (int64_t j = 0; j < kB; ++j)
+        for (int64_t i = 0; i < kB; ++i) dst[(j0 + j) * ldd + i0 + i] = conj_if(tile[j][i], conj);
+    }
 }
 
 /// Real part of a LAPACK workspace-size answer.
@@ -51,6 +89,14 @@ template <class T> lapack_int work_size(T w) {
   }                                                                                                                \
   lapack_int gtsv(lapack_int n, lapack_int nrhs, T* dl, T* d, T* du, T* b, lapack_int ldb) {                      \
     return LAPACKE_##p##gtsv_work(LAPACK_COL_MAJOR, n, nrhs, dl, d, du, b, ldb);                                  \
+  }                                                                                                                \
+  lapack_int larft(lapack_int n, lapack_int k, const T* v, lapack_int ldv, const T* tau, T* t, lapack_int ldt) {  \
+    return LAPACKE_##p##larft_work(LAPACK_COL_MAJOR, 'F', 'C', n, k, v, ldv, tau, t, ldt);                        \
+  }                                                                                                                \
+  lapack_int larfb(char trans, lapack_int m, lapack_int n, lapack_int k, const T* v, lapack_int ldv, const T* t,  \
+                   lapack_int ldt, T* c, lapack_int ldc, T* work, lapack_int ldwork) {                             \
+    return LAPACKE_##p##larfb_work(LAPACK_COL_MAJOR, 'L', trans, 'F', 'C', m, n, k, v, ldv, t, ldt, c, ldc, work, \
+                                   ldwork);                                                                        \
   }
 TESSEL_LAPACK_COMMON(float, s)
 TESSEL_LAPACK_COMMON(double, d)
@@ -125,6 +171,67 @@ void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG di
 }
 
 // ---- small matrices ----
+// Householder QR of large matrices with wider blocks than LAPACK's: sgeqrf and sorgqr
+// take their block size from ilaenv, 32 columns in the reference LAPACK that OpenBLAS
+// ships, and at n = 1024 their block reflector updates (larfb) then spend much of the time
+// packing thin panels and copying the reflectors (its scalar loops). The same algorithm
+// in kQrBlock columns (the panels themselves factored by geqrf / orgqr) does the same
+// arithmetic with a third fewer of those costs: 15% less time for geqrf + orgqr at 1024
+// on one thread (71 ms against 83). Used from kQrBlockedMin columns on.
+constexpr lapack_int kQrBlock = 64;
+constexpr int64_t kQrBlockedMin = 256;
+
+/// Workspace (elements) blocked_geqrf and blocked_orgqr need for an m x n matrix.
+template <class T> size_t blocked_qr_work(lapack_int m, lapack_int n) {
+  T q[2] = {T(0), T(0)}, dummy(0);
+  geqrf(m, kQrBlock, &dummy, std::max<lapack_int>(1, m), &dummy, &q[0], -1);
+  orgqr(m, kQrBlock, kQrBlock, &dummy, std::max<lapack_int>(1, m), &dummy, &q[1], -1);
+  // larfb's (columns x block) workspace, the block's triangular factor, and the panels'.
+  return size_t(n) * kQrBlock + size_t(kQrBlock) * kQrBlock + size_t(std::max(work_size(q[0]), work_size(q[1])));
+}
+
+/// geqrf of the column-major m x n matrix a (leading dimension lda) in blocks of kQrBlock.
+template <class T> void blocked_geqrf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau, T* work) {
+  const lapack_int k = std::min(m, n), nb = kQrBlock;
+  T* t = work + size_t(n) * nb;   // the block's triangular factor (nb x nb)
+  T* panel = t + size_t(nb) * nb;  // the panel's own workspace
+  const lapack_int lpanel = lapack_int(blocked_qr_work<T>(m, n) - size_t(n) * nb - size_t(nb) * nb);
+  for (lapack_int i = 0; i < k; i += nb) {
+    const lapack_int ib = std::min(k - i, nb);
+    T* aii = a + i + size_t(i) * lda;
+    geqrf(m - i, ib, aii, lda, tau + i, panel, lpanel);
+    if (i + ib < n) {  // the rest of the columns: (H_i ... H_{i+ib-1})^H applied from the left
+      larft(m - i, ib, aii, lda, tau + i, t, nb);
+      larfb(is_cplx<T> ? 'C' : 'T', m - i, n - i - ib, ib, aii, lda, t, nb, aii + size_t(ib) * lda, lda, work,
+            n - i - ib);
+    }
+  }
+}
+
+/// orgqr: the first n columns of Q = H_0 ... H_{k-1} from blocked_geqrf's reflectors, in
+/// place of them, in blocks of kQrBlock from the last one back (as LAPACK's).
+template <class T>
+void blocked_orgqr(lapack_int m, lapack_int n, lapack_int k, T* a, lapack_int lda, const T* tau, T* work) {
+  const lapack_int nb = kQrBlock;
+  T* t = work + size_t(n) * nb;
+  T* panel = t + size_t(nb) * nb;
+  const lapack_int lpanel = lapack_int(blocked_qr_work<T>(m, n) - size_t(n) * nb - size_t(nb) * nb);
+  const lapack_int last = ((k - 1) / nb) * nb, kk = std::min(k, last + nb);
+  // Columns past the reflectors start as the identity's (rows below kk are set by orgqr).
+  for (lapack_int j = kk; j < n; ++j) std::fill(a + size_t(j) * lda, a + size_t(j) * lda + kk, T(0));
+  if (kk < n) orgqr(m - kk, n - kk, k - kk, a + kk + size_t(kk) * lda, lda, tau + kk, panel, lpanel);
+  for (lapack_int i = last; i >= 0; i -= nb) {
+    const lapack_int ib = std::min(nb, k - i);
+    T* aii = a + i + size_t(i) * lda;
+    if (i + ib < n) {  // the block's reflectors applied to the columns already formed
+      larft(m - i, ib, aii, lda, tau + i, t, nb);
+      larfb('N', m - i, n - i - ib, ib, aii, lda, t, nb, aii + size_t(ib) * lda, lda, work, n - i - ib);
+    }
+    orgqr(m - i, ib, ib, aii, lda, tau + i, panel, lpanel);
+    for (lapack_int j = i; j < i + ib; ++j) std::fill(a + size_t(j) * lda, a + size_t(j) * lda + i, T(0));
+  }
+}
+
 // Below kSmall rows, LAPACK's and BLAS's per-call costs (argument checks, workspace, kernel
 // dispatch) outweigh the arithmetic: batches of small matrices run these plain loops on the
 // row-major data instead (same algorithms, same pivot choices as getf2 / potf2 / trsm).
@@ -353,18 +460,19 @@ template <class T> void lu_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
 
 template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T* q, T* r, bool full) {
   const int64_t k = std::min(m, n), qc = full ? m : k, rr = full ? m : k;
-  const bool small = std::max(m, n) <= kSmall;
+  const bool small = std::max(m, n) <= kSmall, blocked = k >= kQrBlockedMin;
   const lapack_int mi = to_int(m, "qr"), ni = to_int(n, "qr"), ki = lapack_int(k), qci = lapack_int(qc),
                    ld = std::max<lapack_int>(1, mi);
   for_each_matrix(batch, 2.0 * double(m) * double(n) * double(k), [&](int64_t lo, int64_t hi) {
     // A working copy (column-major for LAPACK, with room for a complete Q of a tall matrix).
     std::vector<T> t(size_t(std::max<int64_t>(1, m * std::max(n, qc)))), tau(size_t(std::max<int64_t>(1, k)));
     T query[2] = {T(0), T(0)};  // workspace of geqrf and orgqr on these sizes, once per group
-    if (!small && k > 0) {
+    if (!small && !blocked && k > 0) {
       geqrf(mi, ni, t.data(), ld, tau.data(), &query[0], -1);
       orgqr(mi, qci, ki, t.data(), ld, tau.data(), &query[1], -1);
     }
-    std::vector<T> work(size_t(std::max(work_size(query[0]), work_size(query[1]))));
+    std::vector<T> work(blocked ? blocked_qr_work<T>(mi, lapack_int(std::max(n, qc)))
+                                : size_t(std::max(work_size(query[0]), work_size(query[1]))));
     const lapack_int lwork = lapack_int(work.size());
     for (int64_t b = lo; b < hi; ++b) {
       T* qb = q + b * m * qc;
@@ -374,8 +482,8 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
         small_qr(m, n, t.data(), qb, qc, rb, rr);
         continue;
       }
-      std::fill(rb, rb + rr * n, T(0));
       if (k == 0) {  // no columns (or rows): a complete Q is the identity
+        std::fill(rb, rb + rr * n, T(0));
         std::fill(qb, qb + m * qc, T(0));
         for (int64_t i = 0; i < std::min(m, qc); ++i) qb[i * qc + i] = T(1);
         continue;
@@ -383,11 +491,15 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
       // geqrf + orgqr on a column-major copy (two O(mn) transpositions beside the O(mnk)
       // work; measured faster than gelqf + orglq on the row-major buffer read as A^T).
       transpose(a + b * m * n, m, n, n, t.data(), m);
-      geqrf(mi, ni, t.data(), ld, tau.data(), work.data(), lwork);
-      for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = i; j < n; ++j) rb[i * n + j] = t[size_t(i + j * m)];
+      if (blocked) blocked_geqrf(mi, ni, t.data(), ld, tau.data(), work.data());
+      else geqrf(mi, ni, t.data(), ld, tau.data(), work.data(), lwork);
+      // R: the top k rows of the factored copy, transposed back, below its diagonal zero.
+      transpose(t.data(), n, k, m, rb, n);
+      for (int64_t i = 1; i < k; ++i) std::fill(rb + i * n, rb + i * n + std::min(i, n), T(0));
+      std::fill(rb + k * n, rb + rr * n, T(0));
       if (qc > n) std::fill(t.begin() + m * n, t.begin() + m * qc, T(0));  // Q's extra columns
-      orgqr(mi, qci, ki, t.data(), ld, tau.data(), work.data(), lwork);
+      if (blocked) blocked_orgqr(mi, qci, ki, t.data(), ld, tau.data(), work.data());
+      else orgqr(mi, qci, ki, t.data(), ld, tau.data(), work.data(), lwork);
       transpose(t.data(), qc, m, m, qb, qc);
     }
   });
@@ -395,18 +507,48 @@ template <class T> void qr_t(int64_t batch, int64_t m, int64_t n, const T* a, T*
 
 template <class T> void geqrf_t(int64_t batch, int64_t m, int64_t n, const T* a, T* h, T* tau) {
   const int64_t k = std::min(m, n);
+  const bool blocked = k >= kQrBlockedMin;
   const lapack_int mi = to_int(m, "geqrf"), ni = to_int(n, "geqrf"), ld = std::max<lapack_int>(1, mi);
   for_each_matrix(batch, 2.0 * double(m) * double(n) * double(k), [&](int64_t lo, int64_t hi) {
     std::vector<T> t(size_t(std::max<int64_t>(1, m * n)));  // column-major copy
     T wq(0);
-    if (k > 0) geqrf(mi, ni, t.data(), ld, tau, &wq, -1);
-    std::vector<T> work(size_t(work_size(wq)));
+    if (k > 0 && !blocked) geqrf(mi, ni, t.data(), ld, tau, &wq, -1);
+    std::vector<T> work(blocked ? blocked_qr_work<T>(mi, ni) : size_t(work_size(wq)));
     for (int64_t b = lo; b < hi; ++b) {
       transpose(a + b * m * n, m, n, n, t.data(), m);
-      if (k > 0) geqrf(mi, ni, t.data(), ld, tau + b * k, work.data(), lapack_int(work.size()));
+      if (blocked) blocked_geqrf(mi, ni, t.data(), ld, tau + b * k, work.data());
+      else if (k > 0) geqrf(mi, ni, t.data(), ld, tau + b * k, work.data(), lapack_int(work.size()));
       transpose(t.data(), n, m, m, h + b * m * n, n);
     }
   });
+}
+
+/// Whether a batch of `batch` real matrices of at most `dim` rows and columns goes to the
+/// batched Jacobi kernels (jacobi.h) instead of one LAPACK call per matrix: small matrices
+/// in a batch that fills at least half a group of lanes.
+template <class T> bool use_jacobi(int64_t batch, int64_t dim) {
+  return !is_cplx<T> && dim >= 2 && dim <= kJacobiMaxN && batch >= kJacobiLanes / 2;
+}
+
+/// for_each_matrix, with the batch split at multiples of kJacobiLanes when `jacobi` (so that
+/// no task holds a partial group of lanes but the last).
+void for_each_matrix_in_groups(int64_t batch, double work, bool jacobi, const std::function<void(int64_t, int64_t)>& fn) {
+  if (!jacobi) return for_each_matrix(batch, work, fn);
+  const int64_t groups = (batch + kJacobiLanes - 1) / kJacobiLanes;
+  for_each_matrix(groups, work * double(kJacobiLanes), [&](int64_t lo, int64_t hi) {
+    fn(lo * kJacobiLanes, std::min(hi * kJacobiLanes, batch));
+  });
+}
+
+/// Runs fn(b0, count) on the matrices [lo, hi) in groups of kJacobiLanes and calls
+/// lapack_one(b) for each matrix whose bit is set in the mask fn returns.
+template <class Jacobi, class One> void by_jacobi_groups(int64_t lo, int64_t hi, Jacobi&& fn, One&& lapack_one) {
+  for (int64_t b0 = lo; b0 < hi; b0 += kJacobiLanes) {
+    const int64_t count = std::min(kJacobiLanes, hi - b0);
+    const uint32_t left = fn(b0, count);
+    for (int64_t i = 0; i < count; ++i)
+      if ((left >> i) & 1) lapack_one(b0 + i);
+  }
 }
 
 template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_t<T>* w, bool lower) {
@@ -416,16 +558,25 @@ template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_
   // A read column-major is A^T = conj(A): its upper triangle is A's lower one, and its
   // eigenvectors are conj(v), which a conjugating transpose turns into A's, as columns.
   const char uplo = lower ? 'U' : 'L';
-  for_each_matrix(batch, 9.0 * double(n) * double(n) * double(n), [&](int64_t lo, int64_t hi) {
-    std::vector<T> t(size_t(std::max<int64_t>(1, n * n)));
-    T wq(0);
-    R rq(0);
-    lapack_int iq = 0;
-    if (n > 0) heevd(jobz, uplo, ni, t.data(), ni, w, &wq, -1, &rq, -1, &iq, -1);
-    std::vector<T> work(size_t(work_size(wq)));
-    std::vector<R> rwork(size_t(std::max<lapack_int>(1, lapack_int(rq))));
-    std::vector<lapack_int> iwork(size_t(std::max<lapack_int>(1, iq)));
-    for (int64_t b = lo; b < hi; ++b) {
+  const bool jacobi = use_jacobi<T>(batch, n);
+  // Jacobi's cost per matrix: about 6 sweeps of n^2 / 2 rotations of 12 n flops, spread
+  // over the lanes.
+  const double work = jacobi ? 36.0 * double(n) * double(n) * double(n) : 9.0 * double(n) * double(n) * double(n);
+  for_each_matrix_in_groups(batch, work, jacobi, [&](int64_t lo, int64_t hi) {
+    std::vector<T> t, work;
+    std::vector<R> rwork;
+    std::vector<lapack_int> iwork;
+    auto lapack_one = [&](int64_t b) {
+      if (t.empty()) {  // workspace queried once per group, on first use
+        t.resize(size_t(std::max<int64_t>(1, n * n)));
+        T wq(0);
+        R rq(0);
+        lapack_int iq = 0;
+        if (n > 0) heevd(jobz, uplo, ni, t.data(), ni, w, &wq, -1, &rq, -1, &iq, -1);
+        work.resize(size_t(work_size(wq)));
+        rwork.resize(size_t(std::max<lapack_int>(1, lapack_int(rq))));
+        iwork.resize(size_t(std::max<lapack_int>(1, iq)));
+      }
       std::copy(a + b * n * n, a + (b + 1) * n * n, t.data());
       R* wb = w + b * n;
       const lapack_int info = n == 0 ? 0
@@ -435,10 +586,22 @@ template <class T> void eigh_t(int64_t batch, int64_t n, const T* a, T* v, real_
       if (info != 0) {
         fill_nan(wb, n);
         fill_nan(v ? v + b * n * n : nullptr, n * n);
-        continue;
+        return;
       }
       if (v) transpose(t.data(), n, n, n, v + b * n * n, n, /*conj=*/true);
+    };
+    if constexpr (!is_cplx<T>) {
+      if (jacobi) {
+        by_jacobi_groups(
+            lo, hi,
+            [&](int64_t b0, int64_t count) {
+              return jacobi_eigh(count, n, a + b0 * n * n, lower, w + b0 * n, v ? v + b0 * n * n : nullptr);
+            },
+            lapack_one);
+        return;
+      }
     }
+    for (int64_t b = lo; b < hi; ++b) lapack_one(b);
   });
 }
 
@@ -451,18 +614,29 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
   const int64_t uc = full ? m : k, vr = full ? n : k;  // U is m x uc, V^H is vr x n
   const lapack_int mi = to_int(m, "svd"), ni = to_int(n, "svd");
   const lapack_int ld_u = std::max<lapack_int>(1, ni), ld_vt = std::max<lapack_int>(1, lapack_int(uc));
-  for_each_matrix(batch, 12.0 * double(mx) * double(k) * double(k), [&](int64_t lo, int64_t hi) {
-    std::vector<T> t(size_t(std::max<int64_t>(1, m * n)));
-    std::vector<R> rwork(size_t(std::max<int64_t>(1, std::max(7 * k, k * std::max(5 * k + 7, 2 * mx + 2 * k + 1)))));
-    std::vector<lapack_int> iwork(size_t(std::max<int64_t>(1, 8 * k)));
-    T dummy(0), wq(0);
-    // Row-major A is the column-major n x m matrix A^T = conj(V) S U^T: gesdd's U of it,
-    // read row-major, is V^H, and its V^T read row-major is U (the output buffers swap).
-    if (k > 0)
-      gesdd(jobz, ni, mi, t.data(), ld_u, s, uv ? vt : &dummy, ld_u, uv ? u : &dummy, ld_vt, &wq, -1, rwork.data(),
-            iwork.data());
-    std::vector<T> work(size_t(work_size(wq)));
-    for (int64_t b = lo; b < hi; ++b) {
+  // Jacobi gives k singular vectors on each side: complete ones of a non-square matrix
+  // (full_matrices) come from LAPACK.
+  const bool jacobi = use_jacobi<T>(batch, mx) && k >= 1 && (!uv || !full || m == n);
+  // Jacobi's cost per matrix: about 8 sweeps of k^2 / 2 column pairs of 12 m flops.
+  const double work = jacobi ? 48.0 * double(mx) * double(k) * double(k) : 12.0 * double(mx) * double(k) * double(k);
+  for_each_matrix_in_groups(batch, work, jacobi, [&](int64_t lo, int64_t hi) {
+    std::vector<T> t, work;
+    std::vector<R> rwork;
+    std::vector<lapack_int> iwork;
+    T dummy(0);
+    auto lapack_one = [&](int64_t b) {
+      if (t.empty()) {  // workspace queried once per group, on first use
+        t.resize(size_t(std::max<int64_t>(1, m * n)));
+        rwork.resize(size_t(std::max<int64_t>(1, std::max(7 * k, k * std::max(5 * k + 7, 2 * mx + 2 * k + 1)))));
+        iwork.resize(size_t(std::max<int64_t>(1, 8 * k)));
+        T wq(0);
+        // Row-major A is the column-major n x m matrix A^T = conj(V) S U^T: gesdd's U of it,
+        // read row-major, is V^H, and its V^T read row-major is U (the output buffers swap).
+        if (k > 0)
+          gesdd(jobz, ni, mi, t.data(), ld_u, s, uv ? vt : &dummy, ld_u, uv ? u : &dummy, ld_vt, &wq, -1,
+                rwork.data(), iwork.data());
+        work.resize(size_t(work_size(wq)));
+      }
       std::copy(a + b * m * n, a + (b + 1) * m * n, t.data());
       R* sb = s + b * k;
       T* ub = uv ? u + b * m * uc : &dummy;
@@ -474,7 +648,7 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
           for (int64_t i = 0; i < m; ++i) ub[i * m + i] = T(1);
           for (int64_t i = 0; i < n; ++i) vb[i * n + i] = T(1);
         }
-        continue;
+        return;
       }
       const lapack_int info = gesdd(jobz, ni, mi, t.data(), ld_u, sb, vb, ld_u, ub, ld_vt, work.data(),
                                     lapack_int(work.size()), rwork.data(), iwork.data());
@@ -482,7 +656,20 @@ void svd_t(int64_t batch, int64_t m, int64_t n, const T* a, real_t<T>* s, T* u, 
         fill_nan(sb, k);
         if (uv) fill_nan(ub, m * uc), fill_nan(vb, vr * n);
       }
+    };
+    if constexpr (!is_cplx<T>) {
+      if (jacobi) {
+        by_jacobi_groups(
+            lo, hi,
+            [&](int64_t b0, int64_t count) {
+              return jacobi_svd(count, m, n, a + b0 * m * n, s + b0 * k, uv ? u + b0 * m * k : nullptr,
+                                uv ? vt + b0 * k * n : nullptr);
+            },
+            lapack_one);
+        return;
+      }
     }
+    for (int64_t b = lo; b < hi; ++b) lapack_one(b);
   });
 }
 

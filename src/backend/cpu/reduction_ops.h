@@ -6,7 +6,8 @@
 // unsigned type of at least 32 bits, so overflow wraps like XLA (and is not C++ UB); f32,
 // f64 and complex in their own type. Sums along a contiguous axis are pairwise (like
 // NumPy), so f32 rounding error grows like log n rather than n; sums across outer axes add
-// rows in memory order (also like NumPy).
+// rows in memory order (also like NumPy) within fixed blocks whose partial results combine
+// in block order (src/ops/reduction.cpp: the same bits for any thread count).
 #include <bit>
 #include <cmath>
 #include <limits>

@@ -1,0 +1,51 @@
+#pragma once
+// The compiled kernel of a `fused` equation (fusion.cpp) as a parameter object, shared with
+// the streaming pass (streaming.cpp), which runs several of them over bands of rows.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "compiler/codegen.h"
+#include "compiler/kernel_cache.h"
+#include "ir/params.h"
+#include "ir/program.h"
+
+namespace tessel::compiler {
+
+/// A generated loop nest: computes rows [r0, r1) of its domain's first dimension
+/// (codegen.h's generate_kernel); `bufs` holds its inputs, then its outputs.
+using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
+
+/// A loaded kernel (its library stays loaded while it lives), the `kernel` parameter of a
+/// `fused` equation.
+class FusedKernel final : public ir::ParamObject {
+ public:
+  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape);
+  size_t hash() const override;
+  bool equals(const ir::ParamObject& o) const override;
+  std::string to_string() const override { return name_; }
+  /// Throws ValueError: machine code does not travel to another process.
+  void write(ir::Writer&) const override;
+  KernelFnPtr fn() const { return fn_; }
+  const GroupShape& shape() const { return shape_; }
+
+ private:
+  std::shared_ptr<KernelLibrary> lib_;
+  KernelFnPtr fn_;
+  std::string name_;
+  GroupShape shape_;
+};
+
+/// Whether `e` is a `fused` equation (one generated loop nest).
+bool is_fused(const ir::Equation& e);
+
+/// Rows that every call of a loop nest over `shape` starts at a multiple of (and ends at a
+/// multiple of, or at the last row), so that its values do not depend on how its rows are
+/// split between calls: the compiler may vectorize a loop nest with short rows across rows
+/// (a rank-1 domain always is), and libmvec's transcendental functions may round a lane of
+/// a vector and a lone element differently (and a vector whose lane needs a special case
+/// may go to the scalar path whole). kRowAlignment rows when a row has fewer than that
+/// many points, else 1.
+int64_t row_alignment(const GroupShape& shape);
+
+}  // namespace tessel::compiler
