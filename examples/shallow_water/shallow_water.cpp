@@ -78,9 +78,12 @@ Fields exchange(Fields fields, const std::vector<ts::Index>& send_idx, int send_
     for (ts::Array& f : fields) f = f.at(recv_idx).set(f[send_idx]);
     return fields;
   }
+  // The fields' lines end to end along their first axis: a stack would add a reshape per
+  // field on each side (a step each, for a few rows).
   std::vector<ts::Array> lines;
   for (const ts::Array& f : fields) lines.push_back(f[send_idx]);
-  const ts::Array line = lines.size() == 1 ? lines[0] : ts::stack(lines);
+  const ts::Array line = lines.size() == 1 ? lines[0] : ts::concatenate(lines, 0);
+  const int64_t n = lines[0].shape()[0];
   if (recv_from < 0) {
     comm::send(line, send_to, {.comm = d.comm});
     return fields;
@@ -89,7 +92,7 @@ Fields exchange(Fields fields, const std::vector<ts::Index>& send_idx, int send_
   const ts::Array got = send_to < 0 ? comm::recv(line, {.source = recv_from, .comm = d.comm})
                                     : comm::sendrecv(line, line, recv_from, send_to, {.comm = d.comm});
   for (size_t k = 0; k < fields.size(); ++k)
-    fields[k] = fields[k].at(recv_idx).set(lines.size() == 1 ? got : got[{int64_t(k)}]);
+    fields[k] = fields[k].at(recv_idx).set(lines.size() == 1 ? got : ts::slice_in_dim(got, int64_t(k) * n, int64_t(k + 1) * n));
   return fields;
 }
 

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -159,7 +160,7 @@ std::vector<Executable::StepPlan> Executable::make_plan(bool outputs_own_memory)
   return plan;
 }
 
-std::vector<Array> Executable::run(std::span<const Array> args) const {
+std::vector<Array> Executable::run(std::span<const Array> args, const RunOptions& options) const {
   const ir::Program& p = *program_;
   if (args.size() != p.invars.size())
     throw ValueError(p.name + ": the compiled program takes " + std::to_string(p.invars.size()) + " arrays, got " +
@@ -173,8 +174,8 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
     detail::require_concrete(a, "jit");  // (on one local device here; throws if donated)
     cs.push_back(detail::as_concrete(a));
   }
-  detail::DeviceImpl* dev = detail::result_device(p.name, args);
-  bool committed = false;
+  detail::DeviceImpl* dev = options.device ? options.device : detail::result_device(p.name, args);
+  bool committed = options.commit_outputs;
   for (auto* c : cs) committed |= c->committed;
 
   // Donation: the array gives its buffer to this run and is left holding a marker that
@@ -195,11 +196,12 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
     donated[i] = 1;
     const std::shared_ptr<Buffer>& own = c->buffer();
     in_bufs[i] = c->exchange_buffer(Buffer::donated(
-        own->nbytes(), own->device(),
-        "this array (" + c->aval.to_string() + ") was donated to jit '" + p.name + "' (argument " +
-            std::to_string(donated_[i]) + " is in donate_argnums), so its buffer may hold other values now and it "
-            "cannot be used any more. To keep using it, leave the argument out of donate_argnums, or donate a copy "
-            "and keep the original"));
+        own->nbytes(), own->device(), [program = program_, aval = c->aval, argnum = donated_[i]] {
+          return "this array (" + aval.to_string() + ") was donated to jit '" + program->name + "' (argument " +
+                 std::to_string(argnum) + " is in donate_argnums), so its buffer may hold other values now and it "
+                 "cannot be used any more. To keep using it, leave the argument out of donate_argnums, or donate a "
+                 "copy and keep the original";
+        }));
   }
   // Output buffers exist before the computation runs, so handles return at once; their
   // memory is attached by the step that computes them.
@@ -237,8 +239,10 @@ std::vector<Array> Executable::run(std::span<const Array> args) const {
   if (steps_.empty()) return outs;
   auto self = shared_from_this();
   auto task = [self, dev, in_bufs = std::move(in_bufs), donated = std::move(donated), slot_out = std::move(slot_out),
-               fresh = std::move(fresh)]() {
+               fresh = std::move(fresh), context = options.context]() {
     try {
+      std::optional<detail::ScopedSpmdContext> scope;
+      if (context) scope.emplace(context.get());
       RunState rs(self->slot_kind_.size());
       for (size_t i = 0; i < in_bufs.size(); ++i) {
         in_bufs[i]->wait();

@@ -10,6 +10,7 @@
 
 #include "core/array_impl.h"
 #include "ir/program.h"
+#include "runtime/spmd_context.h"
 
 namespace tessel::compiler {
 
@@ -19,8 +20,19 @@ class Executable : public std::enable_shared_from_this<Executable> {
   /// function (named in errors), and `run` may reuse its buffer, invalidating the array.
   /// Throws NotImplementedError if an equation has no CPU kernel.
   explicit Executable(std::shared_ptr<const ir::Program> program, std::vector<int> donated = {});
+  /// How `run` places a run (all optional).
+  struct RunOptions {
+    /// The device to run on; null: where the arguments are (detail::result_device).
+    detail::DeviceImpl* device = nullptr;
+    /// Installed on the device's thread while the steps run: a partitioned program on a
+    /// one-device mesh runs this way (its collectives and callbacks read the context).
+    std::shared_ptr<const detail::SpmdContext> context;
+    /// Outputs are committed to the device even when no argument is.
+    bool commit_outputs = false;
+  };
   /// Runs on concrete arrays (dispatch returns at once; outputs become ready later).
-  std::vector<Array> run(std::span<const Array> args) const;
+  std::vector<Array> run(std::span<const Array> args, const RunOptions& options) const;
+  std::vector<Array> run(std::span<const Array> args) const { return run(args, RunOptions{}); }
   /// Runs synchronously on the calling thread, on dense input and output buffers (control
   /// flow kernels run their bodies this way). Inputs are never written.
   void run_sync(std::span<const void* const> ins, std::span<void* const> outs, detail::DeviceImpl* dev) const;

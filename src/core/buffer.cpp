@@ -192,10 +192,11 @@ std::exception_ptr as_tessel_error(std::exception_ptr e, const Buffer* buffer) {
   }
 }
 
-std::shared_ptr<Buffer> Buffer::donated(size_t nbytes, DeviceImpl* device, const std::string& message) {
+std::shared_ptr<Buffer> Buffer::donated(size_t nbytes, DeviceImpl* device, std::function<std::string()> message) {
   auto b = deferred(nbytes, device);
   b->donated_ = true;
-  b->set_error(std::make_exception_ptr(ValueError(message)));
+  b->donated_message_ = std::move(message);
+  b->state_.store(kError, std::memory_order_release);
   return b;
 }
 

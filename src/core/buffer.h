@@ -5,10 +5,13 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/blocking.h"
+#include "tessel/error.h"
 
 namespace tessel {
 struct ShapeDtype;
@@ -89,8 +92,9 @@ class Buffer {
     return std::make_shared<Buffer>(nbytes, device, Deferred{});
   }
   /// The buffer left behind in an array whose memory was donated to a computation: every
-  /// read rethrows a tessel::ValueError with `message`.
-  static std::shared_ptr<Buffer> donated(size_t nbytes, DeviceImpl* device, const std::string& message);
+  /// read rethrows a tessel::ValueError with `message()`. The message is made on the first
+  /// read: donating costs a jitted step no string and no exception.
+  static std::shared_ptr<Buffer> donated(size_t nbytes, DeviceImpl* device, std::function<std::string()> message);
 
   void* data() const { return memory_.data(); }
   size_t nbytes() const { return nbytes_; }
@@ -113,13 +117,13 @@ class Buffer {
   }
   bool ready() const { return state_.load(std::memory_order_acquire) != kPending; }
   bool failed() const { return state_.load(std::memory_order_acquire) == kError; }
-  std::exception_ptr error() const { return failed() ? error_ : nullptr; }
+  std::exception_ptr error() const { return failed() ? stored_error() : nullptr; }
   /// True for the buffer of an array whose memory was donated (see `donated`).
   bool is_donated() const { return donated_; }
   /// Throws the donation error if this buffer's array was donated (for operations that
   /// would otherwise only fail later, when the result is read).
   void check_not_donated() const {
-    if (donated_) std::rethrow_exception(error_);
+    if (donated_) std::rethrow_exception(stored_error());
   }
   /// Blocks until computed; rethrows the producer's error.
   void wait() const {
@@ -128,7 +132,7 @@ class Buffer {
       BlockingScope blocking;
       s = wait_pending();
     }
-    if (s == kError) std::rethrow_exception(error_);
+    if (s == kError) std::rethrow_exception(stored_error());
   }
 
  private:
@@ -147,7 +151,15 @@ class Buffer {
   DeviceImpl* device_ = nullptr;
   bool donated_ = false;
   std::atomic<int> state_{kPending};
-  std::exception_ptr error_;
+  /// The error of a failed computation, or of a donated buffer (made from
+  /// donated_message_ on first use).
+  const std::exception_ptr& stored_error() const {
+    if (donated_) std::call_once(donated_once_, [this] { error_ = std::make_exception_ptr(ValueError(donated_message_())); });
+    return error_;
+  }
+  mutable std::exception_ptr error_;
+  mutable std::once_flag donated_once_;
+  std::function<std::string()> donated_message_;
 };
 
 }  // namespace tessel::detail

@@ -138,7 +138,8 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .min = 0, .max = 1000000, .default_int = 20,
      .doc = "Microseconds a host-callback receiver thread polls for more taps after emptying its queue before it "
             "sleeps: a device tapping in a loop then hands taps over without waking a sleeping thread (a system "
-            "call per tap). `0` sleeps at once."},
+            "call per tap). `0` sleeps at once. A process that may run on one core only (its CPU affinity, as "
+            "under `mpirun --bind-to core`) never polls: the polling would hold the core the device needs."},
     {.var = Var::kControlSpinUs, .name = "TESSEL_CONTROL_SPIN_US", .kind = Kind::kInteger,
      .min = 0, .out_of_range = OutOfRange::kClamp, .default_int = 2000,
      .doc = "Single-controller jobs ([single_controller.md](single_controller.md)): microseconds the driver "

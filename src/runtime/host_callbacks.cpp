@@ -156,13 +156,17 @@ class Receiver final : public BlockObserver {
   }
 
   /// Returns when an item was pushed or after spin_ without one (unlocked); at once when
-  /// spin_ is 0.
+  /// spin_ is 0. Yields now and then: the device's kernels, running on every core while the
+  /// receiver polls, get the core back whenever they want it.
   void spin_for_work() const {
     if (spin_.count() == 0) return;
     const auto deadline = std::chrono::steady_clock::now() + spin_;
     for (int i = 0;; ++i) {
       if (pushed_.load(std::memory_order_acquire) != done_) return;
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return;
+      if ((i & 63) == 63) {
+        if (std::chrono::steady_clock::now() >= deadline) return;
+        std::this_thread::yield();
+      }
       cpu_relax();
     }
   }
@@ -251,7 +255,9 @@ size_t max_queue_bytes() {
 }
 
 std::chrono::microseconds receiver_spin() {
-  static const std::chrono::microseconds us{config::get_int(config::kHostCallbackSpinUs)};  // 0 to 1 s
+  // On one core the receiver's polling only delays the device that would push the next
+  // tap (they share the core): it sleeps at once there.
+  static const std::chrono::microseconds us{usable_cores() > 1 ? config::get_int(config::kHostCallbackSpinUs) : 0};
   return us;
 }
 

@@ -37,7 +37,8 @@ void barrier_wait(const std::string& logging_name);
 
 /// The byte bound of each device's queue (TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES).
 size_t max_queue_bytes();
-/// How long an idle receiver polls its queue before it sleeps (TESSEL_HOST_CALLBACK_SPIN_US).
+/// How long an idle receiver polls its queue before it sleeps (TESSEL_HOST_CALLBACK_SPIN_US;
+/// 0 when the process may use one core only).
 std::chrono::microseconds receiver_spin();
 
 }  // namespace tessel::detail::host

@@ -58,7 +58,7 @@ std::vector<Array> jit_call(const JitEntry& e, std::span<const Array> args) {
   if (e.captured_tracers.empty() && !needs_trace(args)) {
     for (const Array& a : args)
       if (!a.valid()) throw ValueError(e.lowered->name + ": an argument is an empty Array; give it a value");
-    if (e.partitions || any_sharded(args)) return spmd_run_program(e.lowered, args);
+    if (e.partitions || any_sharded(args)) return spmd_run_program(e.lowered, args, e.donated);
     return e.executable().run(args);
   }
   std::vector<Array> all = e.captured_tracers;
@@ -71,7 +71,7 @@ std::string jit_compiled_text(const JitEntry& e, std::span<const Array> args) {
   if (e.partitions || any_sharded(args)) {
     if (!e.captured_tracers.empty())
       throw ValueError(e.lowered->name + ": this program closes over values of an enclosing transformation; compile it outside");
-    return spmd_program_text(e.lowered, args);
+    return spmd_program_text(e.lowered, args, e.donated);
   }
   return e.executable().to_text();
 }
@@ -79,7 +79,7 @@ std::string jit_compiled_text(const JitEntry& e, std::span<const Array> args) {
 void jit_build(const JitEntry& e, std::span<const Array> args) {
   // A program closing over an enclosing transformation's values only runs under it.
   if (!e.captured_tracers.empty() || needs_trace(args)) return;
-  if (e.partitions || any_sharded(args)) spmd_program_text(e.lowered, args);  // prepares and caches
+  if (e.partitions || any_sharded(args)) spmd_program_text(e.lowered, args, e.donated);  // prepares and caches
   else e.executable();
 }
 

@@ -55,11 +55,14 @@ struct SpmdExecutable {
   /// What the partitioner was given, to lower the program again for one device.
   std::shared_ptr<const ir::Program> source;
   bool per_device = false;
+  /// Per input: the donated argument's number, or -1 (jit's donate_argnums). Used by the
+  /// launch on one local device, which runs the executable with its buffer plan.
+  std::vector<int> donated;
 
   /// The executable of the program every device runs, built on first use: a driver whose
   /// devices are not in the mesh never compiles it.
   const std::shared_ptr<compiler::Executable>& executable() const {
-    std::call_once(exe_once, [this] { exe = compile(part); });
+    std::call_once(exe_once, [this] { exe = compile(part, donated); });
     return exe;
   }
   /// The executable the device at mesh position `pos` runs: its own specialization
@@ -80,8 +83,9 @@ struct SpmdExecutable {
   }
 
  private:
-  static std::shared_ptr<compiler::Executable> compile(const sharding::Partitioned& p) {
-    return std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*p.program)));
+  static std::shared_ptr<compiler::Executable> compile(const sharding::Partitioned& p, std::vector<int> donated = {}) {
+    return std::make_shared<compiler::Executable>(std::make_shared<const ir::Program>(compiler::fuse(*p.program)),
+                                                  std::move(donated));
   }
   mutable std::once_flag exe_once;
   mutable std::shared_ptr<compiler::Executable> exe;
@@ -116,7 +120,7 @@ struct Prepared {
   std::vector<Array> args;  // laid out as the executable wants
 };
 
-Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) {
+Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in, std::span<const int> donated = {}) {
   const std::string& name = program->name;
   std::vector<Array> args(args_in.begin(), args_in.end());
   std::vector<std::optional<Mesh>> arg_meshes;
@@ -168,6 +172,10 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
   }
   key += mesh->to_string();
   for (auto& d : mesh_devices) key += "," + std::to_string(d.id());
+  if (!donated.empty()) {
+    key += ";donated";
+    for (int d : donated) key += "," + std::to_string(d);
+  }
   LayoutKey layout_key{program_key, std::move(key)};
   std::shared_ptr<const SpmdExecutable> exe;
   if (auto hit = partitioned_cache().find(layout_key)) exe = *hit;
@@ -179,6 +187,7 @@ Prepared prepare(const ir::ProgramRef& program, std::span<const Array> args_in) 
     made->local_out = made->part.program->out_avals();
     made->source = simplified;
     made->per_device = worth_specializing(*made->part.program, *mesh);
+    if (made->part.program->invars.size() == donated.size()) made->donated.assign(donated.begin(), donated.end());
     exe = partitioned_cache().insert(std::move(layout_key), std::move(made));
   }
   for (size_t i = 0; i < args.size(); ++i) {
@@ -237,10 +246,35 @@ void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<cons
   ctl::post(procs, "program.run", w.bytes());
 }
 
+// A program that partitions itself over a mesh of one local device without axes (one that
+// only has host callbacks or comm calls, say) is the program every device would run: it
+// runs as an ordinary executable with the partitioned program's context installed, so
+// donated arguments, in-place steps and buffer reuse apply as they do to any jit (no copy
+// of a donated argument before a scatter, no output allocated before the run starts).
+std::vector<Array> launch_on_one_device(const SpmdExecutable& x, std::span<const Array> args) {
+  struct Scope {
+    std::shared_ptr<distributed::CollectiveHub> hub;
+    SpmdContext context;
+  };
+  const Mesh& mesh = x.part.mesh;
+  DeviceImpl* dev = mesh.devices()[0].impl();
+  auto scope = std::make_shared<Scope>();
+  scope->hub = distributed::make_in_process_hub(1);
+  scope->context = SpmdContext{mesh, 0, scope->hub.get()};
+  TESSEL_DEBUG_LOG("run partitioned '" + x.part.program->name + "' on " + mesh.to_string() + " as one executable");
+  // Outputs are committed to the device, as a launch's laid-out results are.
+  return x.executable()->run(args, {.device = dev,
+                                    .context = std::shared_ptr<const SpmdContext>(scope, &scope->context),
+                                    .commit_outputs = true});
+}
+
+
 // across processes through the hub (shared memory within a process, MPI across).
 std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x, std::span<const Array> args) {
   const Mesh& mesh = x.part.mesh;
   int n = int(mesh.size());
+  if (n == 1 && mesh.axis_names().empty() && mesh.devices()[0].impl()->is_local())
+    return launch_on_one_device(x, args);
   std::vector<distributed::Participant> participants;
   for (const Device& d : mesh.devices()) participants.push_back({d.process_index(), d.id()});
   auto hub = distributed::make_hub(participants, process_index());
@@ -297,8 +331,9 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
 
 }  // namespace
 
-std::vector<Array> spmd_run_program(const ir::ProgramRef& program, std::span<const Array> args) {
-  Prepared p = prepare(program, args);
+std::vector<Array> spmd_run_program(const ir::ProgramRef& program, std::span<const Array> args,
+                                    std::span<const int> donated) {
+  Prepared p = prepare(program, args, donated);
   return launch(program, *p.exe, p.args);
 }
 
@@ -326,8 +361,9 @@ void count_collectives(const ir::Program& p, int64_t& count, int64_t& bytes) {
 
 }  // namespace
 
-std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Array> args) {
-  Prepared p = prepare(program, args);
+std::string spmd_program_text(const ir::ProgramRef& program, std::span<const Array> args,
+                              std::span<const int> donated) {
+  Prepared p = prepare(program, args, donated);
   // Compiling builds what this process's devices run; with a lowering per device, the text
   // is the first local device's (the program every device would run is never built then).
   std::shared_ptr<compiler::Executable> shown;

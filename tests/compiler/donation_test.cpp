@@ -3,6 +3,7 @@
 // no output or intermediate ever shares memory with a buffer that is still live.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,16 @@ std::vector<float> iota_values(int n, float scale = 1.0f) {
   std::vector<float> v(size_t(n), 0.0f);
   for (int i = 0; i < n; ++i) v[size_t(i)] = scale * float(i);
   return v;
+}
+
+/// y = x.at({Slice(1, 3)}).set(-1) for x = iota_values(4096), computed in x's memory `before`.
+void expect_rows_set_in_place(const ts::Array& y, const void* before) {
+  auto v = y.to_vector<float>();
+  EXPECT_EQ(v[0], 0.0f);
+  EXPECT_EQ(v[1], -1.0f);
+  EXPECT_EQ(v[2], -1.0f);
+  EXPECT_EQ(v[4095], 4095.0f);
+  EXPECT_EQ(data_of(y), before);  // the argument's memory, written in place
 }
 
 /// The message of the tessel::ValueError `f` throws, or "" (a failure) if it throws none.
@@ -81,12 +92,7 @@ TEST(Donation, ScatterOnADonatedArgumentWritesInPlace) {
   EXPECT_TRUE(contains(f.lower(x).compile().as_text(), "(scatter): output 0 written in place into input 0"))
       << f.lower(x).compile().as_text();
   ts::Array y = f(x);
-  auto v = y.to_vector<float>();
-  EXPECT_EQ(v[0], 0.0f);
-  EXPECT_EQ(v[1], -1.0f);
-  EXPECT_EQ(v[2], -1.0f);
-  EXPECT_EQ(v[4095], 4095.0f);
-  EXPECT_EQ(data_of(y), before);  // the argument's memory, written in place
+  expect_rows_set_in_place(y, before);
 }
 
 TEST(Donation, ScatterOnANonDonatedArgumentCopies) {
@@ -221,25 +227,32 @@ TEST(Donation, ArraysOnOtherDevices) {
   EXPECT_THROW(a.to_vector<float>(), ts::ValueError);
 }
 
+namespace {
+
+// A 1-D flux-form step: slices of h and u, and in-place row updates of both.
+Pair flux_step(const Pair& s) {
+  ts::Array h = s.h, u = s.u;
+  ts::Array flux = 0.5f * (h[{ts::Slice(1, ts::none)}] + h[{ts::Slice(0, -1)}]) * u[{ts::Slice(1, ts::none)}];
+  ts::Array h2 = h.at({ts::Slice(1, -1)}).add(-0.1f * (flux[{ts::Slice(1, ts::none)}] - flux[{ts::Slice(0, -1)}]));
+  ts::Array u2 = (u * 0.99f).at({ts::Slice(0, 1)}).set(ts::Array(0.0f));
+  return Pair{h2, u2};
+}
+
+Pair flux_initial_state() {
+  std::vector<float> h(5000), u(5000);
+  for (size_t i = 0; i < h.size(); ++i) {
+    h[i] = 1.0f + 0.1f * std::sin(0.01f * float(i));
+    u[i] = 0.2f * std::cos(0.02f * float(i));
+  }
+  return Pair{ts::Array(h), ts::Array(u)};
+}
+
+}  // namespace
+
 TEST(Donation, LoopWithDonationEqualsLoopWithout) {
-  auto step = [](const Pair& s) {
-    ts::Array h = s.h, u = s.u;
-    ts::Array flux = 0.5f * (h[{ts::Slice(1, ts::none)}] + h[{ts::Slice(0, -1)}]) * u[{ts::Slice(1, ts::none)}];
-    ts::Array h2 = h.at({ts::Slice(1, -1)}).add(-0.1f * (flux[{ts::Slice(1, ts::none)}] - flux[{ts::Slice(0, -1)}]));
-    ts::Array u2 = (u * 0.99f).at({ts::Slice(0, 1)}).set(ts::Array(0.0f));
-    return Pair{h2, u2};
-  };
-  auto plain = ts::jit(step);
-  auto donating = ts::jit(step, {.donate_argnums = {0}});
-  auto init = [] {
-    std::vector<float> h(5000), u(5000);
-    for (size_t i = 0; i < h.size(); ++i) {
-      h[i] = 1.0f + 0.1f * std::sin(0.01f * float(i));
-      u[i] = 0.2f * std::cos(0.02f * float(i));
-    }
-    return Pair{ts::Array(h), ts::Array(u)};
-  };
-  Pair a = init(), b = init();
+  auto plain = ts::jit(flux_step);
+  auto donating = ts::jit(flux_step, {.donate_argnums = {0}});
+  Pair a = flux_initial_state(), b = flux_initial_state();
   for (int i = 0; i < 30; ++i) {
     a = plain(a);
     b = donating(b);
@@ -273,4 +286,59 @@ TEST(Donation, ControlFlowBodiesNeverWriteTheirInputs) {
   ts::Array x = ts::ones({4});
   auto v = f(x).to_vector<float>();
   EXPECT_EQ(v, (std::vector<float>{32.0f + 31.0f, 32.0f, 32.0f, 32.0f}));
+}
+
+// A program with a host callback partitions itself (over a mesh of one device): it runs as
+// an ordinary executable, so donation, in-place steps and buffer reuse apply to it too.
+TEST(Donation, AProgramWithAHostCallbackWritesDonatedArgumentsInPlace) {
+  std::vector<float> tapped;
+  auto tap = [&](const ts::Array& k, const ts::host::Transforms&) { tapped.push_back(k.item<float>()); };
+  auto f = ts::jit(
+      [&](const ts::Array& x) {
+        ts::host::id_tap(tap, x[{0}], {.name = "first"});
+        return x.at({ts::Slice(1, 3)}).set(ts::Array(-1.0f));
+      },
+      {.donate_argnums = {0}, .name = "tapped"});
+  ts::Array x(iota_values(4096));
+  const std::string text = f.lower(x).compile().as_text();
+  EXPECT_TRUE(contains(text, "(scatter): output 0 written in place into input 0 (program input 0 (donated argument 0))"))
+      << text;
+  const void* before = data_of(x);
+  ts::Array y = f(x);
+  expect_rows_set_in_place(y, before);
+  EXPECT_THROW(x.to_vector<float>(), ts::ValueError);
+  ts::host::barrier_wait();
+  EXPECT_EQ(tapped, std::vector<float>{0.0f});
+  // As a plain jit: its outputs are committed to the device, as a partitioned launch's are.
+  EXPECT_EQ(y.device().id(), ts::devices()[0].id());
+}
+
+TEST(Donation, AProgramWithAHostCallbackSteppedWithDonationEqualsOneWithout) {
+  // The step of LoopWithDonationEqualsLoopWithout, with a tap of the step number in it:
+  // buffers reused and written in place from step to step keep the values right.
+  std::vector<int> steps_seen;
+  auto step = [&](const Pair& s, const ts::Array& k) {
+    ts::host::id_tap([&](const ts::Array& n, const ts::host::Transforms&) { steps_seen.push_back(n.item<int>()); },
+                     k, {.name = "step"});
+    return flux_step(s);
+  };
+  auto plain = ts::jit(step);
+  auto donating = ts::jit(step, {.donate_argnums = {0}});
+  Pair a = flux_initial_state(), b = flux_initial_state();
+  const std::string text = donating.lower(b, ts::Array(int32_t(0))).compile().as_text();
+  EXPECT_TRUE(contains(text, "written in place into input 0 (program input 0 (donated argument 0))")) << text;
+  for (int i = 0; i < 30; ++i) {
+    a = plain(a, ts::Array(int32_t(i)));
+    const void* donated_h = data_of(b.h);
+    b = donating(b, ts::Array(int32_t(i)));
+    EXPECT_EQ(data_of(b.h), donated_h) << i;  // h's scatter ran in place
+  }
+  EXPECT_EQ(a.h.to_vector<float>(), b.h.to_vector<float>());
+  EXPECT_EQ(a.u.to_vector<float>(), b.u.to_vector<float>());
+  ts::host::barrier_wait();
+  ASSERT_EQ(steps_seen.size(), 60u);
+  for (int i = 0; i < 30; ++i) {
+    EXPECT_EQ(steps_seen[size_t(2 * i)], i);
+    EXPECT_EQ(steps_seen[size_t(2 * i + 1)], i);
+  }
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "core/buffer.h"
 #include "tessel/error.h"
@@ -60,8 +61,20 @@ TEST(Allocator, BuffersDeferTheirMemory) {
   EXPECT_NE(b->data(), nullptr);
   b->set_ready();
   EXPECT_NO_THROW(b->wait());
-  auto d = td::Buffer::donated(8, nullptr, "gone");
+  int messages = 0;  // the message is made once, on the first read
+  auto d = td::Buffer::donated(8, nullptr, [&messages] {
+    ++messages;
+    return std::string("gone");
+  });
+  EXPECT_EQ(messages, 0);
   EXPECT_TRUE(d->is_donated());
+  EXPECT_TRUE(d->failed());
   EXPECT_THROW(d->wait(), tessel::ValueError);
   EXPECT_THROW(d->check_not_donated(), tessel::ValueError);
+  try {
+    std::rethrow_exception(d->error());
+  } catch (const tessel::ValueError& e) {
+    EXPECT_STREQ(e.what(), "gone");
+  }
+  EXPECT_EQ(messages, 1);
 }

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/thread.h"
 #include "runtime/host_callbacks.h"
 #include "tessel/tessel.h"
 
@@ -907,3 +908,31 @@ TEST_F(HostCallbackBackPressure, ReentrantTapUnderTinyQueue) {
 }
 
 }  // namespace
+
+// ================================= one core =================================
+// Runs in the suite and again as the CTest host_callback_one_core under `taskset -c 0`:
+// a process that may use one core never polls for taps (the polling would hold the core
+// the device needs to push the next one), and taps in a loop all arrive, in order.
+
+TEST(HostCallbackReceiver, PollsOnlyWithASecondCore) {
+  const auto spin = tessel::detail::host::receiver_spin().count();
+  if (tessel::detail::usable_cores() == 1) {
+    EXPECT_EQ(spin, 0);
+  } else if (const char* v = std::getenv("TESSEL_HOST_CALLBACK_SPIN_US")) {
+    EXPECT_EQ(spin, std::atol(v));
+  } else {
+    EXPECT_EQ(spin, 20);  // the documented default
+  }
+  std::vector<int> seen;
+  auto f = ts::jit([&](const ts::Array& x, const ts::Array& k) {
+    th::id_tap([&](const ts::Array& n, const th::Transforms&) { seen.push_back(n.item<int32_t>()); }, k,
+               {.name = "step"});
+    return x * 2.0f;
+  });
+  ts::Array x = ts::ones({4});
+  for (int k = 0; k < 50; ++k) x = f(x, ts::Array(int32_t(k)));
+  EXPECT_EQ(x.to_vector<float>()[0], std::ldexp(1.0f, 50));
+  th::barrier_wait();
+  ASSERT_EQ(seen.size(), 50u);
+  for (int k = 0; k < 50; ++k) EXPECT_EQ(seen[size_t(k)], k);
+}
