@@ -1,0 +1,259 @@
+// A transformer training step against JAX (issue 31): one pre-LayerNorm transformer encoder
+// block (multi-head self-attention with 8 heads, then an MLP 4x wide with tanh-approximated
+// gelu, each behind a layer norm and a residual connection; loss = mean of squares of the
+// block's output), written with tessel's public API as bench/baselines/jax_transformer.py
+// writes it in jax.numpy, on the same parameters and inputs (an integer hash, exact on both
+// sides), so the losses are compared as well as the times.
+//
+// Lines: transformer.{fwd,fwdbwd}_ms at batch 8, sequence 256, model 512 (jit of the loss,
+// jit(value_and_grad) over all parameters); transformer.small_fwdbwd_ms at batch 4,
+// sequence 64, model 128 with the spread (max over min) of 10 runs; each stage alone on its
+// shape (gelu on f32[8,256,2048], softmax on f32[8,8,256,256], layer norm on f32[8,256,512]),
+// forward and forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
+// tessel's time over JAX's, lower is better). Exits 1 when the values disagree with JAX's.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+namespace tb = tessel::bench;
+
+namespace {
+
+constexpr int64_t kHeads = 8;
+constexpr double kEps = 1e-5;
+
+/// The block's parameters; the biases of q, k, v, the output projection and the two MLP
+/// layers are in `bias` (in that order) to stay within TESSEL_TREE's 12 fields.
+struct Params {
+  ts::Array ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2;
+  std::vector<ts::Array> bias;
+};
+
+}  // namespace
+
+TESSEL_TREE(Params, ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2, bias)
+
+namespace {
+
+/// float32 values in [-bound, bound): a 32-bit integer hash of (index, salt), computed as
+/// jax_transformer.py's hashed_uniform does (exact integer arithmetic, one rounding to float).
+std::vector<float> hashed_uniform(int64_t n, uint64_t salt, double bound) {
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t h = (uint64_t(i) * 2654435761ull + salt * 97531ull) & 0xFFFFFFFFull;
+    h ^= h >> 16;
+    h = (h * 0x45D9F3Bull) & 0xFFFFFFFFull;
+    h ^= h >> 16;
+    double u = double(h) / 4294967296.0;
+    out[size_t(i)] = float((2.0 * u - 1.0) * bound);
+  }
+  return out;
+}
+
+ts::Array hashed_array(const ts::Shape& shape, uint64_t salt, double bound) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return ts::Array(hashed_uniform(n, salt, bound), shape);
+}
+
+/// Layer-norm gain: 1 + a hashed value in [-0.1, 0.1), rounded as the JAX script does.
+ts::Array hashed_gain(int64_t n, uint64_t salt) {
+  std::vector<float> v = hashed_uniform(n, salt, 0.1);
+  for (float& g : v) g = float(1.0 + double(g));
+  return ts::Array(v, {n});
+}
+
+/// Parameters and input f32[batch, seq, model]; the salts follow jax_transformer.py's order.
+std::pair<Params, ts::Array> make_block(int64_t batch, int64_t seq, int64_t model) {
+  auto weight = [](int64_t rows, int64_t cols, uint64_t salt) {
+    return hashed_array({rows, cols}, salt, std::sqrt(3.0 / double(rows)));
+  };
+  auto vec = [](int64_t n, uint64_t salt) { return hashed_array({n}, salt, 0.1); };
+  Params p;
+  p.ln1_g = hashed_gain(model, 1);
+  p.ln1_b = vec(model, 2);
+  p.wq = weight(model, model, 3);
+  p.wk = weight(model, model, 4);
+  p.wv = weight(model, model, 5);
+  p.wo = weight(model, model, 6);
+  p.ln2_g = hashed_gain(model, 7);
+  p.ln2_b = vec(model, 8);
+  p.w1 = weight(model, 4 * model, 9);
+  p.w2 = weight(4 * model, model, 10);
+  p.bias = {vec(model, 11), vec(model, 12), vec(model, 13), vec(model, 14), vec(4 * model, 15), vec(model, 16)};
+  return {p, hashed_array({batch, seq, model}, 0, std::sqrt(3.0))};
+}
+
+ts::Array gelu(const ts::Array& x) {
+  const double c = std::sqrt(2.0 / std::numbers::pi);
+  return x * 0.5 * (ts::tanh((x + x * x * x * 0.044715) * c) + 1.0);
+}
+
+ts::Array softmax(const ts::Array& s) {
+  ts::Array e = ts::exp(s - ts::max(s, {-1}, true));
+  return e / ts::sum(e, {-1}, true);
+}
+
+ts::Array layer_norm(const ts::Array& x, const ts::Array& g, const ts::Array& b) {
+  ts::Array c = x - ts::mean(x, {-1}, true);
+  ts::Array var = ts::mean(c * c, {-1}, true);
+  return c * ts::rsqrt(var + kEps) * g + b;
+}
+
+/// [b, s, d] -> [b, heads, s, d / heads].
+ts::Array split_heads(const ts::Array& t) {
+  const ts::Shape& s = t.shape();
+  return ts::transpose(ts::reshape(t, {s[0], s[1], kHeads, s[2] / kHeads}), ts::Axes{0, 2, 1, 3});
+}
+
+ts::Array block(const Params& p, const ts::Array& x) {
+  const ts::Shape& s = x.shape();
+  ts::Array h = layer_norm(x, p.ln1_g, p.ln1_b);
+  ts::Array q = split_heads(ts::matmul(h, p.wq) + p.bias[0]);
+  ts::Array k = split_heads(ts::matmul(h, p.wk) + p.bias[1]);
+  ts::Array v = split_heads(ts::matmul(h, p.wv) + p.bias[2]);
+  ts::Array att = softmax(ts::matmul(q, ts::swapaxes(k, -1, -2)) * (1.0 / std::sqrt(double(s[2] / kHeads))));
+  ts::Array o = ts::reshape(ts::transpose(ts::matmul(att, v), ts::Axes{0, 2, 1, 3}), s);
+  ts::Array x1 = x + (ts::matmul(o, p.wo) + p.bias[3]);
+  ts::Array h2 = layer_norm(x1, p.ln2_g, p.ln2_b);
+  return x1 + (ts::matmul(gelu(ts::matmul(h2, p.w1) + p.bias[4]), p.w2) + p.bias[5]);
+}
+
+ts::Array loss(const Params& p, const ts::Array& x) {
+  ts::Array y = block(p, x);
+  return ts::mean(y * y);
+}
+
+void wait_all(const Params& g) {
+  for (const ts::Array& a : ts::tree_leaves(g)) a.block_until_ready();
+}
+
+/// The command that runs bench/baselines/jax_transformer.py, or "" without TESSEL_JAX_PYTHON.
+std::string jax_command() {
+  const char* py = std::getenv("TESSEL_JAX_PYTHON");
+  if (!py || !*py) return "";
+  return tb::shell_quote(py) + " " +
+         tb::shell_quote(std::string(TESSEL_SOURCE_DIR) + "/bench/baselines/jax_transformer.py");
+}
+
+/// Prints `transformer.<name>_ms`, and with JAX's figure `<name>_jax_ms` and `<name>_vs_jax`.
+void report_time(const std::map<std::string, double>& jax, const std::string& name, const std::string& jax_name,
+                 double seconds) {
+  tb::report("transformer." + name + "_ms", seconds * 1e3, "ms");
+  auto it = jax.find(jax_name);
+  if (it == jax.end() || it->second <= 0) return;
+  tb::report("transformer." + name + "_jax_ms", it->second * 1e3, "ms");
+  tb::report("transformer." + name + "_vs_jax", seconds / it->second, "x");
+}
+
+/// Compares a value with JAX's (when JAX ran): prints the relative difference; false when it
+/// exceeds `tolerance`.
+bool check_value(const std::map<std::string, double>& jax, const std::string& name, double mine, double tolerance) {
+  auto it = jax.find(name);
+  if (it == jax.end()) return true;
+  double rel = std::abs(mine - it->second) / std::max(std::abs(it->second), 1e-30);
+  tb::report("transformer." + name + "_rel_diff", rel, "");
+  if (rel <= tolerance) return true;
+  std::fprintf(stderr, "transformer: %s is %.9g in tessel and %.9g in JAX (relative difference %.3g > %.3g)\n",
+               name.c_str(), mine, it->second, rel, tolerance);
+  return false;
+}
+
+/// One stage alone: forward (jit(f)) and forward+backward (jit(grad) of sum(f(args) * ct)
+/// w.r.t. every argument), reported as transformer.<name>_ms and transformer.<name>_fwdbwd_ms.
+template <class F>
+void measure_stage(const std::map<std::string, double>& jax, const std::string& name, F f,
+                   const std::vector<ts::Shape>& shapes) {
+  std::vector<ts::Array> args;
+  for (size_t i = 0; i < shapes.size(); ++i) args.push_back(hashed_array(shapes[i], 100 + i, 2.0));
+  ts::Array ct = hashed_array(shapes[0], 99, 1.0);
+  auto fwd = ts::jit([f](const std::vector<ts::Array>& a) { return f(a); });
+  auto bwd = ts::jit(ts::grad<1>([f](const ts::Array& ct, const std::vector<ts::Array>& a) { return ts::sum(f(a) * ct); }));
+  fwd(args).block_until_ready();
+  for (const ts::Array& g : bwd(ct, args)) g.block_until_ready();
+  double t_fwd = tb::seconds_per_call([&] { fwd(args).block_until_ready(); }, 3, 3);
+  double t_bwd = tb::seconds_per_call(
+      [&] {
+        for (const ts::Array& g : bwd(ct, args)) g.block_until_ready();
+      },
+      3, 3);
+  report_time(jax, name, name + "_fwd", t_fwd);  // transformer.<stage>_vs_jax is the forward ratio
+  report_time(jax, name + "_fwdbwd", name + "_fwdbwd", t_bwd);
+}
+
+}  // namespace
+
+int main() {
+  const std::string jax_cmd = jax_command();
+  std::map<std::string, double> jax;
+  if (!jax_cmd.empty()) jax = tb::run_baseline(jax_cmd);
+  if (!jax_cmd.empty() && jax.empty()) std::fprintf(stderr, "transformer: the JAX baseline printed nothing\n");
+
+  auto fwd = ts::jit(loss);
+  auto vg = ts::jit(ts::value_and_grad(loss));
+  bool ok = true;
+
+  {  // batch 8, sequence 256, model 512
+    auto [p, x] = make_block(8, 256, 512);
+    double l_fwd = double(fwd(p, x).item<float>());
+    auto [l_vg, g] = vg(p, x);
+    double grad_sq = 0;
+    for (const ts::Array& a : ts::tree_leaves(g)) grad_sq += double(ts::sum(a * a).item<float>());
+    tb::report("transformer.loss", l_fwd, "");
+    if (std::abs(l_fwd - double(l_vg.item<float>())) > 1e-5 * std::abs(l_fwd)) {
+      std::fprintf(stderr, "transformer: jit(loss) %.9g and jit(value_and_grad) %.9g disagree\n", l_fwd,
+                   double(l_vg.item<float>()));
+      ok = false;
+    }
+    ok = check_value(jax, "loss", l_fwd, 1e-4) && ok;
+    ok = check_value(jax, "grad_sq", grad_sq, 1e-3) && ok;
+    double t_fwd = tb::seconds_per_call([&] { fwd(p, x).block_until_ready(); }, 2, 3);
+    double t_vg = tb::seconds_per_call(
+        [&] {
+          auto [v, gr] = vg(p, x);
+          wait_all(gr);
+          v.block_until_ready();
+        },
+        1, 3);
+    report_time(jax, "fwd", "fwd", t_fwd);
+    report_time(jax, "fwdbwd", "fwdbwd", t_vg);
+  }
+
+  {  // batch 4, sequence 64, model 128: 10 runs of 20 steps, best and spread
+    auto [p, x] = make_block(4, 64, 128);
+    double l_small = double(fwd(p, x).item<float>());
+    tb::report("transformer.small_loss", l_small, "");
+    ok = check_value(jax, "small_loss", l_small, 1e-4) && ok;
+    double t_fwd = tb::seconds_per_call([&] { fwd(p, x).block_until_ready(); }, 20, 3);
+    std::vector<double> runs;
+    vg(p, x).first.block_until_ready();
+    for (int r = 0; r < 10; ++r)
+      runs.push_back(tb::seconds_per_call(
+          [&] {
+            auto [v, gr] = vg(p, x);
+            wait_all(gr);
+            v.block_until_ready();
+          },
+          20, 1));
+    auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+    report_time(jax, "small_fwd", "small_fwd", t_fwd);
+    report_time(jax, "small_fwdbwd", "small_fwdbwd", *lo);
+    tb::report("transformer.small_fwdbwd_spread", *hi / *lo, "x");
+  }
+
+  measure_stage(jax, "gelu", [](const std::vector<ts::Array>& a) { return gelu(a[0]); }, {{8, 256, 2048}});
+  measure_stage(jax, "softmax", [](const std::vector<ts::Array>& a) { return softmax(a[0]); }, {{8, 8, 256, 256}});
+  measure_stage(jax, "layernorm", [](const std::vector<ts::Array>& a) { return layer_norm(a[0], a[1], a[2]); },
+                {{8, 256, 512}, {512}, {512}});
+  return ok ? 0 : 1;
+}
