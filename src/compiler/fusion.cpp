@@ -397,14 +397,23 @@ bool worth_phasing(const std::vector<ir::Program>& run) {
   return reduces && linked;
 }
 
-/// The steps as units: runs of consecutive loop nests over the same rows that
-/// can_join_row_phases accepts become row-phased loop nests; their outputs are the values
-/// a unit outside the run or the program's output reads.
+/// The steps as units: runs of loop nests over the same rows that can_join_row_phases
+/// accepts become row-phased loop nests; their outputs are the values a unit outside the run
+/// or the program's output reads. An unfused step without effects that no later loop nest of
+/// the run reads moves after the run (a layer norm gradient's column sums: each reads a
+/// value of the run, and would otherwise cut it in three).
 std::vector<Unit> phase_rows(const Plan& plan, const std::vector<Step>& steps) {
   std::vector<Unit> units;
   std::vector<ir::Program> run;
   std::unordered_map<const ir::VarNode*, bool> earlier;  // run's roots: is it a reduction
+  std::vector<size_t> deferred;                          // unfused steps moved after the run
+  VarSet deferred_outputs;
   Shape domain;
+  auto reads_deferred = [&](const ir::Program& g) {
+    for (const ir::Var& v : g.invars)
+      if (deferred_outputs.count(v.get())) return true;
+    return false;
+  };
   auto flush = [&] {
     if (!worth_phasing(run)) {
       for (ir::Program& g : run) units.push_back(Unit{0, {std::move(g)}, {}, {}});
@@ -418,16 +427,26 @@ std::vector<Unit> phase_rows(const Plan& plan, const std::vector<Step>& steps) {
     }
     run.clear();
     earlier.clear();
+    for (size_t i : deferred) units.push_back(Unit{i, {}, {}, {}});
+    deferred.clear();
+    deferred_outputs.clear();
   };
   for (const Step& st : steps) {
     if (st.roots.empty()) {
+      if (!run.empty() && plan.p.eqns[st.eqn].effects() == ir::kNoEffect) {
+        deferred.push_back(st.eqn);
+        for (const ir::Var& o : plan.p.eqns[st.eqn].outputs) deferred_outputs.insert(o.get());
+        continue;
+      }
       flush();
       units.push_back(Unit{st.eqn, {}, {}, {}});
       continue;
     }
     ir::Program g = plan.group(st.roots);
     const bool fits = st.domain.size() >= 2 && st.domain.back() * 8 <= kMaxPhasedRowBytes;
-    if (!run.empty() && !(fits && st.domain == domain && can_join_row_phases(g, domain, earlier))) flush();
+    if (!run.empty() &&
+        !(fits && st.domain == domain && !reads_deferred(g) && can_join_row_phases(g, domain, earlier)))
+      flush();
     if (run.empty()) {
       domain = st.domain;
       if (!fits || !can_join_row_phases(g, domain, earlier)) {
