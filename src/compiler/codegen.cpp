@@ -563,6 +563,13 @@ std::string generic_body(const ir::Program& g, int indent, std::vector<int64_t>&
   return body;
 }
 
+/// The opening of the loop over dimension `d` of `domain` (the first over [r0, r1)).
+std::string loop_header(const Shape& domain, size_t d, int indent) {
+  const std::string i = "i" + std::to_string(d);
+  return std::string(size_t(indent), ' ') + "for (int64_t " + i + " = " + (d == 0 ? "r0" : "0") + "; " + i + " < " +
+         (d == 0 ? "r1" : std::to_string(domain[d])) + "; ++" + i + ") {\n";
+}
+
 /// Lanes of a vectorized reduction loop (generate_kernel): independent partial results, as
 /// many as a 64-byte vector holds floats, so each lane's chain of adds runs in a vector register.
 constexpr int kLanes = 16;
@@ -740,9 +747,7 @@ std::string generate_row_phased_kernel(const std::vector<ir::Program>& phases, c
   int indent = 2;
   std::string loops;
   for (size_t d = 0; d < last; ++d) {
-    const std::string i = "i" + str(int64_t(d));
-    loops += ind(indent) + "for (int64_t " + i + " = " + (d == 0 ? "r0" : "0") + "; " + i + " < " +
-             (d == 0 ? "r1" : str(domain[d])) + "; ++" + i + ") {\n";
+    loops += loop_header(domain, d, indent);
     indent += 2;
   }
   std::vector<int64_t> lo(rank, 0), hi(domain.begin(), domain.end());
@@ -854,8 +859,7 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
   std::string inside;
   for (size_t d = 0; d < outer; ++d) {
     const std::string i = "i" + str(int64_t(d));
-    s += ind(indent) + "for (int64_t " + i + " = " + (d == 0 ? "r0" : "0") + "; " + i + " < " +
-         (d == 0 ? "r1" : str(domain[d])) + "; ++" + i + ") {\n";
+    s += loop_header(domain, d, indent);
     indent += 2;
     if (d + 1 == kept) s += ind(indent) + acc_init + "\n";
     inside += (inside.empty() ? "" : " && ") + std::string("(") + i + " >= " + str(lo[d]) + " && " + i + " < " +
