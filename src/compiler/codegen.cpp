@@ -553,6 +553,25 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
     special = emitter.emit(2 * int(rank) + 6);
     prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
   }
+  // Rank 2 and more: the edge columns of the interior rows ([0, lo) and [hi, n) of the last
+  // dimension, the rest in the interior box) run bodies specialised to their own boxes,
+  // with the tests those boxes decide resolved, instead of the generic body per point
+  // (which costs several times as much: at 360x180 the shallow-water step spent 13% of its
+  // time there).
+  std::string edge_body[2];
+  if (rank >= 2) {
+    const int64_t n = domain[rank - 1];
+    const std::pair<int64_t, int64_t> edges[2] = {{0, lo[rank - 1]}, {hi[rank - 1], n}};
+    for (int side = 0; side < 2; ++side) {
+      if (edges[side].first >= edges[side].second) continue;
+      std::vector<int64_t> box_lo = lo, box_hi = hi;
+      box_lo[rank - 1] = edges[side].first;
+      box_hi[rank - 1] = edges[side].second;
+      BodyEmitter emitter(g, box_lo, box_hi, nullptr);
+      edge_body[side] = emitter.emit(2 * int(rank) + 6);
+      prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
+    }
+  }
   auto ind = [](int n) { return std::string(size_t(n), ' '); };
   auto str = [](int64_t v) { return std::to_string(v); };
 
@@ -623,10 +642,11 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
     hi[last] = std::max(lo[last], lo[last] + (hi[last] - lo[last]) / A * A);
   }
   const std::string L = str(lo[last]), H = str(hi[last]), call = "generic(" + args + ");\n";
-  std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", call, false) +
+  auto edge = [&](int side) { return edge_body[side].empty() ? call : "{\n" + edge_body[side] + ind(indent + 2) + "}\n"; };
+  std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", edge(0), false) +
                          loop("std::max<int64_t>(" + a + ", " + L + ")", "std::min<int64_t>(" + b + ", " + H + ")",
                               "{\n" + special + ind(indent + 2) + "}\n", true) +
-                         loop("std::max<int64_t>(" + a + ", " + H + ")", b, call, false);
+                         loop("std::max<int64_t>(" + a + ", " + H + ")", b, edge(1), false);
   if (inside.empty()) {
     s += segments;
   } else {
