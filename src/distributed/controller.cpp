@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -32,6 +33,12 @@ namespace {
 
 constexpr int kControlTag = 1;
 constexpr int kDeathTag = 2;
+// Messages up to kInlineBytes travel whole on kControlTag, into the receive each worker
+// keeps posted; a longer one is announced there (kAnnounceTag: its size) and follows on
+// kBodyTag, which the worker then receives at its size.
+constexpr int kAnnounceTag = 3;
+constexpr int kBodyTag = 4;
+constexpr int kInlineBytes = 16 << 10;
 constexpr int kFirstReplyTag = 16;
 constexpr int kHostBytes = 256;
 
@@ -64,6 +71,7 @@ struct State {
     std::exception_ptr error;
   };
   std::unordered_map<uint64_t, Entry> table;
+  std::unordered_map<uint64_t, std::shared_ptr<const void>> objects;  // programs, pipelines, ...
   std::mutex later_mu;
   std::condition_variable later_cv;
   int later_running = 0;
@@ -183,23 +191,37 @@ int dead_among(int p, const std::vector<int>& watch) {
               "`--mca orte_abort_on_non_zero_status 0` to mpirun so that one worker's end does not end the driver too");
 }
 
-// Sends `bytes` to worker p, polling so that a dead receiver cannot hold the driver forever.
+// Sends `bytes` to worker p (whole, or announced and then in full: kInlineBytes), polling so
+// that a dead receiver cannot hold the driver forever.
 void send_to(int p, const std::string& bytes, const std::string& op) {
   State& s = state();
   if (s.procs[size_t(p)]->dead) throw_dead(p, op);
-  MPI_Request req;
-  mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kControlTag, s.comm, &req), "MPI_Isend", op);
+  MPI_Request reqs[2];
+  int n = 0;
+  uint64_t size = bytes.size();
+  if (bytes.size() <= size_t(kInlineBytes)) {
+    mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kControlTag, s.comm, &reqs[n++]), "MPI_Isend", op);
+  } else {
+    if (bytes.size() > size_t(std::numeric_limits<int>::max()))
+      throw ValueError(op + ": a message of " + std::to_string(bytes.size()) +
+                       " bytes is more than MPI sends at once (2^31 - 1); send the value in parts");
+    mpi::check(MPI_Isend(&size, int(sizeof size), MPI_CHAR, p, kAnnounceTag, s.comm, &reqs[n++]), "MPI_Isend", op);
+    mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kBodyTag, s.comm, &reqs[n++]), "MPI_Isend", op);
+  }
   Backoff backoff;
   auto last_check = std::chrono::steady_clock::now();
   for (;;) {
     int done = 0;
-    mpi::check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", op);
+    mpi::check(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall", op);
     if (done) return;
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
       check_peers();
       if (s.procs[size_t(p)]->dead) {
-        MPI_Cancel(&req);
-        MPI_Request_free(&req);
+        for (int k = 0; k < n; ++k)
+          if (reqs[k] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&reqs[k]);
+            MPI_Request_free(&reqs[k]);
+          }
         throw_dead(p, op);
       }
       last_check = std::chrono::steady_clock::now();
@@ -220,16 +242,21 @@ std::vector<uint64_t> take_deletes_locked(int p) {
   return ids;
 }
 
-void free_arrays(const std::vector<uint64_t>& ids) {
+// Drops the arrays and objects the driver forgot (ids are unique across both tables).
+void forget_ids(const std::vector<uint64_t>& ids) {
   State& s = state();
   if (ids.empty()) return;
   std::vector<Array> dying;  // destroyed outside the lock
+  std::vector<std::shared_ptr<const void>> dying_objects;
   std::lock_guard lock(s.table_mu);
   for (uint64_t id : ids) {
-    auto it = s.table.find(id);
-    if (it == s.table.end()) continue;
-    dying.push_back(std::move(it->second.array));
-    s.table.erase(it);
+    if (auto it = s.table.find(id); it != s.table.end()) {
+      dying.push_back(std::move(it->second.array));
+      s.table.erase(it);
+    } else if (auto o = s.objects.find(id); o != s.objects.end()) {
+      dying_objects.push_back(std::move(o->second));
+      s.objects.erase(o);
+    }
   }
 }
 
@@ -311,12 +338,7 @@ class DriverPieces final : public detail::RemotePieces {
              std::vector<std::shared_ptr<detail::Buffer>>& shards) const override;
 };
 
-void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const noexcept {
-  State& s = state();
-  if (s.role != Role::driver || s.stopped) return;
-  std::lock_guard lock(s.pending_mu);
-  for (int p : processes) s.pending_deletes[p].push_back(id);
-}
+void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const noexcept { forget(processes, id); }
 
 void DriverPieces::wait(const detail::ConcreteArray& a) const {
   ir::Writer w;
@@ -382,7 +404,7 @@ void dispatch(const std::string& bytes) {
   }
   const std::string& kind = h.kind;
   Reply reply(h.reply_tag);
-  free_arrays(h.deletes);
+  forget_ids(h.deletes);
   auto it = handlers().find(kind);
   try {
     if (it == handlers().end())
@@ -438,23 +460,57 @@ void follower_main() {
   while (follow()) serve_messages();
 }
 
+// The receive a worker keeps posted for the driver's next message (only the serving thread
+// touches it): a message arrives straight into its buffer, with no probe and no second
+// matching.
+struct PostedReceive {
+  std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(size_t(kInlineBytes));
+  MPI_Request req = MPI_REQUEST_NULL;
+  void post() {
+    mpi::check(MPI_Irecv(buffer.get(), kInlineBytes, MPI_CHAR, 0, MPI_ANY_TAG, state().comm, &req), "MPI_Irecv",
+               "worker");
+  }
+  void cancel() {
+    if (req == MPI_REQUEST_NULL) return;
+    MPI_Cancel(&req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+  }
+};
+PostedReceive& posted_receive() {
+  static auto* r = new PostedReceive();
+  return *r;
+}
+
+// The message that completed the posted receive: whole, or the size of one that follows.
+std::string take_message(PostedReceive& in, const MPI_Status& status) {
+  State& s = state();
+  int n = 0;
+  MPI_Get_count(&status, MPI_CHAR, &n);
+  if (status.MPI_TAG != kAnnounceTag) return std::string(in.buffer.get(), size_t(n));
+  uint64_t size = 0;
+  if (n != int(sizeof size)) throw Error("internal: worker: a message announcement of " + std::to_string(n) + " bytes");
+  std::memcpy(&size, in.buffer.get(), sizeof size);
+  std::string bytes(size_t(size), '\0');
+  mpi::check(MPI_Recv(bytes.data(), int(size), MPI_CHAR, 0, kBodyTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", "worker");
+  return bytes;
+}
+
 // Receives and dispatches messages while this thread is the server.
 void serve_messages() {
   State& s = state();
   Serving& sv = serving();
+  PostedReceive& in = posted_receive();
   Backoff backoff;
   while (!s.stop_requested) {
-    int flag = 0;
+    int done = 0;
     MPI_Status status;
-    mpi::check(MPI_Iprobe(0, kControlTag, s.comm, &flag, &status), "MPI_Iprobe", "worker");
-    if (!flag) {
+    mpi::check(MPI_Test(&in.req, &done, &status), "MPI_Test", "worker");
+    if (!done) {
       backoff.pause();
       continue;
     }
-    int n = 0;
-    MPI_Get_count(&status, MPI_CHAR, &n);
-    std::string bytes(size_t(n), '\0');
-    mpi::check(MPI_Recv(bytes.data(), n, MPI_CHAR, 0, kControlTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", "worker");
+    std::string bytes = take_message(in, status);
+    in.post();  // the next message may arrive while this one runs
     dispatch(bytes);
     backoff = Backoff();
     std::lock_guard lock(sv.mu);  // only a handler can have handed serving over
@@ -468,6 +524,7 @@ void serve() {
     std::lock_guard lock(sv.mu);
     sv.server = std::this_thread::get_id();
   }
+  posted_receive().post();
   do serve_messages();
   while (!state().stop_requested && follow());
   {
@@ -475,6 +532,7 @@ void serve() {
     sv.cv.notify_all();  // followers see the stop
   }
   for (auto& t : sv.followers) t.join();
+  posted_receive().cancel();
 }
 
 // True once every buffer is computed, waiting up to 0.5 ms: the answer to a read that
@@ -487,6 +545,14 @@ bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
         return true;
       },
       std::chrono::microseconds(500));
+}
+
+// This process's resident memory (/proc/self/statm), 0 where it cannot be read.
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * uint64_t(::sysconf(_SC_PAGESIZE));
 }
 
 // ---- built-in handlers ----
@@ -502,6 +568,7 @@ bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
     {
       std::lock_guard lock(s.table_mu);
       s.table.clear();
+      s.objects.clear();
     }
     {
       std::lock_guard lock(serving().mu);
@@ -541,8 +608,12 @@ bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
   register_handler("stats", [](ir::Reader&, Reply reply) {
     State& s = state();
     ir::Writer w;
-    std::lock_guard lock(s.table_mu);
-    w.u64(s.table.size());
+    {
+      std::lock_guard lock(s.table_mu);
+      w.u64(s.table.size());
+      w.u64(s.objects.size());
+    }
+    w.u64(resident_bytes());
     reply.ok(w.bytes());
   });
   return true;
@@ -758,6 +829,39 @@ void store_error(uint64_t id, std::exception_ptr error) {
   State& s = state();
   std::lock_guard lock(s.table_mu);
   s.table[id] = State::Entry{Array(), std::move(error)};
+}
+
+void keep(uint64_t id, std::shared_ptr<const void> object) {
+  State& s = state();
+  std::lock_guard lock(s.table_mu);
+  s.objects[id] = std::move(object);
+}
+
+std::shared_ptr<const void> kept(uint64_t id) {
+  State& s = state();
+  std::lock_guard lock(s.table_mu);
+  auto it = s.objects.find(id);
+  return it == s.objects.end() ? nullptr : it->second;
+}
+
+void forget(const std::vector<int>& processes, uint64_t id) noexcept {
+  State& s = state();
+  if (s.role != Role::driver || s.stopped) return;
+  try {
+    std::lock_guard lock(s.pending_mu);
+    for (int p : processes) s.pending_deletes[p].push_back(id);
+  } catch (...) {  // out of memory: the worker keeps it until it stops
+  }
+}
+
+WorkerStats worker_stats(int process) {
+  std::string reply = request(process, "stats", {});
+  ir::Reader r(reply, "stats");
+  WorkerStats st;
+  st.arrays = r.u64();
+  st.objects = r.u64();
+  st.resident_bytes = r.u64();
+  return st;
 }
 
 Array lookup(uint64_t id, const std::string& what) {

@@ -223,7 +223,13 @@ void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<cons
     std::lock_guard lock(mu);
     auto it = shipped.find(program.get());
     if (it == shipped.end() || it->second.program.expired()) {
-      std::erase_if(shipped, [](const auto& kv) { return kv.second.program.expired(); });
+      // A program shipped before and gone since (its jitted function or eager-op cache entry
+      // died): its workers forget it, with the next message each gets.
+      std::erase_if(shipped, [](const auto& kv) {
+        if (!kv.second.program.expired()) return false;
+        ctl::forget(kv.second.sent_to, kv.second.key);
+        return true;
+      });
       it = shipped.insert_or_assign(program.get(), ShippedProgram{program, ctl::new_id(), {}}).first;
     }
     key = it->second.key;
