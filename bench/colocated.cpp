@@ -90,6 +90,13 @@ int remote(int rounds) {
     ts::Array w = f(x);
     w.block_until_ready();
     tb::report("detail.wait_us", tb::seconds_per_call([&] { w.block_until_ready(); }, rounds, 3) * 1e6, "us");
+    // The same round trip through jit and an eager operation on the worker's array.
+    auto jitted = ts::jit([](const ts::Array& a) { return a + 1; });
+    auto jit_call = [&] { return jitted(x).item<int>(); };
+    auto eager_call = [&] { return (x + 1).item<int>(); };
+    for (int i = 0; i < 200; ++i) jit_call(), eager_call();
+    tb::report("detail.remote_jit_us", tb::seconds_per_call(jit_call, rounds, 3) * 1e6, "us");
+    tb::report("detail.remote_eager_us", tb::seconds_per_call(eager_call, rounds, 3) * 1e6, "us");
   }
   return 0;
 }

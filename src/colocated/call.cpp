@@ -214,8 +214,9 @@ std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, 
                                            uint64_t generation) {
   auto p = std::make_shared<PreparedCall>();
   for (const Array& a : leaves) {
-    p->avals.push_back(Aval(a.shape(), a.dtype()));
-    p->shardings.push_back(tessel::detail::as_concrete(a)->sharding());
+    const auto* concrete = tessel::detail::as_concrete(a);  // plan_call rejected the others
+    p->avals.push_back(concrete->aval);
+    p->shardings.push_back(concrete->sharding());
   }
   p->arg_structures = arg_structures;
   p->cache_generation = generation;
@@ -250,7 +251,10 @@ Outputs call_prepared(PreparedCall& p, const std::vector<Array>& leaves, LocalTh
   if (!remote) {
     for (const OutputTemplate& t : p.outputs) outs.push_back(make_pending(t, {}, 0));
   } else {
+    std::lock_guard lock(p.shipped_mu);
     ir::Writer w;
+    w.u64(p.frame);
+    w.str(p.shipped ? std::string_view() : std::string_view(p.frame_bytes));
     w.u64(caller_id());
     w.count(p.outputs.size());
     for (const OutputTemplate& t : p.outputs) {
@@ -260,12 +264,7 @@ Outputs call_prepared(PreparedCall& p, const std::vector<Array>& leaves, LocalTh
     }
     w.count(leaves.size());
     for (const Array& a : leaves) w.u64(ctl::remote_id(a, p.expected->name));
-    std::lock_guard lock(p.shipped_mu);
-    ir::Writer head;
-    head.u64(p.frame);
-    head.str(p.shipped ? std::string_view() : std::string_view(p.frame_bytes));
-    head.raw(w.bytes().data(), w.bytes().size());
-    ctl::post(p.remote, "colocated.call", head.bytes());
+    ctl::post(p.remote, "colocated.call", w.bytes());
     p.shipped = true;
   }
   if (p.here) caller_queue().push(filling(std::move(local), outs, p.expected));

@@ -699,15 +699,21 @@ void stop_workers() {
 
 uint64_t new_id() { return state().next_id.fetch_add(1); }
 
-// [handler name][reply tag][ids to free][payload]
+// [handler name][reply tag][ids to free][payload], as ir::Writer writes them (str: a u64
+// length and the bytes; integers little-endian), in one allocation: every message pays it.
 std::string write_message(const MessageHeader& h, std::string_view payload) {
-  ir::Writer w;
-  w.str(h.kind);
-  w.u32(uint32_t(h.reply_tag));
-  w.count(h.deletes.size());
-  for (auto id : h.deletes) w.u64(id);
-  w.raw(payload.data(), payload.size());
-  return w.take();
+  std::string out;
+  out.reserve(8 + h.kind.size() + 4 + 8 + 8 * h.deletes.size() + payload.size());
+  auto le = [&out](auto v) {
+    for (size_t i = 0; i < sizeof(v); ++i) out.push_back(char(uint8_t(uint64_t(v) >> (8 * i))));
+  };
+  le(uint64_t(h.kind.size()));
+  out += h.kind;
+  le(uint32_t(h.reply_tag));
+  le(uint64_t(h.deletes.size()));
+  for (auto id : h.deletes) le(id);
+  out += payload;
+  return out;
 }
 
 MessageHeader read_message_header(ir::Reader& r) {

@@ -268,8 +268,16 @@ std::vector<Array> launch_on_one_device(const SpmdExecutable& x, std::span<const
   scope->hub = distributed::make_in_process_hub(1);
   scope->context = SpmdContext{mesh, 0, scope->hub.get()};
   TESSEL_DEBUG_LOG("run partitioned '" + x.part.program->name + "' on " + mesh.to_string() + " as one executable");
+  // An executable reads an argument's one buffer: an argument laid out over the one-device
+  // mesh (a value a single-controller driver sent to a worker, say) runs as its only piece.
+  std::vector<Array> plain;
+  for (const Array& a : args) {
+    const ConcreteArray* c = as_concrete(a);
+    const bool laid_out = c && !c->buffer() && c->shards().size() == 1 && c->shards()[0];
+    plain.push_back(laid_out ? make_concrete(c->aval, dev, c->shards()[0], /*committed=*/true) : a);
+  }
   // Outputs are committed to the device, as a launch's laid-out results are.
-  return x.executable()->run(args, {.device = dev,
+  return x.executable()->run(plain, {.device = dev,
                                     .context = std::shared_ptr<const SpmdContext>(scope, &scope->context),
                                     .commit_outputs = true});
 }

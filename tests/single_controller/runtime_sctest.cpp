@@ -76,6 +76,16 @@ TEST_F(SingleController, JitRunsOnTheWorkerAndResultsStayThere) {
   EXPECT_FLOAT_EQ(e.item<float>(), 140.0f);
 }
 
+// A driver value in an eager operation on a worker's array travels to the worker laid out
+// over the one-device mesh; the worker runs it as that array's piece (it used to crash the
+// worker: its executable read the laid-out array's missing single buffer).
+TEST_F(SingleController, EagerOpWithADriverScalarOnAWorker) {
+  ts::Array x = ts::device_put(ts::Array(1), workers_[0]);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((x + 1).item<int>(), 2);
+  ts::Array v = ts::device_put(ts::Array(iota_f(4), {4}), workers_[1]);
+  EXPECT_EQ((v * ts::Array(std::vector<float>{1, 2, 3, 4}, {4})).to_vector<float>(), (std::vector<float>{0, 2, 6, 12}));
+}
+
 TEST_F(SingleController, ShardedOverTwoWorkers) {
   ts::Mesh mesh(workers_, {int64_t(workers_.size())}, {"x"});
   ts::NamedSharding split(mesh, ts::P("x"));
