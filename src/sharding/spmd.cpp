@@ -289,11 +289,17 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
   int n = int(mesh.size());
   if (n == 1 && mesh.axis_names().empty() && mesh.devices()[0].impl()->is_local())
     return launch_on_one_device(x, args);
-  std::vector<distributed::Participant> participants;
-  for (const Device& d : mesh.devices()) participants.push_back({d.process_index(), d.id()});
-  auto hub = distributed::make_hub(participants, process_index());
+  // A driver whose devices are not in the mesh runs no part: no hub, no contexts.
+  bool any_local = false;
+  for (const Device& d : mesh.devices()) any_local |= d.impl()->is_local();
+  std::shared_ptr<distributed::CollectiveHub> hub;
   auto contexts = std::make_shared<std::vector<SpmdContext>>();
-  for (int pos = 0; pos < n; ++pos) contexts->push_back(SpmdContext{mesh, pos, hub.get()});
+  if (any_local) {
+    std::vector<distributed::Participant> participants;
+    for (const Device& d : mesh.devices()) participants.push_back({d.process_index(), d.id()});
+    hub = distributed::make_hub(participants, process_index());
+    for (int pos = 0; pos < n; ++pos) contexts->push_back(SpmdContext{mesh, pos, hub.get()});
+  }
   size_t nout = x.local_out.size();
   std::vector<std::vector<std::shared_ptr<Buffer>>> out_bufs(nout);
   // Every device's part is queued under one lock: two launches sharing devices reach their
