@@ -207,7 +207,7 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
     for (size_t o : outs) ir::write_sharding(wr, sharding_of(w, opts.out_shardings, o));
     loads.push_back(wr.take());
   }
-  for (int w = 0; w < W; ++w) c->loaded_on.push_back(mesh.process_of(w));
+  for (int w = 0; w < mesh.num_workers(); ++w) c->loaded_on.push_back(mesh.process_of(w));  // every worker loads it
   for (auto& f : ask_all("pipeline.load", std::move(loads))) f.get();
   return c;
 }
