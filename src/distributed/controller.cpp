@@ -39,6 +39,11 @@ constexpr int kDeathTag = 2;
 constexpr int kAnnounceTag = 3;
 constexpr int kBodyTag = 4;
 constexpr int kInlineBytes = 16 << 10;
+// A reply up to kInlineReply bytes travels whole into the receive the driver posted before
+// it sent the request; a longer one is announced there ([kAnnouncedReply][u64 size]) and
+// follows whole on the same tag. A reply's first byte: 1 ok, 0 an error, 2 an announcement.
+constexpr int kInlineReply = 4 << 10;
+constexpr char kAnnouncedReply = 2;
 constexpr int kFirstReplyTag = 16;
 constexpr int kHostBytes = 256;
 
@@ -271,55 +276,62 @@ int next_reply_tag() {
   return t;
 }
 
-// Waits for worker p's reply on `tag` and receives it, both polling, so that a worker that
-// dies is reported whenever it dies: also after its reply was announced and before it was
-// read. A long reply is read from the sender's memory (Open MPI's shared-memory single copy,
-// CMA), and that read never completes once the sender is gone, so a blocking MPI_Recv would
-// hold the driver forever.
-std::string wait_reply(int p, int tag, const std::string& op, const std::vector<int>& watch) {
-  State& s = state();
-  Backoff backoff;
-  auto last_check = std::chrono::steady_clock::now();
-  auto bytes = std::make_unique<std::string>();
+// The receive of one reply, posted before its request is sent, so the reply lands in it
+// without a probe; a long reply's announcement is followed by a second receive at its size.
+struct ReplyReceive {
+  std::unique_ptr<std::string> bytes = std::make_unique<std::string>(size_t(kInlineReply), '\0');
   MPI_Request req = MPI_REQUEST_NULL;
+  void post(int p, int tag, const std::string& op) {
+    mpi::check(MPI_Irecv(bytes->data(), int(bytes->size()), MPI_CHAR, p, tag, state().comm, &req), "MPI_Irecv", op);
+  }
   // A receive abandoned to a dead sender may still write into its buffer: it is never freed.
-  auto abandon = [&] {
+  void abandon() {
     if (req == MPI_REQUEST_NULL) return;
+    MPI_Cancel(&req);
     MPI_Request_free(&req);
     (void)bytes.release();
-  };
+  }
+};
+
+// Waits for worker p's reply on `tag` (into `in`, posted already) and receives it, polling,
+// so that a worker that dies is reported whenever it dies: also after its reply was
+// announced and before it was read. A long reply is read from the sender's memory (Open
+// MPI's shared-memory single copy, CMA), and that read never completes once the sender is
+// gone, so a blocking MPI_Recv would hold the driver forever.
+std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, const std::vector<int>& watch) {
+  Backoff backoff;
+  auto last_check = std::chrono::steady_clock::now();
+  bool announced = false;
   for (;;) {
-    if (req == MPI_REQUEST_NULL) {
-      int flag = 0;
-      MPI_Message message;
-      MPI_Status status;
-      mpi::check(MPI_Improbe(p, tag, s.comm, &flag, &message, &status), "MPI_Improbe", op);
-      if (flag) {
-        int n = 0;
-        MPI_Get_count(&status, MPI_CHAR, &n);
-        bytes->resize(size_t(n));
-        mpi::check(MPI_Imrecv(bytes->data(), n, MPI_CHAR, &message, &req), "MPI_Imrecv", op);
-        backoff = Backoff();
-      }
+    int done = 0;
+    MPI_Status status;
+    if (int err = MPI_Test(&in.req, &done, &status); err != MPI_SUCCESS) {
+      in.abandon();
+      check_peers();  // a failed read from a dead worker names the worker
+      if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
+      mpi::check(err, "MPI_Test", op);
     }
-    if (req != MPI_REQUEST_NULL) {
-      int done = 0;
-      if (int err = MPI_Test(&req, &done, MPI_STATUS_IGNORE); err != MPI_SUCCESS) {
-        abandon();
-        check_peers();  // a failed read from a dead worker names the worker
-        if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
-        mpi::check(err, "MPI_Test", op);
+    if (done) {
+      int n = 0;
+      MPI_Get_count(&status, MPI_CHAR, &n);
+      ir::Reader r(std::string_view(*in.bytes).substr(0, size_t(n)), op);
+      const uint8_t kind = r.u8();
+      if (kind == uint8_t(kAnnouncedReply) && !announced) {  // the whole reply follows, at its size
+        const uint64_t size = r.u64();
+        if (size > uint64_t(std::numeric_limits<int>::max())) throw Error("internal: " + op + ": a reply of " + std::to_string(size) + " bytes");
+        announced = true;
+        in.bytes->assign(size_t(size), '\0');
+        in.post(p, tag, op);
+        backoff = Backoff();
+        continue;
       }
-      if (done) {
-        ir::Reader r(*bytes, op);
-        if (r.u8() == 1) return std::string(r.raw(r.remaining()));
-        throw_error(r, worker_name(p));
-      }
+      if (kind == 1) return std::string(r.raw(r.remaining()));
+      throw_error(r, worker_name(p));
     }
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
       check_peers();
       if (int q = dead_among(p, watch); q >= 0) {
-        abandon();
+        in.abandon();
         throw_dead(q, op);
       }
       last_check = std::chrono::steady_clock::now();
@@ -740,18 +752,39 @@ std::string request(int process, const std::string& kind, const std::string& pay
   if (s.role != Role::driver) throw Error("internal: controller request '" + kind + "' outside a single-controller driver");
   if (process <= 0 || process >= s.size) throw Error("internal: controller request to process " + std::to_string(process));
   int tag = next_reply_tag();
-  {
+  ReplyReceive in;
+  in.post(process, tag, kind);
+  try {
     std::lock_guard lock(s.send_mu);
     send_to(process, write_message({kind, tag, take_deletes_locked(process)}, payload), kind);
+  } catch (...) {
+    in.abandon();
+    throw;
   }
-  return wait_reply(process, tag, kind, watch);
+  return wait_reply(process, tag, in, kind, watch);
 }
+
+namespace {
+// Sends a reply: whole when the driver's posted receive holds it, else announced first.
+void send_reply(int tag, const std::string& bytes) {
+  State& s = state();
+  if (bytes.size() > size_t(kInlineReply)) {
+    ir::Writer w;
+    w.u8(uint8_t(kAnnouncedReply));
+    w.u64(bytes.size());
+    MPI_Send(w.bytes().data(), int(w.bytes().size()), MPI_CHAR, 0, tag, s.comm);
+  }
+  MPI_Send(bytes.data(), int(bytes.size()), MPI_CHAR, 0, tag, s.comm);
+}
+}  // namespace
 
 void Reply::ok(const std::string& payload) const {
   if (!tag_) return;
-  std::string bytes(1, char(1));
+  std::string bytes;
+  bytes.reserve(1 + payload.size());
+  bytes += char(1);
   bytes += payload;
-  MPI_Send(bytes.data(), int(bytes.size()), MPI_CHAR, 0, tag_, state().comm);
+  send_reply(tag_, bytes);
 }
 
 void Reply::fail(std::exception_ptr error) const {
@@ -759,7 +792,7 @@ void Reply::fail(std::exception_ptr error) const {
   ir::Writer w;
   w.u8(0);
   write_error(w, error);
-  MPI_Send(w.bytes().data(), int(w.bytes().size()), MPI_CHAR, 0, tag_, state().comm);
+  send_reply(tag_, w.bytes());
 }
 
 void run_while_others_serve(const std::function<void()>& fn) {
