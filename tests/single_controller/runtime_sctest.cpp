@@ -94,7 +94,9 @@ TEST_F(SingleController, LongMessagesAndRepliesTravelWhole) {
     std::vector<float> v = iota_f(n, 0.5f);
     ts::Array x = ts::device_put(ts::Array(v, {int64_t(n)}), workers_[0]);
     EXPECT_EQ(x.to_vector<float>(), v) << n;
-    if (n == 100000) EXPECT_EQ((x * 2.0f).to_vector<float>()[n - 1], 2.0f * v[n - 1]);  // computed on
+    if (n == 100000) {  // computed on, too
+      EXPECT_EQ((x * 2.0f).to_vector<float>()[n - 1], 2.0f * v[n - 1]);
+    }
   }
 }
 
