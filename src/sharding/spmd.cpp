@@ -221,16 +221,20 @@ void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<cons
   uint64_t key;
   {
     std::lock_guard lock(mu);
+    static uint64_t launches = 0;
     auto it = shipped.find(program.get());
-    if (it == shipped.end() || it->second.program.expired()) {
-      // A program shipped before and gone since (its jitted function or eager-op cache entry
-      // died): its workers forget it, with the next message each gets.
+    const bool fresh = it == shipped.end() || it->second.program.expired();
+    if (fresh || ++launches % 256 == 0) {
+      // Programs shipped before and gone since (their jitted function or eager-op cache entry
+      // died): their workers forget them, with the next message each gets. Looked for with
+      // every new program, and every 256 launches of known ones.
       std::erase_if(shipped, [](const auto& kv) {
         if (!kv.second.program.expired()) return false;
         ctl::forget(kv.second.sent_to, kv.second.key);
         return true;
       });
-      it = shipped.insert_or_assign(program.get(), ShippedProgram{program, ctl::new_id(), {}}).first;
+      it = fresh ? shipped.insert_or_assign(program.get(), ShippedProgram{program, ctl::new_id(), {}}).first
+                 : shipped.find(program.get());
     }
     key = it->second.key;
     for (int p : procs)
