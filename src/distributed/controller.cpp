@@ -279,7 +279,23 @@ int next_reply_tag() {
 // The receive of one reply, posted before its request is sent, so the reply lands in it
 // without a probe; a long reply's announcement is followed by a second receive at its size.
 struct ReplyReceive {
-  std::unique_ptr<std::string> bytes = std::make_unique<std::string>(size_t(kInlineReply), '\0');
+  // Each thread reuses its buffer from one request to the next (one abandoned to a dead
+  // worker is not reused: see abandon).
+  static std::unique_ptr<std::string>& spare() {
+    thread_local std::unique_ptr<std::string> buffer;
+    return buffer;
+  }
+  ReplyReceive() : bytes(std::move(spare())) {
+    if (!bytes) bytes = std::make_unique<std::string>();
+    bytes->resize(size_t(kInlineReply));
+  }
+  ~ReplyReceive() {
+    constexpr size_t kKeepAtMost = size_t(64) << 10;  // a long reply's buffer is not kept
+    if (bytes && req == MPI_REQUEST_NULL && bytes->capacity() <= kKeepAtMost) spare() = std::move(bytes);
+  }
+  ReplyReceive(const ReplyReceive&) = delete;
+  ReplyReceive& operator=(const ReplyReceive&) = delete;
+  std::unique_ptr<std::string> bytes;
   MPI_Request req = MPI_REQUEST_NULL;
   void post(int p, int tag, const std::string& op) {
     mpi::check(MPI_Irecv(bytes->data(), int(bytes->size()), MPI_CHAR, p, tag, state().comm, &req), "MPI_Irecv", op);
