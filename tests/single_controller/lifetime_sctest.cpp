@@ -80,8 +80,9 @@ TEST_F(WorkerLifetimes, ColocatedCallFramesAreForgotten) {
       EXPECT_EQ(y.item<int>(), 3);
     }
   }
+  // Kept, the frames would be 2,000 more (fewer is fine: an earlier test's leftovers may go).
   const ctl::WorkerStats end = ctl::worker_stats(worker_);
-  EXPECT_EQ(end.objects, start.objects);
+  EXPECT_LE(end.objects, start.objects);
   EXPECT_EQ(end.arrays, start.arrays);
 }
 
@@ -112,7 +113,7 @@ TEST_F(WorkerLifetimes, PipelinesAreForgotten) {
     l.block_until_ready();
     EXPECT_GE(ctl::worker_stats(1).objects, start[0] + 1);  // kept while the pipeline lives
   }
-  for (int p = 1; p <= W; ++p) EXPECT_EQ(ctl::worker_stats(p).objects, start[size_t(p - 1)]) << "worker " << p;
+  for (int p = 1; p <= W; ++p) EXPECT_LE(ctl::worker_stats(p).objects, start[size_t(p - 1)]) << "worker " << p;
 }
 
 }  // namespace
