@@ -279,33 +279,26 @@ int next_reply_tag() {
 // The receive of one reply, posted before its request is sent, so the reply lands in it
 // without a probe; a long reply's announcement is followed by a second receive at its size.
 struct ReplyReceive {
-  // Each thread reuses its buffer from one request to the next (one abandoned to a dead
-  // worker is not reused: see abandon).
-  static std::unique_ptr<std::string>& spare() {
-    thread_local std::unique_ptr<std::string> buffer;
-    return buffer;
-  }
-  ReplyReceive() : bytes(std::move(spare())) {
-    if (!bytes) bytes = std::make_unique<std::string>();
-    bytes->resize(size_t(kInlineReply));
-  }
-  ~ReplyReceive() {
-    constexpr size_t kKeepAtMost = size_t(64) << 10;  // a long reply's buffer is not kept
-    if (bytes && req == MPI_REQUEST_NULL && bytes->capacity() <= kKeepAtMost) spare() = std::move(bytes);
-  }
-  ReplyReceive(const ReplyReceive&) = delete;
-  ReplyReceive& operator=(const ReplyReceive&) = delete;
-  std::unique_ptr<std::string> bytes;
+  // Not zeroed (the receive writes it); never reused across requests: a buffer kept per
+  // thread would dangle in the exit handlers, which run after the main thread's
+  // thread_locals are destroyed.
+  std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(size_t(kInlineReply));
+  size_t size = size_t(kInlineReply);
   MPI_Request req = MPI_REQUEST_NULL;
   void post(int p, int tag, const std::string& op) {
-    mpi::check(MPI_Irecv(bytes->data(), int(bytes->size()), MPI_CHAR, p, tag, state().comm, &req), "MPI_Irecv", op);
+    mpi::check(MPI_Irecv(buffer.get(), int(size), MPI_CHAR, p, tag, state().comm, &req), "MPI_Irecv", op);
+  }
+  // A new buffer of n bytes (no receive is pending).
+  void resize(size_t n) {
+    buffer = std::make_unique_for_overwrite<char[]>(n);
+    size = n;
   }
   // A receive abandoned to a dead sender may still write into its buffer: it is never freed.
   void abandon() {
     if (req == MPI_REQUEST_NULL) return;
     MPI_Cancel(&req);
     MPI_Request_free(&req);
-    (void)bytes.release();
+    (void)buffer.release();
   }
 };
 
@@ -330,13 +323,13 @@ std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, 
     if (done) {
       int n = 0;
       MPI_Get_count(&status, MPI_CHAR, &n);
-      ir::Reader r(std::string_view(*in.bytes).substr(0, size_t(n)), op);
+      ir::Reader r(std::string_view(in.buffer.get(), size_t(n)), op);
       const uint8_t kind = r.u8();
       if (kind == uint8_t(kAnnouncedReply) && !announced) {  // the whole reply follows, at its size
         const uint64_t size = r.u64();
         if (size > uint64_t(std::numeric_limits<int>::max())) throw Error("internal: " + op + ": a reply of " + std::to_string(size) + " bytes");
         announced = true;
-        in.bytes->assign(size_t(size), '\0');
+        in.resize(size_t(size));
         in.post(p, tag, op);
         backoff = Backoff();
         continue;
