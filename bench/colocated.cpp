@@ -45,7 +45,7 @@ template <class F> double per_call(F&& call, int n) {
 // The sizes of the messages one remote call and its read exchange (from the channel's
 // framing: handler name, reply tag, the id to drop, then for a prepared call its frame id,
 // caller, output and input ids; for the read the array's id and the piece).
-constexpr int kCallBytes = 106, kReadBytes = 55, kValueBytes = 5;
+constexpr int kCallBytes = 98, kReadBytes = 55, kValueBytes = 5;
 
 int pingpong(int rounds) {
   int provided = 0;
