@@ -170,6 +170,7 @@ void compare(const std::string& name, const std::string& what, int rounds, const
 
 // The per-device program of a partitioned function has no all_gather and holds `want`.
 bool lowered_as_expected(const char* what, const std::string& text, const std::vector<std::string>& want) {
+  if (std::getenv("BENCH_SHARDING_TEXT")) std::fprintf(stderr, "# %s: per-device program:\n%s", what, text.c_str());
   bool ok = count(text, "all_gather") == 0;
   for (const auto& w : want) ok = ok && count(text, w) > 0;
   if (!ok) std::fprintf(stderr, "bench_sharding: %s: unexpected per-device program:\n%s", what, text.c_str());
@@ -373,10 +374,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("# sharding: %zu virtual devices, %d thread per device\n", ts::devices().size(), ts::cpu::num_threads());
-  bool ok = speedup(rows, 15);
-  ok = stencil(11) && ok;
-  ok = train_loop(11) && ok;
-  ok = shallow_water_model(11) && ok;
-  ok = reshard(11) && ok;
+  // BENCH_SHARDING_CASES (a comma-separated list of speedup, stencil, train_loop,
+  // shallow_water, reshard) runs only those; BENCH_SHARDING_ROUNDS sets the rounds.
+  const char* cases = std::getenv("BENCH_SHARDING_CASES");
+  auto wanted = [&](const std::string& name) {
+    if (!cases || !*cases) return true;
+    const std::string list = "," + std::string(cases) + ",";
+    return list.find("," + name + ",") != std::string::npos;
+  };
+  const char* rounds_env = std::getenv("BENCH_SHARDING_ROUNDS");
+  const int rounds = rounds_env ? std::max(1, std::atoi(rounds_env)) : 11;
+  bool ok = true;
+  if (wanted("speedup")) ok = speedup(rows, rounds_env ? rounds : 15) && ok;
+  if (wanted("stencil")) ok = stencil(rounds) && ok;
+  if (wanted("train_loop")) ok = train_loop(rounds) && ok;
+  if (wanted("shallow_water")) ok = shallow_water_model(rounds) && ok;
+  if (wanted("reshard")) ok = reshard(rounds) && ok;
   return ok ? 0 : 1;
 }

@@ -14,6 +14,7 @@
 #include "core/mesh_impl.h"
 #include "sharding/lowering.h"
 #include "sharding/reshard.h"
+#include "sharding/wide_halo.h"
 #include "tessel/error.h"
 
 namespace tessel::sharding {
@@ -399,6 +400,19 @@ std::vector<Array> Lowerer::run(std::span<const Array> args, const std::vector<L
   for (size_t i = 0; i < p_.invars.size(); ++i) env_[p_.invars[i].get()] = Local{args[i], in_layouts[i]};
   for (size_t i = 0; i < p_.constvars.size(); ++i)
     env_[p_.constvars[i].get()] = Local{p_.consts[i], Layout{std::vector<Axes>(p_.consts[i].shape().size()), {}, {}}};
+  // A program whose windows all read along one split dimension: one exchange of every halo,
+  // then each device computes on its extended piece (wide_halo.cpp). Only where the
+  // outputs take the layouts propagation chose for them.
+  if (std::optional<WideHaloResult> w = lower_wide_halo(p_, mesh_, position_, args, in_layouts, out_layouts_wanted)) {
+    bool agree = true;
+    for (size_t j = 0; j < p_.outvars.size() && agree; ++j)
+      if (j >= out_layouts_wanted.size() || !out_layouts_wanted[j])
+        agree = p_.outvars[j].is_literal() || wanted(p_.outvars[j].var()).dims == w->out_layouts[j].dims;
+    if (agree) {
+      out_layouts = w->out_layouts;
+      return w->outputs;
+    }
+  }
   deferred_.clear();
   defer_window_feeders(*this);
   for (auto& e : p_.eqns) lower(e);
