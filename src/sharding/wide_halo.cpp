@@ -294,6 +294,8 @@ class WideHalo {
           for (size_t d = 0; d < rule.operands[i].size(); ++d)
             if (rule.operands[i][d] == f) dim = int(d);
         if (sd(e.inputs[i]) >= 0 && sd(e.inputs[i]) != dim) return fail("'" + name + "' mixes split dimensions");
+        // Rows are rows: a reshape merging the dimension with others is not row by row.
+        if (dim >= 0 && e.inputs[i].aval().shape[size_t(dim)] != m) return fail("'" + name + "' regroups the split dimension");
         s.op_dim.push_back(dim);
       }
     } else if (name == "slice" || name == "dynamic_slice" || name == "pad" || name == "concatenate") {
