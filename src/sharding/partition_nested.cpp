@@ -218,9 +218,11 @@ ir::Program unrolled(const ir::Program& body, const ir::Region& ports, int64_t s
 
 /// The most steps of a scan body lowered together with one exchange of their halos
 /// (temporal blocking): each step reads rows one step further from the piece, so the
-/// exchange grows with them; the loop nests of the steps then stream through cache
-/// together (compiler/streaming.cpp).
-constexpr int64_t kMaxBlockedSteps = 8;
+/// exchange grows with them. Fusion computes a few cheap steps in one loop nest,
+/// recomputing what each step reads of the one before (a 3-point stencil: 3x at 2 steps,
+/// about 6x at 5), so more steps pay only when each step is stored and the steps' loop
+/// nests stream through cache together (compiler/streaming.cpp; docs/sharding.md).
+constexpr int64_t kMaxBlockedSteps = 2;
 constexpr size_t kMaxBlockedEquations = 512;
 
 /// A scan over carries only (no scanned operands or stacked results) whose body fits a
@@ -247,8 +249,7 @@ bool lower_scan_blocked(Lowerer& l, const ir::Equation& e, const Plan& p, const 
     out.push_back(layout(p.carries[ports.outputs[k].index], body.outvars[k].aval().shape.size()));
   const int64_t length = e.params.get_int("length");
   int64_t steps = 1;
-  const int64_t most = std::getenv("WH_STEPS") ? std::atoi(std::getenv("WH_STEPS")) : kMaxBlockedSteps;
-  for (int64_t t = std::min(most, length); t > 1 && steps == 1; --t)
+  for (int64_t t = std::min(kMaxBlockedSteps, length); t > 1 && steps == 1; --t)
     if (length % t == 0 && body.eqns.size() * size_t(t) <= kMaxBlockedEquations) steps = t;
   for (int64_t t : {steps, int64_t(1)}) {
     const ir::Program program = t == 1 ? body : unrolled(body, ports, t);

@@ -40,31 +40,37 @@ ts::Array stencil(const ts::Array& u) { return u * 0.5f + ts::roll(u, -1, 0) * 0
 
 }  // namespace
 
-// The stencil in a 100-step fori_loop over 2 devices: 5 steps per iteration (the
-// largest divisor of 100 up to 8), after one exchange of 5 rows from the ring neighbour;
+// The stencil in a 100-step fori_loop over 2 devices: 2 steps per iteration
+// (kMaxBlockedSteps, dividing 100), after one exchange of 2 rows from the ring neighbour;
 // every device runs the same program (the stencil is periodic).
-TEST(WideHalo, PeriodicStencilRunsFiveStepsPerExchange) {
+TEST(WideHalo, PeriodicStencilRunsTwoStepsPerExchange) {
   auto fn = [](const ts::Array& u0) {
     return ts::fori_loop(0, 100, [](const ts::Array&, const ts::Array& u) { return stencil(u); }, u0);
   };
   const std::string text = check(fn, 2, wavy({64, 32}));
   EXPECT_EQ(count(text, "= collective_permute["), 1) << text;
-  EXPECT_NE(text.find("length=20"), std::string::npos) << text;
-  EXPECT_NE(text.find("f32[5,32] = slice"), std::string::npos) << text;  // the 5 rows sent
+  EXPECT_NE(text.find("length=50"), std::string::npos) << text;
+  EXPECT_NE(text.find("f32[2,32] = slice"), std::string::npos) << text;  // the 2 rows sent
   EXPECT_EQ(text.find("# each device runs this program lowered"), std::string::npos) << text;
 }
 
-// Where the steps' total reach passes the neighbour's piece (pieces of 2 rows over 8
-// devices, 6 steps), the body runs one step per exchange, with one exchange per direction.
+// Where the steps' total reach passes the neighbour's piece (pieces of 1 row over 8
+// devices), the body runs one step per exchange, with one exchange per direction; an odd
+// length runs one step per iteration too.
 TEST(WideHalo, StepsThatReachPastTheNeighbourRunOnePerExchange) {
-  auto fn = [](const ts::Array& u0) {
-    return ts::fori_loop(0, 6, [](const ts::Array&, const ts::Array& u) {
-      return u * 0.5f + (ts::roll(u, 1, 0) + ts::roll(u, -1, 0)) * 0.25f;
-    }, u0);
+  auto loop = [](int steps) {
+    return [steps](const ts::Array& u0) {
+      return ts::fori_loop(0, steps, [](const ts::Array&, const ts::Array& u) {
+        return u * 0.5f + (ts::roll(u, 1, 0) + ts::roll(u, -1, 0)) * 0.25f;
+      }, u0);
+    };
   };
-  const std::string text = check(fn, 8, wavy({16, 3}));
+  std::string text = check(loop(6), 8, wavy({8, 3}));
   EXPECT_EQ(count(text, "= collective_permute["), 2) << text;
   EXPECT_NE(text.find("length=6"), std::string::npos) << text;
+  text = check(loop(5), 4, wavy({16, 3}));
+  EXPECT_EQ(count(text, "= collective_permute["), 2) << text;
+  EXPECT_NE(text.find("length=5"), std::string::npos) << text;
 }
 
 // A chain of windows with edges (pads, interior updates, the last row set): each step of
@@ -90,7 +96,7 @@ TEST(WideHalo, ChainedWindowsWithEdgesExchangeOncePerDirection) {
 }
 
 // A non-periodic diffusion step (zero padding at the global edges) in a loop, lowered per
-// device: 4 steps per iteration after one exchange per direction.
+// device: 2 steps per iteration after one exchange per direction.
 TEST(WideHalo, BoundedDiffusionBlocksStepsPerDevice) {
   auto fn = [](const ts::Array& u0) {
     return ts::fori_loop(0, 8, [](const ts::Array&, const ts::Array& u) {
@@ -101,7 +107,7 @@ TEST(WideHalo, BoundedDiffusionBlocksStepsPerDevice) {
   };
   const std::string text = check(fn, 2, wavy({512, 256}));
   EXPECT_EQ(count(text, "= collective_permute["), 2) << text;
-  EXPECT_NE(text.find("length=1"), std::string::npos) << text;
+  EXPECT_NE(text.find("length=4"), std::string::npos) << text;
 }
 
 // Programs that do not fit (a reduction along the split dimension) are lowered equation by
