@@ -100,7 +100,7 @@ struct Step {
 
 class WideHalo {
  public:
-  WideHalo(const ir::Program& p, const Mesh& mesh) : p_(p), mesh_(mesh) {}
+  WideHalo(const ir::Program& p, const Mesh& mesh, WholeFn whole) : p_(p), mesh_(mesh), whole_(std::move(whole)) {}
 
   /// Plans the lowering; false (with the reason in why_) when the program does not fit.
   bool plan(const std::vector<Layout>& in_layouts, const std::vector<std::optional<Layout>>& out_layouts) {
@@ -189,6 +189,11 @@ class WideHalo {
   }
 
  private:
+  /// Equations on whole values that the partitioner's Lowerer must lower (effects such as
+  /// host taps, nested programs, self-partitioning ones).
+  static bool needs_lowerer(const ir::Equation& e) {
+    return e.prim->regions || e.prim->spmd || e.prim->name == "axis_index";
+  }
   bool fail(const std::string& why) {
     why_ = why;
     return false;
@@ -250,7 +255,7 @@ class WideHalo {
     bool any_split = false;
     for (const ir::Atom& a : e.inputs) any_split |= sd(a) >= 0;
     if (!any_split) {
-      if (e.prim->regions || e.prim->spmd || name == "axis_index") return fail("'" + name + "' cannot be computed whole here");
+      if (needs_lowerer(e) && !whole_) return fail("'" + name + "' cannot be computed whole here");
       for (const ir::Var& v : e.outputs) sd_[v.get()] = -1;
       steps_.push_back(s);
       return true;
@@ -600,7 +605,7 @@ class WideHalo {
     if (s.kind == Kind::kWhole) {
       std::vector<Array> ins;
       for (const ir::Atom& a : e.inputs) ins.push_back(operand(a));
-      std::vector<Array> outs = detail::bind(*e.prim, ins, e.params);
+      std::vector<Array> outs = needs_lowerer(e) ? whole_(e, ins) : detail::bind(*e.prim, ins, e.params);
       for (size_t j = 0; j < outs.size(); ++j) values_[e.outputs[j].get()] = {outs[j], {}};
       return;
     }
@@ -704,6 +709,7 @@ class WideHalo {
 
   const ir::Program& p_;
   const Mesh& mesh_;
+  WholeFn whole_;
   Axes axes_;
   int64_t k_ = 0;
   std::string why_;
@@ -722,8 +728,11 @@ class WideHalo {
 
 std::optional<WideHaloResult> lower_wide_halo(const ir::Program& p, const Mesh& mesh, std::optional<int> position,
                                               std::span<const Array> args, const std::vector<Layout>& in_layouts,
-                                              const std::vector<std::optional<Layout>>& out_layouts) {
-  WideHalo w(p, mesh);
+                                              const std::vector<std::optional<Layout>>& out_layouts,
+                                              const WholeFn& whole) {
+  // Without a position the lowering is traced once per device: the Lowerer's memos must not
+  // see values of those traces.
+  WideHalo w(p, mesh, position ? whole : WholeFn());
   if (!w.plan(in_layouts, out_layouts)) {
     TESSEL_DEBUG_LOG("partition '" + p.name + "': no wide halo: " + w.why());
     return std::nullopt;
