@@ -533,6 +533,13 @@ class WideHalo {
   std::vector<Array> exchange(int64_t d, std::span<const Array> args) {
     std::map<std::pair<size_t, int64_t>, Array> got;  // (input, hop) -> rows
     for (const Group& g : groups_) {
+      if (g.parts.size() == 1) {  // one block: sent as it is
+        const Part& p = g.parts[0];
+        const Array rows = slice_in_dim(args[p.input], p.a, p.b, 1, sd_.at(p_.invars[p.input].get()));
+        got[{p.input, p.hop}] = detail::collective_permute(rows, axes_, g.pairs);
+        continue;
+      }
+      // Several blocks (inputs, or both directions on a ring of two): one message.
       std::vector<Array> flat;
       for (const Part& p : g.parts) {
         const int dim = sd_.at(p_.invars[p.input].get());
