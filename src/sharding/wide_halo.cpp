@@ -230,25 +230,6 @@ class WideHalo {
     return &p_.eqns[p->second];
   }
   void skip(const ir::Equation* f) { steps_[size_t(f - p_.eqns.data())].kind = Kind::kSkipped; }
-  static bool slices_only(const ir::Equation& e, size_t dim) {
-    if (e.prim->name != "slice") return false;
-    const Shape& s = e.inputs[0].aval().shape;
-    const auto &start = e.params.get_ints("start_indices"), &limit = e.params.get_ints("limit_indices"),
-               &strides = e.params.get_ints("strides");
-    for (size_t d = 0; d < s.size(); ++d)
-      if (strides[d] != 1 || (d != dim && (start[d] != 0 || limit[d] != s[d]))) return false;
-    return true;
-  }
-  static bool repeats_row(const ir::Equation& e, size_t dim) {
-    if (e.prim->name != "broadcast_in_dim") return false;
-    const Shape &in = e.inputs[0].aval().shape, &out = e.outputs[0]->aval.shape;
-    const auto& dims = e.params.get_ints("broadcast_dimensions");
-    if (in.size() != out.size() || in[dim] != 1) return false;
-    for (size_t d = 0; d < in.size(); ++d)
-      if (dims[d] != int64_t(d) || (d != dim && in[d] != out[d])) return false;
-    return true;
-  }
-
   bool classify(const ir::Equation& e) {
     Step s;
     const std::string& name = e.prim->name;
