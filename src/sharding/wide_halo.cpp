@@ -482,7 +482,8 @@ class WideHalo {
         auto it = ranges_[size_t(d)].find(v);
         if (it == ranges_[size_t(d)].end() || it->second.empty()) continue;
         const int64_t lo = it->second.a - d * P, hi = it->second.b - d * P;
-        if (lo < -P || hi > 2 * P) return fail("a device reads past its neighbours' pieces");
+        // Reads past half the neighbour's piece would recompute more than they save.
+        if (2 * lo < -P || 2 * (hi - P) > P) return fail("a device reads past half its neighbours' pieces");
         if (lo < 0) below = std::max(below, -lo), wants_below[size_t(d)] = true;
         if (hi > P) above = std::max(above, hi - P), wants_above[size_t(d)] = true;
       }

@@ -54,9 +54,9 @@ TEST(WideHalo, PeriodicStencilRunsTwoStepsPerExchange) {
   EXPECT_EQ(text.find("# each device runs this program lowered"), std::string::npos) << text;
 }
 
-// Where the steps' total reach passes the neighbour's piece (pieces of 1 row over 8
-// devices), the body runs one step per exchange, with one exchange per direction; an odd
-// length runs one step per iteration too.
+// Where the steps' total reach passes half the neighbour's piece (pieces of 1 row over 8
+// devices) the body is lowered equation by equation, one step per iteration; an odd length
+// runs one step per iteration with one exchange per direction (pieces of 4 rows).
 TEST(WideHalo, StepsThatReachPastTheNeighbourRunOnePerExchange) {
   auto loop = [](int steps) {
     return [steps](const ts::Array& u0) {
