@@ -1,9 +1,11 @@
 #include "compiler/passes.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ir/trace.h"
+#include "ops/linalg.h"
 
 namespace tessel::compiler {
 ir::Program without_equations(const ir::Program& p) {
@@ -180,6 +182,55 @@ Program eliminate_common_subexpressions(const Program& p) {
   return out;
 }
 
+Program fold_transposes_into_products(const Program& p) {
+  const ir::Primitive& dot = ir::lookup_primitive("dot_general");
+  const ir::Primitive& transpose = ir::lookup_primitive("transpose");
+  // The transposes seen so far: output variable -> (input atom, permutation), chains of
+  // transposes composed into one.
+  std::unordered_map<const ir::VarNode*, std::pair<Atom, std::vector<int64_t>>> transposed;
+  Program out = with_header(p);
+  Subst s;
+  for (const Equation& e : p.eqns) {
+    std::vector<Atom> ins;
+    for (auto& a : e.inputs) ins.push_back(s(a));
+    if (e.prim == &transpose && !ins[0].is_literal()) {
+      std::vector<int64_t> perm = e.params.get_ints("permutation");
+      Atom src = ins[0];
+      if (auto it = transposed.find(src.var().get()); it != transposed.end()) {
+        for (auto& d : perm) d = it->second.second[size_t(d)];  // output i reads src dim inner[outer[i]]
+        src = it->second.first;
+      }
+      transposed.emplace(e.outputs[0].get(), std::make_pair(src, std::move(perm)));
+    }
+    ir::Params params = e.params;
+    if (e.prim == &dot) {
+      const char* batch_key[2] = {"lhs_batch", "rhs_batch"};
+      const char* contracting_key[2] = {"lhs_contracting", "rhs_contracting"};
+      for (size_t side = 0; side < 2; ++side) {
+        if (ins[side].is_literal()) continue;
+        auto it = transposed.find(ins[side].var().get());
+        if (it == transposed.end()) continue;
+        const std::vector<int64_t>& perm = it->second.second;
+        std::vector<int64_t> batch = params.get_ints(batch_key[side]),
+                             contracting = params.get_ints(contracting_key[side]);
+        // The free dimensions keep their order only if the permutation is increasing on them.
+        const auto free = ops::free_dims(int64_t(perm.size()), batch, contracting);
+        bool ordered = true;
+        for (size_t i = 1; i < free.size(); ++i) ordered &= perm[size_t(free[i - 1])] < perm[size_t(free[i])];
+        if (!ordered) continue;
+        for (auto& d : batch) d = perm[size_t(d)];
+        for (auto& d : contracting) d = perm[size_t(d)];
+        params.set(batch_key[side], std::move(batch));
+        params.set(contracting_key[side], std::move(contracting));
+        ins[side] = it->second.first;
+      }
+    }
+    out.eqns.push_back(Equation{e.prim, std::move(ins), e.outputs, std::move(params)});
+  }
+  finish(out, p, s);
+  return out;
+}
+
 Program eliminate_dead_code(const Program& p) {
   std::unordered_set<const ir::VarNode*> live;
   for (auto& a : p.outvars)
@@ -209,7 +260,7 @@ Program eliminate_dead_code(const Program& p) {
 }
 
 Program simplify(const Program& p, bool fold) {
-  Program inlined = inline_calls(p);
+  Program inlined = fold_transposes_into_products(inline_calls(p));
   return eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined));
 }
 
