@@ -1,9 +1,12 @@
 #include "compiler/passes.h"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/index_map.h"
 #include "ir/trace.h"
 #include "ops/linalg.h"
 
@@ -91,6 +94,30 @@ std::vector<Atom> inline_into(Program& out, const Program& inner, const std::vec
 }
 
 constexpr int64_t kFoldMaxElements = 64;
+
+/// How `e` reads its one operand when it only permutes its dimensions (a transpose, as its
+/// index-map rule states it): output dimension i is operand dimension perm[i]; nullopt for
+/// any other equation.
+std::optional<std::vector<int64_t>> read_permutation(const Equation& e) {
+  if (!e.prim->index_map || e.inputs.size() != 1 || e.outputs.size() != 1) return std::nullopt;
+  const Aval in = e.inputs[0].aval(), out = e.outputs[0]->aval;
+  if (in.dtype != out.dtype || in.ndim() != out.ndim() || in.size() != out.size()) return std::nullopt;
+  const size_t rank = size_t(out.ndim());
+  ir::IndexMap at_output;
+  for (size_t d = 0; d < rank; ++d) at_output.push_back({int(d), 1, 0});
+  const auto cases = e.prim->index_map(at_output, std::span(&in, 1), out, e.params);
+  if (cases.size() != 1 || !cases[0].when.empty() || cases[0].operand != 0 || !cases[0].combine.empty() ||
+      !cases[0].dynamic.empty() || cases[0].at.size() != rank)
+    return std::nullopt;
+  std::vector<int64_t> perm(rank, -1);
+  for (size_t d = 0; d < rank; ++d) {  // operand dimension d is read at output index at[d]
+    const ir::Affine& a = cases[0].at[d];
+    if (a.var < 0 || size_t(a.var) >= rank || a.coef != 1 || a.off != 0 || perm[size_t(a.var)] >= 0)
+      return std::nullopt;
+    perm[size_t(a.var)] = int64_t(d);
+  }
+  return perm;
+}
 
 }  // namespace
 
@@ -183,8 +210,6 @@ Program eliminate_common_subexpressions(const Program& p) {
 }
 
 Program fold_transposes_into_products(const Program& p) {
-  const ir::Primitive& dot = ir::lookup_primitive("dot_general");
-  const ir::Primitive& transpose = ir::lookup_primitive("transpose");
   // The transposes seen so far: output variable -> (input atom, permutation), chains of
   // transposes composed into one.
   std::unordered_map<const ir::VarNode*, std::pair<Atom, std::vector<int64_t>>> transposed;
@@ -193,8 +218,9 @@ Program fold_transposes_into_products(const Program& p) {
   for (const Equation& e : p.eqns) {
     std::vector<Atom> ins;
     for (auto& a : e.inputs) ins.push_back(s(a));
-    if (e.prim == &transpose && !ins[0].is_literal()) {
-      std::vector<int64_t> perm = e.params.get_ints("permutation");
+    std::optional<std::vector<int64_t>> permutation = read_permutation(e);
+    if (permutation && !ins[0].is_literal()) {
+      std::vector<int64_t> perm = std::move(*permutation);
       Atom src = ins[0];
       if (auto it = transposed.find(src.var().get()); it != transposed.end()) {
         for (auto& d : perm) d = it->second.second[size_t(d)];  // output i reads src dim inner[outer[i]]
@@ -203,7 +229,10 @@ Program fold_transposes_into_products(const Program& p) {
       transposed.emplace(e.outputs[0].get(), std::make_pair(src, std::move(perm)));
     }
     ir::Params params = e.params;
-    if (e.prim == &dot) {
+    // A product whose dimension numbers say which operand dimensions it batches and
+    // contracts (dot_general; convolutions name theirs otherwise).
+    if (e.prim->matrix_product && params.has("lhs_batch") && params.has("rhs_batch") &&
+        params.has("lhs_contracting") && params.has("rhs_contracting")) {
       const char* batch_key[2] = {"lhs_batch", "rhs_batch"};
       const char* contracting_key[2] = {"lhs_contracting", "rhs_contracting"};
       for (size_t side = 0; side < 2; ++side) {
