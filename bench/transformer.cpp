@@ -7,10 +7,11 @@
 //
 // Lines: transformer.{fwd,fwdbwd}_ms at batch 8, sequence 256, model 512 (jit of the loss,
 // jit(value_and_grad) over all parameters); transformer.small_fwdbwd_ms at batch 4,
-// sequence 64, model 128 with the spread (max over min) of 10 runs; each stage alone on its
-// shape (gelu on f32[8,256,2048], softmax on f32[8,8,256,256], layer norm on f32[8,256,512],
-// the attention sublayer and the MLP sublayer on f32[8,256,512] with their weights),
-// forward and forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
+// sequence 64, model 128 with the spread (max over min) of 10 runs and the machine's load
+// average beside it (transformer.load_average); each stage alone on its shape (gelu on
+// f32[8,256,2048], softmax on f32[8,8,256,256], layer norm on f32[8,256,512], the attention
+// sublayer and the MLP sublayer on f32[8,256,512] with their weights), forward and
+// forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
 // tessel's time over JAX's, lower is better). Exits 1 when the values disagree with JAX's.
 #include <algorithm>
 #include <cmath>
@@ -148,6 +149,17 @@ ts::Array loss(const Params& p, const ts::Array& x) {
   return ts::mean(y * y);
 }
 
+/// The 1-minute load average (/proc/loadavg), or -1 where it cannot be read: printed beside
+/// the small block's spread, which other processes on the cores widen.
+double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
 void wait_all(const Params& g) {
   for (const ts::Array& a : ts::tree_leaves(g)) a.block_until_ready();
 }
@@ -269,6 +281,7 @@ int main() {
     report_time(jax, "small_fwd", "small_fwd", t_fwd);
     report_time(jax, "small_fwdbwd", "small_fwdbwd", *lo);
     tb::report("transformer.small_fwdbwd_spread", *hi / *lo, "x");
+    if (double load = load_average(); load >= 0) tb::report("transformer.load_average", load, "");
   }
 
   ok &= measure_stage(jax, "gelu", [](const std::vector<ts::Array>& a) { return gelu(a[0]); }, {{8, 256, 2048}});
