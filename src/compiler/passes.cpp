@@ -119,6 +119,37 @@ std::optional<std::vector<int64_t>> read_permutation(const Equation& e) {
   return perm;
 }
 
+/// A product whose dimension numbers say which operand dimensions it batches and contracts
+/// (dot_general; convolutions name theirs otherwise).
+bool has_dot_dimensions(const Equation& e) {
+  return e.prim->matrix_product && e.params.has("lhs_batch") && e.params.has("rhs_batch") &&
+         e.params.has("lhs_contracting") && e.params.has("rhs_contracting");
+}
+
+/// When `perm` moves the rhs's free dimensions of product `d` before the lhs's (its result
+/// is (batch, lhs free, rhs free)), swaps d's operands so that it computes the transposed
+/// result itself and returns true: the backward pass's dK^T = q^T dS becomes dS^T q
+/// written in place of a strided 2-D transpose of every head.
+bool swap_operands(Equation& d, const std::vector<int64_t>& perm) {
+  const int64_t nb = int64_t(d.params.get_ints("lhs_batch").size());
+  const int64_t nl = d.inputs[0].aval().ndim() - nb - int64_t(d.params.get_ints("lhs_contracting").size());
+  const int64_t nr = d.inputs[1].aval().ndim() - nb - int64_t(d.params.get_ints("rhs_contracting").size());
+  if (nl == 0 || nr == 0 || int64_t(perm.size()) != nb + nl + nr) return false;
+  std::vector<int64_t> swapped;
+  for (int64_t i = 0; i < nb; ++i) swapped.push_back(i);
+  for (int64_t i = 0; i < nr; ++i) swapped.push_back(nb + nl + i);
+  for (int64_t i = 0; i < nl; ++i) swapped.push_back(nb + i);
+  if (perm != swapped) return false;
+  std::swap(d.inputs[0], d.inputs[1]);
+  ir::Params params = d.params;
+  params.set("lhs_batch", d.params.get_ints("rhs_batch"));
+  params.set("rhs_batch", d.params.get_ints("lhs_batch"));
+  params.set("lhs_contracting", d.params.get_ints("rhs_contracting"));
+  params.set("rhs_contracting", d.params.get_ints("lhs_contracting"));
+  d.params = std::move(params);
+  return true;
+}
+
 }  // namespace
 
 Program inline_calls(const Program& p) {
@@ -213,12 +244,26 @@ Program fold_transposes_into_products(const Program& p) {
   // The transposes seen so far: output variable -> (input atom, permutation), chains of
   // transposes composed into one.
   std::unordered_map<const ir::VarNode*, std::pair<Atom, std::vector<int64_t>>> transposed;
+  // The products emitted so far: output variable -> index in out.eqns; and how many times
+  // each variable is read (equations and program outputs).
+  std::unordered_map<const ir::VarNode*, size_t> products;
+  std::unordered_map<const ir::VarNode*, int> reads;
+  for (const Equation& e : p.eqns)
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) ++reads[a.var().get()];
+  for (auto& a : p.outvars)
+    if (!a.is_literal()) ++reads[a.var().get()];
   Program out = with_header(p);
   Subst s;
   for (const Equation& e : p.eqns) {
     std::vector<Atom> ins;
     for (auto& a : e.inputs) ins.push_back(s(a));
     std::optional<std::vector<int64_t>> permutation = read_permutation(e);
+    if (permutation && !ins[0].is_literal() && products.count(ins[0].var().get()) &&
+        reads[ins[0].var().get()] == 1 && swap_operands(out.eqns[products.at(ins[0].var().get())], *permutation)) {
+      out.eqns[products.at(ins[0].var().get())].outputs = e.outputs;  // the product now computes the transpose
+      continue;
+    }
     if (permutation && !ins[0].is_literal()) {
       std::vector<int64_t> perm = std::move(*permutation);
       Atom src = ins[0];
@@ -229,10 +274,8 @@ Program fold_transposes_into_products(const Program& p) {
       transposed.emplace(e.outputs[0].get(), std::make_pair(src, std::move(perm)));
     }
     ir::Params params = e.params;
-    // A product whose dimension numbers say which operand dimensions it batches and
-    // contracts (dot_general; convolutions name theirs otherwise).
-    if (e.prim->matrix_product && params.has("lhs_batch") && params.has("rhs_batch") &&
-        params.has("lhs_contracting") && params.has("rhs_contracting")) {
+    if (has_dot_dimensions(e)) {
+      products[e.outputs[0].get()] = out.eqns.size();
       const char* batch_key[2] = {"lhs_batch", "rhs_batch"};
       const char* contracting_key[2] = {"lhs_contracting", "rhs_contracting"};
       for (size_t side = 0; side < 2; ++side) {

@@ -129,6 +129,37 @@ TEST(ProductLayout, FoldsTransposedContractions) {
   expect_close(f(x, y).to_vector<float>(), want, 1e-5);
 }
 
+// A transpose that swaps a product's lhs and rhs free dimensions (the backward pass's
+// dK^T -> dK) becomes the product with its operands swapped; when the product's result is
+// also read elsewhere, the transpose stays.
+TEST(ProductLayout, SwapsOperandsInsteadOfTransposingAResult) {
+  ts::Array a = hashed({3, 24, 20}, 13), b = hashed({3, 24, 28}, 14);
+  auto swapped = ts::jit([](const ts::Array& x, const ts::Array& y) {
+    return ts::swapaxes(ts::dot_general(x, y, {{1}, {1}, {0}, {0}}), 1, 2);  // [3, 28, 20]
+  });
+  const std::string text = swapped.lower(a, b).compile().as_text();
+  EXPECT_FALSE(contains(text, "transpose[")) << text;
+  const auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+  std::vector<double> want;  // out[n, j, i] = sum_c a[n, c, i] b[n, c, j]
+  for (int n = 0; n < 3; ++n)
+    for (int j = 0; j < 28; ++j)
+      for (int i = 0; i < 20; ++i) {
+        double acc = 0;
+        for (int c = 0; c < 24; ++c)
+          acc += double(av[size_t((n * 24 + c) * 20 + i)]) * double(bv[size_t((n * 24 + c) * 28 + j)]);
+        want.push_back(acc);
+      }
+  expect_close(swapped(a, b).to_vector<float>(), want, 1e-5);
+  auto shared = ts::jit([](const ts::Array& x, const ts::Array& y) {
+    ts::Array p = ts::dot_general(x, y, {{1}, {1}, {0}, {0}});
+    return ts::swapaxes(p, 1, 2) + ts::sum(p);
+  });
+  EXPECT_TRUE(contains(shared.lower(a, b).compile().as_text(), "transpose["));
+  const float total = ts::sum(ts::dot_general(a, b, {{1}, {1}, {0}, {0}})).item<float>();
+  for (double& e : want) e += double(total);
+  expect_close(shared(a, b).to_vector<float>(), want, 1e-4);
+}
+
 // Gradients through the folded products (their transposes fold as well) equal the eager ones.
 TEST(ProductLayout, GradientsEqualEagerOnes) {
   std::vector<ts::Array> qkv = {hashed({2, 16, 2, 8}, 8), hashed({2, 16, 2, 8}, 9), hashed({2, 16, 2, 8}, 10)};
@@ -136,6 +167,8 @@ TEST(ProductLayout, GradientsEqualEagerOnes) {
     ts::Array o = scores_times_values(a[0], a[1], a[2]);
     return ts::sum(o * o);
   });
+  // The key gradient (q^T dS, then transposed) is computed as dS^T q: no strided transpose.
+  EXPECT_FALSE(contains(ts::jit(g).lower(qkv).compile().as_text(), "transpose[permutation=(0, 1, 3, 2)]"));
   std::vector<ts::Array> compiled = ts::jit(g)(qkv), eager = g(qkv);
   ASSERT_EQ(compiled.size(), eager.size());
   for (size_t i = 0; i < eager.size(); ++i) {
