@@ -16,6 +16,8 @@ ir::Program eliminate_common_subexpressions(const ir::Program& p);
 /// transpose keeps the order of the operand's free dimensions (so the result is unchanged).
 /// The product kernel reads strided operands in place (BLAS leading dimensions, one offset
 /// per batch matrix), so attention's head split and key transpose are never copied. A
+/// transpose of a product's result that moves the rhs's free dimensions before the lhs's
+/// becomes the product with its operands swapped, when nothing else reads the result. A
 /// transpose left without readers is dropped by eliminate_dead_code.
 ir::Program fold_transposes_into_products(const ir::Program& p);
 /// Drops equations whose outputs are unused, unless they have side effects; drops unused
