@@ -42,9 +42,10 @@ template <class F> double per_call(F&& call, int n) {
       1, 5) / n;
 }
 
-// The sizes of the messages one remote call and its read exchange (measured from the
-// channel's framing: handler name, reply tag, ids, specs, caller id, target).
-constexpr int kCallBytes = 180, kReadBytes = 48, kValueBytes = 5;
+// The sizes of the messages one remote call and its read exchange (from the channel's
+// framing: handler name, reply tag, the id to drop, then for a prepared call its frame id,
+// caller, output and input ids; for the read the array's id and the piece).
+constexpr int kCallBytes = 98, kReadBytes = 55, kValueBytes = 5;
 
 int pingpong(int rounds) {
   int provided = 0;
@@ -90,6 +91,13 @@ int remote(int rounds) {
     ts::Array w = f(x);
     w.block_until_ready();
     tb::report("detail.wait_us", tb::seconds_per_call([&] { w.block_until_ready(); }, rounds, 3) * 1e6, "us");
+    // The same round trip through jit and an eager operation on the worker's array.
+    auto jitted = ts::jit([](const ts::Array& a) { return a + 1; });
+    auto jit_call = [&] { return jitted(x).item<int>(); };
+    auto eager_call = [&] { return (x + 1).item<int>(); };
+    for (int i = 0; i < 200; ++i) jit_call(), eager_call();
+    tb::report("detail.remote_jit_us", tb::seconds_per_call(jit_call, rounds, 3) * 1e6, "us");
+    tb::report("detail.remote_eager_us", tb::seconds_per_call(eager_call, rounds, 3) * 1e6, "us");
   }
   return 0;
 }

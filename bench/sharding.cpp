@@ -28,8 +28,16 @@
 // the ratio within a round (see median_ratio); sharded.speedup_2dev_best is the ratio of the
 // best rounds. The rounds are printed as comments.
 //
+//  sharded.stencil.steps_per_exchange, sharded.shallow_water.collective_permutes_per_step
+//                             from the lowered text: the stencil body's steps per iteration
+//                             of the per-device loop (one halo exchange each), and the
+//                             shallow-water step's collective_permutes (wide halos:
+//                             docs/sharding.md).
+//
 // Usage: bench_sharding [rows]   (rows of the speedup arrays, default 4096; the reshard
-// array is 8192 x 8192)
+// array is 8192 x 8192). BENCH_SHARDING_CASES=stencil,shallow_water (of speedup, stencil,
+// train_loop, shallow_water, reshard) runs only those, BENCH_SHARDING_ROUNDS=N sets the
+// rounds, BENCH_SHARDING_TEXT=1 prints the per-device programs to stderr.
 // Exits 1 when a partitioned result differs from the unpartitioned one, or the reshard's
 // lowered program does not hold exactly one all_to_all.
 #include <algorithm>
@@ -170,6 +178,7 @@ void compare(const std::string& name, const std::string& what, int rounds, const
 
 // The per-device program of a partitioned function has no all_gather and holds `want`.
 bool lowered_as_expected(const char* what, const std::string& text, const std::vector<std::string>& want) {
+  if (std::getenv("BENCH_SHARDING_TEXT")) std::fprintf(stderr, "# %s: per-device program:\n%s", what, text.c_str());
   bool ok = count(text, "all_gather") == 0;
   for (const auto& w : want) ok = ok && count(text, w) > 0;
   if (!ok) std::fprintf(stderr, "bench_sharding: %s: unexpected per-device program:\n%s", what, text.c_str());
@@ -218,7 +227,12 @@ bool stencil(int rounds) {
   auto one = ts::jit(fn);
   auto two = ts::jit(fn, {.in_shardings = {rows}});
   if (!same_result("stencil", one(u1), two(u2), 1e-5f)) return false;
-  if (!lowered_as_expected("stencil", two.lower(u2).compile().as_text(), {"collective_permute"})) return false;
+  const std::string text = two.lower(u2).compile().as_text();
+  if (!lowered_as_expected("stencil", text, {"collective_permute"})) return false;
+  // Steps of the body per iteration of the per-device loop (one exchange each way per
+  // iteration: wide halos, docs/sharding.md).
+  const size_t at = text.find("length=");
+  if (at != std::string::npos) tb::report("sharded.stencil.steps_per_exchange", 100.0 / std::atof(text.c_str() + at + 7), "steps");
   compare("sharded.stencil", "100 stencil steps on 2048 x 2048 float32, rows split", rounds,
           [&] { one(u1).block_until_ready(); }, [&] { two(u2).block_until_ready(); });
 #ifdef TESSEL_STENCIL_REF
@@ -289,8 +303,9 @@ bool shallow_water_model(int rounds) {
     return s;
   };
   if (!same_result("shallow water", run(one, s1).h, run(two, s2).h, 1e-6f)) return false;
-  if (!lowered_as_expected("shallow water", two.lower(s2, false).compile().as_text(), {"collective_permute"}))
-    return false;
+  const std::string text = two.lower(s2, false).compile().as_text();
+  if (!lowered_as_expected("shallow water", text, {"collective_permute"})) return false;
+  tb::report("sharded.shallow_water.collective_permutes_per_step", count(text, "= collective_permute["), "collectives");
   compare("sharded.shallow_water", "10 steps of the shallow-water model at 1800 x 900 float32, rows split", rounds,
           [&] { run(one, s1).h.block_until_ready(); }, [&] { run(two, s2).h.block_until_ready(); });
 #ifdef TESSEL_SHALLOW_WATER_REF
@@ -373,10 +388,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("# sharding: %zu virtual devices, %d thread per device\n", ts::devices().size(), ts::cpu::num_threads());
-  bool ok = speedup(rows, 15);
-  ok = stencil(11) && ok;
-  ok = train_loop(11) && ok;
-  ok = shallow_water_model(11) && ok;
-  ok = reshard(11) && ok;
+  // BENCH_SHARDING_CASES (a comma-separated list of speedup, stencil, train_loop,
+  // shallow_water, reshard) runs only those; BENCH_SHARDING_ROUNDS sets the rounds.
+  const char* cases = std::getenv("BENCH_SHARDING_CASES");
+  auto wanted = [&](const std::string& name) {
+    if (!cases || !*cases) return true;
+    const std::string list = "," + std::string(cases) + ",";
+    return list.find("," + name + ",") != std::string::npos;
+  };
+  const char* rounds_env = std::getenv("BENCH_SHARDING_ROUNDS");
+  const int rounds = rounds_env ? std::max(1, std::atoi(rounds_env)) : 11;
+  bool ok = true;
+  if (wanted("speedup")) ok = speedup(rows, rounds_env ? rounds : 15) && ok;
+  if (wanted("stencil")) ok = stencil(rounds) && ok;
+  if (wanted("train_loop")) ok = train_loop(rounds) && ok;
+  if (wanted("shallow_water")) ok = shallow_water_model(rounds) && ok;
+  if (wanted("reshard")) ok = reshard(rounds) && ok;
   return ok ? 0 : 1;
 }

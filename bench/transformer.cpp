@@ -7,9 +7,11 @@
 //
 // Lines: transformer.{fwd,fwdbwd}_ms at batch 8, sequence 256, model 512 (jit of the loss,
 // jit(value_and_grad) over all parameters); transformer.small_fwdbwd_ms at batch 4,
-// sequence 64, model 128 with the spread (max over min) of 10 runs; each stage alone on its
-// shape (gelu on f32[8,256,2048], softmax on f32[8,8,256,256], layer norm on f32[8,256,512]),
-// forward and forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
+// sequence 64, model 128 with the spread (max over min) of 10 runs and the machine's load
+// average beside it (transformer.load_average); each stage alone on its shape (gelu on
+// f32[8,256,2048], softmax on f32[8,8,256,256], layer norm on f32[8,256,512], the attention
+// sublayer and the MLP sublayer on f32[8,256,512] with their weights), forward and
+// forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
 // tessel's time over JAX's, lower is better). Exits 1 when the values disagree with JAX's.
 #include <algorithm>
 #include <cmath>
@@ -116,22 +118,46 @@ ts::Array split_heads(const ts::Array& t) {
   return ts::transpose(ts::reshape(t, {s[0], s[1], kHeads, s[2] / kHeads}), ts::Axes{0, 2, 1, 3});
 }
 
-ts::Array block(const Params& p, const ts::Array& x) {
-  const ts::Shape& s = x.shape();
-  ts::Array h = layer_norm(x, p.ln1_g, p.ln1_b);
-  ts::Array q = split_heads(ts::matmul(h, p.wq) + p.bias[0]);
-  ts::Array k = split_heads(ts::matmul(h, p.wk) + p.bias[1]);
-  ts::Array v = split_heads(ts::matmul(h, p.wv) + p.bias[2]);
+/// The attention sublayer on normalized input h: softmax(q k^T / sqrt(d_head)) v over 8
+/// heads, projected by wo (the stage `transformer.attention`).
+ts::Array attention(const ts::Array& h, const ts::Array& wq, const ts::Array& wk, const ts::Array& wv,
+                    const ts::Array& wo, const ts::Array& bq, const ts::Array& bk, const ts::Array& bv,
+                    const ts::Array& bo) {
+  const ts::Shape& s = h.shape();
+  ts::Array q = split_heads(ts::matmul(h, wq) + bq);
+  ts::Array k = split_heads(ts::matmul(h, wk) + bk);
+  ts::Array v = split_heads(ts::matmul(h, wv) + bv);
   ts::Array att = softmax(ts::matmul(q, ts::swapaxes(k, -1, -2)) * (1.0 / std::sqrt(double(s[2] / kHeads))));
   ts::Array o = ts::reshape(ts::transpose(ts::matmul(att, v), ts::Axes{0, 2, 1, 3}), s);
-  ts::Array x1 = x + (ts::matmul(o, p.wo) + p.bias[3]);
+  return ts::matmul(o, wo) + bo;
+}
+
+/// The MLP sublayer on normalized input h: gelu(h w1 + b1) w2 + b2 (the stage `transformer.mlp`).
+ts::Array mlp(const ts::Array& h, const ts::Array& w1, const ts::Array& b1, const ts::Array& w2, const ts::Array& b2) {
+  return ts::matmul(gelu(ts::matmul(h, w1) + b1), w2) + b2;
+}
+
+ts::Array block(const Params& p, const ts::Array& x) {
+  ts::Array h = layer_norm(x, p.ln1_g, p.ln1_b);
+  ts::Array x1 = x + attention(h, p.wq, p.wk, p.wv, p.wo, p.bias[0], p.bias[1], p.bias[2], p.bias[3]);
   ts::Array h2 = layer_norm(x1, p.ln2_g, p.ln2_b);
-  return x1 + (ts::matmul(gelu(ts::matmul(h2, p.w1) + p.bias[4]), p.w2) + p.bias[5]);
+  return x1 + mlp(h2, p.w1, p.bias[4], p.w2, p.bias[5]);
 }
 
 ts::Array loss(const Params& p, const ts::Array& x) {
   ts::Array y = block(p, x);
   return ts::mean(y * y);
+}
+
+/// The 1-minute load average (/proc/loadavg), or -1 where it cannot be read: printed beside
+/// the small block's spread, which other processes on the cores widen.
+double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
 }
 
 void wait_all(const Params& g) {
@@ -171,15 +197,20 @@ bool check_value(const std::map<std::string, double>& jax, const std::string& na
 
 /// One stage alone: forward (jit(f)) and forward+backward (jit(grad) of sum(f(args) * ct)
 /// w.r.t. every argument), reported as transformer.<name>_ms and transformer.<name>_fwdbwd_ms.
+/// Argument i is hashed (salt 100 + i) in [-bounds[i], bounds[i]) (2 where bounds is short),
+/// as jax_transformer.py draws it.
+/// False when the mean of squares of the stage's output disagrees with JAX's.
 template <class F>
-void measure_stage(const std::map<std::string, double>& jax, const std::string& name, F f,
-                   const std::vector<ts::Shape>& shapes) {
+bool measure_stage(const std::map<std::string, double>& jax, const std::string& name, F f,
+                   const std::vector<ts::Shape>& shapes, const std::vector<double>& bounds = {}) {
   std::vector<ts::Array> args;
-  for (size_t i = 0; i < shapes.size(); ++i) args.push_back(hashed_array(shapes[i], 100 + i, 2.0));
+  for (size_t i = 0; i < shapes.size(); ++i)
+    args.push_back(hashed_array(shapes[i], 100 + i, i < bounds.size() ? bounds[i] : 2.0));
   ts::Array ct = hashed_array(shapes[0], 99, 1.0);
   auto fwd = ts::jit([f](const std::vector<ts::Array>& a) { return f(a); });
   auto bwd = ts::jit(ts::grad<1>([f](const ts::Array& ct, const std::vector<ts::Array>& a) { return ts::sum(f(a) * ct); }));
-  fwd(args).block_until_ready();
+  ts::Array out = fwd(args);
+  const bool ok = check_value(jax, name + "_sq", double(ts::mean(out * out).item<float>()), 1e-4);
   for (const ts::Array& g : bwd(ct, args)) g.block_until_ready();
   double t_fwd = tb::seconds_per_call([&] { fwd(args).block_until_ready(); }, 3, 3);
   double t_bwd = tb::seconds_per_call(
@@ -189,6 +220,7 @@ void measure_stage(const std::map<std::string, double>& jax, const std::string& 
       3, 3);
   report_time(jax, name, name + "_fwd", t_fwd);  // transformer.<stage>_vs_jax is the forward ratio
   report_time(jax, name + "_fwdbwd", name + "_fwdbwd", t_bwd);
+  return ok;
 }
 
 }  // namespace
@@ -249,11 +281,24 @@ int main() {
     report_time(jax, "small_fwd", "small_fwd", t_fwd);
     report_time(jax, "small_fwdbwd", "small_fwdbwd", *lo);
     tb::report("transformer.small_fwdbwd_spread", *hi / *lo, "x");
+    if (double load = load_average(); load >= 0) tb::report("transformer.load_average", load, "");
   }
 
-  measure_stage(jax, "gelu", [](const std::vector<ts::Array>& a) { return gelu(a[0]); }, {{8, 256, 2048}});
-  measure_stage(jax, "softmax", [](const std::vector<ts::Array>& a) { return softmax(a[0]); }, {{8, 8, 256, 256}});
-  measure_stage(jax, "layernorm", [](const std::vector<ts::Array>& a) { return layer_norm(a[0], a[1], a[2]); },
-                {{8, 256, 512}, {512}, {512}});
+  ok &= measure_stage(jax, "gelu", [](const std::vector<ts::Array>& a) { return gelu(a[0]); }, {{8, 256, 2048}});
+  ok &= measure_stage(jax, "softmax", [](const std::vector<ts::Array>& a) { return softmax(a[0]); }, {{8, 8, 256, 256}});
+  ok &= measure_stage(jax, "layernorm", [](const std::vector<ts::Array>& a) { return layer_norm(a[0], a[1], a[2]); },
+                      {{8, 256, 512}, {512}, {512}});
+  // The sublayers on the block's scales: unit-variance input, weights in +-sqrt(3 / fan-in)
+  // (so that attention scores stay in the range softmax sees in the block), biases in +-0.1.
+  const double unit = std::sqrt(3.0), w512 = std::sqrt(3.0 / 512), w2048 = std::sqrt(3.0 / 2048);
+  auto attention_stage = [](const std::vector<ts::Array>& a) {
+    return attention(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+  };
+  ok &= measure_stage(jax, "attention", attention_stage,
+                      {{8, 256, 512}, {512, 512}, {512, 512}, {512, 512}, {512, 512}, {512}, {512}, {512}, {512}},
+                      {unit, w512, w512, w512, w512, 0.1, 0.1, 0.1, 0.1});
+  auto mlp_stage = [](const std::vector<ts::Array>& a) { return mlp(a[0], a[1], a[2], a[3], a[4]); };
+  ok &= measure_stage(jax, "mlp", mlp_stage, {{8, 256, 512}, {512, 2048}, {2048}, {2048, 512}, {512}},
+                      {unit, w512, 0.1, w2048, 0.1});
   return ok ? 0 : 1;
 }

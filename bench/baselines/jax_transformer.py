@@ -8,7 +8,8 @@ Usage: jax_transformer.py [ROUNDS]. Prints `name value [unit]` lines:
   loss, grad_sq, small_loss                  values, for bench/transformer.cpp to compare
   fwd, fwdbwd                                batch 8, sequence 256, model 512 (seconds)
   small_fwd, small_fwdbwd                    batch 4, sequence 64, model 128 (seconds)
-  {gelu,softmax,layernorm}_{fwd,fwdbwd}      each stage alone on its shape (seconds)
+  {gelu,softmax,layernorm,attention,mlp}_{fwd,fwdbwd}  each stage alone on its shape (seconds)
+  <stage>_sq                                 mean of squares of the stage's output (a value)
 Each time is the best of ROUNDS rounds after a compiling call (jax_linalg.best_seconds).
 """
 import math
@@ -76,15 +77,25 @@ def heads(t):
     return jnp.transpose(t.reshape(b, s, HEADS, d // HEADS), (0, 2, 1, 3))
 
 
-def block(p, x):
-    b, s, d = x.shape
-    h = layer_norm(x, p["ln1_g"], p["ln1_b"])
-    q, k, v = (heads(h @ p["w" + n] + p["b" + n]) for n in "qkv")
+def attention(h, wq, wk, wv, wo, bq, bk, bv, bo):
+    """The attention sublayer on normalized input h (the stage `attention`)."""
+    b, s, d = h.shape
+    q, k, v = (heads(h @ w + bias) for w, bias in ((wq, bq), (wk, bk), (wv, bv)))
     att = softmax((q @ jnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d // HEADS)))
     o = jnp.transpose(att @ v, (0, 2, 1, 3)).reshape(b, s, d)
-    x1 = x + (o @ p["wo"] + p["bo"])
+    return o @ wo + bo
+
+
+def mlp(h, w1, b1, w2, b2):
+    """The MLP sublayer on normalized input h (the stage `mlp`)."""
+    return gelu(h @ w1 + b1) @ w2 + b2
+
+
+def block(p, x):
+    h = layer_norm(x, p["ln1_g"], p["ln1_b"])
+    x1 = x + attention(h, *(p[n] for n in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")))
     h2 = layer_norm(x1, p["ln2_g"], p["ln2_b"])
-    return x1 + (gelu(h2 @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"])
+    return x1 + mlp(h2, p["w1"], p["b1"], p["w2"], p["b2"])
 
 
 def loss(p, x):
@@ -113,15 +124,21 @@ def main():
     print(f"small_fwd {best_seconds(fwd, (params, x), 20, rounds):.6g} s", flush=True)
     print(f"small_fwdbwd {best_seconds(vg, (params, x), 20, rounds):.6g} s", flush=True)
 
-    stages = {
-        "gelu": (gelu, [(8, 256, 2048)]),
-        "softmax": (softmax, [(8, 8, 256, 256)]),
-        "layernorm": (layer_norm, [(8, 256, 512), (512,), (512,)]),
+    unit, w512, w2048 = math.sqrt(3.0), math.sqrt(3.0 / 512), math.sqrt(3.0 / 2048)
+    stages = {  # name: (function, argument shapes, argument bounds (2 where missing))
+        "gelu": (gelu, [(8, 256, 2048)], []),
+        "softmax": (softmax, [(8, 8, 256, 256)], []),
+        "layernorm": (layer_norm, [(8, 256, 512), (512,), (512,)], []),
+        "attention": (attention, [(8, 256, 512)] + [(512, 512)] * 4 + [(512,)] * 4,
+                      [unit] + [w512] * 4 + [0.1] * 4),
+        "mlp": (mlp, [(8, 256, 512), (512, 2048), (2048,), (2048, 512), (512,)], [unit, w512, 0.1, w2048, 0.1]),
     }
-    for name, (f, shapes) in stages.items():
-        args = [jnp.asarray(hashed_uniform(int(np.prod(s)), 100 + i, 2.0).reshape(s)) for i, s in enumerate(shapes)]
+    for name, (f, shapes, bounds) in stages.items():
+        args = [jnp.asarray(hashed_uniform(int(np.prod(s)), 100 + i, bounds[i] if i < len(bounds) else 2.0).reshape(s))
+                for i, s in enumerate(shapes)]
         ct = jnp.asarray(hashed_uniform(int(np.prod(shapes[0])), 99, 1.0).reshape(shapes[0]))
         argnums = tuple(range(1, len(shapes) + 1))
+        print(f"{name}_sq {float(jnp.mean(jnp.square(jax.jit(f)(*args)))):.9g}", flush=True)
         print(f"{name}_fwd {best_seconds(jax.jit(f), args, 3, rounds):.6g} s", flush=True)
         g = jax.jit(jax.grad(stage_loss(f), argnums=argnums))
         print(f"{name}_fwdbwd {best_seconds(g, [ct] + args, 3, rounds):.6g} s", flush=True)

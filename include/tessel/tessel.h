@@ -16,6 +16,7 @@
 #include "tessel/jit.h"
 #include "tessel/linalg.h"
 #include "tessel/make_array.h"
+#include "tessel/nn.h"
 #include "tessel/pipeline.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"

@@ -185,27 +185,90 @@ std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Si
   return with_structure(Site::Known{specs, ""});
 }
 
-// Known output specs: pending outputs now, filled by the hosts later.
-Outputs call_async(const Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures,
-                   LocalThunk local, const Site::Known& known) {
-  const Specs& out_specs = known.specs;
-  std::vector<uint64_t> out_ids;
-  if (!c.remote.empty())
-    for (size_t j = 0; j < out_specs.size(); ++j) out_ids.push_back(ctl::new_id());
-  std::vector<Array> outs;
-  for (size_t j = 0; j < out_specs.size(); ++j)
-    outs.push_back(make_pending(out_specs[j], c.remote, c.remote.empty() ? 0 : out_ids[j]));
+// A prepared call of this signature whose inputs match `leaves` and `arg_structures` (same
+// avals, shardings and argument structures), or null. Found, it is the most recent.
+std::shared_ptr<PreparedCall> find_prepared(const Site& site, const std::vector<Array>& leaves,
+                                            const std::vector<std::string>& arg_structures) {
+  OutSpecCache& k = *site.known;
+  const uint64_t generation = k.cache.generation();
+  std::lock_guard lock(k.prepared_mu);
+  for (size_t i = 0; i < k.prepared.size(); ++i) {
+    const PreparedCall& p = *k.prepared[i];
+    if (p.avals.size() != leaves.size() || p.cache_generation != generation || p.arg_structures != arg_structures)
+      continue;
+    bool same = true;
+    for (size_t j = 0; j < leaves.size() && same; ++j) {
+      const auto* a = tessel::detail::as_concrete(leaves[j]);  // null for empty arrays and tracers
+      same = a && a->aval == p.avals[j] && a->sharding() == p.shardings[j];
+    }
+    if (!same) continue;
+    if (i) std::rotate(k.prepared.begin(), k.prepared.begin() + ptrdiff_t(i), k.prepared.begin() + ptrdiff_t(i) + 1);
+    return k.prepared.front();
+  }
+  return nullptr;
+}
+
+// Prepares the calls of a signature whose outputs are known (after a full check and plan).
+std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, const std::vector<Array>& leaves,
+                                           const std::vector<std::string>& arg_structures, const Site::Known& known,
+                                           uint64_t generation) {
+  auto p = std::make_shared<PreparedCall>();
+  for (const Array& a : leaves) {
+    const auto* concrete = tessel::detail::as_concrete(a);  // plan_call rejected the others
+    p->avals.push_back(concrete->aval);
+    p->shardings.push_back(concrete->sharding());
+  }
+  p->arg_structures = arg_structures;
+  p->cache_generation = generation;
+  p->expected = std::make_shared<const Expected>(Expected{known.specs, known.structure, c.name});
+  for (const Spec& s : known.specs) p->outputs.emplace_back(s);
+  p->here = c.here;
+  p->remote = c.remote;
   if (!c.remote.empty()) {
     ir::Writer w;
-    w.count(out_ids.size());
-    for (auto id : out_ids) w.u64(id);
-    write_specs(w, out_specs);
-    w.str(known.structure);
-    write_call(w, c, arg_structures, site.target);
-    ctl::post(c.remote, "colocated.call", w.bytes());
+    write_frame(w, known.specs, known.structure, arg_structures, site.target);  // ctor bytes may throw
+    p->frame_bytes = w.take();
+    p->frame = ctl::new_id();
   }
-  if (c.here) caller_queue().push(filling(std::move(local), outs, out_specs, known.structure, c.name));
-  return {outs, known.structure};
+  OutSpecCache& k = *site.known;
+  std::shared_ptr<PreparedCall> dropped;  // destroyed outside the lock (it forgets its frame)
+  std::lock_guard lock(k.prepared_mu);
+  k.prepared.insert(k.prepared.begin(), p);
+  if (k.prepared.size() > kPreparedCapacity) {
+    dropped = std::move(k.prepared.back());
+    k.prepared.pop_back();
+  }
+  return p;
+}
+
+// A prepared call: pending outputs now, filled by the hosts later. A worker gets the frame
+// with the first call (then keeps it) and only ids after that:
+// [frame id][frame bytes, or empty][caller][output ids][input ids].
+Outputs call_prepared(PreparedCall& p, const std::vector<Array>& leaves, LocalThunk local) {
+  const bool remote = !p.remote.empty();
+  std::vector<Array> outs;
+  outs.reserve(p.outputs.size());
+  if (!remote) {
+    for (const OutputTemplate& t : p.outputs) outs.push_back(make_pending(t, {}, 0));
+  } else {
+    std::lock_guard lock(p.shipped_mu);
+    ir::Writer w;
+    w.u64(p.frame);
+    w.str(p.shipped ? std::string_view() : std::string_view(p.frame_bytes));
+    w.u64(caller_id());
+    w.count(p.outputs.size());
+    for (const OutputTemplate& t : p.outputs) {
+      const uint64_t id = ctl::new_id();
+      w.u64(id);
+      outs.push_back(make_pending(t, p.remote, id));
+    }
+    w.count(leaves.size());
+    for (const Array& a : leaves) w.u64(ctl::remote_id(a, p.expected->name));
+    ctl::post(p.remote, "colocated.call", w.bytes());
+    p.shipped = true;
+  }
+  if (p.here) caller_queue().push(filling(std::move(local), outs, p.expected));
+  return {outs, p.expected->structure};
 }
 
 // Unknown output specs: run synchronously on every host, learn the specs (kept for the
@@ -277,11 +340,20 @@ Outputs call_learning(Site& site, const CallPlan& c, const std::vector<std::stri
 // there (serve.cpp).
 Outputs call(Site& site, const std::vector<Array>& leaves, const std::vector<std::string>& arg_structures,
              LocalThunk local, const ResultType& result) {
+  if (auto p = find_prepared(site, leaves, arg_structures)) return call_prepared(*p, leaves, std::move(local));
+  const uint64_t generation = site.known->cache.generation();
   const CallPlan c = plan_call(site, leaves);
   const Site::Signature key{c.in_specs, c.dev_ids};
-  if (std::optional<Site::Known> known = known_outputs(site, c, key, result))
-    return call_async(site, c, arg_structures, std::move(local), *known);
+  if (std::optional<Site::Known> known = known_outputs(site, c, key, result)) {
+    auto p = prepare_call(site, c, leaves, arg_structures, *known, generation);
+    return call_prepared(*p, leaves, std::move(local));
+  }
   return call_learning(site, c, arg_structures, std::move(local), key);
+}
+
+// The workers forget the frame with the entry (they ignore an id they never kept).
+PreparedCall::~PreparedCall() {
+  if (frame) ctl::forget(remote, frame);
 }
 
 }  // namespace detail

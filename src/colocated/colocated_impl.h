@@ -30,13 +30,28 @@ struct Registry {
 /// The process's registry, made on first use (static initializers fill it in every process).
 Registry& registry();
 
-/// An output array of `spec` whose local pieces the call fills later (remote pieces by id).
-Array make_pending(const Spec& spec, const std::vector<int>& remote, uint64_t remote_id);
-/// Copies the results' local pieces into the pending outputs (or records the error there).
-void fill(const std::vector<Array>& pending, const std::vector<Array>& results, std::exception_ptr error);
-/// The task that runs `run` and fills `pending` with its checked results.
-std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending, Specs specs,
-                              std::string structure, std::string name);
+/// What a call's results must be: their specs, their tree structure (empty: any) and the
+/// callable's name for errors. Shared by the calls of one signature.
+struct Expected {
+  Specs specs;
+  std::string structure;
+  std::string name;
+};
+/// An output of one spec as calls make it again and again: its avals and layout worked out once.
+struct OutputTemplate {
+  explicit OutputTemplate(const Spec& spec);
+  Aval aval, local;
+  Sharding sharding;
+  std::vector<tessel::detail::DeviceImpl*> local_devices;  // by position; null: another process's
+};
+/// An output array whose local pieces the call fills later (remote pieces by id).
+Array make_pending(const OutputTemplate& out, const std::vector<int>& remote, uint64_t remote_id);
+/// Gives the pending outputs the results' local pieces (or records the error there): a
+/// result piece nobody else holds is adopted, not copied.
+void fill(const std::vector<Array>& pending, std::vector<Array>&& results, std::exception_ptr error);
+/// The task that runs `run` and fills `pending` with its results, checked against `expected`.
+std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending,
+                              std::shared_ptr<const Expected> expected);
 
 /// Writes a call's target: the registered name, and the object's id, class and constructor.
 void write_target(ir::Writer& w, const Target& t);
@@ -59,9 +74,42 @@ struct SignatureHash {
     return h;
   }
 };
-/// Output specs one colocated callable keeps, by input signature (Site::known).
+/// One input signature's call, prepared once (call.cpp): what a later call with inputs of the
+/// same avals, shardings and argument structures needs, without checking, planning or
+/// serializing again. On the driver of a single-controller job its workers keep the frame
+/// (the output specs and structure, the argument structures, the target) under `frame`, so
+/// a call sends only ids; when the entry dies, they forget it.
+struct PreparedCall {
+  ~PreparedCall();
+  // what a call must match
+  std::vector<Aval> avals;
+  std::vector<Sharding> shardings;
+  std::vector<std::string> arg_structures;
+  uint64_t cache_generation = 0;  // of the out-spec cache it was made from (clear_caches drops it)
+  // what the call does
+  std::shared_ptr<const Expected> expected;
+  std::vector<OutputTemplate> outputs;
+  bool here = false;
+  std::vector<int> remote;
+  uint64_t frame = 0;
+  std::string frame_bytes;
+  std::mutex shipped_mu;  // orders the frame's first message before the calls that use it
+  bool shipped = false;
+};
+/// The most prepared calls one callable keeps (the most recently used).
+constexpr size_t kPreparedCapacity = 8;
+
+/// Output specs one colocated callable keeps, by input signature (Site::known), and its
+/// prepared calls.
 struct OutSpecCache {
   tessel::detail::Cache<Site::Signature, Site::Known, SignatureHash> cache{"colocated.out_specs", kOutSpecCapacity};
+  std::mutex prepared_mu;
+  std::vector<std::shared_ptr<PreparedCall>> prepared;  // most recent first
 };
+
+/// The frame of a prepared call as workers read it (serve.cpp): the output specs and
+/// structure, the argument structures, and the target.
+void write_frame(ir::Writer& w, const Specs& specs, const std::string& structure,
+                 const std::vector<std::string>& arg_structures, const Target& target);
 
 }  // namespace tessel::colocated::detail

@@ -15,15 +15,18 @@ namespace ctl = distributed::controller;
 
 // ---- specs and outputs ----
 
-// An output array of `spec` whose local pieces the call fills later; on the driver of a
+OutputTemplate::OutputTemplate(const Spec& spec)
+    : aval(spec.shape, spec.dtype), local(spec.sharding.shard_shape(spec.shape), spec.dtype), sharding(spec.sharding) {
+  for (const Device& d : spec.sharding.device_set()) local_devices.push_back(d.impl()->is_local() ? d.impl() : nullptr);
+}
+
+// An output array whose local pieces the call fills later; on the driver of a
 // single-controller job its remote pieces are kept by `remote` under `remote_id`.
-Array make_pending(const Spec& spec, const std::vector<int>& remote, uint64_t remote_id) {
-  Aval aval(spec.shape, spec.dtype);
-  Aval local(spec.sharding.shard_shape(spec.shape), spec.dtype);
+Array make_pending(const OutputTemplate& t, const std::vector<int>& remote, uint64_t remote_id) {
   std::vector<std::shared_ptr<tessel::detail::Buffer>> shards;
-  for (const Device& d : spec.sharding.device_set())
-    shards.push_back(d.impl()->is_local() ? tessel::detail::Buffer::deferred(local.nbytes(), d.impl()) : nullptr);
-  auto out = std::make_shared<tessel::detail::ConcreteArray>(aval, spec.sharding, local, std::move(shards));
+  shards.reserve(t.local_devices.size());
+  for (auto* d : t.local_devices) shards.push_back(d ? tessel::detail::Buffer::deferred(t.local.nbytes(), d) : nullptr);
+  auto out = std::make_shared<tessel::detail::ConcreteArray>(t.aval, t.sharding, t.local, std::move(shards));
   if (!remote.empty()) out->remote = ctl::make_ref(remote_id, remote);
   return Array(std::move(out));
 }
@@ -56,12 +59,18 @@ void check_results(const std::string& name, const std::vector<Array>& results, c
 }  // namespace
 
 
-// Copies the results' local pieces into the pending outputs (or records the error there).
-void fill(const std::vector<Array>& pending, const std::vector<Array>& results, std::exception_ptr error) {
+// Gives the pending outputs the results' local pieces (or records the error there). A
+// result piece held by nothing but the results (a value the function computed) gives its
+// memory to the output; one held elsewhere too (an input returned as it is, a value the
+// function kept) is copied.
+void fill(const std::vector<Array>& pending, std::vector<Array>&& results, std::exception_ptr error) {
   for (size_t j = 0; j < pending.size(); ++j) {
     auto outs = tessel::detail::piece_buffers(pending[j]);
     std::vector<std::shared_ptr<tessel::detail::Buffer>> ins;
-    if (!error) ins = tessel::detail::piece_buffers(results[j]);
+    if (!error) {
+      ins = tessel::detail::piece_buffers(results[j]);
+      results[j] = Array();  // the pieces' last holders are `ins` now, where nothing else holds them
+    }
     for (size_t pos = 0; pos < outs.size(); ++pos) {
       auto& out = outs[pos];
       if (!out) continue;
@@ -70,8 +79,13 @@ void fill(const std::vector<Array>& pending, const std::vector<Array>& results, 
         auto& in = ins.at(pos);
         if (!in) throw Error("internal: colocated: a result lacks a piece this process owns");
         in->wait();
-        out->attach(tessel::detail::Memory(out->nbytes()));
-        if (out->nbytes()) std::memcpy(out->data(), in->data(), out->nbytes());
+        // use_count 1: `ins` holds the only reference, so nobody can read the memory taken.
+        if (in.use_count() == 1 && !in->is_donated() && in->data()) {
+          out->attach(in->take_memory());
+        } else {
+          out->attach(tessel::detail::Memory(out->nbytes()));
+          if (out->nbytes()) std::memcpy(out->data(), in->data(), out->nbytes());
+        }
         out->set_ready();
       } catch (...) {
         out->set_error(std::current_exception());
@@ -80,22 +94,21 @@ void fill(const std::vector<Array>& pending, const std::vector<Array>& results, 
   }
 }
 
-// The task that runs `run` and fills `pending` with its results, which must have `specs`
-// and the result structure `structure` (when not empty).
-std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending, Specs specs,
-                              std::string structure, std::string name) {
-  return [run = std::move(run), pending = std::move(pending), specs = std::move(specs),
-          structure = std::move(structure), name = std::move(name)] {
+// The task that runs `run` and fills `pending` with its results, which must be as `expected`
+// says (its specs, and its structure when not empty).
+std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending,
+                              std::shared_ptr<const Expected> expected) {
+  return [run = std::move(run), pending = std::move(pending), expected = std::move(expected)] {
     Outputs results;
     std::exception_ptr error;
     try {
       results = run();
-      check_results(name, results.leaves, specs);
-      check_structure(name, results.structure, structure);
+      check_results(expected->name, results.leaves, expected->specs);
+      check_structure(expected->name, results.structure, expected->structure);
     } catch (...) {
       error = std::current_exception();
     }
-    fill(pending, results.leaves, error);
+    fill(pending, std::move(results.leaves), error);
   };
 }
 
@@ -108,6 +121,15 @@ void write_target(ir::Writer& w, const Target& t) {
   w.u64(t.object->id());
   w.str(t.object->registered());
   w.str(t.object->ctor_bytes());
+}
+
+void write_frame(ir::Writer& w, const Specs& specs, const std::string& structure,
+                 const std::vector<std::string>& arg_structures, const Target& target) {
+  write_specs(w, specs);
+  w.str(structure);
+  w.count(arg_structures.size());
+  for (auto& s : arg_structures) w.str(s);
+  write_target(w, target);
 }
 
 void write_specs(ir::Writer& w, const Specs& specs) {

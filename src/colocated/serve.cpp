@@ -31,46 +31,56 @@ WorkerState& worker() {
   return *w;
 }
 
-// What a worker runs for one call message: the registered function, or the method of the
-// object (made on first use, from its constructor arguments' bytes).
-std::function<Outputs()> read_remote_target(ir::Reader& r, std::vector<Array> leaves,
-                                            std::vector<std::string> structures) {
+// A call's target as a worker resolved it in its registry: the registered function, or the
+// method and the class of an object (with its id and constructor arguments' bytes).
+struct ResolvedTarget {
+  RemoteFn fn;
+  RemoteFactory factory;
+  RemoteMethod method;
+  uint64_t object_id = 0;
+  std::string ctor;
+};
+
+ResolvedTarget read_target(ir::Reader& r) {
+  ResolvedTarget t;
   std::string name = r.str();
   const bool is_method = r.boolean();
   Registry& reg = registry();
   if (!is_method) {
-    RemoteFn fn;
-    {
-      std::lock_guard lock(reg.mu);
-      auto it = reg.functions.find(name);
-      if (it == reg.functions.end()) throw ValueError("colocated: no function '" + name + "' is registered in this worker");
-      fn = it->second;
-    }
-    return [fn, leaves = std::move(leaves), structures = std::move(structures)] { return fn(leaves, structures); };
-  }
-  const uint64_t object_id = r.u64();
-  std::string cls = r.str();
-  std::string ctor = r.str();
-  RemoteFactory factory;
-  RemoteMethod method;
-  {
     std::lock_guard lock(reg.mu);
-    auto c = reg.classes.find(cls);
-    auto m = reg.methods.find(name);
-    if (c == reg.classes.end()) throw ValueError("colocated: no class '" + cls + "' is registered in this worker");
-    if (m == reg.methods.end()) throw ValueError("colocated: no method '" + name + "' is registered in this worker");
-    factory = c->second;
-    method = m->second;
+    auto it = reg.functions.find(name);
+    if (it == reg.functions.end()) throw ValueError("colocated: no function '" + name + "' is registered in this worker");
+    t.fn = it->second;
+    return t;
   }
+  t.object_id = r.u64();
+  std::string cls = r.str();
+  t.ctor = r.str();
+  std::lock_guard lock(reg.mu);
+  auto c = reg.classes.find(cls);
+  auto m = reg.methods.find(name);
+  if (c == reg.classes.end()) throw ValueError("colocated: no class '" + cls + "' is registered in this worker");
+  if (m == reg.methods.end()) throw ValueError("colocated: no method '" + name + "' is registered in this worker");
+  t.factory = c->second;
+  t.method = m->second;
+  return t;
+}
+
+// What a worker runs for one call: the registered function, or the method of the object
+// (made on first use, from its constructor arguments' bytes).
+std::function<Outputs()> bind_target(const ResolvedTarget& t, std::vector<Array> leaves,
+                                     std::vector<std::string> structures) {
+  if (t.fn)
+    return [fn = t.fn, leaves = std::move(leaves), structures = std::move(structures)] { return fn(leaves, structures); };
   std::shared_ptr<RemoteObject> obj;
   {
     WorkerState& w = worker();
     std::lock_guard lock(w.mu);
-    auto& slot = w.objects[object_id];
+    auto& slot = w.objects[t.object_id];
     if (!slot) slot = std::make_shared<RemoteObject>();
     obj = slot;
   }
-  return [obj, factory, method, ctor = std::move(ctor), leaves = std::move(leaves),
+  return [obj, factory = t.factory, method = t.method, ctor = t.ctor, leaves = std::move(leaves),
           structures = std::move(structures)] {
     std::call_once(obj->made, [&] {
       try {
@@ -82,6 +92,42 @@ std::function<Outputs()> read_remote_target(ir::Reader& r, std::vector<Array> le
     if (obj->error) std::rethrow_exception(obj->error);
     return method(obj->instance.get(), leaves, structures);
   };
+}
+
+std::function<Outputs()> read_remote_target(ir::Reader& r, std::vector<Array> leaves,
+                                            std::vector<std::string> structures) {
+  return bind_target(read_target(r), std::move(leaves), std::move(structures));
+}
+
+// The frame of a prepared call (call.cpp), kept under its id until the driver forgets it:
+// the outputs' specs and structure, the arguments' structures, the resolved target. A frame
+// that cannot be resolved (an unregistered name) keeps its error, which every call using it
+// gives its outputs.
+struct CallFrame {
+  std::shared_ptr<const Expected> expected;
+  std::vector<OutputTemplate> outputs;
+  std::vector<std::string> arg_structures;
+  ResolvedTarget target;
+  std::exception_ptr error;
+};
+
+std::shared_ptr<const CallFrame> read_frame(std::string_view bytes) {
+  auto f = std::make_shared<CallFrame>();
+  ir::Reader r(bytes, "colocated call");
+  Expected e;
+  e.specs = read_specs(r);
+  e.structure = r.str();
+  e.name = "colocated call";
+  for (const Spec& s : e.specs) f->outputs.emplace_back(s);
+  f->expected = std::make_shared<const Expected>(std::move(e));
+  f->arg_structures.resize(r.count(1));
+  for (auto& s : f->arg_structures) s = r.str();
+  try {
+    f->target = read_target(r);
+  } catch (...) {
+    f->error = std::current_exception();
+  }
+  return f;
 }
 
 struct CallMessage {
@@ -101,25 +147,33 @@ CallMessage read_call(ir::Reader& r) {
 }
 
 [[maybe_unused]] const bool handlers_registered = [] {
+  // [frame id][frame bytes: with the first call of a prepared call][caller][output ids][input ids]
   ctl::register_handler("colocated.call", [](ir::Reader& r, ctl::Reply) {
+    const uint64_t frame_id = r.u64();
+    if (std::string bytes = r.str(); !bytes.empty()) ctl::keep(frame_id, read_frame(bytes));
+    std::shared_ptr<const CallFrame> frame = ctl::kept_as<CallFrame>(frame_id);
+    if (!frame) throw Error("internal: worker has no colocated call frame " + std::to_string(frame_id));
+    const uint64_t caller = r.u64();
     std::vector<uint64_t> out_ids(r.count(8));
     for (auto& id : out_ids) id = r.u64();
-    Specs specs = read_specs(r);
-    if (specs.size() != out_ids.size())
-      r.fail(std::to_string(out_ids.size()) + " result ids for " + std::to_string(specs.size()) + " result specs");
-    std::string structure = r.str();
+    if (out_ids.size() != frame->outputs.size())
+      r.fail(std::to_string(out_ids.size()) + " result ids for " + std::to_string(frame->outputs.size()) + " results");
     std::vector<Array> pending;
-    for (size_t j = 0; j < specs.size(); ++j) {
-      pending.push_back(make_pending(specs[j], {}, 0));
+    pending.reserve(out_ids.size());
+    for (size_t j = 0; j < out_ids.size(); ++j) {
+      pending.push_back(make_pending(frame->outputs[j], {}, 0));
       ctl::store(out_ids[j], pending.back());
     }
     try {
-      CallMessage m = read_call(r);
-      auto run = read_remote_target(r, std::move(m.leaves), std::move(m.structures));
+      if (frame->error) std::rethrow_exception(frame->error);
+      std::vector<Array> leaves(r.count(8));
+      for (auto& a : leaves) a = ctl::lookup(r.u64(), "colocated call");
+      std::function<Outputs()> run =
+          frame->target.fn ? [frame, leaves = std::move(leaves)] { return frame->target.fn(leaves, frame->arg_structures); }
+                           : bind_target(frame->target, std::move(leaves), frame->arg_structures);
       // An idle queue runs the call on this thread while another serves: no hand-over.
-      auto task =
-          filling(std::move(run), std::move(pending), std::move(specs), std::move(structure), "colocated call");
-      SerialQueue& q = remote_caller_queue(m.caller);
+      auto task = filling(std::move(run), std::move(pending), frame->expected);
+      SerialQueue& q = remote_caller_queue(caller);
       if (q.claim_if_idle()) ctl::run_while_others_serve([&] { q.run_claimed(task); });
       else q.push(std::move(task));
     } catch (...) {

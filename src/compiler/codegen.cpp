@@ -812,6 +812,25 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
     special = emitter.emit(2 * int(rank) + 6);
     prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
   }
+  // Rank 2 and more: the edge columns of the interior rows ([0, lo) and [hi, n) of the last
+  // dimension, the rest in the interior box) run bodies specialised to their own boxes,
+  // with the tests those boxes decide resolved, instead of the generic body per point
+  // (which costs several times as much: at 360x180 the shallow-water step spent 13% of its
+  // time there).
+  std::string edge_body[2];
+  if (rank >= 2) {
+    const int64_t n = domain[rank - 1];
+    const std::pair<int64_t, int64_t> edges[2] = {{0, lo[rank - 1]}, {hi[rank - 1], n}};
+    for (int side = 0; side < 2; ++side) {
+      if (edges[side].first >= edges[side].second) continue;
+      std::vector<int64_t> box_lo = lo, box_hi = hi;
+      box_lo[rank - 1] = edges[side].first;
+      box_hi[rank - 1] = edges[side].second;
+      BodyEmitter emitter(g, box_lo, box_hi, nullptr);
+      edge_body[side] = emitter.emit(2 * int(rank) + 6);
+      prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
+    }
+  }
   auto ind = [](int n) { return std::string(size_t(n), ' '); };
   auto str = [](int64_t v) { return std::to_string(v); };
 
@@ -888,8 +907,9 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
     emitter.fold_into_lanes();
     interior = lane_loop(g, il, from, to, emitter.emit(indent + 8), special, indent + 2);
   }
-  std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", call, false) + interior +
-                         loop("std::max<int64_t>(" + a + ", " + H + ")", b, call, false);
+  auto edge = [&](int side) { return edge_body[side].empty() ? call : "{\n" + edge_body[side] + ind(indent + 2) + "}\n"; };
+  std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", edge(0), false) + interior +
+                         loop("std::max<int64_t>(" + a + ", " + H + ")", b, edge(1), false);
   if (inside.empty()) {
     s += segments;
   } else {

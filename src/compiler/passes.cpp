@@ -1,9 +1,14 @@
 #include "compiler/passes.h"
 
+#include <algorithm>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/index_map.h"
 #include "ir/trace.h"
+#include "ops/linalg.h"
 
 namespace tessel::compiler {
 ir::Program without_equations(const ir::Program& p) {
@@ -89,6 +94,61 @@ std::vector<Atom> inline_into(Program& out, const Program& inner, const std::vec
 }
 
 constexpr int64_t kFoldMaxElements = 64;
+
+/// How `e` reads its one operand when it only permutes its dimensions (a transpose, as its
+/// index-map rule states it): output dimension i is operand dimension perm[i]; nullopt for
+/// any other equation.
+std::optional<std::vector<int64_t>> read_permutation(const Equation& e) {
+  if (!e.prim->index_map || e.inputs.size() != 1 || e.outputs.size() != 1) return std::nullopt;
+  const Aval in = e.inputs[0].aval(), out = e.outputs[0]->aval;
+  if (in.dtype != out.dtype || in.ndim() != out.ndim() || in.size() != out.size()) return std::nullopt;
+  const size_t rank = size_t(out.ndim());
+  ir::IndexMap at_output;
+  for (size_t d = 0; d < rank; ++d) at_output.push_back({int(d), 1, 0});
+  const auto cases = e.prim->index_map(at_output, std::span(&in, 1), out, e.params);
+  if (cases.size() != 1 || !cases[0].when.empty() || cases[0].operand != 0 || !cases[0].combine.empty() ||
+      !cases[0].dynamic.empty() || cases[0].at.size() != rank)
+    return std::nullopt;
+  std::vector<int64_t> perm(rank, -1);
+  for (size_t d = 0; d < rank; ++d) {  // operand dimension d is read at output index at[d]
+    const ir::Affine& a = cases[0].at[d];
+    if (a.var < 0 || size_t(a.var) >= rank || a.coef != 1 || a.off != 0 || perm[size_t(a.var)] >= 0)
+      return std::nullopt;
+    perm[size_t(a.var)] = int64_t(d);
+  }
+  return perm;
+}
+
+/// A product whose dimension numbers say which operand dimensions it batches and contracts
+/// (dot_general; convolutions name theirs otherwise).
+bool has_dot_dimensions(const Equation& e) {
+  return e.prim->matrix_product && e.params.has("lhs_batch") && e.params.has("rhs_batch") &&
+         e.params.has("lhs_contracting") && e.params.has("rhs_contracting");
+}
+
+/// When `perm` moves the rhs's free dimensions of product `d` before the lhs's (its result
+/// is (batch, lhs free, rhs free)), swaps d's operands so that it computes the transposed
+/// result itself and returns true: the backward pass's dK^T = q^T dS becomes dS^T q
+/// written in place of a strided 2-D transpose of every head.
+bool swap_operands(Equation& d, const std::vector<int64_t>& perm) {
+  const int64_t nb = int64_t(d.params.get_ints("lhs_batch").size());
+  const int64_t nl = d.inputs[0].aval().ndim() - nb - int64_t(d.params.get_ints("lhs_contracting").size());
+  const int64_t nr = d.inputs[1].aval().ndim() - nb - int64_t(d.params.get_ints("rhs_contracting").size());
+  if (nl == 0 || nr == 0 || int64_t(perm.size()) != nb + nl + nr) return false;
+  std::vector<int64_t> swapped;
+  for (int64_t i = 0; i < nb; ++i) swapped.push_back(i);
+  for (int64_t i = 0; i < nr; ++i) swapped.push_back(nb + nl + i);
+  for (int64_t i = 0; i < nl; ++i) swapped.push_back(nb + i);
+  if (perm != swapped) return false;
+  std::swap(d.inputs[0], d.inputs[1]);
+  ir::Params params = d.params;
+  params.set("lhs_batch", d.params.get_ints("rhs_batch"));
+  params.set("rhs_batch", d.params.get_ints("lhs_batch"));
+  params.set("lhs_contracting", d.params.get_ints("rhs_contracting"));
+  params.set("rhs_contracting", d.params.get_ints("lhs_contracting"));
+  d.params = std::move(params);
+  return true;
+}
 
 }  // namespace
 
@@ -180,6 +240,69 @@ Program eliminate_common_subexpressions(const Program& p) {
   return out;
 }
 
+Program fold_transposes_into_products(const Program& p) {
+  // The transposes seen so far: output variable -> (input atom, permutation), chains of
+  // transposes composed into one.
+  std::unordered_map<const ir::VarNode*, std::pair<Atom, std::vector<int64_t>>> transposed;
+  // The products emitted so far: output variable -> index in out.eqns; and how many times
+  // each variable is read (equations and program outputs).
+  std::unordered_map<const ir::VarNode*, size_t> products;
+  std::unordered_map<const ir::VarNode*, int> reads;
+  for (const Equation& e : p.eqns)
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) ++reads[a.var().get()];
+  for (auto& a : p.outvars)
+    if (!a.is_literal()) ++reads[a.var().get()];
+  Program out = with_header(p);
+  Subst s;
+  for (const Equation& e : p.eqns) {
+    std::vector<Atom> ins;
+    for (auto& a : e.inputs) ins.push_back(s(a));
+    std::optional<std::vector<int64_t>> permutation = read_permutation(e);
+    if (permutation && !ins[0].is_literal() && products.count(ins[0].var().get()) &&
+        reads[ins[0].var().get()] == 1 && swap_operands(out.eqns[products.at(ins[0].var().get())], *permutation)) {
+      out.eqns[products.at(ins[0].var().get())].outputs = e.outputs;  // the product now computes the transpose
+      continue;
+    }
+    if (permutation && !ins[0].is_literal()) {
+      std::vector<int64_t> perm = std::move(*permutation);
+      Atom src = ins[0];
+      if (auto it = transposed.find(src.var().get()); it != transposed.end()) {
+        for (auto& d : perm) d = it->second.second[size_t(d)];  // output i reads src dim inner[outer[i]]
+        src = it->second.first;
+      }
+      transposed.emplace(e.outputs[0].get(), std::make_pair(src, std::move(perm)));
+    }
+    ir::Params params = e.params;
+    if (has_dot_dimensions(e)) {
+      products[e.outputs[0].get()] = out.eqns.size();
+      const char* batch_key[2] = {"lhs_batch", "rhs_batch"};
+      const char* contracting_key[2] = {"lhs_contracting", "rhs_contracting"};
+      for (size_t side = 0; side < 2; ++side) {
+        if (ins[side].is_literal()) continue;
+        auto it = transposed.find(ins[side].var().get());
+        if (it == transposed.end()) continue;
+        const std::vector<int64_t>& perm = it->second.second;
+        std::vector<int64_t> batch = params.get_ints(batch_key[side]),
+                             contracting = params.get_ints(contracting_key[side]);
+        // The free dimensions keep their order only if the permutation is increasing on them.
+        const auto free = ops::free_dims(int64_t(perm.size()), batch, contracting);
+        bool ordered = true;
+        for (size_t i = 1; i < free.size(); ++i) ordered &= perm[size_t(free[i - 1])] < perm[size_t(free[i])];
+        if (!ordered) continue;
+        for (auto& d : batch) d = perm[size_t(d)];
+        for (auto& d : contracting) d = perm[size_t(d)];
+        params.set(batch_key[side], std::move(batch));
+        params.set(contracting_key[side], std::move(contracting));
+        ins[side] = it->second.first;
+      }
+    }
+    out.eqns.push_back(Equation{e.prim, std::move(ins), e.outputs, std::move(params)});
+  }
+  finish(out, p, s);
+  return out;
+}
+
 Program eliminate_dead_code(const Program& p) {
   std::unordered_set<const ir::VarNode*> live;
   for (auto& a : p.outvars)
@@ -209,7 +332,7 @@ Program eliminate_dead_code(const Program& p) {
 }
 
 Program simplify(const Program& p, bool fold) {
-  Program inlined = inline_calls(p);
+  Program inlined = fold_transposes_into_products(inline_calls(p));
   return eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined));
 }
 

@@ -11,13 +11,22 @@ ir::Program inline_calls(const ir::Program& p);
 ir::Program fold_constants(const ir::Program& p);
 /// Merges effect-free equations with the same primitive, parameters and inputs.
 ir::Program eliminate_common_subexpressions(const ir::Program& p);
+/// Lets dot_general read operands through transposes: dot_general(transpose(x), y) becomes
+/// dot_general(x, y) with its batch and contracting dimensions renumbered, where the
+/// transpose keeps the order of the operand's free dimensions (so the result is unchanged).
+/// The product kernel reads strided operands in place (BLAS leading dimensions, one offset
+/// per batch matrix), so attention's head split and key transpose are never copied. A
+/// transpose of a product's result that moves the rhs's free dimensions before the lhs's
+/// becomes the product with its operands swapped, when nothing else reads the result. A
+/// transpose left without readers is dropped by eliminate_dead_code.
+ir::Program fold_transposes_into_products(const ir::Program& p);
 /// Drops equations whose outputs are unused, unless they have side effects; drops unused
 /// constants.
 ir::Program eliminate_dead_code(const ir::Program& p);
 /// `p`'s inputs, constants, outputs and name, without its equations (for passes that
 /// rebuild the equations).
 ir::Program without_equations(const ir::Program& p);
-/// All of the above, in that order. Without `fold`, constant folding is skipped: bodies
+/// All of the above, in that order (transposes are folded after inlining). Without `fold`, constant folding is skipped: bodies
 /// compiled inside a running kernel must not dispatch work to the (busy) device stream.
 ir::Program simplify(const ir::Program& p, bool fold = true);
 

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -32,6 +33,17 @@ namespace {
 
 constexpr int kControlTag = 1;
 constexpr int kDeathTag = 2;
+// Messages up to kInlineBytes travel whole on kControlTag, into the receive each worker
+// keeps posted; a longer one is announced there (kAnnounceTag: its size) and follows on
+// kBodyTag, which the worker then receives at its size.
+constexpr int kAnnounceTag = 3;
+constexpr int kBodyTag = 4;
+constexpr int kInlineBytes = 16 << 10;
+// A reply up to kInlineReply bytes travels whole into the receive the driver posted before
+// it sent the request; a longer one is announced there ([kAnnouncedReply][u64 size]) and
+// follows whole on the same tag. A reply's first byte: 1 ok, 0 an error, 2 an announcement.
+constexpr int kInlineReply = 4 << 10;
+constexpr char kAnnouncedReply = 2;
 constexpr int kFirstReplyTag = 16;
 constexpr int kHostBytes = 256;
 
@@ -64,6 +76,7 @@ struct State {
     std::exception_ptr error;
   };
   std::unordered_map<uint64_t, Entry> table;
+  std::unordered_map<uint64_t, std::shared_ptr<const void>> objects;  // programs, pipelines, ...
   std::mutex later_mu;
   std::condition_variable later_cv;
   int later_running = 0;
@@ -183,23 +196,37 @@ int dead_among(int p, const std::vector<int>& watch) {
               "`--mca orte_abort_on_non_zero_status 0` to mpirun so that one worker's end does not end the driver too");
 }
 
-// Sends `bytes` to worker p, polling so that a dead receiver cannot hold the driver forever.
+// Sends `bytes` to worker p (whole, or announced and then in full: kInlineBytes), polling so
+// that a dead receiver cannot hold the driver forever.
 void send_to(int p, const std::string& bytes, const std::string& op) {
   State& s = state();
   if (s.procs[size_t(p)]->dead) throw_dead(p, op);
-  MPI_Request req;
-  mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kControlTag, s.comm, &req), "MPI_Isend", op);
+  MPI_Request reqs[2];
+  int n = 0;
+  uint64_t size = bytes.size();
+  if (bytes.size() <= size_t(kInlineBytes)) {
+    mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kControlTag, s.comm, &reqs[n++]), "MPI_Isend", op);
+  } else {
+    if (bytes.size() > size_t(std::numeric_limits<int>::max()))
+      throw ValueError(op + ": a message of " + std::to_string(bytes.size()) +
+                       " bytes is more than MPI sends at once (2^31 - 1); send the value in parts");
+    mpi::check(MPI_Isend(&size, int(sizeof size), MPI_CHAR, p, kAnnounceTag, s.comm, &reqs[n++]), "MPI_Isend", op);
+    mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kBodyTag, s.comm, &reqs[n++]), "MPI_Isend", op);
+  }
   Backoff backoff;
   auto last_check = std::chrono::steady_clock::now();
   for (;;) {
     int done = 0;
-    mpi::check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", op);
+    mpi::check(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall", op);
     if (done) return;
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
       check_peers();
       if (s.procs[size_t(p)]->dead) {
-        MPI_Cancel(&req);
-        MPI_Request_free(&req);
+        for (int k = 0; k < n; ++k)
+          if (reqs[k] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&reqs[k]);
+            MPI_Request_free(&reqs[k]);
+          }
         throw_dead(p, op);
       }
       last_check = std::chrono::steady_clock::now();
@@ -220,16 +247,21 @@ std::vector<uint64_t> take_deletes_locked(int p) {
   return ids;
 }
 
-void free_arrays(const std::vector<uint64_t>& ids) {
+// Drops the arrays and objects the driver forgot (ids are unique across both tables).
+void forget_ids(const std::vector<uint64_t>& ids) {
   State& s = state();
   if (ids.empty()) return;
   std::vector<Array> dying;  // destroyed outside the lock
+  std::vector<std::shared_ptr<const void>> dying_objects;
   std::lock_guard lock(s.table_mu);
   for (uint64_t id : ids) {
-    auto it = s.table.find(id);
-    if (it == s.table.end()) continue;
-    dying.push_back(std::move(it->second.array));
-    s.table.erase(it);
+    if (auto it = s.table.find(id); it != s.table.end()) {
+      dying.push_back(std::move(it->second.array));
+      s.table.erase(it);
+    } else if (auto o = s.objects.find(id); o != s.objects.end()) {
+      dying_objects.push_back(std::move(o->second));
+      s.objects.erase(o);
+    }
   }
 }
 
@@ -244,55 +276,71 @@ int next_reply_tag() {
   return t;
 }
 
-// Waits for worker p's reply on `tag` and receives it, both polling, so that a worker that
-// dies is reported whenever it dies: also after its reply was announced and before it was
-// read. A long reply is read from the sender's memory (Open MPI's shared-memory single copy,
-// CMA), and that read never completes once the sender is gone, so a blocking MPI_Recv would
-// hold the driver forever.
-std::string wait_reply(int p, int tag, const std::string& op, const std::vector<int>& watch) {
-  State& s = state();
+// The receive of one reply, posted before its request is sent, so the reply lands in it
+// without a probe; a long reply's announcement is followed by a second receive at its size.
+struct ReplyReceive {
+  // Not zeroed (the receive writes it); never reused across requests: a buffer kept per
+  // thread would dangle in the exit handlers, which run after the main thread's
+  // thread_locals are destroyed.
+  std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(size_t(kInlineReply));
+  size_t size = size_t(kInlineReply);
+  MPI_Request req = MPI_REQUEST_NULL;
+  void post(int p, int tag, const std::string& op) {
+    mpi::check(MPI_Irecv(buffer.get(), int(size), MPI_CHAR, p, tag, state().comm, &req), "MPI_Irecv", op);
+  }
+  // A new buffer of n bytes (no receive is pending).
+  void resize(size_t n) {
+    buffer = std::make_unique_for_overwrite<char[]>(n);
+    size = n;
+  }
+  // A receive abandoned to a dead sender may still write into its buffer: it is never freed.
+  void abandon() {
+    if (req == MPI_REQUEST_NULL) return;
+    MPI_Cancel(&req);
+    MPI_Request_free(&req);
+    (void)buffer.release();
+  }
+};
+
+// Waits for worker p's reply on `tag` (into `in`, posted already) and receives it, polling,
+// so that a worker that dies is reported whenever it dies: also after its reply was
+// announced and before it was read. A long reply is read from the sender's memory (Open
+// MPI's shared-memory single copy, CMA), and that read never completes once the sender is
+// gone, so a blocking MPI_Recv would hold the driver forever.
+std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, const std::vector<int>& watch) {
   Backoff backoff;
   auto last_check = std::chrono::steady_clock::now();
-  auto bytes = std::make_unique<std::string>();
-  MPI_Request req = MPI_REQUEST_NULL;
-  // A receive abandoned to a dead sender may still write into its buffer: it is never freed.
-  auto abandon = [&] {
-    if (req == MPI_REQUEST_NULL) return;
-    MPI_Request_free(&req);
-    (void)bytes.release();
-  };
+  bool announced = false;
   for (;;) {
-    if (req == MPI_REQUEST_NULL) {
-      int flag = 0;
-      MPI_Message message;
-      MPI_Status status;
-      mpi::check(MPI_Improbe(p, tag, s.comm, &flag, &message, &status), "MPI_Improbe", op);
-      if (flag) {
-        int n = 0;
-        MPI_Get_count(&status, MPI_CHAR, &n);
-        bytes->resize(size_t(n));
-        mpi::check(MPI_Imrecv(bytes->data(), n, MPI_CHAR, &message, &req), "MPI_Imrecv", op);
-        backoff = Backoff();
-      }
+    int done = 0;
+    MPI_Status status;
+    if (int err = MPI_Test(&in.req, &done, &status); err != MPI_SUCCESS) {
+      in.abandon();
+      check_peers();  // a failed read from a dead worker names the worker
+      if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
+      mpi::check(err, "MPI_Test", op);
     }
-    if (req != MPI_REQUEST_NULL) {
-      int done = 0;
-      if (int err = MPI_Test(&req, &done, MPI_STATUS_IGNORE); err != MPI_SUCCESS) {
-        abandon();
-        check_peers();  // a failed read from a dead worker names the worker
-        if (int q = dead_among(p, watch); q >= 0) throw_dead(q, op);
-        mpi::check(err, "MPI_Test", op);
+    if (done) {
+      int n = 0;
+      MPI_Get_count(&status, MPI_CHAR, &n);
+      ir::Reader r(std::string_view(in.buffer.get(), size_t(n)), op);
+      const uint8_t kind = r.u8();
+      if (kind == uint8_t(kAnnouncedReply) && !announced) {  // the whole reply follows, at its size
+        const uint64_t size = r.u64();
+        if (size > uint64_t(std::numeric_limits<int>::max())) throw Error("internal: " + op + ": a reply of " + std::to_string(size) + " bytes");
+        announced = true;
+        in.resize(size_t(size));
+        in.post(p, tag, op);
+        backoff = Backoff();
+        continue;
       }
-      if (done) {
-        ir::Reader r(*bytes, op);
-        if (r.u8() == 1) return std::string(r.raw(r.remaining()));
-        throw_error(r, worker_name(p));
-      }
+      if (kind == 1) return std::string(r.raw(r.remaining()));
+      throw_error(r, worker_name(p));
     }
     if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(20)) {
       check_peers();
       if (int q = dead_among(p, watch); q >= 0) {
-        abandon();
+        in.abandon();
         throw_dead(q, op);
       }
       last_check = std::chrono::steady_clock::now();
@@ -311,12 +359,7 @@ class DriverPieces final : public detail::RemotePieces {
              std::vector<std::shared_ptr<detail::Buffer>>& shards) const override;
 };
 
-void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const noexcept {
-  State& s = state();
-  if (s.role != Role::driver || s.stopped) return;
-  std::lock_guard lock(s.pending_mu);
-  for (int p : processes) s.pending_deletes[p].push_back(id);
-}
+void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const noexcept { forget(processes, id); }
 
 void DriverPieces::wait(const detail::ConcreteArray& a) const {
   ir::Writer w;
@@ -382,7 +425,7 @@ void dispatch(const std::string& bytes) {
   }
   const std::string& kind = h.kind;
   Reply reply(h.reply_tag);
-  free_arrays(h.deletes);
+  forget_ids(h.deletes);
   auto it = handlers().find(kind);
   try {
     if (it == handlers().end())
@@ -438,23 +481,57 @@ void follower_main() {
   while (follow()) serve_messages();
 }
 
+// The receive a worker keeps posted for the driver's next message (only the serving thread
+// touches it): a message arrives straight into its buffer, with no probe and no second
+// matching.
+struct PostedReceive {
+  std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(size_t(kInlineBytes));
+  MPI_Request req = MPI_REQUEST_NULL;
+  void post() {
+    mpi::check(MPI_Irecv(buffer.get(), kInlineBytes, MPI_CHAR, 0, MPI_ANY_TAG, state().comm, &req), "MPI_Irecv",
+               "worker");
+  }
+  void cancel() {
+    if (req == MPI_REQUEST_NULL) return;
+    MPI_Cancel(&req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+  }
+};
+PostedReceive& posted_receive() {
+  static auto* r = new PostedReceive();
+  return *r;
+}
+
+// The message that completed the posted receive: whole, or the size of one that follows.
+std::string take_message(PostedReceive& in, const MPI_Status& status) {
+  State& s = state();
+  int n = 0;
+  MPI_Get_count(&status, MPI_CHAR, &n);
+  if (status.MPI_TAG != kAnnounceTag) return std::string(in.buffer.get(), size_t(n));
+  uint64_t size = 0;
+  if (n != int(sizeof size)) throw Error("internal: worker: a message announcement of " + std::to_string(n) + " bytes");
+  std::memcpy(&size, in.buffer.get(), sizeof size);
+  std::string bytes(size_t(size), '\0');
+  mpi::check(MPI_Recv(bytes.data(), int(size), MPI_CHAR, 0, kBodyTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", "worker");
+  return bytes;
+}
+
 // Receives and dispatches messages while this thread is the server.
 void serve_messages() {
   State& s = state();
   Serving& sv = serving();
+  PostedReceive& in = posted_receive();
   Backoff backoff;
   while (!s.stop_requested) {
-    int flag = 0;
+    int done = 0;
     MPI_Status status;
-    mpi::check(MPI_Iprobe(0, kControlTag, s.comm, &flag, &status), "MPI_Iprobe", "worker");
-    if (!flag) {
+    mpi::check(MPI_Test(&in.req, &done, &status), "MPI_Test", "worker");
+    if (!done) {
       backoff.pause();
       continue;
     }
-    int n = 0;
-    MPI_Get_count(&status, MPI_CHAR, &n);
-    std::string bytes(size_t(n), '\0');
-    mpi::check(MPI_Recv(bytes.data(), n, MPI_CHAR, 0, kControlTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", "worker");
+    std::string bytes = take_message(in, status);
+    in.post();  // the next message may arrive while this one runs
     dispatch(bytes);
     backoff = Backoff();
     std::lock_guard lock(sv.mu);  // only a handler can have handed serving over
@@ -468,6 +545,7 @@ void serve() {
     std::lock_guard lock(sv.mu);
     sv.server = std::this_thread::get_id();
   }
+  posted_receive().post();
   do serve_messages();
   while (!state().stop_requested && follow());
   {
@@ -475,6 +553,7 @@ void serve() {
     sv.cv.notify_all();  // followers see the stop
   }
   for (auto& t : sv.followers) t.join();
+  posted_receive().cancel();
 }
 
 // True once every buffer is computed, waiting up to 0.5 ms: the answer to a read that
@@ -487,6 +566,14 @@ bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
         return true;
       },
       std::chrono::microseconds(500));
+}
+
+// This process's resident memory (/proc/self/statm), 0 where it cannot be read.
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * uint64_t(::sysconf(_SC_PAGESIZE));
 }
 
 // ---- built-in handlers ----
@@ -502,6 +589,7 @@ bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
     {
       std::lock_guard lock(s.table_mu);
       s.table.clear();
+      s.objects.clear();
     }
     {
       std::lock_guard lock(serving().mu);
@@ -541,8 +629,12 @@ bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
   register_handler("stats", [](ir::Reader&, Reply reply) {
     State& s = state();
     ir::Writer w;
-    std::lock_guard lock(s.table_mu);
-    w.u64(s.table.size());
+    {
+      std::lock_guard lock(s.table_mu);
+      w.u64(s.table.size());
+      w.u64(s.objects.size());
+    }
+    w.u64(resident_bytes());
     reply.ok(w.bytes());
   });
   return true;
@@ -628,15 +720,21 @@ void stop_workers() {
 
 uint64_t new_id() { return state().next_id.fetch_add(1); }
 
-// [handler name][reply tag][ids to free][payload]
+// [handler name][reply tag][ids to free][payload], as ir::Writer writes them (str: a u64
+// length and the bytes; integers little-endian), in one allocation: every message pays it.
 std::string write_message(const MessageHeader& h, std::string_view payload) {
-  ir::Writer w;
-  w.str(h.kind);
-  w.u32(uint32_t(h.reply_tag));
-  w.count(h.deletes.size());
-  for (auto id : h.deletes) w.u64(id);
-  w.raw(payload.data(), payload.size());
-  return w.take();
+  std::string out;
+  out.reserve(8 + h.kind.size() + 4 + 8 + 8 * h.deletes.size() + payload.size());
+  auto le = [&out](auto v) {
+    for (size_t i = 0; i < sizeof(v); ++i) out.push_back(char(uint8_t(uint64_t(v) >> (8 * i))));
+  };
+  le(uint64_t(h.kind.size()));
+  out += h.kind;
+  le(uint32_t(h.reply_tag));
+  le(uint64_t(h.deletes.size()));
+  for (auto id : h.deletes) le(id);
+  out += payload;
+  return out;
 }
 
 MessageHeader read_message_header(ir::Reader& r) {
@@ -663,18 +761,39 @@ std::string request(int process, const std::string& kind, const std::string& pay
   if (s.role != Role::driver) throw Error("internal: controller request '" + kind + "' outside a single-controller driver");
   if (process <= 0 || process >= s.size) throw Error("internal: controller request to process " + std::to_string(process));
   int tag = next_reply_tag();
-  {
+  ReplyReceive in;
+  in.post(process, tag, kind);
+  try {
     std::lock_guard lock(s.send_mu);
     send_to(process, write_message({kind, tag, take_deletes_locked(process)}, payload), kind);
+  } catch (...) {
+    in.abandon();
+    throw;
   }
-  return wait_reply(process, tag, kind, watch);
+  return wait_reply(process, tag, in, kind, watch);
 }
+
+namespace {
+// Sends a reply: whole when the driver's posted receive holds it, else announced first.
+void send_reply(int tag, const std::string& bytes) {
+  State& s = state();
+  if (bytes.size() > size_t(kInlineReply)) {
+    ir::Writer w;
+    w.u8(uint8_t(kAnnouncedReply));
+    w.u64(bytes.size());
+    MPI_Send(w.bytes().data(), int(w.bytes().size()), MPI_CHAR, 0, tag, s.comm);
+  }
+  MPI_Send(bytes.data(), int(bytes.size()), MPI_CHAR, 0, tag, s.comm);
+}
+}  // namespace
 
 void Reply::ok(const std::string& payload) const {
   if (!tag_) return;
-  std::string bytes(1, char(1));
+  std::string bytes;
+  bytes.reserve(1 + payload.size());
+  bytes += char(1);
   bytes += payload;
-  MPI_Send(bytes.data(), int(bytes.size()), MPI_CHAR, 0, tag_, state().comm);
+  send_reply(tag_, bytes);
 }
 
 void Reply::fail(std::exception_ptr error) const {
@@ -682,7 +801,7 @@ void Reply::fail(std::exception_ptr error) const {
   ir::Writer w;
   w.u8(0);
   write_error(w, error);
-  MPI_Send(w.bytes().data(), int(w.bytes().size()), MPI_CHAR, 0, tag_, state().comm);
+  send_reply(tag_, w.bytes());
 }
 
 void run_while_others_serve(const std::function<void()>& fn) {
@@ -758,6 +877,39 @@ void store_error(uint64_t id, std::exception_ptr error) {
   State& s = state();
   std::lock_guard lock(s.table_mu);
   s.table[id] = State::Entry{Array(), std::move(error)};
+}
+
+void keep(uint64_t id, std::shared_ptr<const void> object) {
+  State& s = state();
+  std::lock_guard lock(s.table_mu);
+  s.objects[id] = std::move(object);
+}
+
+std::shared_ptr<const void> kept(uint64_t id) {
+  State& s = state();
+  std::lock_guard lock(s.table_mu);
+  auto it = s.objects.find(id);
+  return it == s.objects.end() ? nullptr : it->second;
+}
+
+void forget(const std::vector<int>& processes, uint64_t id) noexcept {
+  State& s = state();
+  if (s.role != Role::driver || s.stopped) return;
+  try {
+    std::lock_guard lock(s.pending_mu);
+    for (int p : processes) s.pending_deletes[p].push_back(id);
+  } catch (...) {  // out of memory: the worker keeps it until it stops
+  }
+}
+
+WorkerStats worker_stats(int process) {
+  std::string reply = request(process, "stats", {});
+  ir::Reader r(reply, "stats");
+  WorkerStats st;
+  st.arrays = r.u64();
+  st.objects = r.u64();
+  st.resident_bytes = r.u64();
+  return st;
 }
 
 Array lookup(uint64_t id, const std::string& what) {

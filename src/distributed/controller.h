@@ -112,6 +112,27 @@ void store_error(uint64_t id, std::exception_ptr error);
 /// Worker: the array kept under `id`; rethrows the error that producing it raised; Error
 /// naming `what` for an id that is not (or no longer) kept.
 Array lookup(uint64_t id, const std::string& what);
+// ---- objects held by workers (programs, pipelines, call frames) ----
+
+/// Worker: keeps `object` under `id` (an id from the driver's new_id) until the driver
+/// forgets it, or the worker stops.
+void keep(uint64_t id, std::shared_ptr<const void> object);
+/// Worker: the object kept under `id`, or null (never kept, or forgotten).
+std::shared_ptr<const void> kept(uint64_t id);
+/// Worker: the object kept under `id` as a T (kept with that type), or null.
+template <class T> std::shared_ptr<const T> kept_as(uint64_t id) { return std::static_pointer_cast<const T>(kept(id)); }
+/// Driver: `processes` may drop what they keep under `id` (an object, or an array's
+/// pieces): the forget travels in the header of the next message to each of them, which
+/// drops it before its handler runs. Call it when the driver's object (a program, a
+/// pipeline) dies; the workers' memory then stays bounded by what the driver holds.
+void forget(const std::vector<int>& processes, uint64_t id) noexcept;
+/// Driver: how many arrays and objects worker `process` keeps, and its resident memory
+/// (bytes), after the forgets sent so far reached it (the "stats" request).
+struct WorkerStats {
+  uint64_t arrays = 0, objects = 0, resident_bytes = 0;
+};
+WorkerStats worker_stats(int process);
+
 /// Driver: the processes other than this one that own a device of `devices`, ascending.
 std::vector<int> remote_processes(const std::vector<Device>& devices);
 /// Driver: a reference to pieces kept under `id` by `processes`.

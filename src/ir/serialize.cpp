@@ -1,5 +1,6 @@
 #include "ir/serialize.h"
 
+#include <bit>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -13,12 +14,30 @@ namespace tessel::ir {
 
 // ---- Writer / Reader ----
 
-void Writer::u32(uint32_t v) {
-  for (int i = 0; i < 4; ++i) u8(uint8_t(v >> (8 * i)));
+namespace {
+
+// Integers travel little-endian: on a little-endian host their bytes as they are (one append).
+template <class U> U swap_bytes(U v) {
+  if constexpr (sizeof(U) == 4) return __builtin_bswap32(v);
+  else return __builtin_bswap64(v);
 }
-void Writer::u64(uint64_t v) {
-  for (int i = 0; i < 8; ++i) u8(uint8_t(v >> (8 * i)));
+template <class U> void append_le(std::string& out, U v) {
+  if constexpr (std::endian::native != std::endian::little) v = swap_bytes(v);
+  char bytes[sizeof(U)];
+  std::memcpy(bytes, &v, sizeof(U));
+  out.append(bytes, sizeof(U));
 }
+template <class U> U read_le(const char* at) {
+  U v;
+  std::memcpy(&v, at, sizeof(U));
+  if constexpr (std::endian::native != std::endian::little) v = swap_bytes(v);
+  return v;
+}
+
+}  // namespace
+
+void Writer::u32(uint32_t v) { append_le(out_, v); }
+void Writer::u64(uint64_t v) { append_le(out_, v); }
 void Writer::f64(double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
@@ -52,14 +71,14 @@ uint8_t Reader::u8() {
 }
 uint32_t Reader::u32() {
   need(4, "a 32-bit integer");
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(in_[pos_++])) << (8 * i);
+  const uint32_t v = read_le<uint32_t>(in_.data() + pos_);
+  pos_ += 4;
   return v;
 }
 uint64_t Reader::u64() {
   need(8, "a 64-bit integer");
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t(uint8_t(in_[pos_++])) << (8 * i);
+  const uint64_t v = read_le<uint64_t>(in_.data() + pos_);
+  pos_ += 8;
   return v;
 }
 double Reader::f64() {

@@ -150,13 +150,24 @@ Batched fft_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
   return {detail::bind(self, std::vector<Array>{moveaxis(ins[0], bd, 0)}, p), {0}};
 }
 
+// The leading (batch) dimensions partition: each device transforms its own rows. The
+// transformed dimensions stay whole (a distributed FFT needs a transpose between passes,
+// which a custom_partitioning rule can express).
+ir::ShardingRule fft_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
+  const size_t k = p.get_ints("fft_lengths").size(), rank = size_t(ins[0].ndim());
+  std::vector<DimRule> dims(rank, DimRule::kPass);
+  for (size_t d = rank - k; d < rank; ++d) dims[d] = DimRule::kWhole;
+  return aligned_sharding_rule(ins, outs, dims);
+}
+
 const ir::Primitive& fft_p = ir::register_primitive({.name = "fft",
                                                      .arity = {1, 1},
                                                      .abstract_eval = fft_aval,
                                                      .cpu_kernel = fft_kernel,
                                                      .jvp = jvp_linear,
                                                      .transpose = fft_transpose,
-                                                     .batch = fft_batch});
+                                                     .batch = fft_batch,
+                                                     .sharding_rule = fft_sharding_rule});
 
 }  // namespace
 }  // namespace tessel::ops

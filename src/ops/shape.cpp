@@ -26,6 +26,15 @@ void copy_kernel(const KernelCall& c) {
   if (c.outs[0] != c.ins[0]) parallel_memcpy(c.outs[0], c.ins[0], c.out_avals[0].nbytes());
 }
 
+// A reshape's output is its operand's bytes, so a compiled program hands it the operand's
+// memory when the operand dies there (ir::InplaceFn) and copy_kernel copies nothing: the
+// reshapes between products and the head splits of attention cost nothing.
+std::vector<size_t> reshape_inplace(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                    const Params&) {
+  if (out == 0 && in_avals[0].dtype == out_avals[0].dtype && in_avals[0].size() == out_avals[0].size()) return {0};
+  return {};
+}
+
 std::vector<Array> reshape_transpose(const ir::Primitive&, std::span<const Array> cts, std::span<const Array>,
                                      std::span<const Aval> avals, const Params&) {
   if (is_zero(cts[0])) return {Array()};
@@ -112,9 +121,9 @@ std::vector<ir::IndexCase> reshape_index_map(const ir::IndexMap& m, std::span<co
 
 const ir::Primitive& reshape_p = ir::register_primitive({
     .name = "reshape", .arity = {1, 1}, .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
-    .fusion = ir::FusionKind::kShape, .index_map = reshape_index_map, .point_cost = 0, .jvp = jvp_linear,
-    .transpose = reshape_transpose, .batch = reshape_batch, .sharding_rule = reshape_sharding_rule,
-    .localize = reshape_localize});
+    .inplace = reshape_inplace, .fusion = ir::FusionKind::kShape, .index_map = reshape_index_map,
+    .point_cost = 0, .jvp = jvp_linear, .transpose = reshape_transpose, .batch = reshape_batch,
+    .sharding_rule = reshape_sharding_rule, .localize = reshape_localize});
 
 // ---- transpose[permutation]: output dim i is input dim permutation[i] ----
 

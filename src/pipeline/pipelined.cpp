@@ -73,6 +73,9 @@ struct Compiled {
   Streams streams;
   uint64_t key = 0;  // how the workers name it
   std::shared_ptr<const void> structure;
+  std::vector<int> loaded_on;  // the workers that keep it under `key`
+  // The workers drop their stages and streams once the pipeline is gone.
+  ~Compiled() { ctl::forget(loaded_on, key); }
 };
 
 bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
@@ -204,6 +207,7 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
     for (size_t o : outs) ir::write_sharding(wr, sharding_of(w, opts.out_shardings, o));
     loads.push_back(wr.take());
   }
+  for (int w = 0; w < mesh.num_workers(); ++w) c->loaded_on.push_back(mesh.process_of(w));  // every worker loads it
   for (auto& f : ask_all("pipeline.load", std::move(loads))) f.get();
   return c;
 }

@@ -35,11 +35,6 @@ struct Loaded {
   std::vector<Sharding> out_shardings;
 };
 
-std::mutex loaded_mu;
-std::map<uint64_t, std::shared_ptr<Loaded>>& loaded() {
-  static auto* m = new std::map<uint64_t, std::shared_ptr<Loaded>>();
-  return *m;
-}
 
 constexpr int kAbortTag = 0;  // "step N failed here": stops the other workers' waits
 
@@ -243,8 +238,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         p->stream = read_stream(r);
         check_loaded_stream(*p);
         for (size_t k = r.count(1); k-- > 0;) p->out_shardings.push_back(ir::read_sharding(r));
-        std::lock_guard lock(loaded_mu);
-        loaded()[key] = p;
+        ctl::keep(key, p);  // until the driver's pipeline is gone (it forgets the key)
         reply.ok();
       } catch (...) {
         reply.fail(std::current_exception());
@@ -259,13 +253,8 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
     for (auto& id : out_ids) id = r.u64();
     ctl::run_while_others_serve([&] {
       try {
-        std::shared_ptr<Loaded> p;
-        {
-          std::lock_guard lock(loaded_mu);
-          auto it = loaded().find(key);
-          if (it == loaded().end()) throw Error("internal: worker has no pipeline " + std::to_string(key));
-          p = it->second;
-        }
+        std::shared_ptr<const Loaded> p = ctl::kept_as<Loaded>(key);
+        if (!p) throw Error("internal: worker has no pipeline " + std::to_string(key));
         std::vector<TimelineEvent> events = run_stream(*p, step, in_ids, out_ids);
         ir::Writer w;
         w.count(events.size());

@@ -786,6 +786,8 @@ std::optional<Grid> kept_window_grid(const Lowerer& l, const ir::Equation& e, co
   return r;
 }
 
+}  // namespace
+
 /// Whether `e` slices dimension `dim` with stride 1 and takes every other dimension in full.
 bool slices_only(const ir::Equation& e, size_t dim) {
   if (e.prim->name != "slice") return false;
@@ -807,8 +809,6 @@ bool repeats_row(const ir::Equation& e, size_t dim) {
     if (dims[d] != int64_t(d) || (d != dim && in[d] != out[d])) return false;
   return true;
 }
-
-}  // namespace
 
 Array realign(Lowerer& l, const Array& x, const Layout& from, const Layout& to, const Shape& global) {
   Array v = x;

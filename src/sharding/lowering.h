@@ -136,6 +136,11 @@ bool lower_window(Lowerer& l, const ir::Equation& e, const ir::ShardingRule& rul
 /// padding reads their source and moves only the halo (halo.cpp).
 void defer_window_feeders(Lowerer& l);
 
+/// Whether `e` slices dimension `dim` with stride 1 and takes every other dimension in full
+/// (halo.cpp; a slice a concatenate along `dim` can read through).
+bool slices_only(const ir::Equation& e, size_t dim);
+/// Whether `e` repeats a size-1 dimension `dim` and changes nothing else (an edge row).
+bool repeats_row(const ir::Equation& e, size_t dim);
 /// Suggests result layouts of an equation with nested programs from its operands' hints,
 /// by propagating through the regions (partition_nested.cpp). `hint_of` gives an operand's
 /// hint (or null); returns one suggestion per result (unset: none).

@@ -14,6 +14,7 @@
 #include "core/mesh_impl.h"
 #include "sharding/lowering.h"
 #include "sharding/reshard.h"
+#include "sharding/wide_halo.h"
 #include "tessel/error.h"
 
 namespace tessel::sharding {
@@ -399,6 +400,29 @@ std::vector<Array> Lowerer::run(std::span<const Array> args, const std::vector<L
   for (size_t i = 0; i < p_.invars.size(); ++i) env_[p_.invars[i].get()] = Local{args[i], in_layouts[i]};
   for (size_t i = 0; i < p_.constvars.size(); ++i)
     env_[p_.constvars[i].get()] = Local{p_.consts[i], Layout{std::vector<Axes>(p_.consts[i].shape().size()), {}, {}}};
+  // A program whose windows all read along one split dimension: one exchange of every halo,
+  // then each device computes on its extended piece (wide_halo.cpp). Only where the
+  // outputs take the layouts propagation chose for them.
+  auto whole = [this](const ir::Equation& e, const std::vector<Array>& ins) {
+    auto replicated = [](const Aval& a) { return Layout{std::vector<Axes>(a.shape.size()), {}, ir::Combine::kNone}; };
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (!e.inputs[i].is_literal()) env_[e.inputs[i].var().get()] = Local{ins[i], replicated(e.inputs[i].aval())};
+    lower(e);
+    std::vector<Array> outs;
+    for (const ir::Var& v : e.outputs) outs.push_back(to_layout(ir::Atom(v), replicated(v->aval)));
+    return outs;
+  };
+  if (std::optional<WideHaloResult> w =
+          lower_wide_halo(p_, mesh_, position_, args, in_layouts, out_layouts_wanted, whole)) {
+    bool agree = true;
+    for (size_t j = 0; j < p_.outvars.size() && agree; ++j)
+      if (j >= out_layouts_wanted.size() || !out_layouts_wanted[j])
+        agree = p_.outvars[j].is_literal() || wanted(p_.outvars[j].var()).dims == w->out_layouts[j].dims;
+    if (agree) {
+      out_layouts = w->out_layouts;
+      return w->outputs;
+    }
+  }
   deferred_.clear();
   defer_window_feeders(*this);
   for (auto& e : p_.eqns) lower(e);

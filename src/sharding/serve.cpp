@@ -1,22 +1,11 @@
 // The worker's side of single-controller jobs for arrays and programs: keeping the pieces
 // the driver sends ("array.put") and running the programs it launches ("program.run").
-#include <map>
-
 #include "distributed/controller.h"
 #include "ir/serialize.h"
 #include "sharding/placement.h"
 #include "sharding/spmd.h"
 
 namespace tessel::detail {
-namespace {
-
-// On a worker: the programs the driver sent, by key.
-std::map<uint64_t, ir::ProgramRef>& worker_programs() {
-  static auto* m = new std::map<uint64_t, ir::ProgramRef>();
-  return *m;
-}
-
-}  // namespace
 
 [[maybe_unused]] const bool handlers_registered = [] {
   namespace ctl = distributed::controller;
@@ -38,14 +27,15 @@ std::map<uint64_t, ir::ProgramRef>& worker_programs() {
     out_ids.resize(r.count(8));
     for (auto& id : out_ids) id = r.u64();
     try {
-      auto& programs = worker_programs();
-      if (!bytes.empty()) programs[key] = std::make_shared<const ir::Program>(ir::deserialize(bytes));
-      auto it = programs.find(key);
-      if (it == programs.end()) throw Error("internal: worker has no program with key " + std::to_string(key));
+      // The programs the driver sent are kept under their keys until it forgets them (its
+      // program died: src/sharding/spmd.cpp, ship_launch).
+      if (!bytes.empty()) ctl::keep(key, std::make_shared<const ir::Program>(ir::deserialize(bytes)));
+      ir::ProgramRef program = ctl::kept_as<ir::Program>(key);
+      if (!program) throw Error("internal: worker has no program with key " + std::to_string(key));
       std::vector<Array> args;
-      for (auto id : in_ids) args.push_back(ctl::lookup(id, it->second->name));
-      std::vector<Array> outs = spmd_run_program(it->second, args);
-      if (outs.size() != out_ids.size()) throw Error("internal: '" + it->second->name + "' gave an unexpected result count");
+      for (auto id : in_ids) args.push_back(ctl::lookup(id, program->name));
+      std::vector<Array> outs = spmd_run_program(program, args);
+      if (outs.size() != out_ids.size()) throw Error("internal: '" + program->name + "' gave an unexpected result count");
       for (size_t j = 0; j < outs.size(); ++j) ctl::store(out_ids[j], outs[j]);
     } catch (...) {
       for (auto id : out_ids) ctl::store_error(id, std::current_exception());

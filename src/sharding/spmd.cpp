@@ -221,10 +221,20 @@ void ship_launch(const ir::ProgramRef& program, const Mesh& mesh, std::span<cons
   uint64_t key;
   {
     std::lock_guard lock(mu);
+    static uint64_t launches = 0;
     auto it = shipped.find(program.get());
-    if (it == shipped.end() || it->second.program.expired()) {
-      std::erase_if(shipped, [](const auto& kv) { return kv.second.program.expired(); });
-      it = shipped.insert_or_assign(program.get(), ShippedProgram{program, ctl::new_id(), {}}).first;
+    const bool fresh = it == shipped.end() || it->second.program.expired();
+    if (fresh || ++launches % 256 == 0) {
+      // Programs shipped before and gone since (their jitted function or eager-op cache entry
+      // died): their workers forget them, with the next message each gets. Looked for with
+      // every new program, and every 256 launches of known ones.
+      std::erase_if(shipped, [](const auto& kv) {
+        if (!kv.second.program.expired()) return false;
+        ctl::forget(kv.second.sent_to, kv.second.key);
+        return true;
+      });
+      it = fresh ? shipped.insert_or_assign(program.get(), ShippedProgram{program, ctl::new_id(), {}}).first
+                 : shipped.find(program.get());
     }
     key = it->second.key;
     for (int p : procs)
@@ -262,8 +272,16 @@ std::vector<Array> launch_on_one_device(const SpmdExecutable& x, std::span<const
   scope->hub = distributed::make_in_process_hub(1);
   scope->context = SpmdContext{mesh, 0, scope->hub.get()};
   TESSEL_DEBUG_LOG("run partitioned '" + x.part.program->name + "' on " + mesh.to_string() + " as one executable");
+  // An executable reads an argument's one buffer: an argument laid out over the one-device
+  // mesh (a value a single-controller driver sent to a worker, say) runs as its only piece.
+  std::vector<Array> plain;
+  for (const Array& a : args) {
+    const ConcreteArray* c = as_concrete(a);
+    const bool laid_out = c && !c->buffer() && c->shards().size() == 1 && c->shards()[0];
+    plain.push_back(laid_out ? make_concrete(c->aval, dev, c->shards()[0], /*committed=*/true) : a);
+  }
   // Outputs are committed to the device, as a launch's laid-out results are.
-  return x.executable()->run(args, {.device = dev,
+  return x.executable()->run(plain, {.device = dev,
                                     .context = std::shared_ptr<const SpmdContext>(scope, &scope->context),
                                     .commit_outputs = true});
 }
@@ -275,11 +293,17 @@ std::vector<Array> launch(const ir::ProgramRef& program, const SpmdExecutable& x
   int n = int(mesh.size());
   if (n == 1 && mesh.axis_names().empty() && mesh.devices()[0].impl()->is_local())
     return launch_on_one_device(x, args);
-  std::vector<distributed::Participant> participants;
-  for (const Device& d : mesh.devices()) participants.push_back({d.process_index(), d.id()});
-  auto hub = distributed::make_hub(participants, process_index());
+  // A driver whose devices are not in the mesh runs no part: no hub, no contexts.
+  bool any_local = false;
+  for (const Device& d : mesh.devices()) any_local |= d.impl()->is_local();
+  std::shared_ptr<distributed::CollectiveHub> hub;
   auto contexts = std::make_shared<std::vector<SpmdContext>>();
-  for (int pos = 0; pos < n; ++pos) contexts->push_back(SpmdContext{mesh, pos, hub.get()});
+  if (any_local) {
+    std::vector<distributed::Participant> participants;
+    for (const Device& d : mesh.devices()) participants.push_back({d.process_index(), d.id()});
+    hub = distributed::make_hub(participants, process_index());
+    for (int pos = 0; pos < n; ++pos) contexts->push_back(SpmdContext{mesh, pos, hub.get()});
+  }
   size_t nout = x.local_out.size();
   std::vector<std::vector<std::shared_ptr<Buffer>>> out_bufs(nout);
   // Every device's part is queued under one lock: two launches sharing devices reach their

@@ -229,6 +229,36 @@ TEST(Fusion, EdgeBodyBranchesDoNotRetestWhatEnclosingBranchesTested) {
   EXPECT_GT(ifs, 0u) << source;
 }
 
+// The edge columns of the interior rows (left and right of the interior box) run bodies
+// specialised to their own boxes, not the generic body per point: only the rows outside the
+// interior box call it. Columns of an edge segment that answer a test differently still
+// test it at run time, and every value is the unfused kernels' (bit for bit for integers).
+TEST(Fusion, EdgeColumnsOfInteriorRowsRunSpecialisedBodies) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const ts::Slice I(1, -1), P(2, 41), M(0, 39);
+  auto f = [&](std::span<const ts::Array> x) {
+    // Three columns of edge padding on the left, two of zeros on the right (30x44), then a
+    // difference across columns: the edge segments hold columns with different cases.
+    const ts::Array b = ts::pad(ts::pad(x[0][{I, I}], {{1, 1}, {3, 0}}, "edge"), {{0, 0}, {0, 2}});
+    const ts::Array c = b[{I, P}] - b[{I, M}] * x[1][{I, M}];
+    return std::vector<ts::Array>{ts::pad(c, {{1, 1}, {2, 1}}) + 1};
+  };
+  for (ts::DType dtype : {ts::i32, ts::f32}) {
+    auto args = random_inputs(dtype, 30, 41, 11);
+    args.pop_back();
+    const ts::ir::Program p = lower(f, args);
+    const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything(1 << 20));
+    ASSERT_EQ(fused.eqns.size(), 1u) << ts::ir::print_program(fused);
+    expect_same(run(fused, args), run(p, args), std::string("edge columns, ") + ts::dtype_name(dtype));
+    const std::string source =
+        ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
+    size_t calls = 0;
+    for (size_t at = source.find("generic(i0, i1);"); at != std::string::npos; at = source.find("generic(i0, i1);", at + 1))
+      ++calls;
+    EXPECT_EQ(calls, 1u) << source;
+  }
+}
+
 // A window at starts known only when the program runs (a loop counter, a device's offset in
 // a partitioned program) is read by the loop nest that uses it, not copied out first; starts
 // past either end clamp, negative ones count from the end, as the unfused kernel does.

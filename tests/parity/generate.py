@@ -24,6 +24,7 @@ import parity_lib  # sets up JAX (x64 on, CPU) before the case modules import it
 import cases_conv
 import cases_fft
 import cases_linalg
+import cases_nn
 import cases_numpy
 import cases_random
 import cases_sort
@@ -38,6 +39,7 @@ MODULES = {
     "random": cases_random.cases,
     "linalg": cases_linalg.cases,
     "sort": cases_sort.cases,
+    "nn": cases_nn.cases,
     "conv": cases_conv.cases,
 }
 

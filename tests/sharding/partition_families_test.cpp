@@ -532,7 +532,7 @@ TEST(PartitionFamilies, DotGeneral) {
       a, b);
 }
 
-TEST(PartitionFamilies, PrimitivesWithoutRulesRunWhole) {
+TEST(PartitionFamilies, FftRandomAndLoops) {
   const ts::Array x = wavy({10, 13});
   check(
       "fft", 1e-4, [](const ts::Array& a) { return ts::fft::fft(ts::astype(a, ts::c64), std::nullopt, 1); }, x);
@@ -672,6 +672,13 @@ TEST(PartitionFamilies, RulesKeepSplitDimensionsLocal) {
       "reduce over a whole dimension", [](const ts::Array& a) { return ts::sum(a, {1}) + ts::max(a, {1}); }, x);
   local1(
       "argmax", [](const ts::Array& a) { return ts::argmax(a, 1); }, x);
+  // fft: the batch dimensions stay split, the transformed ones whole.
+  local1(
+      "fft", [](const ts::Array& a) { return ts::fft::fft(ts::astype(a, ts::c64)); }, x);
+  local1(
+      "rfft2 of a batch of planes", [](const ts::Array& a) { return ts::fft::rfft2(a); }, x3);
+  local1(
+      "irfft", [](const ts::Array& a) { return ts::fft::irfft(ts::fft::rfft(a)); }, x);
   // Indices split, operand replicated: each device gathers its piece of the indices.
   EXPECT_FALSE(communicates(
       lowered([](const ts::Array& a, const ts::Array& k) { return ts::take(a, k, 1); }, {rep, rows}, x, idx)));
@@ -686,6 +693,10 @@ TEST(PartitionFamilies, RulesKeepSplitDimensionsLocal) {
   const std::string text = lowered([](const ts::Array& a) { return ts::sum(a, {0}); }, {rows}, x);
   EXPECT_NE(text.find("all_reduce"), std::string::npos) << text;
   EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+  // An fft along the split dimension gathers it (a distributed FFT is custom_partitioning's job).
+  const std::string fft0 = lowered([](const ts::Array& a) { return ts::fft::fft(ts::astype(a, ts::c64), std::nullopt, 0); },
+                                   {rows}, x);
+  EXPECT_NE(fft0.find("all_gather"), std::string::npos) << fft0;
 }
 
 TEST(PartitionFamilies, BoolOrOverPaddedPieces) {

@@ -76,6 +76,30 @@ TEST_F(SingleController, JitRunsOnTheWorkerAndResultsStayThere) {
   EXPECT_FLOAT_EQ(e.item<float>(), 140.0f);
 }
 
+// A driver value in an eager operation on a worker's array travels to the worker laid out
+// over the one-device mesh; the worker runs it as that array's piece (it used to crash the
+// worker: its executable read the laid-out array's missing single buffer).
+TEST_F(SingleController, EagerOpWithADriverScalarOnAWorker) {
+  ts::Array x = ts::device_put(ts::Array(1), workers_[0]);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((x + 1).item<int>(), 2);
+  ts::Array v = ts::device_put(ts::Array(iota_f(4), {4}), workers_[1]);
+  EXPECT_EQ((v * ts::Array(std::vector<float>{1, 2, 3, 4}, {4})).to_vector<float>(), (std::vector<float>{0, 2, 6, 12}));
+}
+
+// Messages and replies longer than what the posted receives hold (16 KiB to a worker, 4 KiB
+// back) are announced and follow whole: values of sizes around both limits travel intact.
+TEST_F(SingleController, LongMessagesAndRepliesTravelWhole) {
+  for (size_t n : {size_t(1000), size_t(1023), size_t(1024), size_t(1025), size_t(4095), size_t(4096), size_t(4097),
+                   size_t(100000)}) {
+    std::vector<float> v = iota_f(n, 0.5f);
+    ts::Array x = ts::device_put(ts::Array(v, {int64_t(n)}), workers_[0]);
+    EXPECT_EQ(x.to_vector<float>(), v) << n;
+    if (n == 100000) {  // computed on, too
+      EXPECT_EQ((x * 2.0f).to_vector<float>()[n - 1], 2.0f * v[n - 1]);
+    }
+  }
+}
+
 TEST_F(SingleController, ShardedOverTwoWorkers) {
   ts::Mesh mesh(workers_, {int64_t(workers_.size())}, {"x"});
   ts::NamedSharding split(mesh, ts::P("x"));

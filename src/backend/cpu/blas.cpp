@@ -12,6 +12,10 @@
 #include "backend/cpu/parallel.h"
 #include "tessel/error.h"
 
+// OpenBLAS's own (exported) teardown of its thread pool, used at fork and exit; weak, so that
+// another BLAS without it still links.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace tessel::cpu {
 namespace {
 
@@ -98,6 +102,12 @@ void* advance(void* p, int64_t elems, size_t es) { return static_cast<char*>(p) 
 void use_one_blas_thread() {
   static const bool done = [] {
     openblas_set_num_threads(1);
+    // OpenBLAS's pthreads build starts its server threads when it is loaded, and an idle one
+    // polls with sched_yield for 2^28 cycles (about 0.1 s) before it sleeps: the first steps
+    // of a program ran on one core while it held the other (fwd of bench_transformer's small
+    // block 1.4-1.6 ms against 0.85 ms later). With one thread OpenBLAS never hands them
+    // work, so join them; OpenBLAS starts them again if its count is ever raised.
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
     return true;
   }();
   (void)done;

@@ -4,6 +4,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include "backend/cpu/blas.h"
 #include "core/config.h"
 #include "core/lifetime.h"
 
@@ -12,7 +13,11 @@ namespace {
 
 oneapi::tbb::task_arena& arena() {
   // Owned by the runtime: kernels still queued at exit use it (core/lifetime.h).
-  static oneapi::tbb::task_arena& a = detail::make_global<oneapi::tbb::task_arena>(num_threads());
+  static oneapi::tbb::task_arena& a = []() -> oneapi::tbb::task_arena& {
+    // OpenBLAS's idle threads would poll on the cores the arena's workers need (blas.cpp).
+    use_one_blas_thread();
+    return detail::make_global<oneapi::tbb::task_arena>(num_threads());
+  }();
   return a;
 }
 
