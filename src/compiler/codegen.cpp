@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ops/op_util.h"
 
@@ -58,6 +59,21 @@ std::optional<ir::ReductionEpilogue> reduction_of(const ir::Equation& e) {
   for (size_t k = 0; k < axes.size(); ++k)
     if (axes[k] != x.ndim() - int64_t(axes.size()) + int64_t(k)) return std::nullopt;
   return e.prim->reduction_epilogue(x.dtype);
+}
+
+/// The vectorized form of a fused reduction (generate_kernel's lanes): partial results of
+/// the operand's type, folded with `combine` (a sum's lanes add in the operand's precision
+/// and fold into its float64 accumulator; max and min fold as they accumulate).
+struct Lanes {
+  std::string type;
+  std::string combine;
+};
+std::optional<Lanes> lanes_of(const ir::Equation& e) {
+  auto r = reduction_of(e);
+  if (!r) return std::nullopt;
+  const ir::Combine how = reduction_combine(e);
+  if (how != ir::Combine::kSum && how != ir::Combine::kMax && how != ir::Combine::kMin) return std::nullopt;
+  return Lanes{ops::codegen_type(e.inputs[0].aval().dtype), how == ir::Combine::kSum ? "{a} += {v}" : r->combine};
 }
 
 std::string format_combine(const std::string& f, const std::string& a, const std::string& v) {
@@ -125,6 +141,31 @@ class BodyEmitter {
     scopes_.emplace_back();
   }
 
+  /// Reductions fold into lane l_ of their lanes (`lane<k>[l_]`, generate_kernel's vectorized
+  /// reduction loop) instead of their accumulator.
+  void fold_into_lanes() { lanes_ = true; }
+
+  /// Where a row-phased loop nest (generate_row_phased_kernel) keeps a value: an array
+  /// indexed like the value (an input or output buffer), a scalar holding the value of the
+  /// current row (a reduction of an earlier phase), or a row buffer indexed by the last loop
+  /// variable (an element-wise value of an earlier phase).
+  struct Source {
+    enum Kind { kArray, kScalar, kRow } kind = kArray;
+    std::string name;
+  };
+  /// Reads the group's inputs from `sources` (those it names), writes each element-wise
+  /// output k to every target of `targets[k]` (kArray or kRow), and names accumulators and
+  /// lanes with `prefix`.
+  void place(std::unordered_map<const ir::VarNode*, Source> sources, std::vector<std::vector<Source>> targets,
+             std::string prefix) {
+    sources_ = std::move(sources);
+    targets_ = std::move(targets);
+    prefix_ = std::move(prefix);
+  }
+  /// Records every index map at which each input is read (reads at run-time offsets record
+  /// an empty map).
+  void record_input_maps(std::unordered_map<const ir::VarNode*, std::vector<IndexMap>>* maps) { input_maps_ = maps; }
+
   /// Statements storing every output at the point (i0, ..., i<r-1>), indented by `indent`.
   std::string emit(int indent) {
     indent_ = indent;
@@ -135,11 +176,18 @@ class BodyEmitter {
       const ir::Equation* root = producer_.at(g_.outvars[k].var().get());
       if (auto r = reduction_of(*root)) {  // accumulate the reduced operand
         std::string v = value(root->inputs[0], identity);
-        line(format_combine(r->combine, "acc" + std::to_string(k), v) + ";");
+        if (lanes_) line(format_combine(lanes_of(*root)->combine, prefix_ + "lane" + std::to_string(k) + "[l_]", v) + ";");
+        else line(format_combine(r->combine, prefix_ + "acc" + std::to_string(k), v) + ";");
         continue;
       }
       std::string v = value(g_.outvars[k], identity);
-      line("out" + std::to_string(k) + "[" + flat_index(domain, identity) + "] = " + v + ";");
+      if (targets_.empty()) {
+        line("out" + std::to_string(k) + "[" + flat_index(domain, identity) + "] = " + v + ";");
+        continue;
+      }
+      for (const Source& t : targets_[k])
+        line(t.name + "[" + (t.kind == Source::kRow ? affine_text(identity.back()) : flat_index(domain, identity)) +
+             "] = " + v + ";");
     }
     return std::move(code_);
   }
@@ -257,9 +305,14 @@ class BodyEmitter {
     const std::string type = ops::codegen_type(var->aval.dtype);
     if (auto it = input_.find(var); it != input_.end()) {
       note_row_read(it->second, m, false);
+      if (input_maps_) (*input_maps_)[var].push_back(m);
+      auto src = sources_.find(var);
+      if (src != sources_.end() && src->second.kind == Source::kScalar) return memo(key, src->second.name);
       std::string name = fresh();
-      line("const " + type + " " + name + " = in" + std::to_string(it->second) + "[" +
-           flat_index(var->aval.shape, m) + "];");
+      const std::string array = src != sources_.end() ? src->second.name : "in" + std::to_string(it->second);
+      const std::string at = src != sources_.end() && src->second.kind == Source::kRow ? affine_text(m.back())
+                                                                                         : flat_index(var->aval.shape, m);
+      line("const " + type + " " + name + " = " + array + "[" + at + "];");
       return memo(key, name);
     }
     const ir::Equation& e = *producer_.at(var);
@@ -379,6 +432,7 @@ class BodyEmitter {
       offsets.push_back(name);
     }
     note_row_read(input_.at(x.var().get()), read, run_time_row);
+    if (input_maps_) (*input_maps_)[x.var().get()].push_back(IndexMap{});
     const std::string name = fresh();
     line("const " + type + " " + name + " = in" + in + "[" + flat_index(x.aval().shape, c.at, &offsets) + "];");
     return name;
@@ -427,6 +481,11 @@ class BodyEmitter {
   std::string code_;
   int indent_ = 0;
   int next_ = 0;
+  bool lanes_ = false;
+  std::unordered_map<const ir::VarNode*, Source> sources_;
+  std::vector<std::vector<Source>> targets_;
+  std::string prefix_;
+  std::unordered_map<const ir::VarNode*, std::vector<IndexMap>>* input_maps_ = nullptr;
 };
 
 /// The largest interval between consecutive cut points of each loop variable.
@@ -504,6 +563,79 @@ std::string generic_body(const ir::Program& g, int indent, std::vector<int64_t>&
   return body;
 }
 
+/// The opening of the loop over dimension `d` of `domain` (the first over [r0, r1)).
+std::string loop_header(const Shape& domain, size_t d, int indent) {
+  const std::string i = "i" + std::to_string(d);
+  return std::string(size_t(indent), ' ') + "for (int64_t " + i + " = " + (d == 0 ? "r0" : "0") + "; " + i + " < " +
+         (d == 0 ? "r1" : std::to_string(domain[d])) + "; ++" + i + ") {\n";
+}
+
+/// Lanes of a vectorized reduction loop (generate_kernel): independent partial results, as
+/// many as a 64-byte vector holds floats, so each lane's chain of adds runs in a vector register.
+constexpr int kLanes = 16;
+/// Values a lane of a reduction in a narrower type than its accumulator (a float sum) folds
+/// before the lanes fold into the accumulator's precision: docs/performance.md's error bound.
+constexpr int kLaneRun = 16;
+
+/// Whether every reduction of `g` has a vectorized form (ir::ReductionEpilogue's lanes).
+bool has_lanes(const ir::Program& g) {
+  for (const ir::Atom& o : g.outvars) {
+    const ir::Equation* e = o.is_literal() ? nullptr : producer_in(g, o.var().get());
+    if (!e || !lanes_of(*e)) return false;
+  }
+  return true;
+}
+
+/// The loop over [from, to) of the last (reduced) dimension `il`, vectorized: kLanes
+/// consecutive points fold into kLanes independent partial results (`lanes_body`, emitted
+/// with BodyEmitter::fold_into_lanes), which fold after every kLaneRun rounds into wide lanes
+/// of the accumulator's type when that is wider, then pairwise into the accumulator; the
+/// points past the last whole round run `body` (folding into the accumulator). The grouping
+/// depends only on `from`, so the values do not depend on how rows are split between calls.
+std::string lane_loop(const ir::Program& g, const std::string& il, const std::string& from, const std::string& to,
+                      const std::string& lanes_body, const std::string& body, int indent,
+                      const std::string& prefix = "") {
+  auto ind = [](int n) { return std::string(size_t(n), ' '); };
+  const std::string W = std::to_string(kLanes);
+  const std::string each = "for (int l_ = 0; l_ < " + W + "; ++l_) ";
+  std::string decl, reset, fold_run, finish;
+  for (size_t k = 0; k < g.outvars.size(); ++k) {
+    const ir::Equation& root = *producer_in(g, g.outvars[k].var().get());
+    const ir::ReductionEpilogue r = *reduction_of(root);
+    const Lanes lanes = *lanes_of(root);
+    const std::string K = std::to_string(k), lane = prefix + "lane" + K, wide = prefix + "wide" + K;
+    decl += ind(indent + 2) + lanes.type + " " + lane + "[" + W + "];\n";
+    reset += lane + "[l_] = " + r.identity + "; ";
+    std::string tree = lane;  // the array whose entries combine pairwise into the accumulator
+    if (lanes.type != r.acc_type) {
+      tree = wide;
+      decl += ind(indent + 2) + r.acc_type + " " + wide + "[" + W + "];\n";
+      reset += wide + "[l_] = " + r.identity + "; ";
+      const std::string fold = format_combine(r.combine, wide + "[l_]", lane + "[l_]") + "; ";
+      fold_run += fold + lane + "[l_] = " + r.identity + "; ";
+      finish += ind(indent + 2) + each + "{ " + fold + "}\n";
+    }
+    finish += ind(indent + 2) + "for (int s_ = " + std::to_string(kLanes / 2) + "; s_ > 0; s_ /= 2)\n" +
+              ind(indent + 4) + "for (int l_ = 0; l_ < s_; ++l_) " +
+              format_combine(r.combine, tree + "[l_]", tree + "[l_ + s_]") + ";\n" + ind(indent + 2) +
+              format_combine(r.combine, prefix + "acc" + K, tree + "[0]") + ";\n";
+  }
+  std::string s = ind(indent) + "{\n" + decl + ind(indent + 2) + each + "{ " + reset + "}\n" + ind(indent + 2) +
+                  "int64_t b_ = " + from + ";\n" + ind(indent + 2) + "const int64_t e_ = " + to + ";\n" +
+                  ind(indent + 2) + "for (int run_ = 0; b_ + " + W + " <= e_; b_ += " + W + ") {\n" +
+                  "#pragma GCC unroll 1\n" + ind(indent + 4) + "for (int64_t l_ = 0; l_ < " + W + "; ++l_) {\n" +
+                  ind(indent + 6) + "const int64_t " + il + " = b_ + l_;\n" + lanes_body + ind(indent + 4) + "}\n";
+  if (!fold_run.empty())
+    s += ind(indent + 4) + "if (++run_ == " + std::to_string(kLaneRun) + ") {\n" + ind(indent + 6) + "run_ = 0;\n" +
+         ind(indent + 6) + each + "{ " + fold_run + "}\n" + ind(indent + 4) + "}\n";
+  else
+    s += ind(indent + 4) + "(void)run_;\n";
+  s += ind(indent + 2) + "}\n" + finish;
+  s += ind(indent + 2) + "for (int64_t " + il + " = b_; " + il + " < e_; ++" + il + ") {\n" + body + ind(indent + 2) +
+       "}\n" + ind(indent) + "}\n";
+  return s;
+}
+
 }  // namespace
 
 GroupCost group_cost(const ir::Program& g) {
@@ -526,6 +658,16 @@ GroupShape group_shape(const ir::Program& g) {
 
 bool is_fusible_reduction(const ir::Equation& e) { return reduction_of(e).has_value(); }
 
+ir::Combine reduction_combine(const ir::Equation& e) {
+  if (!e.prim->sharding_rule) return ir::Combine::kNone;
+  std::vector<Aval> ins, outs;
+  for (const ir::Atom& a : e.inputs) ins.push_back(a.aval());
+  for (const ir::Var& o : e.outputs) outs.push_back(o->aval);
+  for (ir::Combine c : e.prim->sharding_rule(ins, outs, e.params).factors)
+    if (c != ir::Combine::kNone) return c;
+  return ir::Combine::kNone;
+}
+
 std::vector<RowOffsets> row_offsets(const ir::Program& g) {
   // The generic body over the whole domain emits every read that can happen somewhere (the
   // specialised interior body reads a subset of them).
@@ -538,6 +680,123 @@ std::vector<RowOffsets> row_offsets(const ir::Program& g) {
   for (RowOffsets& r : rows)
     if (r.rows && r.min > r.max) r.min = r.max = 0;  // never read
   return rows;
+}
+
+bool can_join_row_phases(const ir::Program& g, const Shape& domain,
+                         const std::unordered_map<const ir::VarNode*, bool>& earlier) {
+  const size_t rank = domain.size();
+  if (rank < 2 || g.outvars.empty()) return false;
+  for (const ir::Atom& o : g.outvars)
+    if (o.is_literal() || !producer_in(g, o.var().get())) return false;
+  const GroupShape shape = group_shape(g);
+  if (shape.domain != domain || shape.kept + 1 < rank) return false;
+  if (shape.kept < rank && !has_lanes(g)) return false;
+  std::vector<int64_t> lo, hi;
+  std::map<std::string, std::string> prologue;
+  generic_body(g, 0, lo, hi, &prologue);
+  if (!prologue.empty()) return false;
+  for (size_t d = 0; d < rank; ++d)
+    if (lo[d] != 0 || hi[d] != domain[d]) return false;  // range tests somewhere
+  std::unordered_map<const ir::VarNode*, std::vector<IndexMap>> maps;
+  BodyEmitter emitter(g, lo, hi, nullptr);
+  emitter.record_input_maps(&maps);
+  emitter.emit(0);
+  for (const auto& [v, reads] : maps) {
+    auto it = earlier.find(v);
+    if (it == earlier.end()) continue;
+    const size_t want = it->second ? rank - 1 : rank;  // a row's reduction, or a point's value
+    for (const IndexMap& m : reads) {
+      if (m.size() != want) return false;
+      for (size_t d = 0; d < want; ++d)
+        if (m[d].var != int(d) || m[d].coef != 1 || m[d].off != 0) return false;
+    }
+  }
+  return true;
+}
+
+std::string generate_row_phased_kernel(const std::vector<ir::Program>& phases, const std::vector<ir::Var>& invars,
+                                       const std::vector<ir::Var>& outvars, const std::string& name) {
+  using Source = BodyEmitter::Source;
+  const Shape domain = group_shape(phases.at(0)).domain;
+  const size_t rank = domain.size(), last = rank - 1;
+  auto str = [](int64_t v) { return std::to_string(v); };
+  auto ind = [](int n) { return std::string(size_t(n), ' '); };
+  const std::string il = "i" + str(int64_t(last)), n = str(domain[last]);
+  std::unordered_map<const ir::VarNode*, Source> sources;
+  std::unordered_map<const ir::VarNode*, std::string> out_of;
+  std::string s = "extern \"C\" void " + name + "(void* const* bufs, int64_t r0, int64_t r1) {\n";
+  for (size_t k = 0; k < invars.size(); ++k) {
+    const std::string t = ops::codegen_type(invars[k]->aval.dtype), K = str(int64_t(k));
+    s += "  const " + t + "* __restrict in" + K + " = static_cast<const " + t + "*>(bufs[" + K + "]);\n";
+    sources[invars[k].get()] = {Source::kArray, "in" + K};
+  }
+  for (size_t k = 0; k < outvars.size(); ++k) {
+    const std::string t = ops::codegen_type(outvars[k]->aval.dtype), K = str(int64_t(k));
+    s += "  " + t + "* __restrict out" + K + " = static_cast<" + t + "*>(bufs[" + str(int64_t(invars.size() + k)) +
+         "]);\n";
+    out_of[outvars[k].get()] = "out" + K;
+  }
+  // Element-wise values a later phase reads: a row buffer each, on the stack of the call.
+  std::unordered_set<const ir::VarNode*> read_later;
+  for (size_t p = 1; p < phases.size(); ++p)
+    for (const ir::Var& v : phases[p].invars) read_later.insert(v.get());
+  std::string row_flat;  // the flat index of the current row among domain[:-1]
+  for (size_t d = last, stride = 1; d-- > 0; stride *= size_t(domain[d]))
+    row_flat = "i" + str(int64_t(d)) + (stride != 1 ? " * " + str(int64_t(stride)) : "") +
+               (row_flat.empty() ? "" : " + " + row_flat);
+  int indent = 2;
+  std::string loops;
+  for (size_t d = 0; d < last; ++d) {
+    loops += loop_header(domain, d, indent);
+    indent += 2;
+  }
+  std::vector<int64_t> lo(rank, 0), hi(domain.begin(), domain.end());
+  for (size_t p = 0; p < phases.size(); ++p) {
+    const ir::Program& g = phases[p];
+    const bool reduces = group_shape(g).kept < rank;
+    const std::string P = "p" + str(int64_t(p)) + "_";
+    std::unordered_map<const ir::VarNode*, Source> in_sources;
+    for (const ir::Var& v : g.invars) in_sources[v.get()] = sources.at(v.get());
+    std::vector<std::vector<Source>> targets(g.outvars.size());
+    std::string after;  // statements after the phase's loop: its reductions' values
+    for (size_t k = 0; k < g.outvars.size(); ++k) {
+      const ir::VarNode* v = g.outvars[k].var().get();
+      const std::string t = ops::codegen_type(v->aval.dtype), K = str(int64_t(k));
+      auto out = out_of.find(v);
+      if (reduces) {
+        const ir::ReductionEpilogue r = *reduction_of(*producer_in(g, v));
+        loops += ind(indent) + r.acc_type + " " + P + "acc" + K + " = " + r.identity + ";\n";
+        const std::string value = P + "r" + K;
+        after += ind(indent) + "const " + t + " " + value + " = " + t + "(" + P + "acc" + K + ");\n";
+        if (out != out_of.end()) after += ind(indent) + out->second + "[" + row_flat + "] = " + value + ";\n";
+        sources[v] = {Source::kScalar, value};
+        continue;
+      }
+      if (out != out_of.end()) targets[k].push_back({Source::kArray, out->second});
+      if (read_later.count(v)) {
+        const std::string row = P + "row" + K;
+        s += "  " + t + " " + row + "[" + n + "];\n";
+        targets[k].push_back({Source::kRow, row});
+        sources[v] = {Source::kRow, row};
+      }
+    }
+    BodyEmitter body(g, lo, hi, nullptr);
+    body.place(in_sources, targets, P);
+    if (!reduces) {
+      loops += "#pragma GCC ivdep\n" + ind(indent) + "for (int64_t " + il + " = 0; " + il + " < " + n + "; ++" + il +
+               ") {\n" + body.emit(indent + 2) + ind(indent) + "}\n";
+      continue;
+    }
+    BodyEmitter lanes(g, lo, hi, nullptr);
+    lanes.place(in_sources, targets, P);
+    lanes.fold_into_lanes();
+    loops += lane_loop(g, il, "0", n, lanes.emit(indent + 6), body.emit(indent + 4), indent, P) + after;
+  }
+  for (size_t d = last; d-- > 0;) {
+    indent -= 2;
+    loops += ind(indent) + "}\n";
+  }
+  return s + loops + "}\n";
 }
 
 std::string generate_kernel(const ir::Program& g, const std::string& name) {
@@ -619,8 +878,7 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
   std::string inside;
   for (size_t d = 0; d < outer; ++d) {
     const std::string i = "i" + str(int64_t(d));
-    s += ind(indent) + "for (int64_t " + i + " = " + (d == 0 ? "r0" : "0") + "; " + i + " < " +
-         (d == 0 ? "r1" : str(domain[d])) + "; ++" + i + ") {\n";
+    s += loop_header(domain, d, indent);
     indent += 2;
     if (d + 1 == kept) s += ind(indent) + acc_init + "\n";
     inside += (inside.empty() ? "" : " && ") + std::string("(") + i + " >= " + str(lo[d]) + " && " + i + " < " +
@@ -642,10 +900,15 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
     hi[last] = std::max(lo[last], lo[last] + (hi[last] - lo[last]) / A * A);
   }
   const std::string L = str(lo[last]), H = str(hi[last]), call = "generic(" + args + ");\n";
+  const std::string from = "std::max<int64_t>(" + a + ", " + L + ")", to = "std::min<int64_t>(" + b + ", " + H + ")";
+  std::string interior = loop(from, to, "{\n" + special + ind(indent + 2) + "}\n", true);
+  if (kept < rank && has_lanes(g)) {
+    BodyEmitter emitter(g, lo, hi, nullptr);
+    emitter.fold_into_lanes();
+    interior = lane_loop(g, il, from, to, emitter.emit(indent + 8), special, indent + 2);
+  }
   auto edge = [&](int side) { return edge_body[side].empty() ? call : "{\n" + edge_body[side] + ind(indent + 2) + "}\n"; };
-  std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", edge(0), false) +
-                         loop("std::max<int64_t>(" + a + ", " + L + ")", "std::min<int64_t>(" + b + ", " + H + ")",
-                              "{\n" + special + ind(indent + 2) + "}\n", true) +
+  std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", edge(0), false) + interior +
                          loop("std::max<int64_t>(" + a + ", " + H + ")", b, edge(1), false);
   if (inside.empty()) {
     s += segments;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "ir/sharding_rule.h"
 
 namespace tessel::compiler {
 
@@ -36,6 +37,10 @@ bool reads_at_run_time_offsets(const ir::Equation& e);
 /// a float operand) over trailing axes: fused as a group's epilogue (the group's outputs are
 /// then all such reductions of one operand shape and axes).
 bool is_fusible_reduction(const ir::Equation& e);
+
+/// How partial results of the reduction `e` combine: what its sharding rule says of its
+/// reduced factors (the collective that would combine them across devices), else kNone.
+ir::Combine reduction_combine(const ir::Equation& e);
 
 /// The iteration domain of a group (a reduction group iterates over its operand's shape)
 /// and how many leading dimensions its outputs keep (all of them without reductions).
@@ -84,6 +89,33 @@ inline constexpr int64_t kRowAlignment = 64;
 /// (all of them for a rank-0 domain: [0, 1)). `bufs` holds the group's inputs, then its
 /// outputs, as dense row-major arrays. Every output of `group` must have the domain's shape.
 std::string generate_kernel(const ir::Program& group, const std::string& name);
+
+// ---- row-phased loop nests (docs/performance.md, "Normalizations") ----
+//
+// Fusion groups over one domain of rank >= 2 ("phases", each element-wise or reducing only
+// the last dimension) whose later phases read what earlier ones computed only at the same row
+// (a reduction, through broadcasts) or at the same point (an element-wise value) run as one
+// loop nest that runs every phase over a row before the next row: the row stays in the first
+// level cache between phases, so the input is read from memory once, reductions of a row
+// live in registers and element-wise values between phases in a row buffer. A softmax
+// (max, exp, sum, divide) or a layer norm (mean, variance, normalize) written with ordinary
+// operations becomes one such loop nest, and so do their gradients.
+
+/// Whether `group` can run as a phase of a row-phased loop nest over `domain` after phases
+/// computing `earlier`: its domain is `domain` (rank >= 2), it reduces nothing or the last
+/// dimension only (float sums, max, min), it has no range tests or run-time offsets, and it
+/// reads each value of `earlier` at its own row (a reduction over the last dimension) or its
+/// own point (an element-wise value of shape `domain`).
+bool can_join_row_phases(const ir::Program& group, const Shape& domain,
+                         const std::unordered_map<const ir::VarNode*, bool>& earlier);
+
+/// The source of `extern "C" void <name>(void* const* bufs, int64_t r0, int64_t r1)` running
+/// `phases` (in order; each accepted by can_join_row_phases after the earlier ones) over the
+/// rows whose first index lies in [r0, r1). `bufs` holds `invars` (the values the phases read
+/// that none computes), then `outvars` (the values computed that the rest of the program
+/// reads); the other values stay in registers and row buffers.
+std::string generate_row_phased_kernel(const std::vector<ir::Program>& phases, const std::vector<ir::Var>& invars,
+                                       const std::vector<ir::Var>& outvars, const std::string& name);
 
 /// The header every generated translation unit starts with (standard headers and the
 /// element-wise scalar functions of src/backend/cpu/scalar.h).

@@ -31,18 +31,6 @@ std::vector<Aval> fused_eval(std::span<const Aval> ins, const ir::Params& p) {
 // Points per block of a fused full reduction (kept == 0) split over the arena.
 constexpr int64_t kFullReductionBlock = int64_t(1) << 16;
 
-/// How partial results of the reduction `e` combine: what its sharding rule says of its
-/// reduced factors (the collective that would combine them across devices), else kNone.
-ir::Combine partial_combine(const ir::Equation& e) {
-  if (!e.prim->sharding_rule) return ir::Combine::kNone;
-  std::vector<Aval> ins, outs;
-  for (const ir::Atom& a : e.inputs) ins.push_back(a.aval());
-  for (const ir::Var& o : e.outputs) outs.push_back(o->aval);
-  for (ir::Combine c : e.prim->sharding_rule(ins, outs, e.params).factors)
-    if (c != ir::Combine::kNone) return c;
-  return ir::Combine::kNone;
-}
-
 /// The partial results of every block (slot b * stride + o holds what the kernel wrote for
 /// block b, a T), combined in block order: sums in double (the generated kernel's
 /// accumulator), max and min with scalar::max/min (NaN propagates).
@@ -78,7 +66,7 @@ bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, c
     const DType d = c.out_avals[o].dtype;
     if (program.outvars[o].is_literal() || (d != DType::float32 && d != DType::float64)) return false;
     for (const ir::Equation& e : program.eqns)
-      if (!e.outputs.empty() && e.outputs[0].get() == program.outvars[o].var().get()) how[o] = partial_combine(e);
+      if (!e.outputs.empty() && e.outputs[0].get() == program.outvars[o].var().get()) how[o] = reduction_combine(e);
     if (how[o] != ir::Combine::kSum && how[o] != ir::Combine::kMax && how[o] != ir::Combine::kMin) return false;
   }
   std::vector<double> slots(size_t(nb) * nout);  // one 8-byte slot per block and output
@@ -124,6 +112,12 @@ void fused_kernel(const ir::KernelCall& c) {
 
 const ir::Primitive& fused_p = ir::register_primitive({
     .name = "fused", .abstract_eval = fused_eval, .cpu_kernel = fused_kernel});
+
+// A row-phased loop nest (codegen.h): its `program` holds every phase's equations, its
+// kernel runs the phases over each row in turn; rows split over the arena as a fused
+// reduction's do.
+const ir::Primitive& fused_rows_p = ir::register_primitive({
+    .name = "fused_rows", .abstract_eval = fused_eval, .cpu_kernel = fused_kernel});
 
 using VarSet = std::unordered_set<const ir::VarNode*>;
 
@@ -375,6 +369,132 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
   return steps;
 }
 
+/// Widest row (the domain's last dimension, in bytes of float64) a row-phased loop nest runs
+/// over: its phases re-read the row from the first level cache, and its row buffers live on
+/// the stack.
+constexpr int64_t kMaxPhasedRowBytes = 32 << 10;
+
+/// A unit of the fused program: an unfused equation, one loop nest, or several loop nests
+/// run as the phases of a row-phased loop nest (codegen.h).
+struct Unit {
+  size_t eqn = 0;                  // an unfused equation, when `groups` is empty
+  std::vector<ir::Program> groups; // one loop nest, or the phases in order
+  std::vector<ir::Var> invars, outvars;  // of a row-phased loop nest
+};
+
+/// Whether the loop nests `run` (consecutive steps, in order) are worth one row-phased loop
+/// nest: several, one of them a reduction, and a later one reading what an earlier computed.
+bool worth_phasing(const std::vector<ir::Program>& run) {
+  if (run.size() < 2) return false;
+  bool reduces = false, linked = false;
+  std::unordered_set<const ir::VarNode*> computed;
+  for (const ir::Program& g : run) {
+    const GroupShape shape = group_shape(g);
+    reduces |= shape.kept < shape.domain.size();
+    for (const ir::Var& v : g.invars) linked |= computed.count(v.get()) > 0;
+    for (const ir::Atom& o : g.outvars) computed.insert(o.var().get());
+  }
+  return reduces && linked;
+}
+
+/// The steps as units: runs of loop nests over the same rows that can_join_row_phases
+/// accepts become row-phased loop nests; their outputs are the values a unit outside the run
+/// or the program's output reads. An unfused step without effects that no later loop nest of
+/// the run reads moves after the run (a layer norm gradient's column sums: each reads a
+/// value of the run, and would otherwise cut it in three).
+std::vector<Unit> phase_rows(const Plan& plan, const std::vector<Step>& steps) {
+  std::vector<Unit> units;
+  std::vector<ir::Program> run;
+  std::unordered_map<const ir::VarNode*, bool> earlier;  // run's roots: is it a reduction
+  std::vector<size_t> deferred;                          // unfused steps moved after the run
+  VarSet deferred_outputs;
+  Shape domain;
+  auto reads_deferred = [&](const ir::Program& g) {
+    for (const ir::Var& v : g.invars)
+      if (deferred_outputs.count(v.get())) return true;
+    return false;
+  };
+  auto flush = [&] {
+    if (!worth_phasing(run)) {
+      for (ir::Program& g : run) units.push_back(Unit{0, {std::move(g)}, {}, {}});
+    } else {
+      Unit u{0, std::move(run), {}, {}};
+      VarSet seen;
+      for (const ir::Program& g : u.groups)
+        for (const ir::Var& v : g.invars)
+          if (!earlier.count(v.get()) && seen.insert(v.get()).second) u.invars.push_back(v);
+      units.push_back(std::move(u));
+    }
+    run.clear();
+    earlier.clear();
+    for (size_t i : deferred) units.push_back(Unit{i, {}, {}, {}});
+    deferred.clear();
+    deferred_outputs.clear();
+  };
+  for (const Step& st : steps) {
+    if (st.roots.empty()) {
+      if (!run.empty() && plan.p.eqns[st.eqn].effects() == ir::kNoEffect) {
+        deferred.push_back(st.eqn);
+        for (const ir::Var& o : plan.p.eqns[st.eqn].outputs) deferred_outputs.insert(o.get());
+        continue;
+      }
+      flush();
+      units.push_back(Unit{st.eqn, {}, {}, {}});
+      continue;
+    }
+    ir::Program g = plan.group(st.roots);
+    const bool fits = st.domain.size() >= 2 && st.domain.back() * 8 <= kMaxPhasedRowBytes;
+    if (!run.empty() &&
+        !(fits && st.domain == domain && !reads_deferred(g) && can_join_row_phases(g, domain, earlier)))
+      flush();
+    if (run.empty()) {
+      domain = st.domain;
+      if (!fits || !can_join_row_phases(g, domain, earlier)) {
+        units.push_back(Unit{0, {std::move(g)}, {}, {}});
+        continue;
+      }
+    }
+    for (const ir::Atom& o : g.outvars) earlier[o.var().get()] = st.kept < st.domain.size();
+    run.push_back(std::move(g));
+  }
+  flush();
+  // A phased unit's outputs: its roots read by another unit or by the program's output.
+  VarSet read_outside;
+  for (const ir::Atom& a : plan.p.outvars)
+    if (!a.is_literal()) read_outside.insert(a.var().get());
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (units[i].groups.empty()) {
+      for (const ir::Atom& a : plan.p.eqns[units[i].eqn].inputs)
+        if (!a.is_literal()) read_outside.insert(a.var().get());
+    } else if (units[i].groups.size() == 1) {
+      for (const ir::Var& v : units[i].groups[0].invars) read_outside.insert(v.get());
+    } else {
+      for (const ir::Var& v : units[i].invars) read_outside.insert(v.get());
+    }
+  }
+  for (Unit& u : units) {
+    if (u.groups.size() < 2) continue;
+    for (const ir::Program& g : u.groups)
+      for (const ir::Atom& o : g.outvars)
+        if (read_outside.count(o.var().get())) u.outvars.push_back(o.var());
+  }
+  return units;
+}
+
+/// The program of a row-phased unit: every phase's equations (each once: phases may
+/// recompute a value), reading the unit's inputs.
+ir::Program phased_program(const Unit& u, const std::string& name) {
+  ir::Program g;
+  g.invars = u.invars;
+  VarSet defined;
+  for (const ir::Program& phase : u.groups)
+    for (const ir::Equation& e : phase.eqns)
+      if (defined.insert(e.outputs[0].get()).second) g.eqns.push_back(e);
+  for (const ir::Var& v : u.outvars) g.outvars.push_back(ir::Atom(v));
+  g.name = name;
+  return g;
+}
+
 }  // namespace
 
 FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
@@ -418,15 +538,16 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   if (!codegen_enabled()) return p;
   Plan plan(p);
   plan_materialization(plan, opt);
-  std::vector<Step> steps = schedule(plan, opt);
-  std::vector<ir::Program> groups;
+  std::vector<Unit> units = phase_rows(plan, schedule(plan, opt));
   std::string source = kernel_prelude();
-  for (const Step& st : steps) {
-    if (st.roots.empty()) continue;
-    groups.push_back(plan.group(st.roots));
-    source += "\n" + generate_kernel(groups.back(), "tessel_fused_" + std::to_string(groups.size() - 1));
+  size_t k = 0;
+  for (const Unit& u : units) {
+    if (u.groups.empty()) continue;
+    const std::string name = "tessel_fused_" + std::to_string(k++);
+    source += "\n" + (u.groups.size() == 1 ? generate_kernel(u.groups[0], name)
+                                           : generate_row_phased_kernel(u.groups, u.invars, u.outvars, name));
   }
-  if (groups.empty()) return p;
+  if (k == 0) return p;
   std::shared_ptr<KernelLibrary> lib;
   try {
     lib = load_or_compile(source);
@@ -435,17 +556,21 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
     return p;
   }
   ir::Program out = without_equations(p);
-  size_t k = 0;
-  for (const Step& st : steps) {
-    if (st.roots.empty()) {
-      out.eqns.push_back(p.eqns[st.eqn]);
+  k = 0;
+  for (Unit& u : units) {
+    if (u.groups.empty()) {
+      out.eqns.push_back(p.eqns[u.eqn]);
       continue;
     }
-    auto g = std::make_shared<const ir::Program>(std::move(groups[k]));
-    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), group_shape(*g));
+    const bool phased = u.groups.size() > 1;
+    auto g = std::make_shared<const ir::Program>(phased ? phased_program(u, p.name + "_fused") : std::move(u.groups[0]));
+    GroupShape shape = group_shape(phased ? u.groups[0] : *g);
+    if (phased) shape.kept = shape.domain.size() - 1;
+    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), shape);
     ++k;
-    ir::Equation e{&fused_p, {}, {}, ir::Params{{"program", ir::ProgramRef(g)},
-                                               {"kernel", std::shared_ptr<const ir::ParamObject>(kernel)}}};
+    ir::Params params{{"program", ir::ProgramRef(g)}, {"kernel", std::shared_ptr<const ir::ParamObject>(kernel)}};
+    if (phased) params.set("phases", int64_t(u.groups.size()));
+    ir::Equation e{phased ? &fused_rows_p : &fused_p, {}, {}, std::move(params)};
     for (const auto& v : g->invars) e.inputs.push_back(ir::Atom(v));
     for (const auto& a : g->outvars) e.outputs.push_back(a.var());
     out.eqns.push_back(std::move(e));

@@ -444,8 +444,9 @@ ir::ShardingRule reduce_sharding_rule(std::span<const Aval> ins, std::span<const
 }
 
 // Code generation: sum, max and min of a float operand (over trailing axes) fuse as the
-// epilogue of the loop nest that computes the operand. Sums accumulate in double, so they are
-// at least as accurate as the kernel's pairwise float sums.
+// epilogue of the loop nest that computes the operand. Sums keep partial sums in the operand's
+// precision over short runs (vector lanes) and accumulate those in double (docs/performance.md
+// gives the bound); max and min select, propagating NaN.
 template <class Op> std::optional<ir::ReductionEpilogue> reduce_epilogue(DType d) {
   const char* t = codegen_type(d);
   if (!is_floating(d) || !t) return std::nullopt;

@@ -162,11 +162,21 @@ ir::Batched identity_batch(const ir::Primitive& self, std::span<const Array> ins
   return {detail::bind(self, ins, params), {dims[0]}};
 }
 
+// In a fused loop nest stop_gradient is its operand (jit compiles after differentiation),
+// so a user's softmax with a stop_gradient on its max still fuses into one loop nest.
+std::string stop_gradient_codegen(std::span<const std::string> xs, std::span<const Aval>, const Aval&,
+                                  const ir::Params&) {
+  return xs[0];
+}
+
 const ir::Primitive& stop_gradient_p = ir::register_primitive({
     .name = "stop_gradient",
     .arity = {1, 1},
     .abstract_eval = identity_aval,
     .cpu_kernel = copy_kernel,
+    .fusion = ir::FusionKind::kElementwise,
+    .codegen = stop_gradient_codegen,
+    .point_cost = 0,
     .jvp = stop_gradient_jvp,
     .batch = identity_batch,
     .sharding_rule = ir::elementwise_sharding_rule,
