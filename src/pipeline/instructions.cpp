@@ -64,6 +64,7 @@ std::string Instruction::to_string() const {
     }
     case Op::rename_out: return "rename " + slots(ins) + " -> out" + std::to_string(ext);
     case Op::del: return "del " + slots(ins);
+    case Op::wait: return "wait " + slots(outs);
   }
   return "?";
 }
@@ -77,7 +78,8 @@ std::string Streams::to_string() const {
   return os.str();
 }
 
-Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated) {
+Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated,
+                     int recv_lookahead) {
   const int W = plan.num_workers, M = plan.num_microbatches;
   const Slots slot{M, int64_t(staged.values.size())};
   Streams r;
@@ -117,12 +119,17 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
         out.push_back(in);
       }
     }
+    // Per task: the receives it needs (posted `recv_lookahead` tasks early) and its body
+    // (waits, run, sends, accumulations).
     std::set<int64_t> received;
     std::vector<int> accumulated(staged.outputs.size(), 0);
+    std::vector<std::vector<Instruction>> posts, bodies;
     for (const Task& t : plan.tasks[size_t(w)]) {
       const int seg = staged.segment(t.kind, t.stage);
       const Segment& sg = staged.segments[size_t(seg)];
       if (sg.empty()) continue;
+      auto& post = posts.emplace_back();
+      auto& body = bodies.emplace_back();
       const int m = t.microbatch;
       auto slot_in = [&](int v) { return slot.of(v, staged.values[size_t(v)].per_microbatch ? m : 0); };
       for (int v : sg.inputs) {
@@ -130,18 +137,19 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
         if (val.producer < 0) continue;
         const int from = worker_of_segment(val.producer);
         if (from == w || !received.insert(slot_in(v)).second) continue;
-        out.push_back(transfer(Op::recv, slot_in(v), from, tag_of(v, m, w)));
-        out.back().aval = val.aval;
+        post.push_back(transfer(Op::recv, slot_in(v), from, tag_of(v, m, w)));
+        post.back().aval = val.aval;
+        body.push_back(make(Op::wait, {}, {slot_in(v)}));
       }
       Instruction run = make(Op::run, {}, {});
       run.segment = seg;
       run.task = t;
       for (int v : sg.inputs) run.ins.push_back(slot_in(v));
       for (int v : sg.outputs) run.outs.push_back(slot.of(v, m));
-      out.push_back(run);
+      body.push_back(run);
       for (int v : sg.outputs) {
         for (int to : readers[size_t(v)])
-          if (to != w) out.push_back(transfer(Op::send, slot.of(v, m), to, tag_of(v, m, to)));
+          if (to != w) body.push_back(transfer(Op::send, slot.of(v, m), to, tag_of(v, m, to)));
         for (size_t o = 0; o < staged.outputs.size(); ++o) {
           if (staged.outputs[o] != v) continue;
           const int k = accumulated[o]++;
@@ -152,9 +160,16 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
                                                       : AccumulateMode::add_and_scale;
           acc.count = M;
           if (k > 0 && acc.mode != AccumulateMode::keep) acc.ins.push_back(slot.accumulator(int(o)));
-          out.push_back(acc);
+          body.push_back(acc);
         }
       }
+    }
+    // Task k's receives are posted before task k - lookahead runs.
+    const size_t ahead = size_t(std::max(0, recv_lookahead));
+    for (size_t k = 0; k < bodies.size(); ++k) {
+      for (size_t j = k == 0 ? 0 : k + ahead; j <= k + ahead && j < posts.size(); ++j)
+        out.insert(out.end(), posts[j].begin(), posts[j].end());
+      out.insert(out.end(), bodies[k].begin(), bodies[k].end());
     }
     for (size_t o = 0; o < staged.outputs.size(); ++o)
       if (r.output_worker[o] == w) {
@@ -189,7 +204,7 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
   std::map<std::tuple<int, int, int>, std::vector<End>> sends, recvs;  // (tag, from, to)
   for (int w = 0; w < streams.num_workers; ++w) {
     const auto& stream = streams.per_worker[size_t(w)];
-    std::map<int64_t, Aval> live;
+    std::map<int64_t, Aval> live, posted;  // posted: receives not yet waited for
     std::set<int64_t> freed;
     auto fail = [&](size_t i, const std::string& why) {
       throw Error("pipeline: instruction " + std::to_string(i) + " of worker " + std::to_string(w) + " (" +
@@ -198,17 +213,34 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
     for (size_t i = 0; i < stream.size(); ++i) {
       const Instruction& in = stream[i];
       for (int64_t s : in.ins) {
+        if (posted.count(s)) fail(i, "reads slot %" + std::to_string(s) + " before its receive is waited for");
         if (freed.count(s)) fail(i, "reads slot %" + std::to_string(s) + " after it was freed");
         if (!live.count(s)) fail(i, "reads slot %" + std::to_string(s) + " before it is written");
       }
+      if (in.op == Op::wait) {
+        auto it = posted.find(in.outs[0]);
+        if (it == posted.end()) fail(i, "waits for slot %" + std::to_string(in.outs[0]) + ", which no receive was posted into");
+        live[in.outs[0]] = it->second;
+        posted.erase(it);
+        continue;
+      }
+      if (in.op == Op::recv) {
+        if (live.count(in.outs[0]) || posted.count(in.outs[0]))
+          fail(i, "posts a receive into slot %" + std::to_string(in.outs[0]) + ", which is in use");
+        freed.erase(in.outs[0]);
+        posted[in.outs[0]] = in.aval;
+        recvs[{in.tag, in.peer, w}].push_back({w, i, in.aval});
+        continue;
+      }
       if (in.op == Op::del) {
+        if (posted.count(in.ins[0])) fail(i, "frees slot %" + std::to_string(in.ins[0]) + " before its receive is waited for");
         live.erase(in.ins[0]);
         freed.insert(in.ins[0]);
         continue;
       }
       for (int64_t s : in.outs) {
         freed.erase(s);
-        live[s] = in.op == Op::recv ? in.aval : Aval();
+        live[s] = Aval();
       }
       if (in.op == Op::run) {
         const Segment& sg = staged.segments[size_t(in.segment)];
@@ -219,8 +251,10 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
         const int v = int(in.ins[0] / streams.num_microbatches);
         sends[{in.tag, w, in.peer}].push_back({w, i, staged.values[size_t(v)].aval});
       }
-      if (in.op == Op::recv) recvs[{in.tag, in.peer, w}].push_back({w, i, in.aval});
     }
+    if (!posted.empty())
+      throw Error("pipeline: worker " + std::to_string(w) + " never waits for its receive into slot %" +
+                  std::to_string(posted.begin()->first));
     if (!live.empty())
       throw Error("pipeline: worker " + std::to_string(w) + " never frees slot %" + std::to_string(live.begin()->first));
   }
@@ -255,7 +289,7 @@ std::vector<int> peak_live_microbatches(const Streams& streams, const StagedProg
         if (counts(in.ins[0]) && --held[slot.microbatch(in.ins[0])] == 0) held.erase(slot.microbatch(in.ins[0]));
         continue;
       }
-      if (in.op == Op::run || in.op == Op::recv)
+      if (in.op == Op::run || in.op == Op::wait)
         for (int64_t s : in.outs)
           if (counts(s)) ++held[slot.microbatch(s)];
       peak = std::max(peak, int(held.size()));
@@ -313,7 +347,7 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
   std::vector<Instruction> stream(r.count(8));
   for (Instruction& in : stream) {
     const uint8_t op = r.u8();
-    if (op > uint8_t(Op::del)) r.fail("unknown pipeline instruction " + std::to_string(op));
+    if (op > uint8_t(Op::wait)) r.fail("unknown pipeline instruction " + std::to_string(op));
     in.op = Op(op);
     in.ins = slots_in();
     in.outs = slots_in();
@@ -337,7 +371,8 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
     const size_t want_ins = in.op == Op::send || in.op == Op::rename_out || in.op == Op::del ? 1
                             : in.op == Op::accumulate                                    ? (adds ? 2 : 1)
                                                                                          : 0;
-    const size_t want_outs = in.op == Op::rename_in || in.op == Op::recv || in.op == Op::accumulate ? 1 : 0;
+    const size_t want_outs =
+        in.op == Op::rename_in || in.op == Op::recv || in.op == Op::wait || in.op == Op::accumulate ? 1 : 0;
     if (in.op != Op::run && (in.ins.size() != want_ins || in.outs.size() != want_outs))
       r.fail("pipeline instruction '" + in.to_string() + "' reads " + std::to_string(in.ins.size()) + " and writes " +
              std::to_string(in.outs.size()) + " slots; it needs " + std::to_string(want_ins) + " and " +

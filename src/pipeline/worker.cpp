@@ -132,6 +132,12 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
     Array keep;
   };
   std::vector<Pending> sends;
+  struct PendingRecv {
+    MPI_Request req = MPI_REQUEST_NULL;
+    std::shared_ptr<Buffer> buffer;
+    Aval aval;
+  };
+  std::map<int64_t, PendingRecv> recvs;  // posted, not yet waited for
   std::vector<TimelineEvent> events;
   MPI_Comm comm = ctl::peer_comm();
   DeviceImpl* first = p.replicated.mesh().devices()[0].impl();
@@ -149,15 +155,23 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
                                      "reused; use the step's results instead")));
           break;
         }
-        case Op::recv: {
+        case Op::recv: {  // posted now, completed by its wait (the transfer overlaps the tasks between)
           auto buf = Buffer::allocate(in.aval.nbytes(), first);
           mpi::Block block(MPI_BYTE, int64_t(in.aval.nbytes()));
-          MPI_Request req;
-          mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag), comm, &req),
+          PendingRecv& r = recvs[in.outs[0]];
+          r.buffer = buf;
+          r.aval = in.aval;
+          mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag), comm, &r.req),
                      "MPI_Irecv", "pipelined");
-          wait_watching(req, step);
-          buf->set_ready();
-          slots[in.outs[0]] = on_local_mesh(p, tessel::detail::make_concrete(in.aval, first, buf, true));
+          break;
+        }
+        case Op::wait: {
+          auto it = recvs.find(in.outs[0]);
+          if (it == recvs.end()) throw Error("internal: pipelined: wait for slot %" + std::to_string(in.outs[0]) + " without a receive");
+          wait_watching(it->second.req, step);
+          it->second.buffer->set_ready();
+          slots[in.outs[0]] = on_local_mesh(p, tessel::detail::make_concrete(it->second.aval, first, it->second.buffer, true));
+          recvs.erase(it);
           events.push_back({0, in.to_string(), "recv", -1, -1, t0, now_us()});
           break;
         }
@@ -211,6 +225,13 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
     abort_peers(p, step);
     for (auto& s : sends)
       if (s.req != MPI_REQUEST_NULL) MPI_Request_free(&s.req);
+    // Posted receives: cancel, and wait for the cancellation before their buffers go (one
+    // already matched completes instead).
+    for (auto& [slot_id, r] : recvs)
+      if (r.req != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r.req);
+        MPI_Wait(&r.req, MPI_STATUS_IGNORE);
+      }
     throw;
   }
   return events;
