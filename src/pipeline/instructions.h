@@ -20,6 +20,7 @@ enum class Op {
   rename_out,  ///< the call's result `ext` := slot ins[0]
   del,         ///< frees slot ins[0]
   wait,        ///< completes the receive posted into slot outs[0]: the slot holds the value
+  all_reduce,  ///< slot outs[0] := the sum over the workers of `group` of each one's ins[0] (zeros without)
 };
 
 enum class AccumulateMode { keep, first, add, add_and_scale };
@@ -36,7 +37,8 @@ struct Instruction {
   bool donated = false;            ///< rename_in
   AccumulateMode mode = AccumulateMode::keep;
   int count = 0;                   ///< accumulate: the divisor of add_and_scale
-  /// "run F0(m=1) [%3 %8] -> [%12]", "send %12 -> w1 #4", "del %12", ...
+  std::vector<int> group;          ///< all_reduce: the workers taking part, ascending (tag: the reduction)
+  /// "run F0(m=1) [%3 %8] -> [%12]", "send %12 -> w1 #4", "all_reduce [%9] -> [%10] w0,w1 #7", ...
   std::string to_string() const;
 };
 
@@ -57,6 +59,8 @@ struct Streams {
 /// The streams that run `plan` on `staged`: per task, receive the inputs other workers
 /// computed, run the segment, send its results to the workers that use them and add the
 /// step's outputs into their (mean) accumulators; free every slot after its last use.
+/// Each cross-stage sum (staged.sums) is an AllReduce among the workers computing its parts and
+/// the epilogue's, after their last task; the epilogue runs after it.
 /// Receives are posted `recv_lookahead` tasks ahead of the task that reads them (before the
 /// worker runs the tasks in between, so the transfer completes while they compute) and
 /// waited for just before it; sends follow the run that produces their value.

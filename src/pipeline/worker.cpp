@@ -113,6 +113,10 @@ void check_loaded_stream(const Loaded& p) {
                          std::to_string(it->second.first) + " inputs and " + std::to_string(it->second.second) +
                          " outputs");
     }
+    for (int g : in.group)
+      if (g >= p.workers)
+        throw ValueError("pipelined: instruction '" + in.to_string() + "' names worker " + std::to_string(g) +
+                         " of a pipeline of " + std::to_string(p.workers));
     if ((in.op == Op::send || in.op == Op::recv) && in.peer >= p.workers)
       throw ValueError("pipelined: instruction '" + in.to_string() + "' names worker " + std::to_string(in.peer) +
                        " of a pipeline of " + std::to_string(p.workers));
@@ -122,6 +126,54 @@ void check_loaded_stream(const Loaded& p) {
 Array on_local_mesh(const Loaded& p, Array x) {
   if (p.replicated.mesh().size() > 1) x = device_put(x, p.replicated);
   return x;
+}
+
+// The AllReduce instruction: every member sends its contribution (zeros when it has none)
+// to every other and adds all of them in the group's order, so that each member holds the
+// same bits. Transfers go through host memory like sends.
+Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mine, DeviceImpl* device) {
+  const int me = mpi::world_rank() - 1;
+  if (!mine.valid()) mine = tessel::zeros(in.aval.shape, in.aval.dtype);
+  mine = device_put(mine, Device(device));
+  const ConcreteArray* c = tessel::detail::require_concrete(mine, "pipelined all_reduce");
+  c->buffer()->wait();
+  const size_t nbytes = in.aval.nbytes();
+  mpi::Block block(MPI_BYTE, int64_t(nbytes));
+  MPI_Comm comm = ctl::peer_comm();
+  const int tag = wire_tag(p, step, in.tag);
+  std::vector<MPI_Request> reqs;
+  std::map<int, std::shared_ptr<Buffer>> theirs;
+  try {
+    for (int q : in.group) {
+      if (q == me) continue;
+      auto buf = Buffer::allocate(nbytes, device);
+      MPI_Request r;
+      mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), q + 1, tag, comm, &r), "MPI_Irecv", "pipelined");
+      reqs.push_back(r);
+      theirs[q] = buf;
+      mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), q + 1, tag, comm, &r), "MPI_Isend",
+                 "pipelined");
+      reqs.push_back(r);
+    }
+    for (MPI_Request& r : reqs) wait_watching(r, step);
+  } catch (...) {
+    for (MPI_Request& r : reqs)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
+    throw;
+  }
+  Array sum;
+  for (int q : in.group) {
+    Array part = mine;
+    if (q != me) {
+      theirs[q]->set_ready();
+      part = tessel::detail::make_concrete(in.aval, device, theirs[q], true);
+    }
+    sum = sum.valid() ? sum + part : part;
+  }
+  return sum;
 }
 
 std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std::vector<uint64_t>& in_ids,
@@ -183,7 +235,10 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
             outs[k].block_until_ready();
             slots[in.outs[k]] = outs[k];
           }
-          events.push_back({0, in.task.to_string(), kind_name(in.task.kind), in.task.stage, in.task.microbatch, t0, now_us()});
+          if (in.task.microbatch < 0)  // the epilogue: once per step, after the stage tasks
+            events.push_back({0, "epilogue", "epilogue", in.task.stage, -1, t0, now_us()});
+          else
+            events.push_back({0, in.task.to_string(), kind_name(in.task.kind), in.task.stage, in.task.microbatch, t0, now_us()});
           break;
         }
         case Op::send: {
@@ -218,6 +273,11 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           break;
         }
         case Op::del: slots.erase(in.ins[0]); break;
+        case Op::all_reduce: {
+          slots[in.outs[0]] = on_local_mesh(p, all_reduce(p, step, in, in.ins.empty() ? Array() : slot(in.ins[0]), first));
+          events.push_back({0, in.to_string(), "all_reduce", -1, -1, t0, now_us()});
+          break;
+        }
       }
     }
     for (auto& s : sends) wait_watching(s.req, step);
