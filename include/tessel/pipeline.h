@@ -127,7 +127,19 @@ TESSEL_API std::vector<double> idle_fractions(const std::vector<TimelineEvent>& 
 class TESSEL_API RemoteMpmdMesh {
  public:
   RemoteMpmdMesh(int num_workers, const Shape& local_mesh_shape, const std::vector<std::string>& axis_names);
+  /// A pipeline of `pp` stage workers replicated `dp` times for data parallelism (JaxPP's
+  /// pp x dp): worker `replica * pp + stage_worker` (process worker + 1) runs that stage
+  /// worker's part of the pipeline on replica `replica`'s share of the microbatches, and
+  /// the gradients (every output averaged over the microbatches) are all-reduced among the
+  /// replicas inside the instruction stream. The job needs pp x dp workers (`mpirun -np
+  /// 1+pp*dp`); ValueError otherwise, or for pp or dp < 1.
+  RemoteMpmdMesh(int pp, int dp, const Shape& local_mesh_shape, const std::vector<std::string>& axis_names);
+  /// Every worker of the mesh: pp x dp.
   int num_workers() const { return int(local_meshes_.size()); }
+  /// Stage workers per replica (pp).
+  int pipeline_workers() const { return pp_; }
+  /// Data-parallel replicas of the pipeline (dp).
+  int replicas() const { return int(local_meshes_.size()) / pp_; }
   /// The mesh of worker `worker`'s devices.
   const Mesh& local_mesh(int worker) const;
   /// Every worker's mesh stacked along a leading "mpmd" axis.
@@ -137,6 +149,7 @@ class TESSEL_API RemoteMpmdMesh {
 
  private:
   std::vector<Mesh> local_meshes_;
+  int pp_ = 1;
 };
 
 /// A driver's handle to an array on a worker (the seed's ArrayRef): an Array whose pieces
@@ -148,7 +161,8 @@ using ArrayRef = Array;
 /// Options of `pipelined`.
 struct PipelineOptions {
   /// Microbatches per call: every batch argument is split into this many equal parts along
-  /// its leading dimension.
+  /// its leading dimension. With dp replicas, each replica takes num_microbatches / dp
+  /// consecutive ones (dp must divide it).
   int num_microbatches = 1;
   /// Arguments whose leaves are split into microbatches (the others, e.g. the parameters,
   /// go whole to every worker that reads them).

@@ -69,8 +69,9 @@ std::string Instruction::to_string() const {
     case Op::all_reduce: {
       std::string g;
       for (int w : group) g += (g.empty() ? "w" : ",w") + std::to_string(w);
-      return "all_reduce " + slots(ins) + " -> " + slots(outs) + " " + g + " #" + std::to_string(tag) + " " +
-             aval.to_string();
+      return "all_reduce " + slots(ins) + " -> " + slots(outs) + " " + g +
+             (across_replicas ? " x" + std::to_string(count) + " replicas (mean)" : "") + " #" + std::to_string(tag) +
+             " " + aval.to_string();
     }
   }
   return "?";
@@ -86,12 +87,13 @@ std::string Streams::to_string() const {
 }
 
 Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated,
-                     int recv_lookahead) {
+                     int recv_lookahead, int replicas) {
   const int W = plan.num_workers, M = plan.num_microbatches;
   const Slots slot{M, int64_t(staged.values.size())};
   Streams r;
   r.num_workers = W;
   r.num_microbatches = M;
+  r.replicas = replicas;
   r.per_worker.resize(size_t(W));
   r.inputs.resize(size_t(W));
   auto worker_of_segment = [&](int seg) { return plan.stage_worker[size_t(staged.segments[size_t(seg)].stage)]; };
@@ -180,6 +182,16 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
           acc.count = M;
           if (k > 0 && acc.mode != AccumulateMode::keep) acc.ins.push_back(slot.accumulator(int(o)));
           body.push_back(acc);
+          if (replicas > 1 && acc.mode == (M == 1 ? AccumulateMode::first : AccumulateMode::add_and_scale)) {
+            // The replicas' means averaged: the mean over every microbatch of the step.
+            Instruction all = make(Op::all_reduce, {slot.accumulator(int(o))}, {slot.accumulator(int(o))});
+            all.group = {w};
+            all.across_replicas = true;
+            all.count = replicas;
+            all.tag = tag_of(-1 - int(staged.sums.size() + o), -1, -1);
+            all.aval = staged.values[size_t(v)].aval;
+            body.push_back(all);
+          }
         }
         if (auto it = parts_of.find(v); it != parts_of.end())
           for (auto [k, j] : it->second) {
@@ -223,6 +235,8 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
       Instruction all = make(Op::all_reduce, mine.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{mine[0]},
                              {slot.of(sum.result, 0)});
       all.group.assign(group.begin(), group.end());
+      all.across_replicas = replicas > 1;
+      all.count = replicas;
       all.tag = tag_of(-1 - int(k), -1, -1);
       all.aval = staged.values[size_t(sum.result)].aval;
       out.push_back(all);
@@ -414,6 +428,7 @@ void write_stream(ir::Writer& w, const std::vector<Instruction>& stream) {
     w.i64(in.count);
     w.count(in.group.size());
     for (int g : in.group) w.i64(g);
+    w.boolean(in.across_replicas);
   }
 }
 
@@ -458,6 +473,7 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
     in.count = small("count", 0);
     in.group.resize(r.count(8));
     for (int& g : in.group) g = small("group", 0);
+    in.across_replicas = r.boolean();
     // The slots each operation reads and writes (run: its segment's, checked on loading).
     const bool adds = in.mode == AccumulateMode::add || in.mode == AccumulateMode::add_and_scale;
     const size_t want_ins = in.op == Op::send || in.op == Op::rename_out || in.op == Op::del ? 1

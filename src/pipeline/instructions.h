@@ -38,13 +38,15 @@ struct Instruction {
   AccumulateMode mode = AccumulateMode::keep;
   int count = 0;                   ///< accumulate: the divisor of add_and_scale
   std::vector<int> group;          ///< all_reduce: the workers taking part, ascending (tag: the reduction)
+  bool across_replicas = false;    ///< all_reduce: the group's workers of every data-parallel replica (divided by `count`)
   /// "run F0(m=1) [%3 %8] -> [%12]", "send %12 -> w1 #4", "all_reduce [%9] -> [%10] w0,w1 #7", ...
   std::string to_string() const;
 };
 
 /// The streams of every worker for one compiled pipeline.
 struct Streams {
-  int num_workers = 0, num_microbatches = 0;
+  int num_workers = 0, num_microbatches = 0;  ///< per replica
+  int replicas = 1;                            ///< data-parallel replicas running these streams
   std::vector<std::vector<Instruction>> per_worker;
   /// Per worker, what each of the call's input ids holds: (step input, microbatch or -1).
   std::vector<std::vector<std::pair<int, int>>> inputs;
@@ -59,7 +61,10 @@ struct Streams {
 /// The streams that run `plan` on `staged`: per task, receive the inputs other workers
 /// computed, run the segment, send its results to the workers that use them and add the
 /// step's outputs into their (mean) accumulators; free every slot after its last use.
-/// Each cross-stage sum (staged.sums) is an AllReduce among the workers computing its parts and
+/// With `replicas` > 1 (data parallelism: each replica runs these streams on its own
+/// microbatches), every output averaged over the microbatches is averaged over the replicas
+/// by an AllReduce right after its last accumulation, and the cross-stage sums span the
+/// replicas too. Each cross-stage sum (staged.sums) is an AllReduce among the workers computing its parts and
 /// the epilogue's, after their last task; the epilogue runs after it.
 /// Receives are posted `recv_lookahead` tasks ahead of the task that reads them (before the
 /// worker runs the tasks in between, so the transfer completes while they compute) and
@@ -67,7 +72,7 @@ struct Streams {
 /// Empty segments (a stage without a weight half) run nothing. `donated[i]` marks step
 /// inputs whose arrays the call may free.
 Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated,
-                     int recv_lookahead = 1);
+                     int recv_lookahead = 1, int replicas = 1);
 
 /// Checks what the runtime relies on: every send has exactly one receive (same tag, the two
 /// workers, same aval) and the reverse; every posted receive is waited for once, before its

@@ -20,15 +20,24 @@ namespace tessel::pipeline {
 namespace ctl = distributed::controller;
 
 RemoteMpmdMesh::RemoteMpmdMesh(int num_workers, const Shape& local_mesh_shape,
-                               const std::vector<std::string>& axis_names) {
+                               const std::vector<std::string>& axis_names)
+    : RemoteMpmdMesh(num_workers, 1, local_mesh_shape, axis_names) {}
+
+RemoteMpmdMesh::RemoteMpmdMesh(int pp, int dp, const Shape& local_mesh_shape, const std::vector<std::string>& axis_names)
+    : pp_(pp) {
   if (!ctl::is_driver())
     throw ValueError("RemoteMpmdMesh: needs the driver of a single-controller job; call "
                      "ts::distributed::initialize({.mode = ts::distributed::Mode::single_controller}) and run under "
                      "mpirun -np 1+W");
+  if (pp < 1 || dp < 1)
+    throw ValueError("RemoteMpmdMesh: pp = " + std::to_string(pp) + " stage workers and dp = " + std::to_string(dp) +
+                     " replicas; give at least 1 of each");
+  const int num_workers = pp * dp;
   const int available = process_count() - 1;
-  if (num_workers < 1 || num_workers > available)
-    throw ValueError("RemoteMpmdMesh: asked for " + std::to_string(num_workers) + " workers but the job has " +
-                     std::to_string(available) + " worker processes; run under mpirun -np " +
+  if (num_workers > available)
+    throw ValueError("RemoteMpmdMesh: asked for " + std::to_string(num_workers) + " workers" +
+                     (dp > 1 ? " (" + std::to_string(pp) + " stage workers x " + std::to_string(dp) + " replicas)" : "") +
+                     " but the job has " + std::to_string(available) + " worker processes; run under mpirun -np " +
                      std::to_string(num_workers + 1) + " (or ask for fewer)");
   int64_t per_worker = 1;
   for (int64_t d : local_mesh_shape) per_worker *= d;
@@ -136,7 +145,11 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
                                                  const std::vector<int>& leaf_args,
                                                  const std::shared_ptr<const void>& fresh) {
   auto c = std::make_shared<Compiled>();
-  const int M = opts.num_microbatches, W = mesh.num_workers();
+  const int W = mesh.pipeline_workers(), dp = mesh.replicas();
+  if (opts.num_microbatches % dp != 0)
+    throw ValueError("pipelined: num_microbatches = " + std::to_string(opts.num_microbatches) + " cannot be shared by " +
+                     std::to_string(dp) + " data-parallel replicas; give a multiple of " + std::to_string(dp));
+  const int M = opts.num_microbatches / dp;  // per replica
   std::vector<Aval> micro;
   std::vector<bool> is_batch, donated;
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -146,11 +159,11 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
     is_batch.push_back(batch);
     donated.push_back(contains(opts.donate_argnums, leaf_args[i]));
     if (batch) {
-      if (a.shape.empty() || a.shape[0] % M != 0)
+      if (a.shape.empty() || a.shape[0] % opts.num_microbatches != 0)
         throw ValueError("pipelined: leaf " + std::to_string(i) + " of batch argument " + std::to_string(leaf_args[i]) +
-                         " has shape " + a.to_string() + "; num_microbatches = " + std::to_string(M) +
+                         " has shape " + a.to_string() + "; num_microbatches = " + std::to_string(opts.num_microbatches) +
                          " must divide its leading dimension. Change the batch size or num_microbatches");
-      a.shape[0] /= M;
+      a.shape[0] /= opts.num_microbatches;
     }
     micro.push_back(a);
   }
@@ -174,17 +187,21 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
       throw ValueError("pipelined: output " + std::to_string(o) + " (" + out_avals[o].to_string() +
                        ") depends on the batch but is not floating-point, so it cannot be averaged over "
                        "microbatches; return a floating-point value");
-  c->streams = make_streams(c->staged, c->plan, donated);
+  c->streams = make_streams(c->staged, c->plan, donated, 1, dp);
   check_streams(c->streams, c->staged);
   c->key = ctl::new_id();
 
-  // Each worker gets its segments, its stream and its output layouts, and compiles.
+  // Each worker gets its segments, its stream and its output layouts, and compiles (every
+  // replica the streams of its stage workers).
   std::vector<std::string> loads;
-  for (int w = 0; w < W; ++w) {
+  for (int g = 0; g < W * dp; ++g) {
+    const int w = g % W;
     ir::Writer wr;
     wr.u64(c->key);
-    ir::write_sharding(wr, NamedSharding(mesh.local_mesh(w), PartitionSpec()));
+    ir::write_sharding(wr, NamedSharding(mesh.local_mesh(g), PartitionSpec()));
     wr.i64(W);
+    wr.i64(dp);
+    wr.i64(g / W);
     wr.i64(M);
     wr.i64(c->streams.num_transfers);
     std::vector<int> mine;
@@ -201,7 +218,7 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
     for (size_t o = 0; o < c->streams.output_worker.size(); ++o)
       if (c->streams.output_worker[o] == w) outs.push_back(o);
     wr.count(outs.size());
-    for (size_t o : outs) ir::write_sharding(wr, sharding_of(w, opts.out_shardings, o));
+    for (size_t o : outs) ir::write_sharding(wr, sharding_of(g, opts.out_shardings, o));
     loads.push_back(wr.take());
   }
   for (auto& f : ask_all("pipeline.load", std::move(loads))) f.get();
@@ -222,15 +239,16 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
   };
   std::vector<std::string> payloads;
   std::vector<std::vector<uint64_t>> out_ids(static_cast<size_t>(W));
-  for (int w = 0; w < W; ++w) {
+  const int pp = mesh.pipeline_workers(), per_replica = M / mesh.replicas();
+  for (int w = 0; w < W; ++w) {  // worker w runs stage worker w % pp of replica w / pp
     ir::Writer wr;
     wr.u64(c.key);
     wr.u64(step);
-    const auto& inputs = c.streams.inputs[size_t(w)];
+    const auto& inputs = c.streams.inputs[size_t(w % pp)];
     wr.count(inputs.size());
     for (auto [leaf, m] : inputs) {
       const Sharding target = sharding_of(w, opts.in_shardings, size_t(leaf));
-      Array x = piece(size_t(leaf), m);
+      Array x = piece(size_t(leaf), m < 0 ? m : (w / pp) * per_replica + m);
       const auto* s = tessel::detail::as_sharded(x);
       if (!(s && s->remote && s->sharding() == target)) {
         x = device_put(x, target);
@@ -238,7 +256,7 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
       }
       wr.u64(ctl::remote_id(x, "pipelined"));
     }
-    size_t n = 0;
+    size_t n = 0;  // results: replica 0's
     for (int ow : c.streams.output_worker) n += ow == w;
     wr.count(n);
     for (size_t k = 0; k < n; ++k) {

@@ -1,6 +1,7 @@
 // The workers' side of pipelined() (docs/pipeline.md "Instructions"): keeps the compiled
 // stages and instruction stream the driver sent, and runs the stream once per call, one
 // instruction at a time, with transfers between workers over MPI.
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -28,7 +29,11 @@ using tessel::detail::DeviceImpl;
 // A compiled pipeline, as one worker keeps it.
 struct Loaded {
   Sharding replicated;  // over this worker's local mesh
-  int workers = 0, microbatches = 0, transfers = 0;
+  int workers = 0, microbatches = 0, transfers = 0;  // stage workers (pp) and microbatches per replica
+  int replicas = 1, replica = 0;                      // data parallelism: this worker's replica
+  // The process of stage worker `w` of this worker's replica (worker r * pp + w is process + 1).
+  int process_of(int w, int r) const { return r * workers + w + 1; }
+  int process_of(int w) const { return process_of(w, replica); }
   std::map<int, std::shared_ptr<tessel::detail::JitEntry>> segments;
   std::map<int, std::pair<size_t, size_t>> segment_arity;  // inputs, outputs
   std::vector<Instruction> stream;
@@ -94,9 +99,9 @@ void wait_watching(MPI_Request& req, uint64_t step) {
 
 // Tells the other workers that `step` failed here, so that none waits for this one.
 void abort_peers(const Loaded& p, uint64_t step) {
-  const int me = mpi::world_rank() - 1;
-  for (int w = 0; w < p.workers; ++w)
-    if (w != me) MPI_Send(&step, 8, MPI_BYTE, w + 1, kAbortTag, ctl::peer_comm());
+  const int me = mpi::world_rank();
+  for (int w = 0; w < p.workers * p.replicas; ++w)
+    if (w + 1 != me) MPI_Send(&step, 8, MPI_BYTE, w + 1, kAbortTag, ctl::peer_comm());
 }
 
 // What read_stream cannot know: the segments and workers an instruction names exist, and a
@@ -132,7 +137,12 @@ Array on_local_mesh(const Loaded& p, Array x) {
 // to every other and adds all of them in the group's order, so that each member holds the
 // same bits. Transfers go through host memory like sends.
 Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mine, DeviceImpl* device) {
-  const int me = mpi::world_rank() - 1;
+  const int me = mpi::world_rank();
+  std::vector<int> members;  // processes, ascending
+  for (int r = 0; r < p.replicas; ++r)
+    if (in.across_replicas || r == p.replica)
+      for (int g : in.group) members.push_back(p.process_of(g, r));
+  std::sort(members.begin(), members.end());
   if (!mine.valid()) mine = tessel::zeros(in.aval.shape, in.aval.dtype);
   mine = device_put(mine, Device(device));
   const ConcreteArray* c = tessel::detail::require_concrete(mine, "pipelined all_reduce");
@@ -144,14 +154,14 @@ Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mi
   std::vector<MPI_Request> reqs;
   std::map<int, std::shared_ptr<Buffer>> theirs;
   try {
-    for (int q : in.group) {
+    for (int q : members) {
       if (q == me) continue;
       auto buf = Buffer::allocate(nbytes, device);
       MPI_Request r;
-      mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), q + 1, tag, comm, &r), "MPI_Irecv", "pipelined");
+      mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), q, tag, comm, &r), "MPI_Irecv", "pipelined");
       reqs.push_back(r);
       theirs[q] = buf;
-      mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), q + 1, tag, comm, &r), "MPI_Isend",
+      mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), q, tag, comm, &r), "MPI_Isend",
                  "pipelined");
       reqs.push_back(r);
     }
@@ -165,7 +175,7 @@ Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mi
     throw;
   }
   Array sum;
-  for (int q : in.group) {
+  for (int q : members) {
     Array part = mine;
     if (q != me) {
       theirs[q]->set_ready();
@@ -173,6 +183,7 @@ Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mi
     }
     sum = sum.valid() ? sum + part : part;
   }
+  if (in.across_replicas && in.count > 1) sum = sum / Array(double(in.count));
   return sum;
 }
 
@@ -213,7 +224,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           PendingRecv& r = recvs[in.outs[0]];
           r.buffer = buf;
           r.aval = in.aval;
-          mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag), comm, &r.req),
+          mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), p.process_of(in.peer), wire_tag(p, step, in.tag), comm, &r.req),
                      "MPI_Irecv", "pipelined");
           break;
         }
@@ -247,7 +258,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           c->buffer()->wait();
           mpi::Block block(MPI_BYTE, int64_t(a.aval().nbytes()));
           MPI_Request req;
-          mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag),
+          mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), p.process_of(in.peer), wire_tag(p, step, in.tag),
                                comm, &req),
                      "MPI_Isend", "pipelined");
           sends.push_back({req, a});
@@ -265,6 +276,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           break;
         }
         case Op::rename_out: {
+          if (p.replica != 0) break;  // replica 0 returns the results (the replicas hold the same)
           Array a = slot(in.ins[0]);
           const Sharding& target = p.out_shardings.at(size_t(in.ext));
           if (!(a.sharding() == target)) a = device_put(a, target);
@@ -305,6 +317,8 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         const uint64_t key = r.u64();
         p->replicated = ir::read_sharding(r);
         p->workers = int(r.i64());
+        p->replicas = int(r.i64());
+        p->replica = int(r.i64());
         p->microbatches = int(r.i64());
         p->transfers = int(r.i64());
         for (size_t k = r.count(8); k-- > 0;) {

@@ -204,6 +204,59 @@ TEST(Pipelined, TiedEmbeddingMatchesThePlainStepInEverySchedule) {
   }
 }
 
+// Data parallelism: pp stage workers x 2 replicas (pp = 2 under `mpirun -np 5`, 1 under
+// -np 3), each replica on half of the microbatches, the gradients all-reduced among the
+// replicas: the plain jitted step's loss and parameters for every schedule, for the MLP and
+// the tied embedding, over two steps (the second from the returned ArrayRefs).
+TEST(PipelinedDp, ReplicasMatchThePlainStepInEverySchedule) {
+  const int workers = ts::process_count() - 1, dp = 2, pp = workers >= 4 ? 2 : 1;
+  if (workers < dp) GTEST_SKIP() << "needs 2 workers";
+  pp::RemoteMpmdMesh mesh(pp, dp, {1}, {"model"});
+  EXPECT_EQ(mesh.num_workers(), pp * dp);
+  EXPECT_EQ(mesh.replicas(), dp);
+  std::vector<pp::Schedule> schedules = {pp::GPipe{}, pp::OneF1B{}, pp::Eager1F1B{}, pp::ZeroBubbleH1{}};
+  if (pp > 1) schedules.push_back(pp::Interleaved1F1B{2});
+  for (const pp::Schedule& schedule : schedules) {
+    const int stages = pp * (std::holds_alternative<pp::Interleaved1F1B>(schedule) ? 2 : 1), micro = 4, batch = 8;
+    for (bool tied : {false, true}) {
+      Mlp mlp{stages, stages};
+      TiedMlp tmlp{stages};
+      std::vector<ts::Array> w = weights(stages, 8);
+      auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
+        return tied ? tmlp.step(w, x, y) : mlp.step(w, x, y);
+      };
+      ts::Array x = ts::reshape(ts::cos(ts::arange(batch * 8, ts::f32)), {batch, 8});
+      ts::Array y = ts::reshape(ts::sin(ts::arange(batch * 8, ts::f32) * 0.3f), {batch, 8}) * 0.5f;
+      pp::PipelineOptions opts;
+      opts.num_microbatches = micro;
+      opts.batch_argnums = {1, 2};
+      opts.donate_argnums = {0};
+      opts.schedule = schedule;
+      auto step = pp::pipelined(plain, mesh, opts);
+      auto [w1, l1] = step(w, x, y);
+      auto [w2, l2] = step(w1, x, y);
+      auto [r1, rl1] = ts::jit(plain)(w, x, y);
+      auto [r2, rl2] = ts::jit(plain)(r1, x, y);
+      const std::string what = std::string(tied ? "tied " : "") + name_of(schedule) + " pp " + std::to_string(pp) + " dp 2";
+      expect_close(l1, rl1, what + " loss");
+      expect_close(l2, rl2, what + " second loss");
+      for (size_t i = 0; i < w2.size(); ++i) expect_close(w2[i], r2[i], what + " w" + std::to_string(i));
+      EXPECT_NE(step.instructions().find("replicas (mean)"), std::string::npos) << what;
+    }
+  }
+  pp::PipelineOptions odd;
+  odd.num_microbatches = 3;
+  odd.batch_argnums = {1, 2};
+  Mlp mlp{pp, pp};
+  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+  try {
+    pp::pipelined(plain, mesh, odd)(weights(pp, 4), ts::ones({6, 4}, ts::f32), ts::ones({6, 4}, ts::f32));
+    FAIL() << "expected a ValueError";
+  } catch (const ts::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("give a multiple of 2"), std::string::npos) << e.what();
+  }
+}
+
 void expect_error(const std::function<void()>& f, const std::string& part) {
   try {
     f();
@@ -235,6 +288,8 @@ TEST(Pipelined, ErrorsNameTheFix) {
   opts.batch_argnums = {7};
   expect_error([&] { pp::pipelined(ok, mesh, opts)(weights(W, 4), x, y); }, "batch_argnums lists argument 7");
   expect_error([] { pp::RemoteMpmdMesh(64, {1}, {"x"}); }, "worker processes");
+  expect_error([] { pp::RemoteMpmdMesh(2, 32, {1}, {"x"}); }, "2 stage workers x 32 replicas");
+  expect_error([] { pp::RemoteMpmdMesh(2, 0, {1}, {"x"}); }, "give at least 1 of each");
   expect_error([] { pp::RemoteMpmdMesh(1, {16}, {"x"}); }, "TESSEL_CPU_DEVICES=16");
 }
 
