@@ -11,11 +11,16 @@
 //                          that same step: the bubble of the schedule on these very stages
 //   pipeline.bubble_excess  the larger measured bubble over the theoretical (goal <= 1.15)
 //   pipeline.bubble_vs_simulated  the larger of measured over simulated (goal <= 1.1)
+//   pipeline.dp2_speedup    one training step (2 stages of 256-wide products, 8 microbatches
+//                          of 64 rows) on pp=2 x dp=2 workers against pp=2 x dp=1, same global
+//                          batch, best of 5 each; printed with the core count (the job is 1 + 4
+//                          processes: below 5 cores it is oversubscribed)
 //   pipeline.instruction_overhead_us  mean time of one run or send instruction on a worker
 //                          when stages are tiny (4 x 4): what dispatching an instruction
 //                          costs (receives are left out: they wait for the peer) (goal <= 20)
 //   pipeline.step_tiny_us  one whole step of the tiny pipeline (16 tasks per worker)
-// Run alone: it starts itself under `mpirun -np 3` as the driver.
+// Run alone: it starts itself under `mpirun -np 5` as the driver (2 workers for the bubble
+// and overhead figures, 4 for the data-parallel one).
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,7 +99,6 @@ int driver() {
   pp::RemoteMpmdMesh mesh(2, {1}, {"x"});
   const double theory = pp::theoretical_bubble(2, 8);
   const Bubble gpipe = measured_bubble(pp::GPipe{}, mesh), one = measured_bubble(pp::OneF1B{}, mesh);
-  std::printf("cores %u\n", std::thread::hardware_concurrency());
   tb::report("pipeline.bubble_gpipe", gpipe.measured, "fraction");
   tb::report("pipeline.bubble_1f1b", one.measured, "fraction");
   tb::report("pipeline.stage_imbalance", std::max(gpipe.imbalance, one.imbalance), "ratio");
@@ -127,6 +131,29 @@ int driver() {
   }
   tb::report("pipeline.instruction_overhead_us", dispatch, "us");
   tb::report("pipeline.step_tiny_us", step_us, "us");
+
+  // Data parallelism: the same step and global batch on pp=2 x dp=1 and pp=2 x dp=2.
+  auto step_seconds = [&](const pp::RemoteMpmdMesh& m) {
+    const int width = 256, rows = 64, micro = 8;
+    pp::PipelineOptions o;
+    o.num_microbatches = micro;
+    o.batch_argnums = {1};
+    auto train = pp::pipelined(make_step(4), m, o);
+    std::vector<ts::Array> wd(4, ts::ones({width, width}, ts::f32) * (1.0f / width));
+    ts::Array xd = ts::ones({micro * rows, width}, ts::f32);
+    std::get<0>(train(wd, xd)).block_until_ready();
+    double best = 1e30;
+    for (int r = 0; r < 5; ++r)
+      best = std::min(best, tb::seconds_per_call([&] { std::get<0>(train(wd, xd)).block_until_ready(); }, 1, 1));
+    return best;
+  };
+  const double dp1 = step_seconds(pp::RemoteMpmdMesh(2, 1, {1}, {"x"}));
+  const double dp2 = step_seconds(pp::RemoteMpmdMesh(2, 2, {1}, {"x"}));
+  std::printf("pp=2 x dp=2 runs 1 + 4 processes on %u cores%s\n", std::thread::hardware_concurrency(),
+              std::thread::hardware_concurrency() < 5 ? " (oversubscribed)" : "");
+  tb::report("pipeline.step_pp2_dp1_ms", dp1 * 1e3, "ms");
+  tb::report("pipeline.step_pp2_dp2_ms", dp2 * 1e3, "ms");
+  tb::report("pipeline.dp2_speedup", dp1 / dp2, "ratio");
   return 0;
 }
 
@@ -139,7 +166,7 @@ int main(int argc, char** argv) {
   if (n <= 0) return 1;
   self[n] = 0;
   const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TESSEL_CPU_DEVICES=1 "
-                          "OPENBLAS_NUM_THREADS=1 mpirun -np 3 --oversubscribe " +
+                          "OPENBLAS_NUM_THREADS=1 mpirun -np 5 --oversubscribe " +
                           tb::shell_quote(self) + " --driver";
   return std::system(cmd.c_str()) == 0 ? 0 : 1;
 }
