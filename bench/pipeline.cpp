@@ -11,6 +11,9 @@
 //                          that same step: the bubble of the schedule on these very stages
 //   pipeline.bubble_excess  the larger measured bubble over the theoretical (goal <= 1.15)
 //   pipeline.bubble_vs_simulated  the larger of measured over simulated (goal <= 1.1)
+//   pipeline.async_steps_speedup  8 tiny steps issued back to back (calls return at once,
+//                          the losses read at the end) against 8 steps each read before the
+//                          next call
 //   pipeline.dp2_speedup    one training step (2 stages of 256-wide products, 8 microbatches
 //                          of 64 rows) on pp=2 x dp=2 workers against pp=2 x dp=1, same global
 //                          batch, best of 5 each; printed with the core count (the job is 1 + 4
@@ -131,6 +134,25 @@ int driver() {
   }
   tb::report("pipeline.instruction_overhead_us", dispatch, "us");
   tb::report("pipeline.step_tiny_us", step_us, "us");
+
+  // Asynchronous calls: 8 tiny steps issued back to back (then every loss read) against 8
+  // steps each read before the next is issued.
+  auto eight = [&](bool back_to_back) {
+    std::vector<ts::Array> losses;
+    for (int k = 0; k < 8; ++k) {
+      losses.push_back(std::get<0>(tiny(w, x)));
+      if (!back_to_back) losses.back().block_until_ready();
+    }
+    for (auto& l : losses) l.block_until_ready();
+  };
+  double sync_s = 1e30, async_s = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    sync_s = std::min(sync_s, tb::seconds_per_call([&] { eight(false); }, 1, 1));
+    async_s = std::min(async_s, tb::seconds_per_call([&] { eight(true); }, 1, 1));
+  }
+  tb::report("pipeline.eight_steps_sync_us", sync_s * 1e6, "us");
+  tb::report("pipeline.eight_steps_async_us", async_s * 1e6, "us");
+  tb::report("pipeline.async_steps_speedup", sync_s / async_s, "ratio");
 
   // Data parallelism: the same step and global batch on pp=2 x dp=1 and pp=2 x dp=2.
   auto step_seconds = [&](const pp::RemoteMpmdMesh& m) {

@@ -2,6 +2,7 @@
 // instruction streams, and calls (docs/pipeline.md). The workers' side is worker.cpp.
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
@@ -101,7 +102,15 @@ std::string schedule_name(const Schedule& s) {
 
 // The step's unique number across every pipeline of the job (workers tag transfers with it).
 std::atomic<uint64_t> next_step{0};
+// Steps of one pipeline issued and not yet over, at most (the next call waits for the oldest).
+constexpr size_t kMaxStepsInFlight = 8;
+std::mutex call_mu;  // one pipelined call at a time
 
+}  // namespace
+
+class PipelineState;
+namespace {
+PipelineState* active_pipeline = nullptr;  // the pipeline whose steps may be in flight
 }  // namespace
 
 class PipelineState {
@@ -112,7 +121,31 @@ class PipelineState {
   std::mutex mu;
   std::vector<std::shared_ptr<Compiled>> compiled;
   std::shared_ptr<Compiled> last;
-  std::vector<TimelineEvent> timeline;
+  std::vector<TimelineEvent> timeline;  // of the last step collected
+  // Steps issued and not yet collected, oldest first: each worker's future answer to
+  // "pipeline.done", and the arrays the step reads (kept alive until it ran).
+  struct InFlight {
+    std::vector<std::future<std::string>> done;
+    std::vector<Array> keep;
+  };
+  std::deque<InFlight> in_flight;
+  std::exception_ptr failed;  // a collected step's failure, thrown by the next call
+  uint64_t next_seq = 0;      // the workers run this pipeline's steps in this order
+
+  ~PipelineState() {
+    {
+      std::lock_guard lock(call_mu);
+      if (active_pipeline == this) active_pipeline = nullptr;
+    }
+    try {
+      collect(true);
+    } catch (...) {  // the step failed: nobody is left to tell
+    }
+  }
+  // Collects the steps that are over (every one with `wait`): their timelines, and the
+  // first failure (a worker that failed stopped the others, whose errors only say so: the
+  // failure itself is kept).
+  void collect(bool wait);
 
   Sharding sharding_of(int worker, const std::vector<std::optional<PartitionSpec>>& specs, size_t leaf) const {
     const PartitionSpec spec = leaf < specs.size() && specs[leaf] ? *specs[leaf] : PartitionSpec();
@@ -219,6 +252,8 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
       if (c->streams.output_worker[o] == w) outs.push_back(o);
     wr.count(outs.size());
     for (size_t o : outs) ir::write_sharding(wr, sharding_of(g, opts.out_shardings, o));
+    wr.count(outs.size());
+    for (size_t o : outs) ir::write_aval(wr, c->staged.values[size_t(c->staged.outputs[o])].aval);
     loads.push_back(wr.take());
   }
   for (auto& f : ask_all("pipeline.load", std::move(loads))) f.get();
@@ -227,7 +262,7 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
 
 std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> leaves) {
   const int W = mesh.num_workers(), M = opts.num_microbatches;
-  const uint64_t step = next_step++;
+  const uint64_t step = next_step++, seq = next_seq++;
   std::vector<Array> keep;  // the pieces sent for this call
   std::map<std::pair<size_t, int>, Array> micro;
   auto piece = [&](size_t leaf, int m) -> Array {
@@ -244,6 +279,7 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
     ir::Writer wr;
     wr.u64(c.key);
     wr.u64(step);
+    wr.u64(seq);
     const auto& inputs = c.streams.inputs[size_t(w % pp)];
     wr.count(inputs.size());
     for (auto [leaf, m] : inputs) {
@@ -265,34 +301,19 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
     }
     payloads.push_back(wr.take());
   }
-  auto replies = ask_all("pipeline.step", std::move(payloads));
-  // Collect every worker's answer; a worker that failed stopped the others, whose errors
-  // only say so: report the failure itself.
-  std::vector<TimelineEvent> events;
-  std::exception_ptr first, cause;
+  // Every worker takes the step (its results exist there from now on, filled when the step
+  // has run); then the call returns while the workers run it.
+  for (auto& f : ask_all("pipeline.step", std::move(payloads))) f.get();
+  std::vector<std::string> done;
   for (int w = 0; w < W; ++w) {
-    try {
-      std::string bytes = replies[size_t(w)].get();
-      ir::Reader r(bytes, "pipelined");
-      for (size_t k = r.count(8); k-- > 0;) {
-        TimelineEvent e;
-        e.worker = w;
-        e.name = r.str();
-        e.kind = r.str();
-        e.stage = int(r.i64());
-        e.microbatch = int(r.i64());
-        e.start_us = r.f64();
-        e.end_us = r.f64();
-        events.push_back(std::move(e));
-      }
-    } catch (const std::exception& e) {
-      if (!first) first = std::current_exception();
-      if (!cause && std::string(e.what()).find(kStoppedByPeer) == std::string::npos) cause = std::current_exception();
-    }
+    ir::Writer wr;
+    wr.u64(c.key);
+    wr.u64(seq);
+    done.push_back(wr.take());
   }
-  if (cause || first) std::rethrow_exception(cause ? cause : first);
-  timeline = events;
-  if (const std::string path = config::get_path(config::kPipelineTrace); !path.empty()) write_chrome_trace(path, events);
+  InFlight flight{ask_all("pipeline.done", std::move(done)), std::move(keep)};
+  flight.keep.insert(flight.keep.end(), leaves.begin(), leaves.end());
+  in_flight.push_back(std::move(flight));
 
   std::vector<Array> outs;
   for (size_t o = 0; o < c.staged.outputs.size(); ++o) {
@@ -309,6 +330,45 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
     outs.push_back(Array(a));
   }
   return outs;
+}
+
+void PipelineState::collect(bool wait) {
+  while (!in_flight.empty()) {
+    InFlight& f = in_flight.front();
+    if (!wait)
+      for (auto& d : f.done)
+        if (d.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    std::vector<TimelineEvent> events;
+    std::exception_ptr first, cause;
+    for (size_t w = 0; w < f.done.size(); ++w) {
+      try {
+        std::string bytes = f.done[w].get();
+        ir::Reader r(bytes, "pipelined");
+        for (size_t k = r.count(8); k-- > 0;) {
+          TimelineEvent e;
+          e.worker = int(w);
+          e.name = r.str();
+          e.kind = r.str();
+          e.stage = int(r.i64());
+          e.microbatch = int(r.i64());
+          e.start_us = r.f64();
+          e.end_us = r.f64();
+          events.push_back(std::move(e));
+        }
+      } catch (const std::exception& e) {
+        if (!first) first = std::current_exception();
+        if (!cause && std::string(e.what()).find(kStoppedByPeer) == std::string::npos) cause = std::current_exception();
+      }
+    }
+    in_flight.pop_front();
+    if (cause || first) {
+      if (!failed) failed = cause ? cause : first;
+      continue;
+    }
+    timeline = std::move(events);
+    if (const std::string path = config::get_path(config::kPipelineTrace); !path.empty())
+      write_chrome_trace(path, timeline);
+  }
 }
 
 std::vector<Array> pipeline_call(PipelineState& st, const tessel::detail::FlatFn& trace, std::span<const Array> leaves,
@@ -328,9 +388,18 @@ std::vector<Array> pipeline_call(PipelineState& st, const tessel::detail::FlatFn
       throw ValueError("pipelined: input leaf " + std::to_string(i) + " is traced (inside jit, grad or vmap); call the "
                        "pipelined step outside transformations");
   }
-  // One call at a time: workers tag transfers by step, and run one stream at a time.
-  static std::mutex call_mu;
+  // One call at a time: workers tag transfers by step. Steps of one pipeline may be in
+  // flight together (each worker runs them in order); another pipeline's are collected
+  // first, so that the steps on a worker never interleave.
   std::lock_guard call_lock(call_mu);
+  if (active_pipeline && active_pipeline != &st) active_pipeline->collect(true);
+  active_pipeline = &st;
+  st.collect(false);
+  while (st.in_flight.size() >= kMaxStepsInFlight) st.collect(true);
+  if (st.failed) {  // an earlier step failed: its error surfaces now
+    std::exception_ptr e = std::exchange(st.failed, nullptr);
+    std::rethrow_exception(e);
+  }
   std::shared_ptr<Compiled> c;
   {
     std::lock_guard lock(st.mu);
@@ -355,7 +424,11 @@ std::string pipeline_instructions(const PipelineState& st) {
   return st.last->streams.to_string();
 }
 Plan pipeline_plan(const PipelineState& st) { return st.last ? st.last->plan : Plan{}; }
-std::vector<TimelineEvent> pipeline_timeline(const PipelineState& st) { return st.timeline; }
+std::vector<TimelineEvent> pipeline_timeline(const PipelineState& st) {
+  auto& state = const_cast<PipelineState&>(st);  // collecting the steps in flight changes no result
+  state.collect(true);
+  return state.timeline;
+}
 
 }  // namespace detail
 }  // namespace tessel::pipeline

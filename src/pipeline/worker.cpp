@@ -3,6 +3,8 @@
 // instruction at a time, with transfers between workers over MPI.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -38,6 +40,14 @@ struct Loaded {
   std::map<int, std::pair<size_t, size_t>> segment_arity;  // inputs, outputs
   std::vector<Instruction> stream;
   std::vector<Sharding> out_shardings;
+  std::vector<Aval> out_avals;
+  // Steps run one at a time in the order the driver issued them (`seq`), each on its own
+  // thread, while the driver goes on; `finished` keeps each step's timeline (or error)
+  // until the driver asks for it ("pipeline.done").
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  mutable uint64_t next_seq = 0;
+  mutable std::map<uint64_t, std::pair<std::string, std::exception_ptr>> finished;
 };
 
 std::mutex loaded_mu;
@@ -188,7 +198,7 @@ Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mi
 }
 
 std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std::vector<uint64_t>& in_ids,
-                                      const std::vector<uint64_t>& out_ids) {
+                                      std::vector<Array>& results) {
   std::map<int64_t, Array> slots;
   struct Pending {
     MPI_Request req;
@@ -281,7 +291,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           const Sharding& target = p.out_shardings.at(size_t(in.ext));
           if (!(a.sharding() == target)) a = device_put(a, target);
           a.block_until_ready();
-          ctl::store(out_ids.at(size_t(in.ext)), a);
+          results.at(size_t(in.ext)) = a;
           break;
         }
         case Op::del: slots.erase(in.ins[0]); break;
@@ -338,6 +348,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         p->stream = read_stream(r);
         check_loaded_stream(*p);
         for (size_t k = r.count(1); k-- > 0;) p->out_shardings.push_back(ir::read_sharding(r));
+        for (size_t k = r.count(1); k-- > 0;) p->out_avals.push_back(ir::read_aval(r));
         std::lock_guard lock(loaded_mu);
         loaded()[key] = p;
         reply.ok();
@@ -346,22 +357,57 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
       }
     });
   });
+  // A step: its results are stored at once as arrays whose buffers the step fills (reading
+  // one waits for it; a failed step leaves its error in them), the driver's call is
+  // answered, and the stream runs in its turn while the driver goes on.
   ctl::register_handler("pipeline.step", [](ir::Reader& r, ctl::Reply reply) {
-    const uint64_t key = r.u64(), step = r.u64();
+    const uint64_t key = r.u64(), step = r.u64(), seq = r.u64();
     std::vector<uint64_t> in_ids(r.count(8)), out_ids;
     for (auto& id : in_ids) id = r.u64();
     out_ids.resize(r.count(8));
     for (auto& id : out_ids) id = r.u64();
+    std::shared_ptr<Loaded> p;
+    {
+      std::lock_guard lock(loaded_mu);
+      auto it = loaded().find(key);
+      if (it != loaded().end()) p = it->second;
+    }
+    if (!p) {
+      reply.fail(std::make_exception_ptr(Error("internal: worker has no pipeline " + std::to_string(key))));
+      return;
+    }
+    std::vector<std::vector<std::shared_ptr<Buffer>>> pending;  // per result, its buffers to fill
+    for (size_t k = 0; k < out_ids.size(); ++k) {
+      const Sharding& s = p->out_shardings.at(k);
+      const Aval& aval = p->out_avals.at(k);
+      const Aval local(s.shard_shape(aval.shape), aval.dtype, aval.weak_type);
+      std::vector<std::shared_ptr<Buffer>> bufs;
+      for (const Device& d : s.mesh().devices()) bufs.push_back(Buffer::deferred(local.nbytes(), d.impl()));
+      Array a = bufs.size() == 1 ? tessel::detail::make_concrete(aval, bufs[0]->device(), bufs[0], true)
+                                 : Array(std::make_shared<ConcreteArray>(aval, s, local, bufs));
+      ctl::store(out_ids[k], a);
+      pending.push_back(std::move(bufs));
+    }
+    reply.ok();
     ctl::run_while_others_serve([&] {
+      std::unique_lock lock(p->mu);
+      p->cv.wait(lock, [&] { return p->next_seq == seq; });
+      lock.unlock();
+      std::string bytes;
+      std::exception_ptr error;
       try {
-        std::shared_ptr<Loaded> p;
-        {
-          std::lock_guard lock(loaded_mu);
-          auto it = loaded().find(key);
-          if (it == loaded().end()) throw Error("internal: worker has no pipeline " + std::to_string(key));
-          p = it->second;
+        std::vector<Array> results(out_ids.size());
+        std::vector<TimelineEvent> events = run_stream(*p, step, in_ids, results);
+        for (size_t k = 0; k < results.size(); ++k) {
+          std::vector<std::shared_ptr<Buffer>> have = tessel::detail::piece_buffers(results[k]);
+          for (size_t d = 0; d < pending[k].size(); ++d) {
+            auto copy = Buffer::allocate(pending[k][d]->nbytes(), pending[k][d]->device());
+            have.at(d)->wait();
+            if (copy->nbytes()) std::memcpy(copy->data(), have[d]->data(), copy->nbytes());
+            pending[k][d]->attach(copy->take_memory());
+            pending[k][d]->set_ready();
+          }
         }
-        std::vector<TimelineEvent> events = run_stream(*p, step, in_ids, out_ids);
         ir::Writer w;
         w.count(events.size());
         for (const auto& e : events) {
@@ -372,10 +418,39 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           w.f64(e.start_us);
           w.f64(e.end_us);
         }
-        reply.ok(w.bytes());
+        bytes = w.take();
       } catch (...) {
-        reply.fail(std::current_exception());
+        error = std::current_exception();
+        for (auto& bufs : pending)
+          for (auto& b : bufs)
+            if (!b->ready()) b->set_error(error);
       }
+      lock.lock();
+      p->finished[seq] = {std::move(bytes), error};
+      ++p->next_seq;
+      p->cv.notify_all();
+    });
+  });
+  // The driver collects a step's timeline, or its error, once the step is over.
+  ctl::register_handler("pipeline.done", [](ir::Reader& r, ctl::Reply reply) {
+    const uint64_t key = r.u64(), seq = r.u64();
+    std::shared_ptr<Loaded> p;
+    {
+      std::lock_guard lock(loaded_mu);
+      auto it = loaded().find(key);
+      if (it != loaded().end()) p = it->second;
+    }
+    if (!p) {
+      reply.fail(std::make_exception_ptr(Error("internal: worker has no pipeline " + std::to_string(key))));
+      return;
+    }
+    ctl::reply_later(reply, [p, seq] {
+      std::unique_lock lock(p->mu);
+      p->cv.wait(lock, [&] { return p->finished.count(seq) > 0; });
+      auto [bytes, error] = std::move(p->finished[seq]);
+      p->finished.erase(seq);
+      if (error) std::rethrow_exception(error);
+      return bytes;
     });
   });
   return true;

@@ -266,6 +266,67 @@ void expect_error(const std::function<void()>& f, const std::string& part) {
   }
 }
 
+// Calls return at once: 4 steps issued back to back (each taking the previous one's donated
+// ArrayRefs) give what 4 steps read one by one give, and the plain step's values.
+TEST(PipelinedAsync, StepsInFlightEqualSynchronousOnes) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  Mlp mlp{2 * W, W};
+  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+  pp::PipelineOptions opts;
+  opts.num_microbatches = 4;
+  opts.batch_argnums = {1, 2};
+  opts.donate_argnums = {0};
+  auto step = pp::pipelined(plain, mesh, opts);
+  ts::Array x = ts::reshape(ts::cos(ts::arange(16 * 8, ts::f32)), {16, 8});
+  ts::Array y = ts::reshape(ts::sin(ts::arange(16 * 8, ts::f32)), {16, 8}) * 0.5f;
+  std::vector<ts::Array> in_flight = weights(2 * W, 8), one_by_one = weights(2 * W, 8), ref = weights(2 * W, 8);
+  std::vector<ts::Array> losses;
+  for (int k = 0; k < 4; ++k) {  // nothing read: every call returns at once
+    auto [next, loss] = step(in_flight, x, y);
+    in_flight = next;
+    losses.push_back(loss);
+  }
+  for (int k = 0; k < 4; ++k) {
+    auto [next, loss] = step(one_by_one, x, y);
+    loss.block_until_ready();
+    one_by_one = next;
+    auto [r, rl] = ts::jit(plain)(ref, x, y);
+    ref = r;
+    expect_close(losses[size_t(k)], rl, "step " + std::to_string(k) + " loss in flight");
+    expect_close(loss, rl, "step " + std::to_string(k) + " loss one by one");
+  }
+  for (size_t i = 0; i < ref.size(); ++i) {
+    expect_close(in_flight[i], ref[i], "w" + std::to_string(i) + " after 4 steps in flight");
+    expect_close(one_by_one[i], ref[i], "w" + std::to_string(i) + " after 4 steps one by one");
+  }
+  EXPECT_FALSE(step.timeline().empty());  // waits for the steps in flight
+}
+
+// A step that fails on a worker (it reads an ArrayRef an earlier step donated) returns like
+// any other; the failure comes with the next read of its results and, once the driver has
+// collected the step, with the next call, naming the worker; the call after that runs.
+TEST(PipelinedAsync, AFailureSurfacesOnTheNextReadAndCall) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  Mlp mlp{W, W};
+  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+  pp::PipelineOptions opts;
+  opts.num_microbatches = 2;
+  opts.batch_argnums = {1, 2};
+  opts.donate_argnums = {0};
+  auto step = pp::pipelined(plain, mesh, opts);
+  ts::Array x = ts::ones({8, 8}, ts::f32) * 0.3f, y = ts::zeros({8, 8}, ts::f32);
+  auto [w1, l1] = step(weights(W, 8), x, y);
+  auto [w2, l2] = step(w1, x, y);   // donates w1
+  auto [w3, l3] = step(w1, x, y);   // reads the donated w1: fails on the workers, returns here
+  expect_error([&] { (void)l3.item<float>(); }, "donated");
+  (void)step.timeline();  // collects every step in flight, the failed one included
+  expect_error([&] { step(w2, x, y); }, "in worker process");
+  auto [w4, l4] = step(w2, x, y);
+  EXPECT_TRUE(std::isfinite(l4.item<float>()));
+}
+
 TEST(Pipelined, ErrorsNameTheFix) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
