@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "compiler/jit_primitive.h"
 #include "core/array_impl.h"
@@ -82,6 +83,7 @@ struct Compiled {
   Plan plan;
   Streams streams;
   uint64_t key = 0;  // how the workers name it
+  uint64_t next_seq = 0;  // the number of its next step (the workers run them in this order)
   std::shared_ptr<const void> structure;
 };
 
@@ -122,15 +124,17 @@ class PipelineState {
   std::vector<std::shared_ptr<Compiled>> compiled;
   std::shared_ptr<Compiled> last;
   std::vector<TimelineEvent> timeline;  // of the last step collected
-  // Steps issued and not yet collected, oldest first: each worker's future answer to
-  // "pipeline.done", and the arrays the step reads (kept alive until it ran).
+  // Steps issued and not yet collected, oldest first: what each worker reported of it
+  // (timeline bytes or error), and the arrays the step reads (kept alive until it ran).
   struct InFlight {
-    std::vector<std::future<std::string>> done;
+    uint64_t key = 0, seq = 0;  // the compiled signature's workers' name, and its step number
+    std::vector<std::optional<std::string>> bytes;
+    std::vector<std::exception_ptr> errors;
     std::vector<Array> keep;
+    bool reported(size_t w) const { return bytes[w] || errors[w]; }
   };
   std::deque<InFlight> in_flight;
   std::exception_ptr failed;  // a collected step's failure, thrown by the next call
-  uint64_t next_seq = 0;      // the workers run this pipeline's steps in this order
 
   ~PipelineState() {
     {
@@ -142,10 +146,14 @@ class PipelineState {
     } catch (...) {  // the step failed: nobody is left to tell
     }
   }
-  // Collects the steps that are over (every one with `wait`): their timelines, and the
-  // first failure (a worker that failed stopped the others, whose errors only say so: the
-  // failure itself is kept).
-  void collect(bool wait);
+  // Records what worker `w` reported (a "pipeline.step" or "pipeline.done" reply): the steps
+  // of this pipeline it finished.
+  void record(size_t w, uint64_t key, const std::string& reply);
+  // Collects the steps every worker reported (with `wait`, asks for the others first and
+  // waits): the last one's timeline, and the first failure (a worker that failed stopped the
+  // others, whose errors only say so: the failure itself is kept).
+  // Stops when `leave` steps are left in flight.
+  void collect(bool wait, size_t leave = 0);
 
   Sharding sharding_of(int worker, const std::vector<std::optional<PartitionSpec>>& specs, size_t leaf) const {
     const PartitionSpec spec = leaf < specs.size() && specs[leaf] ? *specs[leaf] : PartitionSpec();
@@ -153,18 +161,22 @@ class PipelineState {
   }
   // Sends every worker its message of `kind` at once (payloads[w]); one future reply each.
   // A wait watches every worker, so one that dies ends the others' waits too.
-  std::vector<std::future<std::string>> ask_all(const std::string& kind, std::vector<std::string> payloads) const {
+  // With `only`, asks those workers alone (one future each, in that order).
+  std::vector<std::future<std::string>> ask_all(const std::string& kind, std::vector<std::string> payloads,
+                                                std::vector<size_t> only = {}) const {
     std::vector<int> watch;
     for (int k = 0; k < mesh.num_workers(); ++k) watch.push_back(mesh.process_of(k));
+    if (only.empty())
+      for (int w = 0; w < mesh.num_workers(); ++w) only.push_back(size_t(w));
     std::vector<std::future<std::string>> replies;
-    for (int w = 0; w < mesh.num_workers(); ++w)
-      replies.push_back(std::async(std::launch::async, [kind, p = mesh.process_of(w), bytes = std::move(payloads[size_t(w)]),
+    for (size_t w : only)
+      replies.push_back(std::async(std::launch::async, [kind, p = mesh.process_of(int(w)), bytes = std::move(payloads[w]),
                                                         watch] { return ctl::request(p, kind, bytes, watch); }));
     return replies;
   }
   std::shared_ptr<Compiled> compile(const tessel::detail::FlatFn& trace, std::span<const Array> leaves, const std::vector<int>& leaf_args,
                                     const std::shared_ptr<const void>& fresh);
-  std::vector<Array> run(const Compiled& c, std::span<const Array> leaves);
+  std::vector<Array> run(Compiled& c, std::span<const Array> leaves);
 };
 
 std::shared_ptr<PipelineState> make_pipeline(const RemoteMpmdMesh& mesh, PipelineOptions options) {
@@ -260,9 +272,12 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
   return c;
 }
 
-std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> leaves) {
+std::vector<Array> PipelineState::run(Compiled& c, std::span<const Array> leaves) {
   const int W = mesh.num_workers(), M = opts.num_microbatches;
-  const uint64_t step = next_step++, seq = next_seq++;
+  // Steps of one signature run in issue order on each worker (seq); those of another are
+  // collected first.
+  if (!in_flight.empty() && in_flight.back().key != c.key) collect(true);
+  const uint64_t step = next_step++, seq = c.next_seq++;
   std::vector<Array> keep;  // the pieces sent for this call
   std::map<std::pair<size_t, int>, Array> micro;
   auto piece = [&](size_t leaf, int m) -> Array {
@@ -302,18 +317,24 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
     payloads.push_back(wr.take());
   }
   // Every worker takes the step (its results exist there from now on, filled when the step
-  // has run); then the call returns while the workers run it.
-  for (auto& f : ask_all("pipeline.step", std::move(payloads))) f.get();
-  std::vector<std::string> done;
+  // has run) and tells which earlier steps it finished; the call returns while they run it.
+  in_flight.push_back({c.key, seq, std::vector<std::optional<std::string>>(size_t(W)), std::vector<std::exception_ptr>(size_t(W)),
+                       std::move(keep)});
+  in_flight.back().keep.insert(in_flight.back().keep.end(), leaves.begin(), leaves.end());
+  auto acks = ask_all("pipeline.step", std::move(payloads));
+  std::exception_ptr refused;
   for (int w = 0; w < W; ++w) {
-    ir::Writer wr;
-    wr.u64(c.key);
-    wr.u64(seq);
-    done.push_back(wr.take());
+    try {
+      record(size_t(w), c.key, acks[size_t(w)].get());
+    } catch (...) {
+      if (!refused) refused = std::current_exception();
+    }
   }
-  InFlight flight{ask_all("pipeline.done", std::move(done)), std::move(keep)};
-  flight.keep.insert(flight.keep.end(), leaves.begin(), leaves.end());
-  in_flight.push_back(std::move(flight));
+  if (refused) {  // a worker did not take the step (it is gone): the call fails
+    in_flight.pop_back();
+    std::rethrow_exception(refused);
+  }
+  collect(false);
 
   std::vector<Array> outs;
   for (size_t o = 0; o < c.staged.outputs.size(); ++o) {
@@ -332,18 +353,65 @@ std::vector<Array> PipelineState::run(const Compiled& c, std::span<const Array> 
   return outs;
 }
 
-void PipelineState::collect(bool wait) {
-  while (!in_flight.empty()) {
+void PipelineState::record(size_t w, uint64_t key, const std::string& reply) {
+  ir::Reader r(reply, "pipelined");
+  for (size_t n = r.count(9); n-- > 0;) {
+    const uint64_t seq = r.u64();
+    const bool failed_there = r.boolean();
+    std::exception_ptr error;
+    std::string bytes;
+    if (failed_there) {
+      try {
+        ctl::throw_error(r, "pipelined");
+      } catch (const ValueError& e) {  // named after the worker where the step failed
+        error = std::make_exception_ptr(ValueError(std::string(e.what()) + " [pipelined step on worker " +
+                                                   std::to_string(w) + ", process " +
+                                                   std::to_string(mesh.process_of(int(w))) + "]"));
+      } catch (const std::exception& e) {
+        error = std::make_exception_ptr(Error(std::string(e.what()) + " [pipelined step on worker " + std::to_string(w) +
+                                              ", process " + std::to_string(mesh.process_of(int(w))) + "]"));
+      }
+    } else {
+      bytes = r.str();
+    }
+    for (InFlight& f : in_flight)
+      if (f.seq == seq && f.key == key) {
+        if (error) f.errors[w] = error;
+        else f.bytes[w] = std::move(bytes);
+      }
+  }
+}
+
+void PipelineState::collect(bool wait, size_t leave) {
+  while (in_flight.size() > leave) {
     InFlight& f = in_flight.front();
-    if (!wait)
-      for (auto& d : f.done)
-        if (d.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    std::vector<size_t> missing;
+    for (size_t w = 0; w < f.bytes.size(); ++w)
+      if (!f.reported(w)) missing.push_back(w);
+    if (!missing.empty()) {
+      if (!wait) return;
+      std::vector<std::string> asks(size_t(mesh.num_workers()));
+      for (size_t w : missing) {
+        ir::Writer wr;
+        wr.u64(f.key);
+        wr.u64(f.seq);
+        asks[w] = wr.take();
+      }
+      auto replies = ask_all("pipeline.done", std::move(asks), missing);
+      for (size_t k = 0; k < missing.size(); ++k) {
+        try {
+          record(missing[k], f.key, replies[k].get());
+        } catch (...) {  // the worker is gone
+          f.errors[missing[k]] = std::current_exception();
+        }
+      }
+    }
     std::vector<TimelineEvent> events;
     std::exception_ptr first, cause;
-    for (size_t w = 0; w < f.done.size(); ++w) {
+    for (size_t w = 0; w < f.bytes.size(); ++w) {
       try {
-        std::string bytes = f.done[w].get();
-        ir::Reader r(bytes, "pipelined");
+        if (f.errors[w]) std::rethrow_exception(f.errors[w]);
+        ir::Reader r(*f.bytes[w], "pipelined");
         for (size_t k = r.count(8); k-- > 0;) {
           TimelineEvent e;
           e.worker = int(w);
@@ -395,7 +463,7 @@ std::vector<Array> pipeline_call(PipelineState& st, const tessel::detail::FlatFn
   if (active_pipeline && active_pipeline != &st) active_pipeline->collect(true);
   active_pipeline = &st;
   st.collect(false);
-  while (st.in_flight.size() >= kMaxStepsInFlight) st.collect(true);
+  if (st.in_flight.size() >= kMaxStepsInFlight) st.collect(true, kMaxStepsInFlight - 1);
   if (st.failed) {  // an earlier step failed: its error surfaces now
     std::exception_ptr e = std::exchange(st.failed, nullptr);
     std::rethrow_exception(e);

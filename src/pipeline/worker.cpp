@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/array_impl.h"
@@ -319,6 +320,26 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
   return events;
 }
 
+// The steps of `p` that are over and not yet reported (all of them, or only `only`), as the
+// driver reads them: count, then per step its seq, whether it failed, and its timeline or
+// error. Reported steps are forgotten. Call with p.mu held.
+std::string take_finished(const Loaded& p, std::optional<uint64_t> only = std::nullopt) {
+  ir::Writer w;
+  std::vector<uint64_t> seqs;
+  for (auto& [seq, result] : p.finished)
+    if (!only || seq == *only) seqs.push_back(seq);
+  w.count(seqs.size());
+  for (uint64_t seq : seqs) {
+    auto& [bytes, error] = p.finished[seq];
+    w.u64(seq);
+    w.boolean(error != nullptr);
+    if (error) ctl::write_error(w, error);
+    else w.str(bytes);
+    p.finished.erase(seq);
+  }
+  return w.take();
+}
+
 [[maybe_unused]] const bool handlers_registered = [] {
   ctl::register_handler("pipeline.load", [](ir::Reader& r, ctl::Reply reply) {
     ctl::run_while_others_serve([&] {
@@ -388,7 +409,10 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
       ctl::store(out_ids[k], a);
       pending.push_back(std::move(bufs));
     }
-    reply.ok();
+    {
+      std::lock_guard lock(p->mu);
+      reply.ok(take_finished(*p));  // with the earlier steps that are over meanwhile
+    }
     ctl::run_while_others_serve([&] {
       std::unique_lock lock(p->mu);
       p->cv.wait(lock, [&] { return p->next_seq == seq; });
@@ -431,7 +455,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
       p->cv.notify_all();
     });
   });
-  // The driver collects a step's timeline, or its error, once the step is over.
+  // The driver waits for a step it has not heard of: its timeline, or its error.
   ctl::register_handler("pipeline.done", [](ir::Reader& r, ctl::Reply reply) {
     const uint64_t key = r.u64(), seq = r.u64();
     std::shared_ptr<Loaded> p;
@@ -447,10 +471,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
     ctl::reply_later(reply, [p, seq] {
       std::unique_lock lock(p->mu);
       p->cv.wait(lock, [&] { return p->finished.count(seq) > 0; });
-      auto [bytes, error] = std::move(p->finished[seq]);
-      p->finished.erase(seq);
-      if (error) std::rethrow_exception(error);
-      return bytes;
+      return take_finished(*p, seq);
     });
   });
   return true;

@@ -322,7 +322,7 @@ TEST(PipelinedAsync, AFailureSurfacesOnTheNextReadAndCall) {
   auto [w3, l3] = step(w1, x, y);   // reads the donated w1: fails on the workers, returns here
   expect_error([&] { (void)l3.item<float>(); }, "donated");
   (void)step.timeline();  // collects every step in flight, the failed one included
-  expect_error([&] { step(w2, x, y); }, "in worker process");
+  expect_error([&] { step(w2, x, y); }, "[pipelined step on worker 0, process 1]");
   auto [w4, l4] = step(w2, x, y);
   EXPECT_TRUE(std::isfinite(l4.item<float>()));
 }
