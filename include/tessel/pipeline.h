@@ -202,7 +202,10 @@ template <class F> class Pipelined {
   /// Runs the step on every microbatch of the batch arguments, each stage on its worker in
   /// the schedule's order, and returns the step's outputs, each averaged over the
   /// microbatches (kept as is when it does not depend on the batch), as ArrayRefs on the
-  /// worker that computed them. Returns once every worker finished the step.
+  /// worker that computed them. Returns once every worker took the step, before it ran:
+  /// several steps may be in flight (up to 8; each worker runs them in order); reading a
+  /// result waits for it; a step that failed on a worker surfaces, naming that worker, on the
+  /// read of its results and on the next call after the driver learned of it.
   template <class... Args> auto operator()(const Args&... args) const {
     using Tuple = std::tuple<std::decay_t<Args>...>;
     using R = std::decay_t<decltype(std::apply(f_, std::declval<Tuple>()))>;
@@ -228,7 +231,7 @@ template <class F> class Pipelined {
   /// The schedule's task plan for the signature called last.
   Plan plan() const { return detail::pipeline_plan(*state_); }
   /// What each worker ran when during the last call (TESSEL_PIPELINE_TRACE=file.json also
-  /// writes every call's timeline as a Chrome trace).
+  /// writes every call's timeline as a Chrome trace). Waits for the steps in flight.
   std::vector<TimelineEvent> timeline() const { return detail::pipeline_timeline(*state_); }
 
  private:
