@@ -44,7 +44,7 @@ struct Loaded {
   std::vector<Aval> out_avals;
   // Steps run one at a time in the order the driver issued them (`seq`), each on its own
   // thread, while the driver goes on; `finished` keeps each step's timeline (or error)
-  // until the driver asks for it ("pipeline.done").
+  // until it is reported (with the next step's acknowledgement, or by "pipeline.done").
   mutable std::mutex mu;
   mutable std::condition_variable cv;
   mutable uint64_t next_seq = 0;
