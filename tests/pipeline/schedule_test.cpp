@@ -119,7 +119,7 @@ TEST(PipelineSchedule, SimulateWithMeasuredTaskTimes) {
       pp::simulate(plan, [](const pp::Task& t) { return (t.kind == pp::TaskKind::forward ? 1.0 : 2.0) * (t.stage == 1 ? 2 : 1); });
   EXPECT_GT(slow_last.bubble_fraction, pp::theoretical_bubble(2, 8));
   EXPECT_GT(slow_last.idle_fraction[0], slow_last.idle_fraction[1]);
-  EXPECT_THROW(pp::simulate(plan, [](const pp::Task&) { return -1.0; }), ts::ValueError);
+  EXPECT_THROW(pp::simulate(plan, [](const pp::Task&) { return -1.0; }), tessel::ValueError);
 
   std::vector<pp::TimelineEvent> events;
   double t = 0;
@@ -136,7 +136,7 @@ TEST(PipelineSchedule, SimulateWithMeasuredTaskTimes) {
   EXPECT_DOUBLE_EQ(times({pp::TaskKind::forward, 0, 7}), 10);
   EXPECT_DOUBLE_EQ(times({pp::TaskKind::backward, 0, 42}), 23.5);  // unmeasured: the mean of B(s=0)
   EXPECT_EQ(times.per_task.size(), 32u);
-  EXPECT_THROW(times({pp::TaskKind::backward_weight, 0, 0}), ts::ValueError);
+  EXPECT_THROW(times({pp::TaskKind::backward_weight, 0, 0}), tessel::ValueError);
   EXPECT_GT(pp::simulate(plan, times).makespan, 0);
 }
 
