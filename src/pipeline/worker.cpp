@@ -340,6 +340,17 @@ std::string take_finished(const Loaded& p, std::optional<uint64_t> only = std::n
   return w.take();
 }
 
+// The pipeline the driver loaded under `key`; null (and `reply` failed) when there is none.
+std::shared_ptr<Loaded> find_loaded(uint64_t key, const ctl::Reply& reply) {
+  {
+    std::lock_guard lock(loaded_mu);
+    auto it = loaded().find(key);
+    if (it != loaded().end()) return it->second;
+  }
+  reply.fail(std::make_exception_ptr(Error("internal: worker has no pipeline " + std::to_string(key))));
+  return nullptr;
+}
+
 [[maybe_unused]] const bool handlers_registered = [] {
   ctl::register_handler("pipeline.load", [](ir::Reader& r, ctl::Reply reply) {
     ctl::run_while_others_serve([&] {
@@ -387,16 +398,8 @@ std::string take_finished(const Loaded& p, std::optional<uint64_t> only = std::n
     for (auto& id : in_ids) id = r.u64();
     out_ids.resize(r.count(8));
     for (auto& id : out_ids) id = r.u64();
-    std::shared_ptr<Loaded> p;
-    {
-      std::lock_guard lock(loaded_mu);
-      auto it = loaded().find(key);
-      if (it != loaded().end()) p = it->second;
-    }
-    if (!p) {
-      reply.fail(std::make_exception_ptr(Error("internal: worker has no pipeline " + std::to_string(key))));
-      return;
-    }
+    std::shared_ptr<Loaded> p = find_loaded(key, reply);
+    if (!p) return;
     std::vector<std::vector<std::shared_ptr<Buffer>>> pending;  // per result, its buffers to fill
     for (size_t k = 0; k < out_ids.size(); ++k) {
       const Sharding& s = p->out_shardings.at(k);
@@ -458,16 +461,8 @@ std::string take_finished(const Loaded& p, std::optional<uint64_t> only = std::n
   // The driver waits for a step it has not heard of: its timeline, or its error.
   ctl::register_handler("pipeline.done", [](ir::Reader& r, ctl::Reply reply) {
     const uint64_t key = r.u64(), seq = r.u64();
-    std::shared_ptr<Loaded> p;
-    {
-      std::lock_guard lock(loaded_mu);
-      auto it = loaded().find(key);
-      if (it != loaded().end()) p = it->second;
-    }
-    if (!p) {
-      reply.fail(std::make_exception_ptr(Error("internal: worker has no pipeline " + std::to_string(key))));
-      return;
-    }
+    std::shared_ptr<Loaded> p = find_loaded(key, reply);
+    if (!p) return;
     ctl::reply_later(reply, [p, seq] {
       std::unique_lock lock(p->mu);
       p->cv.wait(lock, [&] { return p->finished.count(seq) > 0; });

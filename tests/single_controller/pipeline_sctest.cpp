@@ -13,6 +13,19 @@ namespace pp = tessel::pipeline;
 
 namespace {
 
+// An SGD step on `model.loss`: affine in the gradients, so averaging over microbatches is
+// exact.
+template <class Model>
+std::tuple<std::vector<ts::Array>, ts::Array> sgd_step(const Model& model, const std::vector<ts::Array>& w,
+                                                       const ts::Array& x, const ts::Array& y) {
+  auto [l, g] = ts::value_and_grad([&model](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
+    return model.loss(w, x, y);
+  })(w, x, y);
+  std::vector<ts::Array> next;
+  for (size_t i = 0; i < w.size(); ++i) next.push_back(w[i] - 0.5f * g[i]);
+  return {next, l};
+}
+
 // An MLP of `layers` layers with `stages` stages (markers spread evenly), a mean squared
 // loss, and an SGD step: affine in the gradients, so averaging over microbatches is exact.
 struct Mlp {
@@ -28,14 +41,25 @@ struct Mlp {
   }
   std::tuple<std::vector<ts::Array>, ts::Array> step(const std::vector<ts::Array>& w, const ts::Array& x,
                                                      const ts::Array& y) const {
-    auto [l, g] = ts::value_and_grad([this](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
-      return loss(w, x, y);
-    })(w, x, y);
-    std::vector<ts::Array> next;
-    for (size_t i = 0; i < w.size(); ++i) next.push_back(w[i] - 0.5f * g[i]);
-    return {next, l};
+    return sgd_step(*this, w, x, y);
   }
 };
+
+// The Mlp's SGD step as a callable, and pipelined over `mesh` with the parameters donated.
+struct MlpStep {
+  Mlp mlp;
+  std::tuple<std::vector<ts::Array>, ts::Array> operator()(const std::vector<ts::Array>& w, const ts::Array& x,
+                                                          const ts::Array& y) const {
+    return mlp.step(w, x, y);
+  }
+};
+auto donating_pipeline(const MlpStep& step, const pp::RemoteMpmdMesh& mesh, int microbatches) {
+  pp::PipelineOptions opts;
+  opts.num_microbatches = microbatches;
+  opts.batch_argnums = {1, 2};
+  opts.donate_argnums = {0};
+  return pp::pipelined(step, mesh, opts);
+}
 
 std::vector<ts::Array> weights(int layers, int width) {
   std::vector<ts::Array> w;
@@ -56,13 +80,15 @@ std::string name_of(const pp::Schedule& s) {
   return names[s.index()];
 }
 
+// A schedule with its stage and microbatch counts.
+struct Case {
+  pp::Schedule schedule;
+  int stages, microbatches;
+};
+
 TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
-  struct Case {
-    pp::Schedule schedule;
-    int stages, microbatches;
-  };
   const std::vector<Case> cases = {{pp::GPipe{}, W, 2 * W},      {pp::OneF1B{}, W, 2 * W},
                                    {pp::OneF1B{}, W, 1},         {pp::Eager1F1B{}, W, 3},
                                    {pp::ZeroBubbleH1{}, W, 2 * W}, {pp::Interleaved1F1B{2}, 2 * W, 2 * W}};
@@ -99,13 +125,8 @@ TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
 TEST(Pipelined, ResultsGoBackInAndDonatedOnesAreGone) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
-  Mlp mlp{W, W};
-  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
-  pp::PipelineOptions opts;
-  opts.num_microbatches = 4;
-  opts.batch_argnums = {1, 2};
-  opts.donate_argnums = {0};
-  auto step = pp::pipelined(plain, mesh, opts);
+  const MlpStep plain{Mlp{W, W}};
+  auto step = donating_pipeline(plain, mesh, 4);
   auto w = weights(W, 8);
   ts::Array x = ts::ones({16, 8}, ts::f32) * 0.3f, y = ts::zeros({16, 8}, ts::f32);
   auto [w1, l1] = step(w, x, y);
@@ -157,22 +178,13 @@ struct TiedMlp {
   }
   std::tuple<std::vector<ts::Array>, ts::Array> step(const std::vector<ts::Array>& w, const ts::Array& x,
                                                      const ts::Array& y) const {
-    auto [l, g] = ts::value_and_grad([this](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
-      return loss(w, x, y);
-    })(w, x, y);
-    std::vector<ts::Array> next;
-    for (size_t i = 0; i < w.size(); ++i) next.push_back(w[i] - 0.5f * g[i]);
-    return {next, l};
+    return sgd_step(*this, w, x, y);
   }
 };
 
 TEST(Pipelined, TiedEmbeddingMatchesThePlainStepInEverySchedule) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
-  struct Case {
-    pp::Schedule schedule;
-    int stages, microbatches;
-  };
   const std::vector<Case> cases = {{pp::GPipe{}, W, 2 * W},        {pp::OneF1B{}, W, 2 * W},
                                    {pp::Eager1F1B{}, W, 3},        {pp::ZeroBubbleH1{}, W, 2 * W},
                                    {pp::Interleaved1F1B{2}, 2 * W, 2 * W}};
@@ -271,13 +283,8 @@ void expect_error(const std::function<void()>& f, const std::string& part) {
 TEST(PipelinedAsync, StepsInFlightEqualSynchronousOnes) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
-  Mlp mlp{2 * W, W};
-  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
-  pp::PipelineOptions opts;
-  opts.num_microbatches = 4;
-  opts.batch_argnums = {1, 2};
-  opts.donate_argnums = {0};
-  auto step = pp::pipelined(plain, mesh, opts);
+  const MlpStep plain{Mlp{2 * W, W}};
+  auto step = donating_pipeline(plain, mesh, 4);
   ts::Array x = ts::reshape(ts::cos(ts::arange(16 * 8, ts::f32)), {16, 8});
   ts::Array y = ts::reshape(ts::sin(ts::arange(16 * 8, ts::f32)), {16, 8}) * 0.5f;
   std::vector<ts::Array> in_flight = weights(2 * W, 8), one_by_one = weights(2 * W, 8), ref = weights(2 * W, 8);
@@ -309,13 +316,8 @@ TEST(PipelinedAsync, StepsInFlightEqualSynchronousOnes) {
 TEST(PipelinedAsync, AFailureSurfacesOnTheNextReadAndCall) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
-  Mlp mlp{W, W};
-  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
-  pp::PipelineOptions opts;
-  opts.num_microbatches = 2;
-  opts.batch_argnums = {1, 2};
-  opts.donate_argnums = {0};
-  auto step = pp::pipelined(plain, mesh, opts);
+  const MlpStep plain{Mlp{W, W}};
+  auto step = donating_pipeline(plain, mesh, 2);
   ts::Array x = ts::ones({8, 8}, ts::f32) * 0.3f, y = ts::zeros({8, 8}, ts::f32);
   auto [w1, l1] = step(weights(W, 8), x, y);
   auto [w2, l2] = step(w1, x, y);   // donates w1
