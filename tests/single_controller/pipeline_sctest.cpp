@@ -86,6 +86,21 @@ struct Case {
   int stages, microbatches;
 };
 
+// Inputs and regression targets of `rows` x `width`.
+std::pair<ts::Array, ts::Array> regression_batch(int rows, int width) {
+  return {ts::reshape(ts::cos(ts::arange(rows * width, ts::f32)), {rows, width}),
+          ts::reshape(ts::sin(ts::arange(rows * width, ts::f32) * 0.3f), {rows, width}) * 0.5f};
+}
+
+// The case's schedule and microbatches, x and y split.
+pp::PipelineOptions options_for(const Case& c) {
+  pp::PipelineOptions opts;
+  opts.num_microbatches = c.microbatches;
+  opts.batch_argnums = {1, 2};
+  opts.schedule = c.schedule;
+  return opts;
+}
+
 TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
@@ -97,15 +112,10 @@ TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
     const int batch = 4 * c.microbatches;
     Mlp mlp{2 * c.stages, c.stages};
     auto w = weights(mlp.layers, width);
-    ts::Array x = ts::reshape(ts::cos(ts::arange(batch * width, ts::f32)), {batch, width});
-    ts::Array y = ts::reshape(ts::sin(ts::arange(batch * width, ts::f32) * 0.3f), {batch, width}) * 0.5f;
+    auto [x, y] = regression_batch(batch, width);
     auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
     auto [w_ref, loss_ref] = ts::jit(plain)(w, x, y);
-    pp::PipelineOptions opts;
-    opts.num_microbatches = c.microbatches;
-    opts.batch_argnums = {1, 2};
-    opts.schedule = c.schedule;
-    auto step = pp::pipelined(plain, mesh, opts);
+    auto step = pp::pipelined(plain, mesh, options_for(c));
     auto [w_new, loss] = step(w, x, y);
     const std::string what = name_of(c.schedule) + " stages " + std::to_string(c.stages) + " microbatches " +
                              std::to_string(c.microbatches);
@@ -193,15 +203,10 @@ TEST(Pipelined, TiedEmbeddingMatchesThePlainStepInEverySchedule) {
     TiedMlp mlp{c.stages};
     std::vector<ts::Array> w{ts::sin(ts::reshape(ts::arange(48, ts::f32), {8, 6}) * 0.7f) * 0.5f};
     for (int s = 1; s < c.stages; ++s) w.push_back(weights(s + 1, 6).back());
-    ts::Array x = ts::reshape(ts::cos(ts::arange(batch * 8, ts::f32)), {batch, 8});
-    ts::Array y = ts::reshape(ts::sin(ts::arange(batch * 8, ts::f32) * 0.3f), {batch, 8}) * 0.5f;
+    auto [x, y] = regression_batch(batch, 8);
     auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
     auto [w_ref, loss_ref] = ts::jit(plain)(w, x, y);
-    pp::PipelineOptions opts;
-    opts.num_microbatches = c.microbatches;
-    opts.batch_argnums = {1, 2};
-    opts.schedule = c.schedule;
-    auto step = pp::pipelined(plain, mesh, opts);
+    auto step = pp::pipelined(plain, mesh, options_for(c));
     auto [w_new, loss] = step(w, x, y);
     const std::string what = "tied " + name_of(c.schedule);
     expect_close(loss, loss_ref, what + " loss");
