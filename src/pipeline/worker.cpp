@@ -416,7 +416,9 @@ std::shared_ptr<Loaded> find_loaded(uint64_t key, const ctl::Reply& reply) {
       std::lock_guard lock(p->mu);
       reply.ok(take_finished(*p));  // with the earlier steps that are over meanwhile
     }
-    ctl::run_while_others_serve([&] {
+    // Runs the step in its turn. Its turn now: here, while another thread takes over serving;
+    // else on a thread of its own, so that this one goes on taking the next steps at once.
+    auto run = [p, seq, step, in_ids = std::move(in_ids), out_ids = std::move(out_ids), pending = std::move(pending)] {
       std::unique_lock lock(p->mu);
       p->cv.wait(lock, [&] { return p->next_seq == seq; });
       lock.unlock();
@@ -456,7 +458,14 @@ std::shared_ptr<Loaded> find_loaded(uint64_t key, const ctl::Reply& reply) {
       p->finished[seq] = {std::move(bytes), error};
       ++p->next_seq;
       p->cv.notify_all();
-    });
+    };
+    bool now;
+    {
+      std::lock_guard lock(p->mu);
+      now = p->next_seq == seq;
+    }
+    if (now) ctl::run_while_others_serve(run);
+    else std::thread(std::move(run)).detach();
   });
   // The driver waits for a step it has not heard of: its timeline, or its error.
   ctl::register_handler("pipeline.done", [](ir::Reader& r, ctl::Reply reply) {
