@@ -7,6 +7,11 @@
 //
 // Run: mpirun -np 5 ./jaxpp_pipelined    (rank 0 is the driver, ranks 1..4 the workers)
 //
+// With --dp, the data-parallel variant: RemoteMpmdMesh(2, 2, ...) is a pipeline of 2 stages
+// (one marker, 2 layers per stage) replicated on 2 x 2 workers; each replica takes half of
+// the microbatches and the gradients are all-reduced between the replicas in the instruction
+// stream (`all_reduce ... x2 replicas (mean)`). Same command line plus --dp.
+//
 // Each worker owns one device here (the seed's (1, 2) local meshes need TESSEL_CPU_DEVICES=2
 // and would change nothing below but the mesh shape).
 #include <algorithm>
@@ -25,7 +30,8 @@ namespace pp = tessel::pipeline;
 namespace {
 
 constexpr int kWorkers = 4;
-constexpr int kLayers = 4;  // one stage per layer, one stage per worker
+constexpr int kLayers = 4;  // one stage per layer, one stage per worker (--dp: 2 layers per stage)
+int layers_per_stage = 1;
 constexpr int kMicrobatches = 8;
 constexpr int kBatch = 64;  // 8 rows per microbatch
 constexpr int kSteps = 5;
@@ -74,14 +80,17 @@ Batch make_batch(const ts::Array& key) {
   return {x, ts::sin(ts::matmul(x, a))};
 }
 
-/// The MLP's mean squared error. The enter_stage after every hidden layer is all the model
-/// change pipelining needs: it cuts the program into kLayers stages (and its transpose cuts
-/// the backward pass the same way).
+/// The MLP's mean squared error. The enter_stage after every hidden layer (every second with
+/// --dp) is all the model change pipelining needs: it cuts the program into stages (and its
+/// transpose cuts the backward pass the same way).
 ts::Array loss_fn(const TrainState& s, const Batch& batch) {
   ts::Array h = batch.x;
   for (int i = 0; i < kLayers; ++i) {
     h = ts::matmul(h, s.layers[i].w) + s.layers[i].b;
-    if (i + 1 < kLayers) h = pp::enter_stage(ts::tanh(h));
+    if (i + 1 < kLayers) {
+      h = ts::tanh(h);
+      if ((i + 1) % layers_per_stage == 0) h = pp::enter_stage(h);
+    }
   }
   ts::Array err = h - batch.y;
   return ts::mean(err * err);
@@ -123,10 +132,16 @@ std::string head(const std::string& text, int n) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   ts::distributed::initialize({.mode = ts::distributed::Mode::single_controller});
+  const bool data_parallel = argc > 1 && std::string(argv[1]) == "--dp";
+  if (data_parallel) layers_per_stage = 2;
 
-  pp::RemoteMpmdMesh mesh(kWorkers, {1, 1}, {"data", "model"});
+  // 4 stage workers, or (--dp) 2 stage workers x 2 replicas.
+  pp::RemoteMpmdMesh mesh = data_parallel ? pp::RemoteMpmdMesh(kWorkers / 2, 2, {1, 1}, {"data", "model"})
+                                          : pp::RemoteMpmdMesh(kWorkers, {1, 1}, {"data", "model"});
+  if (data_parallel)
+    std::cout << "pp " << mesh.pipeline_workers() << " x dp " << mesh.replicas() << " workers\n";
   ts::Mesh global = mesh.global_mesh();
   std::cout << "global mesh shape " << ts::shape_to_string(global.shape()) << ": " << global.to_string() << "\n";
 
@@ -165,6 +180,11 @@ int main() {
   ok = ok && losses.back() < losses.front();
 
   std::cout << "instructions (first lines):\n" << head(pipe_train_step.instructions(), 15) << "  ...\n";
+  if (data_parallel) {  // the gradient averages between the replicas
+    std::istringstream in(pipe_train_step.instructions());
+    for (std::string line; std::getline(in, line);)
+      if (line.find("all_reduce") != std::string::npos || line.find("worker") == 0) std::cout << line << "\n";
+  }
   if (!ok) {
     std::cout << "jaxpp_pipelined: FAILED\n";
     return 1;

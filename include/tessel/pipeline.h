@@ -127,7 +127,19 @@ TESSEL_API std::vector<double> idle_fractions(const std::vector<TimelineEvent>& 
 class TESSEL_API RemoteMpmdMesh {
  public:
   RemoteMpmdMesh(int num_workers, const Shape& local_mesh_shape, const std::vector<std::string>& axis_names);
+  /// A pipeline of `pp` stage workers replicated `dp` times for data parallelism (JaxPP's
+  /// pp x dp): worker `replica * pp + stage_worker` (process worker + 1) runs that stage
+  /// worker's part of the pipeline on replica `replica`'s share of the microbatches, and
+  /// the gradients (every output averaged over the microbatches) are all-reduced among the
+  /// replicas inside the instruction stream. The job needs pp x dp workers (`mpirun -np
+  /// 1+pp*dp`); ValueError otherwise, or for pp or dp < 1.
+  RemoteMpmdMesh(int pp, int dp, const Shape& local_mesh_shape, const std::vector<std::string>& axis_names);
+  /// Every worker of the mesh: pp x dp.
   int num_workers() const { return int(local_meshes_.size()); }
+  /// Stage workers per replica (pp).
+  int pipeline_workers() const { return pp_; }
+  /// Data-parallel replicas of the pipeline (dp).
+  int replicas() const { return int(local_meshes_.size()) / pp_; }
   /// The mesh of worker `worker`'s devices.
   const Mesh& local_mesh(int worker) const;
   /// Every worker's mesh stacked along a leading "mpmd" axis.
@@ -137,6 +149,7 @@ class TESSEL_API RemoteMpmdMesh {
 
  private:
   std::vector<Mesh> local_meshes_;
+  int pp_ = 1;
 };
 
 /// A driver's handle to an array on a worker (the seed's ArrayRef): an Array whose pieces
@@ -148,7 +161,8 @@ using ArrayRef = Array;
 /// Options of `pipelined`.
 struct PipelineOptions {
   /// Microbatches per call: every batch argument is split into this many equal parts along
-  /// its leading dimension.
+  /// its leading dimension. With dp replicas, each replica takes num_microbatches / dp
+  /// consecutive ones (dp must divide it).
   int num_microbatches = 1;
   /// Arguments whose leaves are split into microbatches (the others, e.g. the parameters,
   /// go whole to every worker that reads them).
@@ -188,7 +202,10 @@ template <class F> class Pipelined {
   /// Runs the step on every microbatch of the batch arguments, each stage on its worker in
   /// the schedule's order, and returns the step's outputs, each averaged over the
   /// microbatches (kept as is when it does not depend on the batch), as ArrayRefs on the
-  /// worker that computed them. Returns once every worker finished the step.
+  /// worker that computed them. Returns once every worker took the step, before it ran:
+  /// several steps may be in flight (up to 8; each worker runs them in order); reading a
+  /// result waits for it; a step that failed on a worker surfaces, naming that worker, on the
+  /// read of its results and on the next call after the driver learned of it.
   template <class... Args> auto operator()(const Args&... args) const {
     using Tuple = std::tuple<std::decay_t<Args>...>;
     using R = std::decay_t<decltype(std::apply(f_, std::declval<Tuple>()))>;
@@ -214,7 +231,7 @@ template <class F> class Pipelined {
   /// The schedule's task plan for the signature called last.
   Plan plan() const { return detail::pipeline_plan(*state_); }
   /// What each worker ran when during the last call (TESSEL_PIPELINE_TRACE=file.json also
-  /// writes every call's timeline as a Chrome trace).
+  /// writes every call's timeline as a Chrome trace). Waits for the steps in flight.
   std::vector<TimelineEvent> timeline() const { return detail::pipeline_timeline(*state_); }
 
  private:

@@ -51,8 +51,9 @@ std::string Instruction::to_string() const {
     case Op::rename_in: return "rename in" + std::to_string(ext) + " -> " + slots(outs) + (donated ? " (donated)" : "");
     case Op::recv: return "recv " + slots(outs) + " <- w" + std::to_string(peer) + " #" + std::to_string(tag) + " " +
                           aval.to_string();
-    case Op::run: return "run " + segment_name(task.kind, task.stage) + "(m=" + std::to_string(task.microbatch) + ") " +
-                         slots(ins) + " -> " + slots(outs);
+    case Op::run:
+      return "run " + (task.microbatch < 0 ? std::string("epilogue") : segment_name(task.kind, task.stage) + "(m=" + std::to_string(task.microbatch) + ")") + " " +
+             slots(ins) + " -> " + slots(outs);
     case Op::send: return "send " + slots(ins) + " -> w" + std::to_string(peer) + " #" + std::to_string(tag);
     case Op::accumulate: {
       const char* m = mode == AccumulateMode::keep    ? "keep"
@@ -64,6 +65,14 @@ std::string Instruction::to_string() const {
     }
     case Op::rename_out: return "rename " + slots(ins) + " -> out" + std::to_string(ext);
     case Op::del: return "del " + slots(ins);
+    case Op::wait: return "wait " + slots(outs);
+    case Op::all_reduce: {
+      std::string g;
+      for (int w : group) g += (g.empty() ? "w" : ",w") + std::to_string(w);
+      return "all_reduce " + slots(ins) + " -> " + slots(outs) + " " + g +
+             (across_replicas ? " x" + std::to_string(count) + " replicas (mean)" : "") + " #" + std::to_string(tag) +
+             " " + aval.to_string();
+    }
   }
   return "?";
 }
@@ -77,12 +86,14 @@ std::string Streams::to_string() const {
   return os.str();
 }
 
-Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated) {
+Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated,
+                     int recv_lookahead, int replicas) {
   const int W = plan.num_workers, M = plan.num_microbatches;
   const Slots slot{M, int64_t(staged.values.size())};
   Streams r;
   r.num_workers = W;
   r.num_microbatches = M;
+  r.replicas = replicas;
   r.per_worker.resize(size_t(W));
   r.inputs.resize(size_t(W));
   auto worker_of_segment = [&](int seg) { return plan.stage_worker[size_t(staged.segments[size_t(seg)].stage)]; };
@@ -91,7 +102,18 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
   std::vector<std::set<int>> readers(staged.values.size());
   for (size_t seg = 0; seg < staged.segments.size(); ++seg)
     for (int v : staged.segments[seg].inputs) readers[size_t(v)].insert(worker_of_segment(int(seg)));
-  std::map<std::tuple<int, int, int>, int> tags;  // (value, microbatch, receiver) -> transfer
+  std::map<std::tuple<int, int, int>, int> tags;  // (value, microbatch, receiver) -> transfer; (-1-sum, -1, -1)
+  // The parts of the cross-stage sums: each averaged into an accumulator of its own (after
+  // the step outputs'), per value the (sum, part) pairs it feeds.
+  std::map<int, std::vector<std::pair<size_t, size_t>>> parts_of;
+  std::vector<std::vector<int64_t>> part_accumulator(staged.sums.size());
+  int64_t next_accumulator = int64_t(staged.outputs.size());
+  for (size_t k = 0; k < staged.sums.size(); ++k)
+    for (size_t j = 0; j < staged.sums[k].parts.size(); ++j) {
+      parts_of[staged.sums[k].parts[j]].push_back({k, j});
+      part_accumulator[k].push_back(slot.accumulator(int(next_accumulator++)));
+    }
+  const int epilogue_worker = staged.epilogue < 0 ? -1 : worker_of_segment(staged.epilogue);
   auto tag_of = [&](int v, int m, int to) { return tags.try_emplace({v, m, to}, int(tags.size())).first->second; };
 
   // Step outputs: the worker computing each, and how many results each worker returns.
@@ -117,12 +139,18 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
         out.push_back(in);
       }
     }
+    // Per task: the receives it needs (posted `recv_lookahead` tasks early) and its body
+    // (waits, run, sends, accumulations).
     std::set<int64_t> received;
     std::vector<int> accumulated(staged.outputs.size(), 0);
+    std::map<int64_t, int> part_accumulated;  // accumulator -> microbatches added
+    std::vector<std::vector<Instruction>> posts, bodies;
     for (const Task& t : plan.tasks[size_t(w)]) {
       const int seg = staged.segment(t.kind, t.stage);
       const Segment& sg = staged.segments[size_t(seg)];
       if (sg.empty()) continue;
+      auto& post = posts.emplace_back();
+      auto& body = bodies.emplace_back();
       const int m = t.microbatch;
       auto slot_in = [&](int v) { return slot.of(v, staged.values[size_t(v)].per_microbatch ? m : 0); };
       for (int v : sg.inputs) {
@@ -130,18 +158,19 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
         if (val.producer < 0) continue;
         const int from = worker_of_segment(val.producer);
         if (from == w || !received.insert(slot_in(v)).second) continue;
-        out.push_back(transfer(Op::recv, slot_in(v), from, tag_of(v, m, w)));
-        out.back().aval = val.aval;
+        post.push_back(transfer(Op::recv, slot_in(v), from, tag_of(v, m, w)));
+        post.back().aval = val.aval;
+        body.push_back(make(Op::wait, {}, {slot_in(v)}));
       }
       Instruction run = make(Op::run, {}, {});
       run.segment = seg;
       run.task = t;
       for (int v : sg.inputs) run.ins.push_back(slot_in(v));
       for (int v : sg.outputs) run.outs.push_back(slot.of(v, m));
-      out.push_back(run);
+      body.push_back(run);
       for (int v : sg.outputs) {
         for (int to : readers[size_t(v)])
-          if (to != w) out.push_back(transfer(Op::send, slot.of(v, m), to, tag_of(v, m, to)));
+          if (to != w) body.push_back(transfer(Op::send, slot.of(v, m), to, tag_of(v, m, to)));
         for (size_t o = 0; o < staged.outputs.size(); ++o) {
           if (staged.outputs[o] != v) continue;
           const int k = accumulated[o]++;
@@ -152,9 +181,82 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
                                                       : AccumulateMode::add_and_scale;
           acc.count = M;
           if (k > 0 && acc.mode != AccumulateMode::keep) acc.ins.push_back(slot.accumulator(int(o)));
-          out.push_back(acc);
+          body.push_back(acc);
+          if (replicas > 1 && acc.mode == (M == 1 ? AccumulateMode::first : AccumulateMode::add_and_scale)) {
+            // The replicas' means averaged: the mean over every microbatch of the step.
+            Instruction all = make(Op::all_reduce, {slot.accumulator(int(o))}, {slot.accumulator(int(o))});
+            all.group = {w};
+            all.across_replicas = true;
+            all.count = replicas;
+            all.tag = tag_of(-1 - int(staged.sums.size() + o), -1, -1);
+            all.aval = staged.values[size_t(v)].aval;
+            body.push_back(all);
+          }
         }
+        if (auto it = parts_of.find(v); it != parts_of.end())
+          for (auto [k, j] : it->second) {
+            const int64_t into = part_accumulator[k][j];
+            const int n = part_accumulated[into]++;
+            Instruction acc = make(Op::accumulate, {slot.of(v, m)}, {into});
+            acc.mode = !staged.sums[k].part_depends_on_batch[j] ? AccumulateMode::keep
+                       : n == 0                                 ? AccumulateMode::first
+                       : n + 1 < M                              ? AccumulateMode::add
+                                                                : AccumulateMode::add_and_scale;
+            acc.count = M;
+            if (n > 0 && acc.mode != AccumulateMode::keep) acc.ins.push_back(into);
+            body.push_back(acc);
+          }
       }
+    }
+    // Task k's receives are posted before task k - lookahead runs.
+    const size_t ahead = size_t(std::max(0, recv_lookahead));
+    for (size_t k = 0; k < bodies.size(); ++k) {
+      for (size_t j = k == 0 ? 0 : k + ahead; j <= k + ahead && j < posts.size(); ++j)
+        out.insert(out.end(), posts[j].begin(), posts[j].end());
+      out.insert(out.end(), bodies[k].begin(), bodies[k].end());
+    }
+    // The cross-stage sums, in one order on every worker: each worker's parts added, then
+    // summed among the workers that computed parts and the epilogue's.
+    for (size_t k = 0; k < staged.sums.size(); ++k) {
+      const CrossStageSum& sum = staged.sums[k];
+      std::set<int> group{epilogue_worker};
+      std::vector<int64_t> mine;
+      for (size_t j = 0; j < sum.parts.size(); ++j) {
+        const int from = worker_of_segment(staged.values[size_t(sum.parts[j])].producer);
+        group.insert(from);
+        if (from == w) mine.push_back(part_accumulator[k][j]);
+      }
+      if (!group.count(w)) continue;
+      for (size_t j = 1; j < mine.size(); ++j) {
+        Instruction add = make(Op::accumulate, {mine[j], mine[0]}, {mine[0]});
+        add.mode = AccumulateMode::add;
+        out.push_back(add);
+      }
+      Instruction all = make(Op::all_reduce, mine.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{mine[0]},
+                             {slot.of(sum.result, 0)});
+      all.group.assign(group.begin(), group.end());
+      all.across_replicas = replicas > 1;
+      all.count = replicas;
+      all.tag = tag_of(-1 - int(k), -1, -1);
+      all.aval = staged.values[size_t(sum.result)].aval;
+      out.push_back(all);
+    }
+    if (w == epilogue_worker) {
+      const Segment& sg = staged.segments[size_t(staged.epilogue)];
+      if (!sg.empty()) {
+        Instruction run = make(Op::run, {}, {});
+        run.segment = staged.epilogue;
+        run.task = Task{TaskKind::backward, sg.stage, -1};
+        for (int v : sg.inputs) run.ins.push_back(slot.of(v, 0));
+        for (int v : sg.outputs) run.outs.push_back(slot.of(v, 0));
+        out.push_back(run);
+      }
+      for (size_t o = 0; o < staged.outputs.size(); ++o)
+        if (staged.values[size_t(staged.outputs[o])].producer == staged.epilogue) {
+          Instruction keep = make(Op::accumulate, {slot.of(staged.outputs[o], 0)}, {slot.accumulator(int(o))});
+          keep.mode = AccumulateMode::keep;
+          out.push_back(keep);
+        }
     }
     for (size_t o = 0; o < staged.outputs.size(); ++o)
       if (r.output_worker[o] == w) {
@@ -187,9 +289,10 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
     Aval aval;
   };
   std::map<std::tuple<int, int, int>, std::vector<End>> sends, recvs;  // (tag, from, to)
+  std::map<int, std::map<int, std::vector<int>>> reductions;           // tag -> worker -> group
   for (int w = 0; w < streams.num_workers; ++w) {
     const auto& stream = streams.per_worker[size_t(w)];
-    std::map<int64_t, Aval> live;
+    std::map<int64_t, Aval> live, posted;  // posted: receives not yet waited for
     std::set<int64_t> freed;
     auto fail = [&](size_t i, const std::string& why) {
       throw Error("pipeline: instruction " + std::to_string(i) + " of worker " + std::to_string(w) + " (" +
@@ -198,17 +301,39 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
     for (size_t i = 0; i < stream.size(); ++i) {
       const Instruction& in = stream[i];
       for (int64_t s : in.ins) {
+        if (posted.count(s)) fail(i, "reads slot %" + std::to_string(s) + " before its receive is waited for");
         if (freed.count(s)) fail(i, "reads slot %" + std::to_string(s) + " after it was freed");
         if (!live.count(s)) fail(i, "reads slot %" + std::to_string(s) + " before it is written");
       }
+      if (in.op == Op::wait) {
+        auto it = posted.find(in.outs[0]);
+        if (it == posted.end()) fail(i, "waits for slot %" + std::to_string(in.outs[0]) + ", which no receive was posted into");
+        live[in.outs[0]] = it->second;
+        posted.erase(it);
+        continue;
+      }
+      if (in.op == Op::all_reduce) {
+        if (!std::count(in.group.begin(), in.group.end(), w)) fail(i, "is not among the workers of its group");
+        if (reductions[in.tag].count(w)) fail(i, "repeats all_reduce #" + std::to_string(in.tag));
+        reductions[in.tag][w] = in.group;
+      }
+      if (in.op == Op::recv) {
+        if (live.count(in.outs[0]) || posted.count(in.outs[0]))
+          fail(i, "posts a receive into slot %" + std::to_string(in.outs[0]) + ", which is in use");
+        freed.erase(in.outs[0]);
+        posted[in.outs[0]] = in.aval;
+        recvs[{in.tag, in.peer, w}].push_back({w, i, in.aval});
+        continue;
+      }
       if (in.op == Op::del) {
+        if (posted.count(in.ins[0])) fail(i, "frees slot %" + std::to_string(in.ins[0]) + " before its receive is waited for");
         live.erase(in.ins[0]);
         freed.insert(in.ins[0]);
         continue;
       }
       for (int64_t s : in.outs) {
         freed.erase(s);
-        live[s] = in.op == Op::recv ? in.aval : Aval();
+        live[s] = Aval();
       }
       if (in.op == Op::run) {
         const Segment& sg = staged.segments[size_t(in.segment)];
@@ -219,8 +344,10 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
         const int v = int(in.ins[0] / streams.num_microbatches);
         sends[{in.tag, w, in.peer}].push_back({w, i, staged.values[size_t(v)].aval});
       }
-      if (in.op == Op::recv) recvs[{in.tag, in.peer, w}].push_back({w, i, in.aval});
     }
+    if (!posted.empty())
+      throw Error("pipeline: worker " + std::to_string(w) + " never waits for its receive into slot %" +
+                  std::to_string(posted.begin()->first));
     if (!live.empty())
       throw Error("pipeline: worker " + std::to_string(w) + " never frees slot %" + std::to_string(live.begin()->first));
   }
@@ -234,6 +361,15 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
     if (!(it->second[0].aval == ends[0].aval))
       throw Error("pipeline: send #" + std::to_string(std::get<0>(key)) + " carries " + ends[0].aval.to_string() +
                   " but its receive expects " + it->second[0].aval.to_string());
+  }
+  for (const auto& [tag, members] : reductions) {
+    const std::vector<int>& group = members.begin()->second;
+    for (int w : group)
+      if (!members.count(w) || members.at(w) != group)
+        throw Error("pipeline: all_reduce #" + std::to_string(tag) + " among " + std::to_string(group.size()) +
+                    " workers is missing on worker " + std::to_string(w) + " or names another group there");
+    if (members.size() != group.size())
+      throw Error("pipeline: all_reduce #" + std::to_string(tag) + " runs on a worker outside its group");
   }
   for (const auto& [key, ends] : recvs)
     if (!sends.count(key))
@@ -255,7 +391,7 @@ std::vector<int> peak_live_microbatches(const Streams& streams, const StagedProg
         if (counts(in.ins[0]) && --held[slot.microbatch(in.ins[0])] == 0) held.erase(slot.microbatch(in.ins[0]));
         continue;
       }
-      if (in.op == Op::run || in.op == Op::recv)
+      if (in.op == Op::run || in.op == Op::wait)
         for (int64_t s : in.outs)
           if (counts(s)) ++held[slot.microbatch(s)];
       peak = std::max(peak, int(held.size()));
@@ -290,6 +426,9 @@ void write_stream(ir::Writer& w, const std::vector<Instruction>& stream) {
     w.boolean(in.donated);
     w.u8(uint8_t(in.mode));
     w.i64(in.count);
+    w.count(in.group.size());
+    for (int g : in.group) w.i64(g);
+    w.boolean(in.across_replicas);
   }
 }
 
@@ -313,7 +452,7 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
   std::vector<Instruction> stream(r.count(8));
   for (Instruction& in : stream) {
     const uint8_t op = r.u8();
-    if (op > uint8_t(Op::del)) r.fail("unknown pipeline instruction " + std::to_string(op));
+    if (op > uint8_t(Op::all_reduce)) r.fail("unknown pipeline instruction " + std::to_string(op));
     in.op = Op(op);
     in.ins = slots_in();
     in.outs = slots_in();
@@ -332,18 +471,26 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
     if (mode > uint8_t(AccumulateMode::add_and_scale)) r.fail("unknown accumulate mode " + std::to_string(mode));
     in.mode = AccumulateMode(mode);
     in.count = small("count", 0);
+    in.group.resize(r.count(8));
+    for (int& g : in.group) g = small("group", 0);
+    in.across_replicas = r.boolean();
     // The slots each operation reads and writes (run: its segment's, checked on loading).
     const bool adds = in.mode == AccumulateMode::add || in.mode == AccumulateMode::add_and_scale;
     const size_t want_ins = in.op == Op::send || in.op == Op::rename_out || in.op == Op::del ? 1
                             : in.op == Op::accumulate                                    ? (adds ? 2 : 1)
                                                                                          : 0;
-    const size_t want_outs = in.op == Op::rename_in || in.op == Op::recv || in.op == Op::accumulate ? 1 : 0;
-    if (in.op != Op::run && (in.ins.size() != want_ins || in.outs.size() != want_outs))
+    const size_t want_outs = in.op == Op::rename_in || in.op == Op::recv || in.op == Op::wait ||
+                                     in.op == Op::accumulate || in.op == Op::all_reduce
+                                 ? 1
+                                 : 0;
+    const bool any_ins = in.op == Op::run || (in.op == Op::all_reduce && in.ins.size() <= 1);
+    if (in.op != Op::run && ((!any_ins && in.ins.size() != want_ins) || in.outs.size() != want_outs))
       r.fail("pipeline instruction '" + in.to_string() + "' reads " + std::to_string(in.ins.size()) + " and writes " +
              std::to_string(in.outs.size()) + " slots; it needs " + std::to_string(want_ins) + " and " +
              std::to_string(want_outs));
     if ((in.op == Op::send || in.op == Op::recv) && in.peer < 0) r.fail("pipeline transfer without a peer worker");
     if ((in.op == Op::rename_in || in.op == Op::rename_out) && in.ext < 0) r.fail("pipeline rename without an index");
+    if (in.op == Op::all_reduce && in.group.empty()) r.fail("pipeline all_reduce without workers");
     if (in.op == Op::run && in.segment < 0) r.fail("pipeline run without a segment");
     if (in.op == Op::accumulate && in.mode == AccumulateMode::add_and_scale && in.count <= 0)
       r.fail("pipeline accumulate divides by " + std::to_string(in.count));

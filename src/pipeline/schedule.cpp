@@ -1,10 +1,12 @@
 // Pipeline schedules and their simulation (include/tessel/pipeline.h, docs/pipeline.md).
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
 #include "tessel/error.h"
 #include "tessel/pipeline.h"
+#include "tessel/pipeline_measure.h"
 
 namespace tessel::pipeline {
 
@@ -171,7 +173,9 @@ std::vector<Task> dependencies(const Task& t, int S, bool split) {
 
 }  // namespace
 
-Simulation simulate(const Plan& p) {
+Simulation simulate(const Plan& p) { return simulate(p, [](const Task& t) { return duration(t.kind); }); }
+
+Simulation simulate(const Plan& p, const std::function<double(const Task&)>& task_duration) {
   const int W = p.num_workers, S = p.num_stages, M = p.num_microbatches;
   if (int(p.tasks.size()) != W || int(p.stage_worker.size()) != S)
     throw ValueError("simulate: the plan lists " + std::to_string(p.tasks.size()) + " workers and " +
@@ -232,10 +236,14 @@ Simulation simulate(const Plan& p) {
           start = std::max(start, it->second);
         }
         if (!ready) break;
-        const double end = start + duration(t.kind);
+        const double took = task_duration(t);
+        if (!(took >= 0) || !std::isfinite(took))
+          throw ValueError("simulate: the duration of " + t.to_string() + " is " + std::to_string(took) +
+                           "; give every task a finite duration >= 0");
+        const double end = start + took;
         done[key(t)] = end;
         free_at[size_t(w)] = end;
-        busy[size_t(w)] += duration(t.kind);
+        busy[size_t(w)] += took;
         if (t.kind == TaskKind::forward) stage_events[size_t(t.stage)].push_back({end, +1});
         else if (t.kind != TaskKind::backward_weight) stage_events[size_t(t.stage)].push_back({end, -1});
         ++next[size_t(w)];

@@ -14,6 +14,7 @@
 
 #include "tessel/error.h"
 #include "tessel/pipeline.h"
+#include "tessel/pipeline_measure.h"
 
 namespace tessel::pipeline {
 
@@ -146,6 +147,44 @@ std::vector<double> idle_fractions(const std::vector<TimelineEvent>& events, int
   if (!(span > 0)) return idle;
   for (size_t w = 0; w < idle.size(); ++w) idle[w] = std::clamp(1.0 - union_length(busy[w]) / span, 0.0, 1.0);
   return idle;
+}
+
+namespace {
+bool task_kind_of(const std::string& name, TaskKind& kind) {
+  static const std::pair<const char*, TaskKind> kinds[] = {{"forward", TaskKind::forward},
+                                                           {"backward", TaskKind::backward},
+                                                           {"backward_input", TaskKind::backward_input},
+                                                           {"backward_weight", TaskKind::backward_weight}};
+  for (auto& [n, k] : kinds)
+    if (name == n) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+}  // namespace
+
+TaskTimes measured_task_times(const std::vector<TimelineEvent>& events) {
+  TaskTimes r;
+  std::map<std::pair<TaskKind, int>, std::pair<double, int>> sums;
+  for (const auto& e : events) {
+    TaskKind k;
+    if (!task_kind_of(e.kind, k)) continue;
+    const double took = std::max(0.0, e.end_us - e.start_us);
+    r.per_task[{k, e.stage, e.microbatch}] = took;
+    auto& [sum, n] = sums[{k, e.stage}];
+    sum += took;
+    ++n;
+  }
+  for (auto& [key, sn] : sums) r.mean[key] = sn.first / sn.second;
+  return r;
+}
+
+double TaskTimes::operator()(const Task& t) const {
+  if (auto it = per_task.find({t.kind, t.stage, t.microbatch}); it != per_task.end()) return it->second;
+  if (auto it = mean.find({t.kind, t.stage}); it != mean.end()) return it->second;
+  throw ValueError("TaskTimes: no measured time for " + t.to_string() + " nor for any task of its kind and stage; "
+                   "measure a timeline of the same pipeline (step.timeline())");
 }
 
 }  // namespace tessel::pipeline

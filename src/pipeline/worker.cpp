@@ -1,9 +1,13 @@
 // The workers' side of pipelined() (docs/pipeline.md "Instructions"): keeps the compiled
 // stages and instruction stream the driver sent, and runs the stream once per call, one
 // instruction at a time, with transfers between workers over MPI.
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/array_impl.h"
@@ -28,11 +32,23 @@ using tessel::detail::DeviceImpl;
 // A compiled pipeline, as one worker keeps it.
 struct Loaded {
   Sharding replicated;  // over this worker's local mesh
-  int workers = 0, microbatches = 0, transfers = 0;
+  int workers = 0, microbatches = 0, transfers = 0;  // stage workers (pp) and microbatches per replica
+  int replicas = 1, replica = 0;                      // data parallelism: this worker's replica
+  // The process of stage worker `w` of this worker's replica (worker r * pp + w is process + 1).
+  int process_of(int w, int r) const { return r * workers + w + 1; }
+  int process_of(int w) const { return process_of(w, replica); }
   std::map<int, std::shared_ptr<tessel::detail::JitEntry>> segments;
   std::map<int, std::pair<size_t, size_t>> segment_arity;  // inputs, outputs
   std::vector<Instruction> stream;
   std::vector<Sharding> out_shardings;
+  std::vector<Aval> out_avals;
+  // Steps run one at a time in the order the driver issued them (`seq`), each on its own
+  // thread, while the driver goes on; `finished` keeps each step's timeline (or error)
+  // until it is reported (with the next step's acknowledgement, or by "pipeline.done").
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  mutable uint64_t next_seq = 0;
+  mutable std::map<uint64_t, std::pair<std::string, std::exception_ptr>> finished;
 };
 
 
@@ -89,9 +105,9 @@ void wait_watching(MPI_Request& req, uint64_t step) {
 
 // Tells the other workers that `step` failed here, so that none waits for this one.
 void abort_peers(const Loaded& p, uint64_t step) {
-  const int me = mpi::world_rank() - 1;
-  for (int w = 0; w < p.workers; ++w)
-    if (w != me) MPI_Send(&step, 8, MPI_BYTE, w + 1, kAbortTag, ctl::peer_comm());
+  const int me = mpi::world_rank();
+  for (int w = 0; w < p.workers * p.replicas; ++w)
+    if (w + 1 != me) MPI_Send(&step, 8, MPI_BYTE, w + 1, kAbortTag, ctl::peer_comm());
 }
 
 // What read_stream cannot know: the segments and workers an instruction names exist, and a
@@ -108,6 +124,10 @@ void check_loaded_stream(const Loaded& p) {
                          std::to_string(it->second.first) + " inputs and " + std::to_string(it->second.second) +
                          " outputs");
     }
+    for (int g : in.group)
+      if (g >= p.workers)
+        throw ValueError("pipelined: instruction '" + in.to_string() + "' names worker " + std::to_string(g) +
+                         " of a pipeline of " + std::to_string(p.workers));
     if ((in.op == Op::send || in.op == Op::recv) && in.peer >= p.workers)
       throw ValueError("pipelined: instruction '" + in.to_string() + "' names worker " + std::to_string(in.peer) +
                        " of a pipeline of " + std::to_string(p.workers));
@@ -119,14 +139,74 @@ Array on_local_mesh(const Loaded& p, Array x) {
   return x;
 }
 
+// The AllReduce instruction: every member sends its contribution (zeros when it has none)
+// to every other and adds all of them in the group's order, so that each member holds the
+// same bits. Transfers go through host memory like sends.
+Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mine, DeviceImpl* device) {
+  const int me = mpi::world_rank();
+  std::vector<int> members;  // processes, ascending
+  for (int r = 0; r < p.replicas; ++r)
+    if (in.across_replicas || r == p.replica)
+      for (int g : in.group) members.push_back(p.process_of(g, r));
+  std::sort(members.begin(), members.end());
+  if (!mine.valid()) mine = tessel::zeros(in.aval.shape, in.aval.dtype);
+  mine = device_put(mine, Device(device));
+  const ConcreteArray* c = tessel::detail::require_concrete(mine, "pipelined all_reduce");
+  c->buffer()->wait();
+  const size_t nbytes = in.aval.nbytes();
+  mpi::Block block(MPI_BYTE, int64_t(nbytes));
+  MPI_Comm comm = ctl::peer_comm();
+  const int tag = wire_tag(p, step, in.tag);
+  std::vector<MPI_Request> reqs;
+  std::map<int, std::shared_ptr<Buffer>> theirs;
+  try {
+    for (int q : members) {
+      if (q == me) continue;
+      auto buf = Buffer::allocate(nbytes, device);
+      MPI_Request r;
+      mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), q, tag, comm, &r), "MPI_Irecv", "pipelined");
+      reqs.push_back(r);
+      theirs[q] = buf;
+      mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), q, tag, comm, &r), "MPI_Isend",
+                 "pipelined");
+      reqs.push_back(r);
+    }
+    for (MPI_Request& r : reqs) wait_watching(r, step);
+  } catch (...) {
+    for (MPI_Request& r : reqs)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
+    throw;
+  }
+  Array sum;
+  for (int q : members) {
+    Array part = mine;
+    if (q != me) {
+      theirs[q]->set_ready();
+      part = tessel::detail::make_concrete(in.aval, device, theirs[q], true);
+    }
+    sum = sum.valid() ? sum + part : part;
+  }
+  if (in.across_replicas && in.count > 1) sum = sum / Array(double(in.count));
+  return sum;
+}
+
 std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std::vector<uint64_t>& in_ids,
-                                      const std::vector<uint64_t>& out_ids) {
+                                      std::vector<Array>& results) {
   std::map<int64_t, Array> slots;
   struct Pending {
     MPI_Request req;
     Array keep;
   };
   std::vector<Pending> sends;
+  struct PendingRecv {
+    MPI_Request req = MPI_REQUEST_NULL;
+    std::shared_ptr<Buffer> buffer;
+    Aval aval;
+  };
+  std::map<int64_t, PendingRecv> recvs;  // posted, not yet waited for
   std::vector<TimelineEvent> events;
   MPI_Comm comm = ctl::peer_comm();
   DeviceImpl* first = p.replicated.mesh().devices()[0].impl();
@@ -144,15 +224,23 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
                                      "reused; use the step's results instead")));
           break;
         }
-        case Op::recv: {
+        case Op::recv: {  // posted now, completed by its wait (the transfer overlaps the tasks between)
           auto buf = Buffer::allocate(in.aval.nbytes(), first);
           mpi::Block block(MPI_BYTE, int64_t(in.aval.nbytes()));
-          MPI_Request req;
-          mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag), comm, &req),
+          PendingRecv& r = recvs[in.outs[0]];
+          r.buffer = buf;
+          r.aval = in.aval;
+          mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), p.process_of(in.peer), wire_tag(p, step, in.tag), comm, &r.req),
                      "MPI_Irecv", "pipelined");
-          wait_watching(req, step);
-          buf->set_ready();
-          slots[in.outs[0]] = on_local_mesh(p, tessel::detail::make_concrete(in.aval, first, buf, true));
+          break;
+        }
+        case Op::wait: {
+          auto it = recvs.find(in.outs[0]);
+          if (it == recvs.end()) throw Error("internal: pipelined: wait for slot %" + std::to_string(in.outs[0]) + " without a receive");
+          wait_watching(it->second.req, step);
+          it->second.buffer->set_ready();
+          slots[in.outs[0]] = on_local_mesh(p, tessel::detail::make_concrete(it->second.aval, first, it->second.buffer, true));
+          recvs.erase(it);
           events.push_back({0, in.to_string(), "recv", -1, -1, t0, now_us()});
           break;
         }
@@ -164,7 +252,10 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
             outs[k].block_until_ready();
             slots[in.outs[k]] = outs[k];
           }
-          events.push_back({0, in.task.to_string(), kind_name(in.task.kind), in.task.stage, in.task.microbatch, t0, now_us()});
+          if (in.task.microbatch < 0)  // the epilogue: once per step, after the stage tasks
+            events.push_back({0, "epilogue", "epilogue", in.task.stage, -1, t0, now_us()});
+          else
+            events.push_back({0, in.task.to_string(), kind_name(in.task.kind), in.task.stage, in.task.microbatch, t0, now_us()});
           break;
         }
         case Op::send: {
@@ -173,7 +264,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           c->buffer()->wait();
           mpi::Block block(MPI_BYTE, int64_t(a.aval().nbytes()));
           MPI_Request req;
-          mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), in.peer + 1, wire_tag(p, step, in.tag),
+          mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), p.process_of(in.peer), wire_tag(p, step, in.tag),
                                comm, &req),
                      "MPI_Isend", "pipelined");
           sends.push_back({req, a});
@@ -191,14 +282,20 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           break;
         }
         case Op::rename_out: {
+          if (p.replica != 0) break;  // replica 0 returns the results (the replicas hold the same)
           Array a = slot(in.ins[0]);
           const Sharding& target = p.out_shardings.at(size_t(in.ext));
           if (!(a.sharding() == target)) a = device_put(a, target);
           a.block_until_ready();
-          ctl::store(out_ids.at(size_t(in.ext)), a);
+          results.at(size_t(in.ext)) = a;
           break;
         }
         case Op::del: slots.erase(in.ins[0]); break;
+        case Op::all_reduce: {
+          slots[in.outs[0]] = on_local_mesh(p, all_reduce(p, step, in, in.ins.empty() ? Array() : slot(in.ins[0]), first));
+          events.push_back({0, in.to_string(), "all_reduce", -1, -1, t0, now_us()});
+          break;
+        }
       }
     }
     for (auto& s : sends) wait_watching(s.req, step);
@@ -206,9 +303,43 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
     abort_peers(p, step);
     for (auto& s : sends)
       if (s.req != MPI_REQUEST_NULL) MPI_Request_free(&s.req);
+    // Posted receives: cancel, and wait for the cancellation before their buffers go (one
+    // already matched completes instead).
+    for (auto& [slot_id, r] : recvs)
+      if (r.req != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r.req);
+        MPI_Wait(&r.req, MPI_STATUS_IGNORE);
+      }
     throw;
   }
   return events;
+}
+
+// The steps of `p` that are over and not yet reported (all of them, or only `only`), as the
+// driver reads them: count, then per step its seq, whether it failed, and its timeline or
+// error. Reported steps are forgotten. Call with p.mu held.
+std::string take_finished(const Loaded& p, std::optional<uint64_t> only = std::nullopt) {
+  ir::Writer w;
+  std::vector<uint64_t> seqs;
+  for (auto& [seq, result] : p.finished)
+    if (!only || seq == *only) seqs.push_back(seq);
+  w.count(seqs.size());
+  for (uint64_t seq : seqs) {
+    auto& [bytes, error] = p.finished[seq];
+    w.u64(seq);
+    w.boolean(error != nullptr);
+    if (error) ctl::write_error(w, error);
+    else w.str(bytes);
+    p.finished.erase(seq);
+  }
+  return w.take();
+}
+
+// The pipeline the driver loaded under `key`; null (and `reply` failed) when there is none.
+std::shared_ptr<const Loaded> find_loaded(uint64_t key, const ctl::Reply& reply) {
+  if (std::shared_ptr<const Loaded> p = ctl::kept_as<Loaded>(key)) return p;
+  reply.fail(std::make_exception_ptr(Error("internal: worker has no pipeline " + std::to_string(key))));
+  return nullptr;
 }
 
 [[maybe_unused]] const bool handlers_registered = [] {
@@ -219,6 +350,8 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         const uint64_t key = r.u64();
         p->replicated = ir::read_sharding(r);
         p->workers = int(r.i64());
+        p->replicas = int(r.i64());
+        p->replica = int(r.i64());
         p->microbatches = int(r.i64());
         p->transfers = int(r.i64());
         for (size_t k = r.count(8); k-- > 0;) {
@@ -238,6 +371,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         p->stream = read_stream(r);
         check_loaded_stream(*p);
         for (size_t k = r.count(1); k-- > 0;) p->out_shardings.push_back(ir::read_sharding(r));
+        for (size_t k = r.count(1); k-- > 0;) p->out_avals.push_back(ir::read_aval(r));
         ctl::keep(key, p);  // until the driver's pipeline is gone (it forgets the key)
         reply.ok();
       } catch (...) {
@@ -245,17 +379,54 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
       }
     });
   });
+  // A step: its results are stored at once as arrays whose buffers the step fills (reading
+  // one waits for it; a failed step leaves its error in them), the driver's call is
+  // answered, and the stream runs in its turn while the driver goes on.
   ctl::register_handler("pipeline.step", [](ir::Reader& r, ctl::Reply reply) {
-    const uint64_t key = r.u64(), step = r.u64();
+    const uint64_t key = r.u64(), step = r.u64(), seq = r.u64();
     std::vector<uint64_t> in_ids(r.count(8)), out_ids;
     for (auto& id : in_ids) id = r.u64();
     out_ids.resize(r.count(8));
     for (auto& id : out_ids) id = r.u64();
-    ctl::run_while_others_serve([&] {
+    std::shared_ptr<const Loaded> p = find_loaded(key, reply);
+    if (!p) return;
+    std::vector<std::vector<std::shared_ptr<Buffer>>> pending;  // per result, its buffers to fill
+    for (size_t k = 0; k < out_ids.size(); ++k) {
+      const Sharding& s = p->out_shardings.at(k);
+      const Aval& aval = p->out_avals.at(k);
+      const Aval local(s.shard_shape(aval.shape), aval.dtype, aval.weak_type);
+      std::vector<std::shared_ptr<Buffer>> bufs;
+      for (const Device& d : s.mesh().devices()) bufs.push_back(Buffer::deferred(local.nbytes(), d.impl()));
+      Array a = bufs.size() == 1 ? tessel::detail::make_concrete(aval, bufs[0]->device(), bufs[0], true)
+                                 : Array(std::make_shared<ConcreteArray>(aval, s, local, bufs));
+      ctl::store(out_ids[k], a);
+      pending.push_back(std::move(bufs));
+    }
+    {
+      std::lock_guard lock(p->mu);
+      reply.ok(take_finished(*p));  // with the earlier steps that are over meanwhile
+    }
+    // Runs the step in its turn. Its turn now: here, while another thread takes over serving;
+    // else on a thread of its own, so that this one goes on taking the next steps at once.
+    auto run = [p, seq, step, in_ids = std::move(in_ids), out_ids = std::move(out_ids), pending = std::move(pending)] {
+      std::unique_lock lock(p->mu);
+      p->cv.wait(lock, [&] { return p->next_seq == seq; });
+      lock.unlock();
+      std::string bytes;
+      std::exception_ptr error;
       try {
-        std::shared_ptr<const Loaded> p = ctl::kept_as<Loaded>(key);
-        if (!p) throw Error("internal: worker has no pipeline " + std::to_string(key));
-        std::vector<TimelineEvent> events = run_stream(*p, step, in_ids, out_ids);
+        std::vector<Array> results(out_ids.size());
+        std::vector<TimelineEvent> events = run_stream(*p, step, in_ids, results);
+        for (size_t k = 0; k < results.size(); ++k) {
+          std::vector<std::shared_ptr<Buffer>> have = tessel::detail::piece_buffers(results[k]);
+          for (size_t d = 0; d < pending[k].size(); ++d) {
+            auto copy = Buffer::allocate(pending[k][d]->nbytes(), pending[k][d]->device());
+            have.at(d)->wait();
+            if (copy->nbytes()) std::memcpy(copy->data(), have[d]->data(), copy->nbytes());
+            pending[k][d]->attach(copy->take_memory());
+            pending[k][d]->set_ready();
+          }
+        }
         ir::Writer w;
         w.count(events.size());
         for (const auto& e : events) {
@@ -266,10 +437,35 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           w.f64(e.start_us);
           w.f64(e.end_us);
         }
-        reply.ok(w.bytes());
+        bytes = w.take();
       } catch (...) {
-        reply.fail(std::current_exception());
+        error = std::current_exception();
+        for (auto& bufs : pending)
+          for (auto& b : bufs)
+            if (!b->ready()) b->set_error(error);
       }
+      lock.lock();
+      p->finished[seq] = {std::move(bytes), error};
+      ++p->next_seq;
+      p->cv.notify_all();
+    };
+    bool now;
+    {
+      std::lock_guard lock(p->mu);
+      now = p->next_seq == seq;
+    }
+    if (now) ctl::run_while_others_serve(run);
+    else std::thread(std::move(run)).detach();
+  });
+  // The driver waits for a step it has not heard of: its timeline, or its error.
+  ctl::register_handler("pipeline.done", [](ir::Reader& r, ctl::Reply reply) {
+    const uint64_t key = r.u64(), seq = r.u64();
+    std::shared_ptr<const Loaded> p = find_loaded(key, reply);
+    if (!p) return;
+    ctl::reply_later(reply, [p, seq] {
+      std::unique_lock lock(p->mu);
+      p->cv.wait(lock, [&] { return p->finished.count(seq) > 0; });
+      return take_finished(*p, seq);
     });
   });
   return true;

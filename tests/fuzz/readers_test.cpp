@@ -173,6 +173,19 @@ TEST(BadBytes, PipelineInstructionsNeedTheirSlotsAndKnownEnums) {
   recv.peer = 0;
   recv.tag = -4;
   EXPECT_NE(value_error_of([&] { read_back(recv); }).find("field 'tag' is -4"), std::string::npos);
+  ppd::Instruction all;  // an AllReduce needs its workers and one result slot
+  all.op = ppd::Op::all_reduce;
+  all.ins = {1};
+  all.outs = {2};
+  all.group = {0, 1};
+  all.across_replicas = true;
+  ASSERT_EQ(read_back(all).size(), 1u);
+  EXPECT_TRUE(read_back(all)[0].across_replicas);
+  all.group.clear();
+  EXPECT_NE(value_error_of([&] { read_back(all); }).find("all_reduce without workers"), std::string::npos);
+  all.group = {0};
+  all.outs.clear();
+  EXPECT_NE(value_error_of([&] { read_back(all); }).find("it needs 0 and 1"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "tessel/error.h"
 #include "tessel/pipeline.h"
+#include "tessel/pipeline_measure.h"
 
 namespace pp = tessel::pipeline;
 
@@ -103,6 +104,40 @@ TEST(PipelineSchedule, PlansPrintOneLinePerWorker) {
   EXPECT_EQ(pp::make_plan(pp::OneF1B{}, 2, 2, 2).to_string(),
             "worker 0: F(s=0,m=0) F(s=0,m=1) B(s=0,m=0) B(s=0,m=1)\n"
             "worker 1: F(s=1,m=0) B(s=1,m=0) F(s=1,m=1) B(s=1,m=1)\n");
+}
+
+// simulate with given durations: unit ones give the unit-time result; a slower last stage
+// makes the other worker wait (a larger bubble than theory); measured_task_times reads a
+// timeline back into per-task durations (and falls back to its kind and stage's mean).
+TEST(PipelineSchedule, SimulateWithMeasuredTaskTimes) {
+  const pp::Plan plan = pp::make_plan(pp::OneF1B{}, 2, 2, 8);
+  const pp::Simulation unit = pp::simulate(plan);
+  const pp::Simulation same = pp::simulate(plan, [](const pp::Task& t) { return t.kind == pp::TaskKind::forward ? 1.0 : 2.0; });
+  EXPECT_DOUBLE_EQ(same.makespan, unit.makespan);
+  EXPECT_DOUBLE_EQ(same.bubble_fraction, pp::theoretical_bubble(2, 8));
+  const pp::Simulation slow_last =
+      pp::simulate(plan, [](const pp::Task& t) { return (t.kind == pp::TaskKind::forward ? 1.0 : 2.0) * (t.stage == 1 ? 2 : 1); });
+  EXPECT_GT(slow_last.bubble_fraction, pp::theoretical_bubble(2, 8));
+  EXPECT_GT(slow_last.idle_fraction[0], slow_last.idle_fraction[1]);
+  EXPECT_THROW(pp::simulate(plan, [](const pp::Task&) { return -1.0; }), tessel::ValueError);
+
+  std::vector<pp::TimelineEvent> events;
+  double t = 0;
+  for (int w = 0; w < 2; ++w)
+    for (const pp::Task& task : plan.tasks[size_t(w)]) {
+      const double took = task.kind == pp::TaskKind::forward ? 10 : 20 + task.microbatch;
+      events.push_back({w, task.to_string(), task.kind == pp::TaskKind::forward ? "forward" : "backward", task.stage,
+                        task.microbatch, t, t + took});
+      events.push_back({w, "send", "send", -1, -1, t + took, t + took + 5});  // not a task: left out
+      t += took + 5;
+    }
+  const pp::TaskTimes times = pp::measured_task_times(events);
+  EXPECT_DOUBLE_EQ(times({pp::TaskKind::backward, 1, 3}), 23);
+  EXPECT_DOUBLE_EQ(times({pp::TaskKind::forward, 0, 7}), 10);
+  EXPECT_DOUBLE_EQ(times({pp::TaskKind::backward, 0, 42}), 23.5);  // unmeasured: the mean of B(s=0)
+  EXPECT_EQ(times.per_task.size(), 32u);
+  EXPECT_THROW(times({pp::TaskKind::backward_weight, 0, 0}), tessel::ValueError);
+  EXPECT_GT(pp::simulate(plan, times).makespan, 0);
 }
 
 }  // namespace

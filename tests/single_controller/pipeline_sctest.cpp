@@ -13,6 +13,19 @@ namespace pp = tessel::pipeline;
 
 namespace {
 
+// An SGD step on `model.loss`: affine in the gradients, so averaging over microbatches is
+// exact.
+template <class Model>
+std::tuple<std::vector<ts::Array>, ts::Array> sgd_step(const Model& model, const std::vector<ts::Array>& w,
+                                                       const ts::Array& x, const ts::Array& y) {
+  auto [l, g] = ts::value_and_grad([&model](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
+    return model.loss(w, x, y);
+  })(w, x, y);
+  std::vector<ts::Array> next;
+  for (size_t i = 0; i < w.size(); ++i) next.push_back(w[i] - 0.5f * g[i]);
+  return {next, l};
+}
+
 // An MLP of `layers` layers with `stages` stages (markers spread evenly), a mean squared
 // loss, and an SGD step: affine in the gradients, so averaging over microbatches is exact.
 struct Mlp {
@@ -28,14 +41,25 @@ struct Mlp {
   }
   std::tuple<std::vector<ts::Array>, ts::Array> step(const std::vector<ts::Array>& w, const ts::Array& x,
                                                      const ts::Array& y) const {
-    auto [l, g] = ts::value_and_grad([this](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
-      return loss(w, x, y);
-    })(w, x, y);
-    std::vector<ts::Array> next;
-    for (size_t i = 0; i < w.size(); ++i) next.push_back(w[i] - 0.5f * g[i]);
-    return {next, l};
+    return sgd_step(*this, w, x, y);
   }
 };
+
+// The Mlp's SGD step as a callable, and pipelined over `mesh` with the parameters donated.
+struct MlpStep {
+  Mlp mlp;
+  std::tuple<std::vector<ts::Array>, ts::Array> operator()(const std::vector<ts::Array>& w, const ts::Array& x,
+                                                          const ts::Array& y) const {
+    return mlp.step(w, x, y);
+  }
+};
+auto donating_pipeline(const MlpStep& step, const pp::RemoteMpmdMesh& mesh, int microbatches) {
+  pp::PipelineOptions opts;
+  opts.num_microbatches = microbatches;
+  opts.batch_argnums = {1, 2};
+  opts.donate_argnums = {0};
+  return pp::pipelined(step, mesh, opts);
+}
 
 std::vector<ts::Array> weights(int layers, int width) {
   std::vector<ts::Array> w;
@@ -56,13 +80,30 @@ std::string name_of(const pp::Schedule& s) {
   return names[s.index()];
 }
 
+// A schedule with its stage and microbatch counts.
+struct Case {
+  pp::Schedule schedule;
+  int stages, microbatches;
+};
+
+// Inputs and regression targets of `rows` x `width`.
+std::pair<ts::Array, ts::Array> regression_batch(int rows, int width) {
+  return {ts::reshape(ts::cos(ts::arange(rows * width, ts::f32)), {rows, width}),
+          ts::reshape(ts::sin(ts::arange(rows * width, ts::f32) * 0.3f), {rows, width}) * 0.5f};
+}
+
+// The case's schedule and microbatches, x and y split.
+pp::PipelineOptions options_for(const Case& c) {
+  pp::PipelineOptions opts;
+  opts.num_microbatches = c.microbatches;
+  opts.batch_argnums = {1, 2};
+  opts.schedule = c.schedule;
+  return opts;
+}
+
 TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
-  struct Case {
-    pp::Schedule schedule;
-    int stages, microbatches;
-  };
   const std::vector<Case> cases = {{pp::GPipe{}, W, 2 * W},      {pp::OneF1B{}, W, 2 * W},
                                    {pp::OneF1B{}, W, 1},         {pp::Eager1F1B{}, W, 3},
                                    {pp::ZeroBubbleH1{}, W, 2 * W}, {pp::Interleaved1F1B{2}, 2 * W, 2 * W}};
@@ -71,15 +112,10 @@ TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
     const int batch = 4 * c.microbatches;
     Mlp mlp{2 * c.stages, c.stages};
     auto w = weights(mlp.layers, width);
-    ts::Array x = ts::reshape(ts::cos(ts::arange(batch * width, ts::f32)), {batch, width});
-    ts::Array y = ts::reshape(ts::sin(ts::arange(batch * width, ts::f32) * 0.3f), {batch, width}) * 0.5f;
+    auto [x, y] = regression_batch(batch, width);
     auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
     auto [w_ref, loss_ref] = ts::jit(plain)(w, x, y);
-    pp::PipelineOptions opts;
-    opts.num_microbatches = c.microbatches;
-    opts.batch_argnums = {1, 2};
-    opts.schedule = c.schedule;
-    auto step = pp::pipelined(plain, mesh, opts);
+    auto step = pp::pipelined(plain, mesh, options_for(c));
     auto [w_new, loss] = step(w, x, y);
     const std::string what = name_of(c.schedule) + " stages " + std::to_string(c.stages) + " microbatches " +
                              std::to_string(c.microbatches);
@@ -99,13 +135,8 @@ TEST(Pipelined, EveryScheduleMatchesThePlainStep) {
 TEST(Pipelined, ResultsGoBackInAndDonatedOnesAreGone) {
   const int W = ts::process_count() - 1;
   pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
-  Mlp mlp{W, W};
-  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
-  pp::PipelineOptions opts;
-  opts.num_microbatches = 4;
-  opts.batch_argnums = {1, 2};
-  opts.donate_argnums = {0};
-  auto step = pp::pipelined(plain, mesh, opts);
+  const MlpStep plain{Mlp{W, W}};
+  auto step = donating_pipeline(plain, mesh, 4);
   auto w = weights(W, 8);
   ts::Array x = ts::ones({16, 8}, ts::f32) * 0.3f, y = ts::zeros({16, 8}, ts::f32);
   auto [w1, l1] = step(w, x, y);
@@ -144,6 +175,105 @@ TEST(Pipelined, ShardedParametersOnLocalMeshesOfTwoDevices) {
   for (size_t i = 0; i < w_new.size(); ++i) expect_close(w_new[i], w_ref[i], "w" + std::to_string(i));
 }
 
+// A tied embedding: w[0] ([8, 6]) embeds in the first stage and, transposed, projects back in
+// the last; its gradient is the sum of both stages' contributions (an AllReduce between their
+// workers) and its SGD update runs once, after the microbatches (the epilogue).
+struct TiedMlp {
+  int stages;
+  ts::Array loss(const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) const {
+    ts::Array h = ts::tanh(ts::matmul(x, w[0]));
+    for (int s = 1; s < stages; ++s) h = ts::tanh(ts::matmul(pp::enter_stage(h), w[size_t(s)]));
+    ts::Array d = ts::matmul(h, ts::transpose(w[0])) - y;
+    return ts::mean(d * d);
+  }
+  std::tuple<std::vector<ts::Array>, ts::Array> step(const std::vector<ts::Array>& w, const ts::Array& x,
+                                                     const ts::Array& y) const {
+    return sgd_step(*this, w, x, y);
+  }
+};
+
+TEST(Pipelined, TiedEmbeddingMatchesThePlainStepInEverySchedule) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  const std::vector<Case> cases = {{pp::GPipe{}, W, 2 * W},        {pp::OneF1B{}, W, 2 * W},
+                                   {pp::Eager1F1B{}, W, 3},        {pp::ZeroBubbleH1{}, W, 2 * W},
+                                   {pp::Interleaved1F1B{2}, 2 * W, 2 * W}};
+  for (const Case& c : cases) {
+    const int batch = 2 * c.microbatches;
+    TiedMlp mlp{c.stages};
+    std::vector<ts::Array> w{ts::sin(ts::reshape(ts::arange(48, ts::f32), {8, 6}) * 0.7f) * 0.5f};
+    for (int s = 1; s < c.stages; ++s) w.push_back(weights(s + 1, 6).back());
+    auto [x, y] = regression_batch(batch, 8);
+    auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+    auto [w_ref, loss_ref] = ts::jit(plain)(w, x, y);
+    auto step = pp::pipelined(plain, mesh, options_for(c));
+    auto [w_new, loss] = step(w, x, y);
+    const std::string what = "tied " + name_of(c.schedule);
+    expect_close(loss, loss_ref, what + " loss");
+    ASSERT_EQ(w_new.size(), w_ref.size());
+    for (size_t i = 0; i < w_new.size(); ++i) expect_close(w_new[i], w_ref[i], what + " w" + std::to_string(i));
+    EXPECT_NE(step.instructions().find("all_reduce"), std::string::npos) << what;
+    // The results go back in: a second step from the ArrayRefs.
+    auto [w2, loss2] = step(w_new, x, y);
+    auto [w2_ref, loss2_ref] = ts::jit(plain)(w_ref, x, y);
+    expect_close(loss2, loss2_ref, what + " second loss");
+    expect_close(w2[0], w2_ref[0], what + " second step tied weight");
+  }
+}
+
+// Data parallelism: pp stage workers x 2 replicas (pp = 2 under `mpirun -np 5`, 1 under
+// -np 3), each replica on half of the microbatches, the gradients all-reduced among the
+// replicas: the plain jitted step's loss and parameters for every schedule, for the MLP and
+// the tied embedding, over two steps (the second from the returned ArrayRefs).
+TEST(PipelinedDp, ReplicasMatchThePlainStepInEverySchedule) {
+  const int workers = ts::process_count() - 1, dp = 2, pp = workers >= 4 ? 2 : 1;
+  if (workers < dp) GTEST_SKIP() << "needs 2 workers";
+  pp::RemoteMpmdMesh mesh(pp, dp, {1}, {"model"});
+  EXPECT_EQ(mesh.num_workers(), pp * dp);
+  EXPECT_EQ(mesh.replicas(), dp);
+  std::vector<pp::Schedule> schedules = {pp::GPipe{}, pp::OneF1B{}, pp::Eager1F1B{}, pp::ZeroBubbleH1{}};
+  if (pp > 1) schedules.push_back(pp::Interleaved1F1B{2});
+  for (const pp::Schedule& schedule : schedules) {
+    const int stages = pp * (std::holds_alternative<pp::Interleaved1F1B>(schedule) ? 2 : 1), micro = 4, batch = 8;
+    for (bool tied : {false, true}) {
+      Mlp mlp{stages, stages};
+      TiedMlp tmlp{stages};
+      std::vector<ts::Array> w = weights(stages, 8);
+      auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) {
+        return tied ? tmlp.step(w, x, y) : mlp.step(w, x, y);
+      };
+      ts::Array x = ts::reshape(ts::cos(ts::arange(batch * 8, ts::f32)), {batch, 8});
+      ts::Array y = ts::reshape(ts::sin(ts::arange(batch * 8, ts::f32) * 0.3f), {batch, 8}) * 0.5f;
+      pp::PipelineOptions opts;
+      opts.num_microbatches = micro;
+      opts.batch_argnums = {1, 2};
+      opts.donate_argnums = {0};
+      opts.schedule = schedule;
+      auto step = pp::pipelined(plain, mesh, opts);
+      auto [w1, l1] = step(w, x, y);
+      auto [w2, l2] = step(w1, x, y);
+      auto [r1, rl1] = ts::jit(plain)(w, x, y);
+      auto [r2, rl2] = ts::jit(plain)(r1, x, y);
+      const std::string what = std::string(tied ? "tied " : "") + name_of(schedule) + " pp " + std::to_string(pp) + " dp 2";
+      expect_close(l1, rl1, what + " loss");
+      expect_close(l2, rl2, what + " second loss");
+      for (size_t i = 0; i < w2.size(); ++i) expect_close(w2[i], r2[i], what + " w" + std::to_string(i));
+      EXPECT_NE(step.instructions().find("replicas (mean)"), std::string::npos) << what;
+    }
+  }
+  pp::PipelineOptions odd;
+  odd.num_microbatches = 3;
+  odd.batch_argnums = {1, 2};
+  Mlp mlp{pp, pp};
+  auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+  try {
+    pp::pipelined(plain, mesh, odd)(weights(pp, 4), ts::ones({6, 4}, ts::f32), ts::ones({6, 4}, ts::f32));
+    FAIL() << "expected a ValueError";
+  } catch (const ts::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("give a multiple of 2"), std::string::npos) << e.what();
+  }
+}
+
 void expect_error(const std::function<void()>& f, const std::string& part) {
   try {
     f();
@@ -151,6 +281,57 @@ void expect_error(const std::function<void()>& f, const std::string& part) {
   } catch (const ts::Error& e) {
     EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
   }
+}
+
+// Calls return at once: 4 steps issued back to back (each taking the previous one's donated
+// ArrayRefs) give what 4 steps read one by one give, and the plain step's values.
+TEST(PipelinedAsync, StepsInFlightEqualSynchronousOnes) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  const MlpStep plain{Mlp{2 * W, W}};
+  auto step = donating_pipeline(plain, mesh, 4);
+  ts::Array x = ts::reshape(ts::cos(ts::arange(16 * 8, ts::f32)), {16, 8});
+  ts::Array y = ts::reshape(ts::sin(ts::arange(16 * 8, ts::f32)), {16, 8}) * 0.5f;
+  std::vector<ts::Array> in_flight = weights(2 * W, 8), one_by_one = weights(2 * W, 8), ref = weights(2 * W, 8);
+  std::vector<ts::Array> losses;
+  for (int k = 0; k < 4; ++k) {  // nothing read: every call returns at once
+    auto [next, loss] = step(in_flight, x, y);
+    in_flight = next;
+    losses.push_back(loss);
+  }
+  for (int k = 0; k < 4; ++k) {
+    auto [next, loss] = step(one_by_one, x, y);
+    loss.block_until_ready();
+    one_by_one = next;
+    auto [r, rl] = ts::jit(plain)(ref, x, y);
+    ref = r;
+    expect_close(losses[size_t(k)], rl, "step " + std::to_string(k) + " loss in flight");
+    expect_close(loss, rl, "step " + std::to_string(k) + " loss one by one");
+  }
+  for (size_t i = 0; i < ref.size(); ++i) {
+    expect_close(in_flight[i], ref[i], "w" + std::to_string(i) + " after 4 steps in flight");
+    expect_close(one_by_one[i], ref[i], "w" + std::to_string(i) + " after 4 steps one by one");
+  }
+  EXPECT_FALSE(step.timeline().empty());  // waits for the steps in flight
+}
+
+// A step that fails on a worker (it reads an ArrayRef an earlier step donated) returns like
+// any other; the failure comes with the next read of its results and, once the driver has
+// collected the step, with the next call, naming the worker; the call after that runs.
+TEST(PipelinedAsync, AFailureSurfacesOnTheNextReadAndCall) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  const MlpStep plain{Mlp{W, W}};
+  auto step = donating_pipeline(plain, mesh, 2);
+  ts::Array x = ts::ones({8, 8}, ts::f32) * 0.3f, y = ts::zeros({8, 8}, ts::f32);
+  auto [w1, l1] = step(weights(W, 8), x, y);
+  auto [w2, l2] = step(w1, x, y);   // donates w1
+  auto [w3, l3] = step(w1, x, y);   // reads the donated w1: fails on the workers, returns here
+  expect_error([&] { (void)l3.item<float>(); }, "donated");
+  (void)step.timeline();  // collects every step in flight, the failed one included
+  expect_error([&] { step(w2, x, y); }, "[pipelined step on worker 0, process 1]");
+  auto [w4, l4] = step(w2, x, y);
+  EXPECT_TRUE(std::isfinite(l4.item<float>()));
 }
 
 TEST(Pipelined, ErrorsNameTheFix) {
@@ -175,6 +356,8 @@ TEST(Pipelined, ErrorsNameTheFix) {
   opts.batch_argnums = {7};
   expect_error([&] { pp::pipelined(ok, mesh, opts)(weights(W, 4), x, y); }, "batch_argnums lists argument 7");
   expect_error([] { pp::RemoteMpmdMesh(64, {1}, {"x"}); }, "worker processes");
+  expect_error([] { pp::RemoteMpmdMesh(2, 32, {1}, {"x"}); }, "2 stage workers x 32 replicas");
+  expect_error([] { pp::RemoteMpmdMesh(2, 0, {1}, {"x"}); }, "give at least 1 of each");
   expect_error([] { pp::RemoteMpmdMesh(1, {16}, {"x"}); }, "TESSEL_CPU_DEVICES=16");
 }
 
