@@ -20,10 +20,8 @@ using ops::to_inexact;
 
 namespace {
 
-Array zero_like_tangent(const Array& g) { return zeros_like(g); }
-
 /// `g` where `keep`, else 0: the tangent of a clamp-like function.
-Array pass_where(const Array& keep, const Array& g) { return select(keep, g, zero_like_tangent(g)); }
+Array pass_where(const Array& keep, const Array& g) { return select(keep, g, zeros_like(g)); }
 
 const auto relu_fn = custom_jvp([](const Array& x) { return maximum(x, Array(0)); },
                                 [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
@@ -199,23 +197,31 @@ Array log_softmax(const Array& x, const Axes& axes, const std::optional<Array>& 
   return masked(result, where, -INFINITY);
 }
 
+namespace {
+
+/// sum(b * exp(a - amax)) over `dims` and amax, the maximum of a's real part (0 where it is
+/// not finite, under stop_gradient): logsumexp is log(sum) + amax.
+std::pair<Array, Array> shifted_sum(const Array& a, const Axes& dims, bool keepdims, const std::optional<Array>& b) {
+  Array amax = max(is_complex(a.dtype()) ? real(a) : a, dims, keepdims);
+  amax = stop_gradient(select(isfinite(amax), amax, zeros_like(amax)));
+  const Array amax_with_dims = keepdims ? amax : expand_dims(amax, dims);
+  Array exp_a = exp(a - astype(amax_with_dims, a.dtype()));
+  if (b) exp_a = exp_a * *b;
+  return {sum(exp_a, dims, keepdims), amax};
+}
+
+}  // namespace
+
 std::pair<Array, Array> logsumexp_with_sign(const Array& x, const Axes& axes, const LogSumExpOptions& options) {
   Array a = to_inexact(x);
   std::optional<Array> b;
   if (options.b) {
     std::vector<Array> ab = ops::promote_all({a, to_inexact(*options.b)});
-    a = ab[0];
     b = ab[1];
-    a = where(*b != Array(0), a, full_like(a, -INFINITY));
+    a = where(*b != Array(0), ab[0], full_like(ab[0], -INFINITY));
   }
   const Axes dims = ops::canonicalize_axes("nn::logsumexp", axes, a.ndim(), true);
-  const bool complex = is_complex(a.dtype());
-  Array amax = max(complex ? real(a) : a, dims, options.keepdims);
-  amax = stop_gradient(select(isfinite(amax), amax, zeros_like(amax)));
-  const Array amax_with_dims = options.keepdims ? amax : expand_dims(amax, dims);
-  Array exp_a = exp(a - astype(amax_with_dims, a.dtype()));
-  if (b) exp_a = exp_a * *b;
-  Array sumexp = sum(exp_a, dims, options.keepdims);
+  auto [sumexp, amax] = shifted_sum(a, dims, options.keepdims, b);
   const Array sign = tessel::sign(sumexp);
   sumexp = abs(sumexp);
   return {log(sumexp) + astype(amax, sumexp.dtype()), sign};
@@ -224,12 +230,8 @@ std::pair<Array, Array> logsumexp_with_sign(const Array& x, const Axes& axes, co
 Array logsumexp(const Array& x, const Axes& axes, const LogSumExpOptions& options) {
   if (is_complex(x.dtype()) && !options.b) {
     // Complex logsumexp keeps the phase: log of the complex sum.
-    const Array a = x;
-    const Axes dims = ops::canonicalize_axes("nn::logsumexp", axes, a.ndim(), true);
-    Array amax = max(real(a), dims, options.keepdims);
-    amax = stop_gradient(select(isfinite(amax), amax, zeros_like(amax)));
-    const Array amax_with_dims = options.keepdims ? amax : expand_dims(amax, dims);
-    const Array sumexp = sum(exp(a - astype(amax_with_dims, a.dtype())), dims, options.keepdims);
+    const Axes dims = ops::canonicalize_axes("nn::logsumexp", axes, x.ndim(), true);
+    const auto [sumexp, amax] = shifted_sum(x, dims, options.keepdims, std::nullopt);
     return log(sumexp) + astype(amax, sumexp.dtype());
   }
   auto [out, sign] = logsumexp_with_sign(x, axes, options);
