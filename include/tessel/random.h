@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tessel/array.h"
+#include "tessel/random_distributions.h"
 
 namespace tessel {
 

@@ -39,3 +39,73 @@ def cases(s):
         s.case("random.threefry_2x32", jax.extend.random.threefry_2x32, [np.asarray(k2), count])
     s.case("random.threefry_2x32", jax.extend.random.threefry_2x32, [key, np.arange(5, dtype=np.uint32)],
            name="random_threefry_2x32_odd")
+
+    distributions(s, key)
+
+
+def distributions(s, key):
+    """jax.random's samplers (include/tessel/random_distributions.h). Integer and boolean
+    draws are exact; floats through log/tan/erf_inv/pow get MATH_TOL."""
+    keys = [key, np.asarray(jax.random.PRNGKey(0)), np.asarray(jax.random.PRNGKey(2**31 + 5))]
+    f32 = lambda v: np.asarray(v, np.float32)
+    for i, k in enumerate(keys):
+        s.case("random.randint", lambda k, lo, hi, shape, dtype: jax.random.randint(k, shape, lo, hi, dtype),
+               [k, np.int32(-5), np.array([3, 10, 1000, 2**31 - 1, -7], np.int32)], {"shape": (3, 5), "dtype": "int32"},
+               name=f"random_randint_int32_{i}")
+    for dtype, lo, hi in [("int8", -100, 100), ("uint8", 0, 255), ("int16", -3, 30000), ("uint32", 0, 2**31 - 1)]:
+        s.case("random.randint", lambda k, lo, hi, shape, dtype: jax.random.randint(k, shape, lo, hi, dtype),
+               [key, np.int32(lo), np.int32(hi)], {"shape": (17,), "dtype": dtype})
+    s.case("random.randint", lambda k, lo, hi, shape, dtype: jax.random.randint(k, shape, lo, hi, dtype),
+           [key, np.int64(-2**40), np.int64(2**50)], {"shape": (6,), "dtype": "int64"}, name="random_randint_int64")
+    for i, k in enumerate(keys):
+        s.case("random.bernoulli", lambda k, p, shape: jax.random.bernoulli(k, p, shape),
+               [k, f32([0.0, 0.3, 0.5, 0.9, 1.0])], {"shape": (4, 5)}, name=f"random_bernoulli_{i}")
+    s.case("random.bernoulli", lambda k, p, shape: jax.random.bernoulli(k, p, shape),
+           [key, np.array(0.25, np.float64)], {"shape": (9,)}, name="random_bernoulli_float64")
+    logits = rand_logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4, 1e-3], [1, 1, 1, 1, 1],
+                                            [5, 0.1, 0.1, 0.1, 3]], np.float32))
+    s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
+           [key, logits], {"axis": -1, "shape": None, "replace": True}, name="random_categorical_last")
+    s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
+           [key, rand_logits], {"axis": 0, "shape": (7, 5), "replace": True}, name="random_categorical_axis0")
+    s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
+           [keys[1], logits], {"axis": 1, "shape": (4, 3), "replace": False}, name="random_categorical_noreplace")
+    for dtype in ["float32", "float64"]:
+        lo = np.asarray(-1.5, dtype)
+        hi = np.asarray([0.5, 2.0, np.inf], dtype)
+        s.case("random.truncated_normal", lambda k, lo, hi, shape, dtype: jax.random.truncated_normal(k, lo, hi, shape, dtype),
+               [key, lo, hi], {"shape": (4, 3), "dtype": dtype}, tol=MATH_TOL)
+        for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy", "maxwell"]:
+            fn = getattr(jax.random, name)
+            s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [key],
+                   {"shape": (3, 7), "dtype": dtype}, tol=MATH_TOL)
+    for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy"]:
+        fn = getattr(jax.random, name)
+        for i, k in enumerate(keys[1:]):
+            s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [k],
+                   {"shape": (64,), "dtype": "float32"}, tol=MATH_TOL, name=f"random_{name}_key{i}")
+    for dtype in ["int32", "float32", "int8"]:
+        s.case("random.rademacher", lambda k, shape, dtype: jax.random.rademacher(k, shape, dtype), [key],
+               {"shape": (11,), "dtype": dtype})
+    sig = f32([0.5, 1.0, 2.0])
+    s.case("random.lognormal", lambda k, sg, shape, dtype: jax.random.lognormal(k, sg, shape, dtype), [key, sig],
+           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.pareto", lambda k, b, shape, dtype: jax.random.pareto(k, b, shape, dtype), [key, sig],
+           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.weibull_min", lambda k, sc, c, shape, dtype: jax.random.weibull_min(k, sc, c, shape, dtype),
+           [key, f32(2.0), sig], {"shape": (4, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.rayleigh", lambda k, sc, shape, dtype: jax.random.rayleigh(k, sc, shape, dtype), [key, sig],
+           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.wald", lambda k, m, shape, dtype: jax.random.wald(k, m, shape, dtype), [key, sig],
+           {"shape": (4, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.triangular", lambda k, l, m, r, shape, dtype: jax.random.triangular(k, l, m, r, shape, dtype),
+           [key, f32(-1.0), f32([0.0, 0.5]), f32(2.0)], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.double_sided_maxwell",
+           lambda k, loc, sc, shape, dtype: jax.random.double_sided_maxwell(k, loc, sc, shape, dtype),
+           [key, f32([0.0, 1.0]), f32(2.0)], {"shape": (3,), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.geometric", lambda k, p, shape, dtype: jax.random.geometric(k, p, shape, dtype),
+           [key, f32([0.05, 0.5, 0.99])], {"shape": (5, 3), "dtype": "int32"})
+    s.case("random.key_data", jax.random.key_data, [key])
+    s.case("random.wrap_key_data", lambda d: jax.random.key_data(jax.random.wrap_key_data(d)),
+           [np.asarray(jax.random.split(jax.random.PRNGKey(1), 3))])
+    s.case("random.clone", lambda k: jax.random.key_data(jax.random.clone(jax.random.wrap_key_data(k))), [key])

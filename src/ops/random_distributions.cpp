@@ -1,0 +1,383 @@
+// jax.random's samplers as compositions over ts::random's bits and floats (no kernels of
+// their own): each follows the sequence of operations of jax/_src/random/core.py (which
+// bits, which key split, which float construction) so draws equal JAX's for the same key.
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "core/dtype_check.h"
+#include "core/shape_check.h"
+#include "ops/op_util.h"
+#include "tessel/random.h"
+#include "tessel/sort.h"
+#include "tessel/transforms.h"
+
+namespace tessel::random {
+namespace {
+
+void check_key(const char* op, const Array& key) {
+  if (key.dtype() != DType::uint32 || key.shape() != Shape{2})
+    throw ValueError(std::string(op) + ": expected a PRNG key, a uint32 array of shape (2,), got " +
+                     key.aval().to_string() + "; make keys with tessel::random::key(seed) or split");
+}
+
+void check_float(const char* op, DType dtype) {
+  if (!is_floating(detail::checked_dtype(dtype, op)))
+    throw DTypeError(std::string(op) + ": dtype must be a floating dtype (float16, bfloat16, float32, float64), got " +
+                     dtype_name(dtype));
+}
+
+void check_int(const char* op, DType dtype) {
+  if (!is_integer(detail::checked_dtype(dtype, op)))
+    throw DTypeError(std::string(op) + ": dtype must be an integer dtype (int8 ... uint64), got " + dtype_name(dtype));
+}
+
+// Row i of split(key, 2).
+std::pair<Array, Array> split2(const Array& key) {
+  Array ks = split(key, 2);
+  return {reshape(slice(ks, {0, 0}, {1, 2}), {2}), reshape(slice(ks, {1, 0}, {2, 2}), {2})};
+}
+
+// JAX's shape rule for samplers: an explicit shape must be what the parameters broadcast to
+// with it; no shape means the parameters' broadcast shape.
+Shape sample_shape(const char* op, std::optional<Shape> shape, std::initializer_list<Shape> params) {
+  std::vector<Shape> all(params);
+  const Shape pshape = ops::broadcast_shapes(op, all);
+  if (!shape) return pshape;
+  all.push_back(*shape);
+  if (ops::broadcast_shapes(op, all) != *shape)
+    throw ShapeError(std::string(op) + ": parameter shapes broadcast to " + shape_to_string(pshape) +
+                     ", which does not broadcast to the requested shape " + shape_to_string(*shape) +
+                     "; pass a shape that ends with the parameters' shape");
+  return *shape;
+}
+
+// finfo's constants of a floating dtype, as exact powers of two.
+struct FloatInfo {
+  int nmant, minexp;
+  double eps() const { return std::ldexp(1.0, -nmant); }
+  double epsneg() const { return std::ldexp(1.0, -nmant - 1); }
+  double tiny() const { return std::ldexp(1.0, minexp); }
+  double denorm_min() const { return std::ldexp(1.0, minexp - nmant); }
+};
+
+FloatInfo float_info(DType d) {
+  switch (d) {
+    case DType::float16: return {10, -14};
+    case DType::bfloat16: return {7, -126};
+    case DType::float32: return {23, -126};
+    default: return {52, -1022};
+  }
+}
+
+Array constant(double v, DType d) { return Array(Scalar(v, d)); }
+
+DType int_of_width(size_t bytes) {
+  return bytes == 2 ? DType::int16 : bytes == 4 ? DType::int32 : DType::int64;
+}
+
+// lax.nextafter(x, +inf) (up) or (x, -inf), composed from the float's bits: adding 1 to the
+// bits as a signed integer moves a float away from zero, subtracting 1 towards it.
+Array next_float(const Array& x, bool up) {
+  const DType d = x.dtype(), it = int_of_width(itemsize(d));
+  Array i = bitcast_convert_type(x, it);
+  Array zero = constant(0.0, d), one = Array(Scalar(1, it));
+  Array grow = up ? greater(x, zero) : less(x, zero);
+  Array stepped = bitcast_convert_type(where(grow, i + one, i - one), d);
+  const double tiny = float_info(d).denorm_min();
+  Array from_zero = constant(up ? tiny : -tiny, d);
+  Array limit = constant(up ? INFINITY : -INFINITY, d);
+  Array out = where(equal(x, zero), from_zero, stepped);
+  return where(logical_or(isnan(x), equal(x, limit)), x, out);
+}
+
+// iinfo(d).min / max as doubles are inexact for 64-bit types, so they are kept as Scalars.
+std::pair<Scalar, Scalar> int_range(DType d) {
+  return visit_dtype(d, [&](auto z) -> std::pair<Scalar, Scalar> {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      return {Scalar(std::numeric_limits<T>::min()), Scalar(std::numeric_limits<T>::max())};
+    else
+      return {Scalar(0), Scalar(0)};
+  });
+}
+
+// JAX's _convert_and_clip_integer: val (an integer array) converted to `to`, clipped to the
+// range both dtypes share instead of wrapping.
+Array convert_and_clip(const Array& val, DType to) {
+  auto [tlo, thi] = int_range(to);
+  auto [vlo, vhi] = int_range(val.dtype());
+  // The shared range: distinct integer dtypes' bounds differ by far more than a double's
+  // rounding, so comparing them as doubles orders them correctly.
+  auto as_d = [](const Scalar& v) { return v.to<double>(); };
+  const Scalar lo = as_d(tlo) > as_d(vlo) ? tlo : vlo;
+  const Scalar hi = as_d(thi) < as_d(vhi) ? thi : vhi;
+  return astype(clip(val, Array(lo.astype(val.dtype())), Array(hi.astype(val.dtype()))), to);
+}
+
+DType uint_of_bytes(size_t bytes) {
+  return bytes == 1 ? DType::uint8 : bytes == 2 ? DType::uint16 : bytes == 4 ? DType::uint32 : DType::uint64;
+}
+
+Array randint_impl(const Array& key, const Shape& shape, Array minval, Array maxval, DType dtype) {
+  if (!is_integer(minval.dtype())) minval = astype(minval, DType::int32);
+  if (!is_integer(maxval.dtype())) maxval = astype(maxval, DType::int32);
+  const auto [dlo, dhi] = int_range(dtype);
+  Array maxval_out_of_range = greater(maxval, convert_and_clip(Array(dhi), maxval.dtype()));
+  minval = convert_and_clip(minval, dtype);
+  maxval = convert_and_clip(maxval, dtype);
+  const int nbits = int(itemsize(dtype)) * 8;
+  const DType ut = uint_of_bytes(itemsize(dtype));
+  auto [k1, k2] = split2(key);
+  Array higher = bits(k1, shape, ut), lower = bits(k2, shape, ut);
+  Array span = astype(maxval - minval, ut);
+  Array one = Array(Scalar(1, ut));
+  span = where(less_equal(maxval, minval), one, span);
+  span = where(logical_and(maxval_out_of_range, greater(maxval, minval)), span + one, span);
+  // 2^nbits mod span, as (2^(nbits/2) mod span)^2 mod span, in the unsigned dtype.
+  Array half = Array(Scalar(uint64_t(1) << (nbits / 2), ut));
+  Array multiplier = rem(half, span);
+  multiplier = rem(multiplier * multiplier, span);
+  Array offset = rem(rem(higher, span) * multiplier + rem(lower, span), span);
+  return broadcast_to(minval + astype(offset, dtype), shape);
+}
+
+// The parameter converted to the sample dtype and broadcast to the sample shape.
+Array param(const Array& p, DType dtype, const Shape& shape) { return broadcast_to(astype(p, dtype), shape); }
+
+}  // namespace
+
+Array randint(const Array& key, const Shape& shape, const Array& minval, const Array& maxval, DType dtype) {
+  check_key("randint", key);
+  check_int("randint", dtype);
+  sample_shape("randint", shape, {minval.shape(), maxval.shape()});
+  if (is_bool(minval.dtype()) || is_complex(minval.dtype()) || is_bool(maxval.dtype()) || is_complex(maxval.dtype()))
+    throw DTypeError("randint: minval and maxval must be integer or real arrays, got " + minval.aval().to_string() +
+                     " and " + maxval.aval().to_string());
+  if (itemsize(dtype) < 4) {
+    // Narrow dtypes sample at int32 over the clipped range, then convert (as JAX does).
+    auto [lo, hi] = int_range(dtype);
+    Array mn = clip(astype(minval, DType::int32), Array(lo.astype(DType::int32)), Array(hi.astype(DType::int32)));
+    Array mx = clip(astype(maxval, DType::int32), Array(lo.astype(DType::int32)),
+                    Array(hi.astype(DType::int32)) + Array(Scalar(1, DType::int32)));
+    return astype(randint_impl(key, shape, mn, mx, DType::int32), dtype);
+  }
+  return randint_impl(key, shape, minval, maxval, dtype);
+}
+
+Array bernoulli(const Array& key, const Array& p, std::optional<Shape> shape) {
+  check_key("bernoulli", key);
+  if (!is_floating(p.dtype()))
+    throw DTypeError("bernoulli: the probability p must have a floating dtype, got " + p.aval().to_string() +
+                     "; convert it with astype(float32)");
+  // A weak float (a C++ double) samples as float32, JAX's default float.
+  const DType dtype = p.aval().weak_type ? DType::float32 : p.dtype();
+  const Shape s = sample_shape("bernoulli", shape, {p.shape()});
+  return less(uniform(key, s, dtype), astype(p, dtype));
+}
+
+Array categorical(const Array& key, const Array& logits, int64_t axis, std::optional<Shape> shape, bool replace) {
+  check_key("categorical", key);
+  if (!is_floating(logits.dtype()))
+    throw DTypeError("categorical: logits must be a floating array, got " + logits.aval().to_string());
+  const int64_t nd = logits.ndim();
+  if (nd == 0 || axis < -nd || axis >= nd)
+    throw ValueError("categorical: axis " + std::to_string(axis) + " is out of range for logits of shape " +
+                     shape_to_string(logits.shape()) + "; logits need at least one dimension");
+  const int64_t ax = axis < 0 ? axis + nd : axis;
+  Shape batch = logits.shape();
+  batch.erase(batch.begin() + ax);
+  const Shape s = shape ? *shape : batch;
+  if (s.size() < batch.size() || !std::equal(batch.begin(), batch.end(), s.end() - int64_t(batch.size())))
+    throw ShapeError("categorical: shape " + shape_to_string(s) + " must end with the logits' batch shape " +
+                     shape_to_string(batch) + " (logits " + shape_to_string(logits.shape()) + " without axis " +
+                     std::to_string(axis) + ")");
+  const Shape prefix(s.begin(), s.end() - int64_t(batch.size()));
+  if (replace) {
+    // Gumbel-max: one Gumbel draw per (sample, category), argmax over the categories.
+    Shape gshape = prefix;
+    Shape lshape = batch;
+    lshape.insert(lshape.begin() + ax, logits.shape()[size_t(ax)]);
+    gshape.insert(gshape.end(), lshape.begin(), lshape.end());
+    Array lg = logits;
+    for (size_t i = 0; i < prefix.size(); ++i) lg = expand_dims(lg, {0});
+    return argmax(gumbel(key, gshape, logits.dtype()) + lg, int64_t(prefix.size()) + ax);
+  }
+  int64_t k = 1;
+  for (int64_t d : prefix) k *= d;
+  const int64_t ncat = logits.shape()[size_t(ax)];
+  if (k > ncat)
+    throw ValueError("categorical: " + std::to_string(k) + " samples without replacement exceed the " +
+                     std::to_string(ncat) + " categories along axis " + std::to_string(axis));
+  Array perturbed = logits + gumbel(key, logits.shape(), logits.dtype());
+  Array idx = top_k(moveaxis(perturbed, ax, -1), k).second;  // batch + (k,)
+  // The k draws lead: (k,) + batch, then the prefix's own shape.
+  return reshape(moveaxis(idx, -1, 0), s);
+}
+
+Array truncated_normal(const Array& key, const Array& lower, const Array& upper, std::optional<Shape> shape,
+                       DType dtype) {
+  check_key("truncated_normal", key);
+  check_float("truncated_normal", dtype);
+  const Shape s = sample_shape("truncated_normal", shape, {lower.shape(), upper.shape()});
+  Array sqrt2 = constant(std::numbers::sqrt2, dtype);
+  Array lo = astype(lower, dtype), hi = astype(upper, dtype);
+  Array a = erf(lo / sqrt2), b = erf(hi / sqrt2);
+  Array out = sqrt2 * erf_inv(uniform(key, s, dtype, a, b));
+  // Rounding (or u landing on a) could reach the bounds: clamp into the open interval.
+  return clip(out, next_float(stop_gradient(lo), true), next_float(stop_gradient(hi), false));
+}
+
+Array gumbel(const Array& key, const Shape& shape, DType dtype) {
+  check_float("gumbel", dtype);
+  Array u = uniform(key, shape, dtype, constant(float_info(dtype).tiny(), dtype), constant(1.0, dtype));
+  return -log(-log(u));
+}
+
+Array exponential(const Array& key, const Shape& shape, DType dtype) {
+  check_float("exponential", dtype);
+  return -log1p(-uniform(key, shape, dtype));
+}
+
+Array laplace(const Array& key, const Shape& shape, DType dtype) {
+  check_float("laplace", dtype);
+  Array u = uniform(key, shape, dtype, constant(-1.0 + float_info(dtype).epsneg(), dtype), constant(1.0, dtype));
+  return sign(u) * log1p(-abs(u));
+}
+
+Array logistic(const Array& key, const Shape& shape, DType dtype) {
+  check_float("logistic", dtype);
+  Array x = uniform(key, shape, dtype, constant(float_info(dtype).tiny(), dtype), constant(1.0, dtype));
+  return log(x) - log1p(-x);
+}
+
+Array cauchy(const Array& key, const Shape& shape, DType dtype) {
+  check_float("cauchy", dtype);
+  Array u = uniform(key, shape, dtype, constant(float_info(dtype).eps(), dtype), constant(1.0, dtype));
+  return tan(constant(std::numbers::pi, dtype) * (u - constant(0.5, dtype)));
+}
+
+Array rademacher(const Array& key, const Shape& shape, DType dtype) {
+  detail::checked_dtype(dtype, "rademacher");
+  if (is_bool(dtype) || is_complex(dtype))
+    throw DTypeError(std::string("rademacher: dtype must be an integer or floating dtype, got ") + dtype_name(dtype));
+  Array b = astype(bernoulli(key, Array(Scalar(0.5, DType::float32)), shape), dtype);
+  return Array(Scalar(2, dtype)) * b - Array(Scalar(1, dtype));
+}
+
+Array lognormal(const Array& key, const Array& sigma, std::optional<Shape> shape, DType dtype) {
+  check_key("lognormal", key);
+  check_float("lognormal", dtype);
+  const Shape s = sample_shape("lognormal", shape, {sigma.shape()});
+  return exp(normal(key, s, dtype) * astype(sigma, dtype));
+}
+
+Array pareto(const Array& key, const Array& b, std::optional<Shape> shape, DType dtype) {
+  check_key("pareto", key);
+  check_float("pareto", dtype);
+  const Shape s = sample_shape("pareto", shape, {b.shape()});
+  return exp(exponential(key, s, dtype) / astype(b, dtype));
+}
+
+Array weibull_min(const Array& key, const Array& scale, const Array& concentration, const Shape& shape,
+                  DType dtype) {
+  check_key("weibull_min", key);
+  check_float("weibull_min", dtype);
+  sample_shape("weibull_min", shape, {scale.shape(), concentration.shape()});
+  Array u = uniform(key, shape, dtype);
+  Array c = astype(concentration, dtype);
+  return broadcast_to(pow(-log1p(-u), constant(1.0, dtype) / c) * astype(scale, dtype), shape);
+}
+
+Array rayleigh(const Array& key, const Array& scale, std::optional<Shape> shape, DType dtype) {
+  check_key("rayleigh", key);
+  check_float("rayleigh", dtype);
+  const Shape s = sample_shape("rayleigh", shape, {scale.shape()});
+  Array u = uniform(key, s, dtype);
+  return param(scale, dtype, s) * sqrt(log(u) * constant(-2.0, dtype));
+}
+
+Array maxwell(const Array& key, const Shape& shape, DType dtype) {
+  check_float("maxwell", dtype);
+  Shape s3 = shape;
+  s3.push_back(3);
+  Array n = normal(key, s3, dtype);
+  return sqrt(sum(n * n, {-1}));
+}
+
+Array double_sided_maxwell(const Array& key, const Array& loc, const Array& scale, const Shape& shape,
+                           DType dtype) {
+  check_key("double_sided_maxwell", key);
+  check_float("double_sided_maxwell", dtype);
+  const Shape pshape = ops::broadcast_shapes("double_sided_maxwell", {loc.shape(), scale.shape()});
+  Shape s = shape.empty() ? pshape : shape;
+  s.insert(s.end(), pshape.begin(), pshape.end());
+  auto [mkey, rkey] = split2(key);
+  Array m = maxwell(mkey, s, dtype);
+  Array sgn = rademacher(rkey, s, dtype);
+  return sgn * m * astype(scale, dtype) + astype(loc, dtype);
+}
+
+Array triangular(const Array& key, const Array& left, const Array& mode, const Array& right,
+                 std::optional<Shape> shape, DType dtype) {
+  check_key("triangular", key);
+  check_float("triangular", dtype);
+  const Shape s = sample_shape("triangular", shape, {left.shape(), mode.shape(), right.shape()});
+  Array l = param(left, dtype, s), r = param(right, dtype, s), m = param(mode, dtype, s);
+  Array fc = (m - l) / (r - l);
+  Array u = uniform(key, s, dtype);
+  Array out1 = l + sqrt(u * (r - l) * (m - l));
+  Array out2 = r - sqrt((constant(1.0, dtype) - u) * (r - l) * (r - m));
+  return where(less(u, fc), out1, out2);
+}
+
+Array wald(const Array& key, const Array& mean, std::optional<Shape> shape, DType dtype) {
+  check_key("wald", key);
+  check_float("wald", dtype);
+  const Shape s = sample_shape("wald", shape, {mean.shape()});
+  auto [k1, k2] = split2(key);
+  Array mu = param(mean, dtype, s);
+  Array v = normal(k1, s, dtype);
+  Array z = uniform(k2, s, dtype);
+  Array y = v * v;
+  Array y_sq = y * y;
+  Array mu_sq = mu * mu;
+  Array root = sqrt(constant(4.0, dtype) * mu * y + mu_sq * y_sq);
+  Array two = constant(2.0, dtype);
+  Array x = mu + mu_sq * y / two - mu / two * root;
+  return where(less_equal(z, mu / (mu + x)), x, mu_sq / x);
+}
+
+Array geometric(const Array& key, const Array& p, std::optional<Shape> shape, DType dtype) {
+  check_key("geometric", key);
+  check_int("geometric", dtype);
+  if (is_complex(p.dtype()) || is_bool(p.dtype()))
+    throw DTypeError("geometric: p must be a real array, got " + p.aval().to_string());
+  const DType pd = is_floating(p.dtype()) && !p.aval().weak_type ? p.dtype() : DType::float32;
+  const Shape s = sample_shape("geometric", shape, {p.shape()});
+  Array u = uniform(key, s, pd);
+  // u = 0 maps to 1 (JAX keeps its samples for a key while avoiding log(0)).
+  u = where(equal(u, constant(0.0, pd)), constant(1.0, pd), u);
+  Array g = floor(log(u) / broadcast_to(log1p(-astype(p, pd)), s)) + constant(1.0, pd);
+  return astype(g, dtype);
+}
+
+Array key_data(const Array& keys) {
+  if (keys.dtype() != DType::uint32 || keys.ndim() == 0 || keys.shape().back() != 2)
+    throw ValueError("key_data: expected keys, a uint32 array of shape (..., 2), got " + keys.aval().to_string());
+  return keys;
+}
+
+Array wrap_key_data(const Array& key_bits) {
+  if (key_bits.dtype() != DType::uint32 || key_bits.ndim() == 0 || key_bits.shape().back() != 2)
+    throw ValueError("wrap_key_data: threefry key data must be a uint32 array of shape (..., 2), got " +
+                     key_bits.aval().to_string());
+  return key_bits;
+}
+
+Array clone(const Array& key) {
+  key_data(key);
+  return key;
+}
+
+}  // namespace tessel::random
