@@ -17,6 +17,7 @@
 #include "tessel/linalg.h"
 #include "tessel/make_array.h"
 #include "tessel/nn.h"
+#include "tessel/numpy.h"
 #include "tessel/pipeline.h"
 #include "tessel/ops.h"
 #include "tessel/random.h"

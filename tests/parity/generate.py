@@ -26,6 +26,7 @@ import cases_fft
 import cases_linalg
 import cases_nn
 import cases_numpy
+import cases_numpy_composed
 import cases_random
 import cases_sort
 import jax_api
@@ -35,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The modules (data files) and the functions that declare their cases.
 MODULES = {
     "numpy": cases_numpy.cases,
+    "numpy_composed": cases_numpy_composed.cases,
     "fft": cases_fft.cases,
     "random": cases_random.cases,
     "linalg": cases_linalg.cases,

@@ -1,0 +1,94 @@
+// include/tessel/numpy.h beyond the parity data (tests/parity/cases_numpy_composed.py):
+// denormals (where JAX's CPU results are flushed), the functions with no JAX counterpart to
+// record (size, ndim, index helpers of shapes), transformations and the error paths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "expect_error.h"
+#include "tessel/numpy.h"
+#include "tessel/tessel.h"
+
+namespace ts = tessel;
+using tessel_test::expect_error;
+
+namespace {
+template <class T> std::vector<T> values(const ts::Array& a) { return a.to_vector<T>(); }
+}  // namespace
+
+TEST(Numpy, FrexpAndLdexpAreExactOnDenormals) {
+  for (double v : {std::ldexp(1.0, -1040), -std::ldexp(3.0, -1070), std::ldexp(1.0, -1074), 0.75, -1e300}) {
+    int e = 0;
+    const double m = std::frexp(v, &e);
+    auto [tm, te] = ts::frexp(ts::Array(std::vector<double>{v}));
+    EXPECT_EQ(values<double>(tm)[0], m) << v;
+    EXPECT_EQ(values<int32_t>(te)[0], e) << v;
+    EXPECT_EQ(values<double>(ts::ldexp(tm, te))[0], v) << v;
+  }
+  const float f = std::ldexp(1.0f, -140);
+  int e = 0;
+  const float m = std::frexp(f, &e);
+  auto [tm, te] = ts::frexp(ts::Array(std::vector<float>{f}));
+  EXPECT_EQ(values<float>(tm)[0], m);
+  EXPECT_EQ(values<int32_t>(te)[0], e);
+}
+
+TEST(Numpy, NextafterAndSpacingStepOneUlp) {
+  const ts::Array x(std::vector<float>{1.0f, -1.0f, 0.0f, -0.0f, std::numeric_limits<float>::max()});
+  const ts::Array y(std::vector<float>{2.0f, 0.0f, -1.0f, 1.0f, INFINITY});
+  const auto r = values<float>(ts::nextafter(x, y));
+  for (size_t i = 0; i < r.size(); ++i)
+    EXPECT_EQ(r[i], std::nextafter(values<float>(x)[i], values<float>(y)[i])) << i;
+  EXPECT_EQ(values<float>(ts::spacing(ts::Array(std::vector<float>{1.0f})))[0], std::numeric_limits<float>::epsilon());
+}
+
+TEST(Numpy, ShapeQueriesAndIndexHelpers) {
+  const ts::Array a = ts::zeros({3, 4, 5});
+  EXPECT_EQ(ts::ndim(a), 3);
+  EXPECT_EQ(ts::size(a), 60);
+  EXPECT_TRUE(ts::isrealobj(a));
+  EXPECT_FALSE(ts::iscomplexobj(a));
+  EXPECT_TRUE(ts::iscomplexobj(ts::zeros({2}, ts::DType::complex64)));
+  const auto d = ts::diag_indices_from(ts::zeros({3, 3, 3}));
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(values<int32_t>(d[2]), (std::vector<int32_t>{0, 1, 2}));
+  auto [r, c] = ts::triu_indices_from(ts::zeros({2, 3}), 1);
+  EXPECT_EQ(values<int32_t>(r), (std::vector<int32_t>{0, 0, 1}));
+  EXPECT_EQ(values<int32_t>(c), (std::vector<int32_t>{1, 2, 2}));
+  EXPECT_EQ(values<float>(ts::degrees(ts::radians(ts::Array(std::vector<float>{90.0f})))), (std::vector<float>{90.0f}));
+  const ts::Array x(std::vector<float>{1, 2, 3});
+  const ts::Array y = ts::copy(x);
+  EXPECT_EQ(values<float>(y), values<float>(x));
+}
+
+TEST(Numpy, GcdUnderJitAndVmapAndNanReductionsUnderGrad) {
+  auto g = ts::jit([](const ts::Array& a, const ts::Array& b) { return ts::gcd(a, b); });
+  EXPECT_EQ(values<int32_t>(g(ts::Array(std::vector<int32_t>{12, -18, 0}), ts::Array(std::vector<int32_t>{8, 12, 0}))),
+            (std::vector<int32_t>{4, 6, 0}));
+  auto v = ts::vmap([](const ts::Array& a) { return ts::nanmean(a); });
+  const ts::Array m(std::vector<float>{1, NAN, 3, 4, 5, NAN}, {2, 3});
+  EXPECT_EQ(values<float>(v(m)), (std::vector<float>{2.0f, 4.5f}));
+  // The derivative of nansum is 1 where the element is a number and 0 at the NaNs.
+  auto dg = ts::grad([](const ts::Array& a) { return ts::nansum(a); });
+  EXPECT_EQ(values<float>(dg(ts::Array(std::vector<float>{1, NAN, 3}))), (std::vector<float>{1, 0, 1}));
+}
+
+TEST(Numpy, BadInputNamesTheFunctionAndTheFix) {
+  const ts::Array x(std::vector<float>{1, 2, 3, 4, 5});
+  expect_error<ts::ValueError>([&] { ts::split(x, 2); }, {"split", "do not divide", "array_split"});
+  expect_error<ts::DTypeError>([&] { ts::gcd(x, x); }, {"gcd", "float32", "integers"});
+  expect_error<ts::DTypeError>([&] { ts::hypot(ts::zeros({2}, ts::DType::complex64), x); }, {"hypot", "complex"});
+  expect_error<ts::ShapeError>([&] { ts::tril(x); }, {"tril", "2 axes", "(5,)"});
+  expect_error<ts::IndexError>([&] { ts::delete_(x, {7}); }, {"delete", "index 7", "size 5"});
+  expect_error<ts::IndexError>(
+      [&] {
+        ts::ravel_multi_index({ts::Array(std::vector<int32_t>{0, 3}), ts::Array(std::vector<int32_t>{1, 1})}, {3, 4});
+      },
+      {"ravel_multi_index", "index 3", "dimension 0", "'wrap'"});
+  expect_error<ts::ShapeError>([&] { ts::interp(x, ts::zeros({3}), ts::zeros({4})); }, {"interp", "(3,)", "(4,)"});
+  expect_error<ts::ShapeError>([&] { ts::gradient(ts::zeros({1, 4}), 0); }, {"gradient", "at least 2"});
+  expect_error<ts::ValueError>([&] { ts::cumulative_sum(ts::zeros({2, 2})); }, {"cumulative_sum", "axis is required"});
+  expect_error<ts::ValueError>([&] { ts::meshgrid({x}, "yx"); }, {"meshgrid", "'yx'"});
+  expect_error<ts::DTypeError>([&] { ts::ldexp(x, x); }, {"ldexp", "integer"});
+}
