@@ -10,13 +10,17 @@
 //   ts::Array m = ts::nanmean(x, {0});             // mean over axis 0, NaNs skipped
 //   std::vector<ts::Array> parts = ts::split(x, 3, 1);  // three equal pieces along axis 1
 //   ts::Array l = ts::tril(m, -1);                 // strictly lower triangle
+#include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "tessel/array.h"
 #include "tessel/linalg.h"
 #include "tessel/ops.h"
+#include "tessel/sort.h"
+#include "tessel/transforms.h"
 
 namespace tessel {
 
@@ -326,6 +330,103 @@ TESSEL_API std::vector<Array> unravel_index(const Array& indices, const Shape& s
 TESSEL_API Array ravel_multi_index(const std::vector<Array>& multi_index, const Shape& dims,
                                    const std::string& mode = "raise");
 
+// ---- selection, scatters, bits ------------------------------------------------------------
+
+/// The slices of a along `axis` (flattened when none) where condition is true
+/// (jnp.compress). Without options.size the condition must be concrete; with it, the result
+/// has that length, padded with options.fill_value (default 0).
+TESSEL_API Array compress(const Array& condition, const Array& a, std::optional<int64_t> axis = std::nullopt,
+                          const SizeOptions& options = {});
+/// The elements of arr where condition is true, both flattened (jnp.extract).
+TESSEL_API Array extract(const Array& condition, const Array& arr, const SizeOptions& options = {});
+/// choices[a[i]][i] at each position, all broadcast together (jnp.choose); mode "raise"
+/// (checked when a is concrete), "wrap" or "clip".
+TESSEL_API Array choose(const Array& a, const std::vector<Array>& choices, const std::string& mode = "raise");
+/// arr with its elements where mask is true replaced by vals, repeated cyclically, in order
+/// (jnp.place with inplace=False).
+TESSEL_API Array place(const Array& arr, const Array& mask, const Array& vals);
+/// a with a.flat[ind] = v, v repeated cyclically (jnp.put with inplace=False); mode ""
+/// drops out-of-bounds indices, "clip" and "wrap" bring them into range.
+TESSEL_API Array put(const Array& a, const Array& ind, const Array& v, const std::string& mode = "");
+/// arr with values written where take_along_axis(arr, indices, axis) reads (jnp.put_along_axis
+/// with inplace=False); `mode` as Array::at's.
+TESSEL_API Array put_along_axis(const Array& arr, const Array& indices, const Array& values, int64_t axis,
+                                const std::string& mode = "");
+/// filt without its leading ("f") and/or trailing ("b") zeros (jnp.trim_zeros, 1-D, concrete).
+TESSEL_API Array trim_zeros(const Array& filt, const std::string& trim = "fb");
+/// The sorted values in exactly one of the two arrays (jnp.setxor1d; concrete inputs).
+TESSEL_API Array setxor1d(const Array& ar1, const Array& ar2, bool assume_unique = false);
+/// The elements of a (nonzero as 1 bits) packed 8 to a uint8 along `axis` (flattened when
+/// none), "big" (first element in the high bit) or "little" bit order (jnp.packbits).
+TESSEL_API Array packbits(const Array& a, std::optional<int64_t> axis = std::nullopt, const std::string& bitorder = "big");
+/// The bits of uint8 a as uint8 0/1 values along `axis` (flattened when none), the first
+/// `count` of them (padded with 0 when count is longer) (jnp.unpackbits).
+TESSEL_API Array unpackbits(const Array& a, std::optional<int64_t> axis = std::nullopt,
+                            std::optional<int64_t> count = std::nullopt, const std::string& bitorder = "big");
+
+// ---- dtypes -------------------------------------------------------------------------------
+
+/// The dtype jax.numpy's promotion gives the arrays together (jnp.result_type).
+TESSEL_API DType result_type(const std::vector<Array>& xs);
+/// Whether values of `from` convert to `to` under the numpy casting rule "no", "equiv",
+/// "safe" (default: no information lost under JAX's promotion), "same_kind" or "unsafe"
+/// (jnp.can_cast).
+TESSEL_API bool can_cast(DType from, DType to, const std::string& casting = "safe");
+/// Whether d is of the array-API kind "bool", "signed integer", "unsigned integer",
+/// "integral", "real floating", "complex floating" or "numeric" (jnp.isdtype).
+TESSEL_API bool isdtype(DType d, const std::string& kind);
+/// Whether d is in numpy's category "generic", "number", "integer", "signedinteger",
+/// "unsignedinteger", "inexact", "floating", "complexfloating" or "bool", or is the dtype
+/// of that name (jnp.issubdtype).
+TESSEL_API bool issubdtype(DType d, const std::string& category);
+
+// ---- functions over callables -------------------------------------------------------------
+
+/// f applied to the 1-D slices of x along `axis` (jnp.apply_along_axis): f maps a vector to
+/// an array, which takes the place of that axis in the result. Runs as one vmap.
+template <class F> Array apply_along_axis(F f, int64_t axis, const Array& x) {
+  const int64_t nd = int64_t(x.shape().size());
+  if (nd == 0) throw ShapeError("apply_along_axis: x must have at least one axis; got a scalar");
+  const int64_t a = axis < 0 ? axis + nd : axis;
+  if (a < 0 || a >= nd) throw IndexError("apply_along_axis: axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(nd));
+  const Array moved = moveaxis(x, a, -1);
+  Shape batch(moved.shape().begin(), moved.shape().end() - 1);
+  int64_t rows = 1;
+  for (int64_t d : batch) rows *= d;
+  const Array y = vmap([&f](const Array& v) { return Array(f(v)); })(reshape(moved, {rows, moved.shape().back()}));
+  Shape out = batch;
+  out.insert(out.end(), y.shape().begin() + 1, y.shape().end());
+  Array r = reshape(y, out);
+  // f's output axes go where `axis` was.
+  for (int64_t k = 0; k < int64_t(y.shape().size()) - 1; ++k) r = moveaxis(r, int64_t(batch.size()) + k, a + k);
+  return r;
+}
+/// f(x, axis) for each axis in turn, keeping the reduced axis (jnp.apply_over_axes): f must
+/// keep x's rank or drop that one axis.
+template <class F> Array apply_over_axes(F f, Array x, const std::vector<int64_t>& axes) {
+  for (int64_t axis : axes) {
+    const int64_t nd = int64_t(x.shape().size());
+    const int64_t a = axis < 0 ? axis + nd : axis;
+    Array y = f(x, a);
+    if (int64_t(y.shape().size()) == nd - 1) y = expand_dims(y, {a});
+    if (int64_t(y.shape().size()) != nd)
+      throw ShapeError("apply_over_axes: f returned shape " + shape_to_string(y.shape()) + " for axis " + std::to_string(a) +
+                       "; it must keep x's rank or drop that axis");
+    x = y;
+  }
+  return x;
+}
+/// f called with one index array per axis of `shape` (jnp.fromfunction): f(indices) where
+/// indices[i] holds each point's coordinate along axis i, of `dtype`.
+template <class F> Array fromfunction(F f, const Shape& shape, DType dtype = default_float) {
+  return f(indices(shape, dtype));
+}
+/// Piecewise definition (jnp.piecewise): at each element, funcs[k](x) for the first k whose
+/// condition holds; with one more function than conditions, the last is the default (else 0).
+/// Each function maps x element-wise (it is applied to the whole of x).
+TESSEL_API Array piecewise(const Array& x, const std::vector<Array>& conditions,
+                           const std::vector<std::function<Array(const Array&)>>& funcs);
+
 // ---- polynomials and windows --------------------------------------------------------------
 
 /// The polynomial with coefficients p (highest power first) at x, by Horner's rule
@@ -339,6 +440,19 @@ TESSEL_API Array polysub(const Array& a1, const Array& a2);
 TESSEL_API Array polyder(const Array& p, int64_t m = 1);
 /// The m-th antiderivative of a polynomial with integration constants k (default 0) (jnp.polyint).
 TESSEL_API Array polyint(const Array& p, int64_t m = 1, const std::optional<Array>& k = std::nullopt);
+/// The product of two polynomials (jnp.polymul), by convolution.
+TESSEL_API Array polymul(const Array& a1, const Array& a2);
+/// (quotient, remainder) of polynomial long division u / v (jnp.polydiv).
+TESSEL_API std::pair<Array, Array> polydiv(const Array& u, const Array& v);
+/// The least-squares polynomial of degree deg through (x, y), highest power first; y may be
+/// 2-D (one fit per column) (jnp.polyfit without weights).
+TESSEL_API Array polyfit(const Array& x, const Array& y, int64_t deg, std::optional<double> rcond = std::nullopt);
+/// The complex roots of a polynomial: eigenvalues of its companion matrix after stripping
+/// leading zeros (jnp.roots; concrete coefficients only).
+TESSEL_API Array roots(const Array& p);
+/// The coefficients of the monic polynomial with the given roots, or of a square matrix's
+/// characteristic polynomial (jnp.poly).
+TESSEL_API Array poly(const Array& seq_of_zeros);
 /// The Bartlett (triangular) window of M points (jnp.bartlett).
 TESSEL_API Array bartlett(int64_t M);
 /// The Blackman window of M points (jnp.blackman).

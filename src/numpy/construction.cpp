@@ -1,11 +1,13 @@
 // jax.numpy's constructors (triangles, diagonals, grids, spaced values, windows), products and
 // polynomials, composed of iota, comparisons, selects and products (include/tessel/numpy.h).
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
 #include "numpy/numpy_util.h"
 #include "tessel/error.h"
 #include "tessel/numpy.h"
+#include "tessel/conv.h"
 #include "tessel/ops.h"
 
 namespace tessel {
@@ -300,6 +302,79 @@ Array polyint(const Array& p0, int64_t m, const std::optional<Array>& k) {
     p = concatenate({p / div, reshape(take(ks, Array(i)), {1})}, 0);
   }
   return p;
+}
+
+Array polymul(const Array& a1, const Array& a2) {
+  auto xs = promote_inexact({poly_vector("polymul", a1), poly_vector("polymul", a2)});
+  for (size_t i = 0; i < 2; ++i)
+    if (xs[i].shape()[0] == 0) xs[i] = zeros({1}, xs[1 - i].dtype());
+  return convolve(xs[0], xs[1], "full");
+}
+
+std::pair<Array, Array> polydiv(const Array& u, const Array& v) {
+  auto xs = promote_inexact({poly_vector("polydiv", u), poly_vector("polydiv", v)});
+  Array r = xs[0];
+  const Array& d = xs[1];
+  const int64_t m = r.shape()[0] - 1, n = d.shape()[0] - 1;
+  if (n < 0) throw ValueError("polydiv: the divisor v is empty");
+  const Array scale = Array(1.0) / take(d, Array(0));
+  Array q = zeros({std::max<int64_t>(m - n + 1, 1)}, r.dtype());
+  // Long division, one leading coefficient per step.
+  for (int64_t k = 0; k <= m - n; ++k) {
+    const Array c = scale * take(r, Array(k));
+    q = q.at({k}).set(c);
+    r = r.at({Slice(k, k + n + 1)}).add(-c * d);
+  }
+  return {q, r};
+}
+
+Array polyfit(const Array& x0, const Array& y0, int64_t deg, std::optional<double> rcond) {
+  auto xs = promote_inexact({x0, y0});
+  const Array &x = xs[0], &y = xs[1];
+  if (deg < 0) throw ValueError("polyfit: deg = " + std::to_string(deg) + " must be >= 0");
+  if (rank(x) != 1 || x.shape()[0] == 0)
+    throw ShapeError("polyfit: x must be a non-empty 1-D vector; got shape " + shape_to_string(x.shape()));
+  if (rank(y) < 1 || rank(y) > 2 || y.shape()[0] != x.shape()[0])
+    throw ShapeError("polyfit: y must be 1-D or 2-D with x's length " + std::to_string(x.shape()[0]) + "; got shape " +
+                     shape_to_string(y.shape()));
+  const double rc = rcond.value_or(double(x.shape()[0]) * ops::eps_of(x.dtype()));
+  Array lhs = vander(x, deg + 1);
+  // Columns scaled to unit norm, as numpy does, for the conditioning of the solve.
+  const Array scale = sqrt(sum(lhs * lhs, {0}));
+  lhs = lhs / expand_dims(scale, {0});
+  const Array c = linalg::lstsq(lhs, y, rc).solution;
+  return rank(c) > 1 ? c / expand_dims(scale, {1}) : c / scale;
+}
+
+Array roots(const Array& p0) {
+  Array p = promote_inexact({atleast_1d(p0)})[0];
+  if (rank(p) != 1) throw ShapeError("roots: p must be 1-D; got shape " + shape_to_string(p.shape()));
+  const DType cd = complex_dtype(p.dtype());
+  if (p.shape()[0] < 2) return zeros({0}, cd);
+  if (p.is_tracer())
+    throw ConcretizationError("roots: leading zeros are stripped from concrete coefficients only; call roots outside jit");
+  // Leading zeros are stripped (JAX's strip_zeros=True).
+  const auto nz = (p != Array(0)).astype(DType::uint8).to_vector<uint8_t>();
+  const int64_t lead = int64_t(std::find(nz.begin(), nz.end(), 1) - nz.begin());
+  p = slice_in_dim(p, std::min<int64_t>(lead, p.shape()[0]), p.shape()[0]);
+  const int64_t n = p.shape()[0];
+  if (n < 2) return zeros({0}, cd);
+  // The companion matrix: ones below the diagonal, -p[1:] / p[0] in the first row.
+  Array a = diag(ones({n - 2}, p.dtype()), -1);
+  a = a.at({int64_t(0), Slice()}).set(-slice_in_dim(p, 1, n) / take(p, Array(0)));
+  return linalg::eigvals(a);
+}
+
+Array poly(const Array& seq0) {
+  Array seq = promote_inexact({atleast_1d(seq0)})[0];
+  if (rank(seq) == 2 && seq.shape()[0] == seq.shape()[1] && seq.shape()[0] != 0) seq = linalg::eigvals(seq);
+  if (rank(seq) != 1) throw ShapeError("poly: input must be 1-D or a non-empty square 2-D array; got shape " + shape_to_string(seq.shape()));
+  const DType dt = seq.dtype();
+  if (seq.shape()[0] == 0) return ones({}, dt);
+  Array a = ones({1}, dt);
+  for (int64_t k = 0; k < seq.shape()[0]; ++k)
+    a = convolve(a, concatenate({ones({1}, dt), -slice_in_dim(seq, k, k + 1)}, 0), "full");
+  return a;
 }
 
 // ---- windows ------------------------------------------------------------------------------

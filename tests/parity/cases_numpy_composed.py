@@ -247,6 +247,55 @@ def products(s):
             s.case(name, fn, [], {"M": M}, tol=MATH_TOL, name=f"np_{name}_{M}")
 
 
+def selection(s):
+    x = rand((4, 3), "float32", seed=71)
+    cond = np.array([True, False, True, True])
+    s.case("compress", lambda c, a, axis: jnp.compress(c, a, axis=axis), [cond, x], {"axis": 0}, grad=True)
+    s.case("compress", lambda c, a, axis: jnp.compress(c, a, axis=axis), [cond[:3], x], {"axis": 1},
+           name="compress_cols")
+    s.case("compress_size", lambda c, a, axis, size: jnp.compress(c, a, axis=axis, size=size, fill_value=-1),
+           [cond, x], {"axis": 0, "size": 4})
+    s.case("extract", jnp.extract, [x > 0, x])
+    s.case("choose", lambda a, b, c, d, mode: jnp.choose(a, [b, c, d], mode=mode),
+           [np.array([[0, 2, 1], [1, 0, 2]], np.int32), x[:2], x[2:], np.float32(7)], {"mode": "raise"}, grad=True)
+    s.case("choose", lambda a, b, c, d, mode: jnp.choose(a, [b, c, d], mode=mode),
+           [np.array([[0, 5, -1], [3, 0, 2]], np.int32), x[:2], x[2:], np.float32(7)], {"mode": "wrap"},
+           name="choose_wrap")
+    s.case("choose", lambda a, b, c, d, mode: jnp.choose(a, [b, c, d], mode=mode),
+           [np.array([[0, 5, -1], [3, 0, 2]], np.int32), x[:2], x[2:], np.float32(7)], {"mode": "clip"},
+           name="choose_clip")
+    s.case("place", lambda a, m, v: jnp.place(a, m, v, inplace=False), [x, x > 0, np.array([10, 20], np.float32)])
+    for mode in (None, "clip", "wrap"):
+        s.case("put", lambda a, i, v, mode: jnp.put(a, i, v, mode=mode, inplace=False),
+               [x, np.array([0, 5, -1, 13], np.int32), np.array([1, 2, 3], np.float32)], {"mode": mode},
+               name=f"put_{mode}")
+    s.case("put_along_axis", lambda a, i, v, axis: jnp.put_along_axis(a, i, v, axis, inplace=False),
+           [x, np.array([[0], [2], [1], [0]], np.int32), np.array([[9], [8], [7], [6]], np.float32)], {"axis": 1})
+    s.case("trim_zeros", jnp.trim_zeros, [np.array([0, 0, 1, 2, 0, 3, 0], np.float32)], {"trim": "fb"})
+    s.case("trim_zeros", jnp.trim_zeros, [np.array([0, 0, 1, 2, 0, 3, 0], np.int32)], {"trim": "f"},
+           name="trim_zeros_front")
+    s.case("setxor1d", jnp.setxor1d, [np.array([1, 2, 3, 3, 7], np.int32), np.array([2, 4, 7, 9], np.int32)])
+    bits = (rand((3, 11), "float32", seed=72) > 0)
+    for order in ("big", "little"):
+        s.case("packbits", jnp.packbits, [bits], {"axis": 1, "bitorder": order}, name=f"packbits_{order}")
+        s.case("packbits", jnp.packbits, [bits.astype(np.int32)], {"axis": None, "bitorder": order},
+               name=f"packbits_flat_{order}")
+        packed = np.array([[0, 255, 7], [128, 3, 64]], np.uint8)
+        s.case("unpackbits", jnp.unpackbits, [packed], {"axis": 1, "count": None, "bitorder": order},
+               name=f"unpackbits_{order}")
+        s.case("unpackbits", jnp.unpackbits, [packed], {"axis": 0, "count": 11, "bitorder": order},
+               name=f"unpackbits_count_{order}")
+    p1, p2 = rand((4,), "float32", 73), rand((3,), "float32", 74)
+    s.case("polymul", jnp.polymul, [p1, p2], tol=SUM_TOL, grad=True)
+    s.case("polydiv", lambda u, v: list(jnp.polydiv(u, v)), [rand((5,), "float64", 75), np.array([2.0, -1.0, 0.5])],
+           tol=SUM_TOL)
+    xs = np.linspace(-1, 1, 9)
+    ys = 3 * xs**2 - xs + 0.5 + 0.01 * rand((9,), "float64", 76)
+    s.case("polyfit", jnp.polyfit, [xs, ys], {"deg": 2}, tol={"float64": (1e-9, 1e-12)})
+    s.case("poly", jnp.poly, [np.array([1.0, -2.0, 0.5])], tol=SUM_TOL)
+    s.case("roots", lambda q: jnp.sort_complex(jnp.roots(q)), [np.array([1.0, -2.5, 1.0])], tol=MATH_TOL)
+
+
 def cases(s):
     elementwise(s)
     nan_reductions(s)
@@ -254,3 +303,4 @@ def cases(s):
     construction(s)
     shapes(s)
     products(s)
+    selection(s)
