@@ -354,7 +354,8 @@ TESSEL_API Array put_along_axis(const Array& arr, const Array& indices, const Ar
                                 const std::string& mode = "");
 /// filt without its leading ("f") and/or trailing ("b") zeros (jnp.trim_zeros, 1-D, concrete).
 TESSEL_API Array trim_zeros(const Array& filt, const std::string& trim = "fb");
-/// The sorted values in exactly one of the two arrays (jnp.setxor1d; concrete inputs).
+/// The sorted values in exactly one of the two arrays (jnp.setxor1d without `size`: concrete
+/// inputs only).
 TESSEL_API Array setxor1d(const Array& ar1, const Array& ar2, bool assume_unique = false);
 /// The elements of a (nonzero as 1 bits) packed 8 to a uint8 along `axis` (flattened when
 /// none), "big" (first element in the high bit) or "little" bit order (jnp.packbits).
@@ -447,9 +448,10 @@ TESSEL_API std::pair<Array, Array> polydiv(const Array& u, const Array& v);
 /// The least-squares polynomial of degree deg through (x, y), highest power first; y may be
 /// 2-D (one fit per column) (jnp.polyfit without weights).
 TESSEL_API Array polyfit(const Array& x, const Array& y, int64_t deg, std::optional<double> rcond = std::nullopt);
-/// The complex roots of a polynomial: eigenvalues of its companion matrix after stripping
-/// leading zeros (jnp.roots; concrete coefficients only).
-TESSEL_API Array roots(const Array& p);
+/// The complex roots of a polynomial: eigenvalues of its companion matrix (jnp.roots). With
+/// strip_zeros (concrete coefficients only) leading zeros are removed first; without it, each
+/// leading zero gives a NaN root, and the function works under jit.
+TESSEL_API Array roots(const Array& p, bool strip_zeros = true);
 /// The coefficients of the monic polynomial with the given roots, or of a square matrix's
 /// characteristic polynomial (jnp.poly).
 TESSEL_API Array poly(const Array& seq_of_zeros);

@@ -5,10 +5,12 @@
 #include <numbers>
 
 #include "numpy/numpy_util.h"
+#include "ops/linalg_factor.h"
 #include "tessel/error.h"
 #include "tessel/numpy.h"
 #include "tessel/conv.h"
 #include "tessel/ops.h"
+#include "tessel/sort.h"
 
 namespace tessel {
 
@@ -27,9 +29,7 @@ Array tri_mask(int64_t n, int64_t m, int64_t k, bool lower) {
 
 Array triangle(const std::string& op, const Array& x, int64_t k, bool lower) {
   if (rank(x) < 2) throw ShapeError(op + ": x must have at least 2 axes; got shape " + shape_to_string(x.shape()));
-  const Shape& s = x.shape();
-  const Array mask = tri_mask(s[s.size() - 2], s[s.size() - 1], k, lower);
-  return where(broadcast_to(mask, s), x, zeros_like(x));
+  return lower ? ops::tril(x, k) : ops::triu(x, k);
 }
 
 std::pair<Array, Array> triangle_indices(int64_t n, int64_t k, std::optional<int64_t> m0, bool lower) {
@@ -346,23 +346,43 @@ Array polyfit(const Array& x0, const Array& y0, int64_t deg, std::optional<doubl
   return rank(c) > 1 ? c / expand_dims(scale, {1}) : c / scale;
 }
 
-Array roots(const Array& p0) {
-  Array p = promote_inexact({atleast_1d(p0)})[0];
-  if (rank(p) != 1) throw ShapeError("roots: p must be 1-D; got shape " + shape_to_string(p.shape()));
-  const DType cd = complex_dtype(p.dtype());
-  if (p.shape()[0] < 2) return zeros({0}, cd);
-  if (p.is_tracer())
-    throw ConcretizationError("roots: leading zeros are stripped from concrete coefficients only; call roots outside jit");
-  // Leading zeros are stripped (JAX's strip_zeros=True).
-  const auto nz = (p != Array(0)).astype(DType::uint8).to_vector<uint8_t>();
-  const int64_t lead = int64_t(std::find(nz.begin(), nz.end(), 1) - nz.begin());
-  p = slice_in_dim(p, std::min<int64_t>(lead, p.shape()[0]), p.shape()[0]);
+namespace {
+/// The eigenvalues of p's companion matrix: ones below the diagonal, -p[1:] / p[0] in the
+/// first row (JAX's _roots_no_zeros).
+Array companion_roots(const Array& p) {
   const int64_t n = p.shape()[0];
-  if (n < 2) return zeros({0}, cd);
-  // The companion matrix: ones below the diagonal, -p[1:] / p[0] in the first row.
+  if (n < 2) return zeros({0}, complex_dtype(p.dtype()));
   Array a = diag(ones({n - 2}, p.dtype()), -1);
   a = a.at({int64_t(0), Slice()}).set(-slice_in_dim(p, 1, n) / take(p, Array(0)));
   return linalg::eigvals(a);
+}
+}  // namespace
+
+Array roots(const Array& p0, bool strip_zeros) {
+  Array p = promote_inexact({atleast_1d(p0)})[0];
+  if (rank(p) != 1) throw ShapeError("roots: p must be 1-D; got shape " + shape_to_string(p.shape()));
+  const int64_t n = p.shape()[0];
+  if (n < 2) return zeros({0}, complex_dtype(p.dtype()));
+  if (strip_zeros) {
+    if (p.is_tracer())
+      throw ConcretizationError(
+          "roots: stripping leading zeros needs concrete coefficients; under jit pass strip_zeros = false (each "
+          "leading zero then gives a NaN root)");
+    const auto nz = (p != Array(0)).astype(DType::uint8).to_vector<uint8_t>();
+    const int64_t lead = int64_t(std::find(nz.begin(), nz.end(), 1) - nz.begin());
+    return companion_roots(slice_in_dim(p, std::min(lead, n), n));
+  }
+  // Leading zeros rotated to the end, where they add roots at 0, which become NaN.
+  const Array is_zero = p == Array(0);
+  const Array lead = where(all(is_zero), Array(n), argmin(is_zero.astype(DType::int32)).astype(DType::int64));
+  const Array pos = arange(n, DType::int64);
+  const Array rolled = take(p, remainder(pos + lead, Array(n)));
+  const Array q = where(pos < Array(n) - lead, rolled, zeros_like(p));
+  const Array r = companion_roots(q);
+  // The `lead` added roots are zeros: the ones of smallest magnitude become NaN, whatever
+  // order the eigenvalue solver returns them in.
+  const Array by_size = argsort(argsort(abs(r)));
+  return where(by_size < lead.astype(by_size.dtype()), full_like(r, Scalar(complex64_t(NAN, NAN))), r);
 }
 
 Array poly(const Array& seq0) {

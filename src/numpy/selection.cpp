@@ -102,10 +102,9 @@ Array place(const Array& arr, const Array& mask, const Array& vals) {
 Array put(const Array& a, const Array& ind, const Array& v, const std::string& mode) {
   if (!is_integer(ind.dtype()))
     throw DTypeError(std::string("put: indices of dtype ") + dtype_name(ind.dtype()) + " are not supported; expected integers");
-  const Array flat = ravel(a);
-  const int64_t n = flat.shape()[0];
+  const int64_t n = size(a);
   Array i = ravel(ind);
-  if (size(i) == 0 || size(v) == 0) return a;
+  if (n == 0 || size(i) == 0 || size(v) == 0) return a;
   std::string scatter_mode;
   if (mode.empty() || mode == "fill" || mode == "drop") {
     scatter_mode = "drop";
@@ -118,7 +117,10 @@ Array put(const Array& a, const Array& ind, const Array& v, const std::string& m
   } else {
     throw ValueError("put: mode '" + mode + "' is not one of '' (drop out-of-bounds), 'clip', 'wrap'");
   }
-  return reshape(flat.at({i}).set(tile_to_size(v, size(i)).astype(a.dtype()), {.mode = scatter_mode}), a.shape());
+  // As JAX: flat indices become multi-indices (unravel_index clips them), then one scatter.
+  std::vector<Index> at;
+  for (const Array& c : unravel_index(i, a.shape())) at.emplace_back(c);
+  return a.at(at).set(tile_to_size(v, size(i)).astype(a.dtype()), {.mode = scatter_mode});
 }
 
 Array put_along_axis(const Array& arr, const Array& indices, const Array& values, int64_t axis0, const std::string& mode) {

@@ -92,3 +92,53 @@ TEST(Numpy, BadInputNamesTheFunctionAndTheFix) {
   expect_error<ts::ValueError>([&] { ts::meshgrid({x}, "yx"); }, {"meshgrid", "'yx'"});
   expect_error<ts::DTypeError>([&] { ts::ldexp(x, x); }, {"ldexp", "integer"});
 }
+
+TEST(Numpy, ValueDependentSizesRunEagerly) {
+  const ts::Array f(std::vector<float>{0, 0, 1, 2, 0, 3, 0});
+  EXPECT_EQ(values<float>(ts::trim_zeros(f)), (std::vector<float>{1, 2, 0, 3}));
+  EXPECT_EQ(values<float>(ts::trim_zeros(f, "f")), (std::vector<float>{1, 2, 0, 3, 0}));
+  EXPECT_EQ(values<float>(ts::trim_zeros(f, "b")), (std::vector<float>{0, 0, 1, 2, 0, 3}));
+  EXPECT_EQ(ts::trim_zeros(ts::zeros({3})).shape(), (ts::Shape{0}));
+  const ts::Array a(std::vector<int32_t>{1, 2, 3, 3, 7}), b(std::vector<int32_t>{2, 4, 7, 9});
+  EXPECT_EQ(values<int32_t>(ts::setxor1d(a, b)), (std::vector<int32_t>{1, 3, 4, 9}));
+  const ts::Array x(std::vector<float>{1, 2, 3, 4, 5, 6}, {3, 2});
+  const ts::Array c(std::vector<bool>{true, false, true});
+  EXPECT_EQ(values<float>(ts::compress(c, x, 0)), (std::vector<float>{1, 2, 5, 6}));
+  EXPECT_EQ(values<float>(ts::extract(x > ts::Array(3.0f), x)), (std::vector<float>{4, 5, 6}));
+  // Leading zeros are stripped: x^2 - 3x + 2 has roots 1 and 2.
+  const auto r = ts::sort_complex(ts::roots(ts::Array(std::vector<double>{0, 1, -3, 2}))).to_vector<std::complex<double>>();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_NEAR(r[0].real(), 1.0, 1e-12);
+  EXPECT_NEAR(r[1].real(), 2.0, 1e-12);
+  // Without stripping, a leading zero gives a NaN root and the others are still found.
+  const auto rz = ts::roots(ts::Array(std::vector<double>{0, 1, -3}), false).to_vector<std::complex<double>>();
+  ASSERT_EQ(rz.size(), 2u);
+  EXPECT_EQ(std::isnan(rz[0].real()) + std::isnan(rz[1].real()), 1);
+  EXPECT_NEAR(std::isnan(rz[0].real()) ? rz[1].real() : rz[0].real(), 3.0, 1e-12);
+  auto jitted = ts::jit([](const ts::Array& v) { return ts::trim_zeros(v); });
+  expect_error<ts::ConcretizationError>([&] { jitted(f); }, {"trim_zeros", "jit"});
+  expect_error<ts::IndexError>([&] { ts::choose(ts::Array(std::vector<int32_t>{0, 3}), {x, x}); }, {"choose", "3", "'wrap'"});
+}
+
+TEST(Numpy, CallablesApplyAlongAxesAndPiecewise) {
+  const ts::Array x(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  const ts::Array s = ts::apply_along_axis([](const ts::Array& v) { return ts::sum(v); }, 1, x);
+  EXPECT_EQ(values<float>(s), (std::vector<float>{6, 15}));
+  const ts::Array d = ts::apply_along_axis([](const ts::Array& v) { return ts::stack({v, v * ts::Array(2.0f)}); }, 0, x);
+  EXPECT_EQ(d.shape(), (ts::Shape{2, 2, 3}));
+  EXPECT_EQ(values<float>(ts::apply_over_axes([](const ts::Array& v, int64_t a) { return ts::sum(v, {a}); }, x, {0, 1})),
+            (std::vector<float>{21}));
+  EXPECT_EQ(values<int32_t>(ts::fromfunction([](const std::vector<ts::Array>& i) { return i[0] * ts::Array(10) + i[1]; },
+                                             {2, 2}, ts::DType::int32)),
+            (std::vector<int32_t>{0, 1, 10, 11}));
+  const ts::Array v(std::vector<float>{-2, -0.5, 0.5, 2});
+  const ts::Array p = ts::piecewise(v, {v < ts::Array(0.0f), v > ts::Array(1.0f)},
+                                    {[](const ts::Array& t) { return -t; }, [](const ts::Array& t) { return t * t; },
+                                     [](const ts::Array& t) { return ts::zeros_like(t) + ts::Array(9.0f); }});
+  EXPECT_EQ(values<float>(p), (std::vector<float>{2, 0.5f, 9, 4}));
+  EXPECT_TRUE(ts::can_cast(ts::DType::int32, ts::DType::float64));
+  EXPECT_FALSE(ts::can_cast(ts::DType::float64, ts::DType::int32));
+  EXPECT_TRUE(ts::isdtype(ts::DType::uint8, "unsigned integer"));
+  EXPECT_TRUE(ts::issubdtype(ts::DType::bfloat16, "floating"));
+  EXPECT_EQ(ts::result_type({ts::zeros({1}, ts::DType::int32), ts::zeros({1}, ts::DType::float32)}), ts::DType::float32);
+}

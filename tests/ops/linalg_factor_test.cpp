@@ -29,8 +29,8 @@ using namespace transform_testing;
 namespace la = ts::lax::linalg;
 using V = std::vector<ts::Array>;
 using linalg_testing::adjoint;
-using linalg_testing::tril;
-using linalg_testing::triu;
+using tessel::tril;
+using tessel::triu;
 
 // ---- inputs ----
 

@@ -20,16 +20,6 @@ inline ts::Array adjoint(const ts::Array& x) {
   return ts::is_complex(x.dtype()) ? ts::conj(t) : t;
 }
 
-/// The lower (upper) triangle of the matrices of x from diagonal k, the rest zero.
-inline ts::Array band(const ts::Array& x, int64_t k, bool upper) {
-  const int64_t m = x.dim(-2), n = x.dim(-1);
-  const ts::Array d = ts::iota(ts::i32, {m, n}, 1) - ts::iota(ts::i32, {m, n}, 0);
-  const ts::Array keep = upper ? ts::greater_equal(d, ts::Array(int32_t(k))) : ts::less_equal(d, ts::Array(int32_t(k)));
-  return ts::where(ts::broadcast_to(keep, x.shape()), x, ts::zeros_like(x));
-}
-inline ts::Array tril(const ts::Array& x, int64_t k = 0) { return band(x, k, false); }
-inline ts::Array triu(const ts::Array& x, int64_t k = 0) { return band(x, k, true); }
-
 /// The first (batch) dimension split over a 2-device mesh axis "x": P("x").
 inline ts::NamedSharding batch_sharding() { return ts::NamedSharding(ts::make_mesh({2}, {"x"}), ts::P("x")); }
 

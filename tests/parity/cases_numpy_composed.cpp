@@ -167,19 +167,18 @@ TESSEL_PARITY_CASES(numpy_composed) {
            {"bartlett", ts::bartlett}, {"blackman", ts::blackman}, {"hamming", ts::hamming}, {"hanning", ts::hanning}})
     reg(name, [f](const In&, const Params& p) { return out(f(p.i("M"))); });
   // ---- selection, scatters, bits, more polynomials ----
-  reg("compress", [](const In& x, const Params& p) { return out(ts::compress(x[0], x[1], p.opt_i("axis"))); });
-  reg("compress_size", [](const In& x, const Params& p) {
+  reg("compress", [](const In& x, const Params& p) {
     return out(ts::compress(x[0], x[1], p.opt_i("axis"), {.size = p.i("size"), .fill_value = ts::Scalar(-1.0f)}));
   });
-  reg("extract", [](const In& x, const Params&) { return out(ts::extract(x[0], x[1])); });
+  reg("extract", [](const In& x, const Params& p) {
+    return out(ts::extract(x[0], x[1], {.size = p.i("size"), .fill_value = ts::Scalar(-1.0f)}));
+  });
   reg("choose", [](const In& x, const Params& p) { return out(ts::choose(x[0], {x[1], x[2], x[3]}, p.s("mode"))); });
   reg("place", [](const In& x, const Params&) { return out(ts::place(x[0], x[1], x[2])); });
   reg("put", [](const In& x, const Params& p) {
     return out(ts::put(x[0], x[1], x[2], p.is_none("mode") ? std::string() : p.s("mode")));
   });
   reg("put_along_axis", [](const In& x, const Params& p) { return out(ts::put_along_axis(x[0], x[1], x[2], p.i("axis"))); });
-  reg("trim_zeros", [](const In& x, const Params& p) { return out(ts::trim_zeros(x[0], p.s("trim"))); });
-  reg("setxor1d", [](const In& x, const Params&) { return out(ts::setxor1d(x[0], x[1])); });
   reg("packbits", [](const In& x, const Params& p) { return out(ts::packbits(x[0], p.opt_i("axis"), p.s("bitorder"))); });
   reg("unpackbits", [](const In& x, const Params& p) {
     return out(ts::unpackbits(x[0], p.opt_i("axis"), p.opt_i("count"), p.s("bitorder")));
@@ -188,5 +187,5 @@ TESSEL_PARITY_CASES(numpy_composed) {
   reg("polydiv", [](const In& x, const Params&) { return pair_out(ts::polydiv(x[0], x[1])); });
   reg("polyfit", [](const In& x, const Params& p) { return out(ts::polyfit(x[0], x[1], p.i("deg"))); });
   reg("poly", unary(ts::poly));
-  reg("roots", [](const In& x, const Params&) { return out(ts::sort_complex(ts::roots(x[0]))); });
+  reg("roots", [](const In& x, const Params&) { return out(ts::sort_complex(ts::roots(x[0], false))); });
 }
