@@ -96,7 +96,7 @@ inline Array lgamma_lanczos(const Array& x) {
   Array acc = c(kLanczosBase);
   for (size_t i = 0; i < kCoeffs.size(); ++i) acc = acc + c(kCoeffs[i]) / ((z + c(double(i))) + one);
   Array tz = c(g + 0.5) + z;
-  Array log_t = c(std::log(g + 0.5)) + log1p(tz / c(g + 0.5));
+  Array log_t = c(std::log(g + 0.5)) + log1p(z / c(g + 0.5));
   Array log_y = (c((std::numbers::ln2 + std::log(std::numbers::pi)) / 2) + ((z + half) - tz / log_t) * log_t) + log(acc);
   Array abs_x = abs(x);
   Array frac = abs_x - floor(abs_x);
@@ -122,7 +122,7 @@ inline Array digamma_lanczos(const Array& x) {
     den = den + c(kLanczosCoeffs[i]) / zi;
   }
   Array tz = c(kLanczosG + 0.5) + z;
-  Array log_t = c(std::log(kLanczosG + 0.5)) + log1p(tz / c(kLanczosG + 0.5));
+  Array log_t = c(std::log(kLanczosG + 0.5)) + log1p(z / c(kLanczosG + 0.5));
   Array y = (log_t + num / den) - c(kLanczosG) / tz;
   Array reduced = x + abs(floor(x + half));
   Array pi = c(std::numbers::pi);

@@ -172,7 +172,7 @@ def shuffles(s, keys):
     for replace in [True, False]:
         s.case("random.choice", lambda k, n, shape, replace: jax.random.choice(k, n, shape, replace), [keys[0]],
                {"n": 9, "shape": (2, 3), "replace": replace}, name=f"random_choice_int_{int(replace)}")
-        s.case("random.choice", lambda k, n, shape, replace, pp: jax.random.choice(k, n, shape, replace, p=pp),
+        s.case("random.choice", lambda k, n, shape, replace, pp: jax.random.choice(k, n, shape, replace, p=np.asarray(pp, np.float32)),
                [keys[1]], {"n": 6, "shape": (4,), "replace": replace, "pp": tuple(float(v) for v in p)},
                name=f"random_choice_int_p_{int(replace)}")
         for axis in [0, 1]:
