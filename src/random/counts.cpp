@@ -14,6 +14,30 @@ namespace {
 
 Array split_row(const Array& ks, int64_t i) { return reshape(slice(ks, {i, 0}, {i + 1, 2}), {2}); }
 
+// The whole-sample rejection loop JAX runs for poisson and binomial: each round splits the
+// key in three (next key, u's, v's), draws two uniforms of the sample's shape, and
+// `propose(u, v) -> (k, accepted)` keeps each element's first accepted k; the loop ends
+// when every element has one.
+template <class Propose>
+Array rejection_loop(const Array& key, const Shape& shape, DType ft, DType dtype, const Propose& propose) {
+  Array max_iters = Array(Scalar(std::numeric_limits<int32_t>::max()));
+  using State = std::tuple<Array, Array, Array, Array>;  // round, k, accepted, key
+  State init{Array(Scalar(0, DType::int32)), full(shape, Scalar(-1.0, ft)), full(shape, Scalar(false)), key};
+  State done = while_loop(
+      [&](const State& s) {
+        return logical_and(any(logical_not(std::get<2>(s))), less(std::get<0>(s), max_iters));
+      },
+      [&](const State& s) {
+        const auto& [i, k_out, accepted, rng] = s;
+        Array ks = split(rng, 3);
+        auto [k, accept] = propose(uniform(split_row(ks, 1), shape, ft), uniform(split_row(ks, 2), shape, ft));
+        return State{i + Array(Scalar(1, DType::int32)), where(accept, k, k_out), logical_or(accepted, accept),
+                     split_row(ks, 0)};
+      },
+      init);
+  return astype(std::get<1>(done), dtype);
+}
+
 // Knuth: multiply uniforms until the product drops below exp(-lam); k counts the factors.
 Array poisson_knuth(const Array& key, const Array& lam, const Shape& shape, DType dtype) {
   using State = std::tuple<Array, Array, Array, Array>;  // round, k, key, log of the product
@@ -44,30 +68,16 @@ Array poisson_rejection(const Array& key, const Array& lam, const Shape& shape, 
   Array a = c(-0.059) + c(0.02483) * b;
   Array inv_alpha = c(1.1239) + c(1.1328) / (b - c(3.4));
   Array v_r = c(0.9277) - c(3.6224) / (b - c(2.0));
-  Array max_iters = Array(Scalar(std::numeric_limits<int32_t>::max()));
-  using State = std::tuple<Array, Array, Array, Array>;  // round, k, accepted, key
-  State init{Array(Scalar(0, DType::int32)), full(shape, Scalar(-1.0, ft)), full(shape, Scalar(false)), key};
-  State done = while_loop(
-      [&](const State& s) {
-        return logical_and(any(logical_not(std::get<2>(s))), less(std::get<0>(s), max_iters));
-      },
-      [&](const State& s) {
-        const auto& [i, k_out, accepted, rng] = s;
-        Array ks = split(rng, 3);
-        Array u = uniform(split_row(ks, 1), shape, ft) - c(0.5);
-        Array v = uniform(split_row(ks, 2), shape, ft);
-        Array us = c(0.5) - abs(u);
-        Array k = floor((((c(2.0) * a) / us + b) * u + lam) + c(0.43));
-        Array s_ = log((v * inv_alpha) / (a / (us * us) + b));
-        Array t_ = ((-lam) + k * log_lam) - lgamma_lanczos(k + c(1.0));
-        Array accept1 = logical_and(greater_equal(us, c(0.07)), less_equal(v, v_r));
-        Array reject = logical_or(less(k, c(0.0)), logical_and(less(us, c(0.013)), greater(v, us)));
-        Array accept = logical_or(accept1, logical_and(logical_not(reject), less_equal(s_, t_)));
-        return State{i + Array(Scalar(1, DType::int32)), where(accept, k, k_out), logical_or(accepted, accept),
-                     split_row(ks, 0)};
-      },
-      init);
-  return astype(std::get<1>(done), dtype);
+  return rejection_loop(key, shape, ft, dtype, [&](const Array& u_draw, const Array& v) {
+    Array u = u_draw - c(0.5);
+    Array us = c(0.5) - abs(u);
+    Array k = floor((((c(2.0) * a) / us + b) * u + lam) + c(0.43));
+    Array s_ = log((v * inv_alpha) / (a / (us * us) + b));
+    Array t_ = ((-lam) + k * log_lam) - lgamma_lanczos(k + c(1.0));
+    Array accept1 = logical_and(greater_equal(us, c(0.07)), less_equal(v, v_r));
+    Array reject = logical_or(less(k, c(0.0)), logical_and(less(us, c(0.013)), greater(v, us)));
+    return std::pair(k, logical_or(accept1, logical_and(logical_not(reject), less_equal(s_, t_))));
+  });
 }
 
 // Stirling's series tail log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi)/2], tabulated
@@ -124,34 +134,19 @@ Array binomial_btrs(const Array& key, const Array& count, const Array& prob, con
   Array r = prob / (one - prob);
   Array alpha = (c(2.83) + c(5.1) / b) * stddev;
   Array m = floor((count + one) * prob);
-  Array max_iters = Array(Scalar(std::numeric_limits<int32_t>::max()));
-  using State = std::tuple<Array, Array, Array, Array>;  // round, k, accepted, key
-  State init{Array(Scalar(0, DType::int32)), full(shape, Scalar(-1.0, ft)), full(shape, Scalar(false)), key};
-  State done = while_loop(
-      [&](const State& s) {
-        return logical_and(any(logical_not(std::get<2>(s))), less(std::get<0>(s), max_iters));
-      },
-      [&](const State& s) {
-        const auto& [i, k_out, accepted, rng] = s;
-        Array ks = split(rng, 3);
-        Array u = uniform(split_row(ks, 1), shape, ft);
-        Array v = uniform(split_row(ks, 2), shape, ft);
-        u = u - c(0.5);
-        Array us = c(0.5) - abs(u);
-        Array accept1 = logical_and(greater_equal(us, c(0.07)), less_equal(v, v_r));
-        Array k = floor(((c(2.0) * a) / us + b) * u + cc);
-        Array reject = logical_or(less(k, c(0.0)), greater(k, count));
-        Array lv = log((v * alpha) / (a / (us * us) + b));
-        Array ub = (m + c(0.5)) * log((m + one) / (r * ((count - m) + one))) +
-                   (count + one) * log(((count - m) + one) / ((count - k) + one)) +
-                   (k + c(0.5)) * log((r * ((count - k) + one)) / (k + one)) + stirling_tail(m) +
-                   stirling_tail(count - m) - stirling_tail(k) - stirling_tail(count - k);
-        Array accept = logical_or(accept1, logical_and(logical_not(reject), less_equal(lv, ub)));
-        return State{i + Array(Scalar(1, DType::int32)), where(accept, k, k_out), logical_or(accepted, accept),
-                     split_row(ks, 0)};
-      },
-      init);
-  return astype(std::get<1>(done), dtype);
+  return rejection_loop(key, shape, ft, dtype, [&](const Array& u_draw, const Array& v) {
+    Array u = u_draw - c(0.5);
+    Array us = c(0.5) - abs(u);
+    Array accept1 = logical_and(greater_equal(us, c(0.07)), less_equal(v, v_r));
+    Array k = floor(((c(2.0) * a) / us + b) * u + cc);
+    Array reject = logical_or(less(k, c(0.0)), greater(k, count));
+    Array lv = log((v * alpha) / (a / (us * us) + b));
+    Array ub = (m + c(0.5)) * log((m + one) / (r * ((count - m) + one))) +
+               (count + one) * log(((count - m) + one) / ((count - k) + one)) +
+               (k + c(0.5)) * log((r * ((count - k) + one)) / (k + one)) + stirling_tail(m) +
+               stirling_tail(count - m) - stirling_tail(k) - stirling_tail(count - k);
+    return std::pair(k, logical_or(accept1, logical_and(logical_not(reject), less_equal(lv, ub))));
+  });
 }
 
 }  // namespace
