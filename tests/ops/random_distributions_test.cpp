@@ -2,10 +2,14 @@
 // tests/parity/cases_random.py) and a few sanity properties.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "tessel/ops.h"
+#include "tessel/jit.h"
 #include "tessel/random.h"
+#include "tessel/sort.h"
+#include "tessel/transforms.h"
 
 namespace ts = tessel;
 namespace tr = tessel::random;
@@ -57,6 +61,88 @@ TEST(RandomDistributions, RandintStaysInRangeAndEmptyRangeGivesMinval) {
   ts::Array t = tr::truncated_normal(k, ts::Array(-0.5f), ts::Array(0.25f), ts::Shape{1000});
   EXPECT_GT(ts::min(t).item<float>(), -0.5f);
   EXPECT_LT(ts::max(t).item<float>(), 0.25f);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(RandomDistributions, GammaFamilyChecksArgumentsAndDrawsPositiveValues) {
+  ts::Array k = tr::key(5);
+  expect_error<ts::DTypeError>([&] { tr::gamma(k, ts::Array(2.0f), ts::Shape{3}, ts::DType::int32); }, "gamma");
+  expect_error<ts::ShapeError>([&] { tr::gamma(k, ts::Array(std::vector<float>{1.f, 2.f}), ts::Shape{3}); }, "gamma");
+  expect_error<ts::ValueError>([&] { tr::dirichlet(k, ts::Array(1.0f)); }, "dirichlet");
+  expect_error<ts::ValueError>([&] { tr::generalized_normal(k, -1.0, {2}); }, "generalized_normal");
+  expect_error<ts::ValueError>([&] { tr::ball(k, 0); }, "ball");
+  ts::Array g = tr::gamma(k, ts::Array(std::vector<float>{0.2f, 1.0f, 5.0f}), ts::Shape{400, 3});
+  EXPECT_GT(ts::min(g).item<float>(), 0.0f);
+  // The sample mean of Gamma(a) is a (400 draws: within 4 standard errors).
+  ts::Array mean = ts::mean(g, {0});
+  const float a[3] = {0.2f, 1.0f, 5.0f};
+  for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(mean[{i}].item<float>(), a[i], 4 * std::sqrt(a[i] / 400));
+  // loggamma is the log of the same draws.
+  ts::Array lg = tr::loggamma(k, ts::Array(std::vector<float>{0.2f, 1.0f, 5.0f}), ts::Shape{400, 3});
+  EXPECT_LT(ts::max(ts::abs(ts::exp(lg) - g) / g).item<float>(), 1e-4f);
+  ts::Array d = tr::dirichlet(k, ts::Array(std::vector<float>{0.5f, 1.f, 2.f}), ts::Shape{10});
+  EXPECT_LT(ts::max(ts::abs(ts::sum(d, {-1}) - 1.0f)).item<float>(), 1e-5f);
+}
+
+TEST(RandomDistributions, GammaWorksUnderJitAndVmap) {
+  ts::Array k = tr::key(11);
+  ts::Array a = ts::Array(std::vector<float>{0.5f, 3.0f});
+  ts::Array eager = tr::gamma(k, a);
+  ts::Array jitted = ts::jit([](const ts::Array& key, const ts::Array& alpha) { return tr::gamma(key, alpha); })(k, a);
+  EXPECT_TRUE(ts::all(ts::equal(eager, jitted)).item<bool>());
+  ts::Array keys = tr::split(k, 3);
+  ts::Array batched = ts::vmap([&](const ts::Array& key) { return tr::gamma(key, a); })(keys);
+  for (int64_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(ts::all(ts::equal(batched[{i}], tr::gamma(keys[{i}], a))).item<bool>());
+}
+
+TEST(RandomDistributions, ShufflesAndChoiceCheckArguments) {
+  ts::Array k = tr::key(2);
+  ts::Array x = ts::reshape(ts::arange(12, ts::DType::int32), {3, 4});
+  expect_error<ts::ValueError>([&] { tr::permutation(k, x, 2); }, "permutation");
+  expect_error<ts::DTypeError>([&] { tr::permutation(k, ts::Array(2.5f)); }, "permutation");
+  expect_error<ts::ValueError>([&] { tr::choice(k, x, {5}, false); }, "choice");
+  expect_error<ts::ShapeError>([&] { tr::choice(k, x, {2}, true, ts::Array(std::vector<float>{0.5f, 0.5f})); }, "choice");
+  expect_error<ts::ValueError>([&] { tr::choice(k, ts::zeros({0}), {2}); }, "choice");
+  // A permutation holds every element once.
+  ts::Array perm = tr::permutation(k, 100);
+  EXPECT_EQ(ts::sum(perm).item<int32_t>(), 99 * 100 / 2);
+  EXPECT_EQ(ts::sort(perm)[{99}].item<int32_t>(), 99);
+  // Rows move together unless independent.
+  ts::Array rows = tr::permutation(k, x, 0);
+  EXPECT_TRUE(ts::all(ts::equal(ts::sum(rows, {0}), ts::sum(x, {0}))).item<bool>());
+  EXPECT_EQ(tr::choice(k, x, {2, 5}, true, std::nullopt, 1).shape(), (ts::Shape{3, 2, 5}));
+}
+
+TEST(RandomDistributions, CountSamplersCheckArgumentsAndHandleEdgeRates) {
+  ts::Array k = tr::key(9);
+  expect_error<ts::DTypeError>([&] { tr::poisson(k, ts::Array(2.0f), ts::Shape{2}, ts::DType::float32); }, "poisson");
+  expect_error<ts::DTypeError>([&] { tr::binomial(k, ts::Array(5.0f), ts::Array(0.5f), ts::Shape{2}, ts::DType::int32); },
+                               "binomial");
+  expect_error<ts::ShapeError>([&] { tr::multinomial(k, ts::Array(5.0f), ts::Array(std::vector<float>{0.5f, 0.5f}),
+                                                     ts::Shape{2, 3}); },
+                               "multinomial");
+  ts::Array zero_rate = tr::poisson(k, ts::Array(0.0f), ts::Shape{5});
+  EXPECT_EQ(ts::max(zero_rate).item<int32_t>(), 0);
+  ts::Array bad = tr::binomial(k, ts::Array(-1.0f), ts::Array(0.5f), ts::Shape{2});
+  EXPECT_TRUE(std::isnan(bad[{0}].item<float>()));
+  ts::Array counts = tr::multinomial(k, ts::Array(50.0f), ts::Array(std::vector<float>{0.2f, 0.3f, 0.5f}));
+  EXPECT_EQ(ts::sum(counts).item<float>(), 50.0f);
+}
+
+TEST(RandomDistributions, MatrixSamplersCheckArguments) {
+  ts::Array k = tr::key(4);
+  ts::Array mean = ts::zeros({3});
+  expect_error<ts::ShapeError>([&] { tr::multivariate_normal(k, mean, ts::eye(2)); }, "multivariate_normal");
+  expect_error<ts::ValueError>([&] { tr::multivariate_normal(k, mean, ts::eye(3), std::nullopt, std::nullopt, "qr"); },
+                               "multivariate_normal");
+  expect_error<ts::ValueError>([&] { tr::orthogonal(k, -1); }, "orthogonal");
+  ts::Array q = tr::orthogonal(k, 4, {2});
+  ts::Array qtq = ts::matmul(ts::swapaxes(q, -1, -2), q);
+  EXPECT_LT(ts::max(ts::abs(qtq - ts::eye(4))).item<float>(), 1e-5f);
 }
 
 }  // namespace

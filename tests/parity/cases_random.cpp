@@ -1,5 +1,6 @@
 // tessel's side of tests/parity/cases_random.py (include/tessel/random.h).
 #include "parity/parity.h"
+#include "tessel/nn_initializers.h"
 #include "tessel/random.h"
 
 namespace ts = tessel;
@@ -54,6 +55,95 @@ TESSEL_PARITY_CASES(random) {
   });
   reg("random.triangular", [](const In& x, const Params& p) {
     return out(ts::random::triangular(x[0], x[1], x[2], x[3], p.ints("shape"), p.dtype("dtype")));
+  });
+  // The gamma family (src/random/gamma.cpp).
+  using GammaSampler = ts::Array (*)(const ts::Array&, const ts::Array&, std::optional<ts::Shape>, ts::DType);
+  for (auto [name, fn] : std::initializer_list<std::pair<const char*, GammaSampler>>{
+           {"random.gamma", ts::random::gamma}, {"random.loggamma", ts::random::loggamma},
+           {"random.dirichlet", ts::random::dirichlet}, {"random.chisquare", ts::random::chisquare},
+           {"random.t", ts::random::t}})
+    reg(name, [fn](const In& x, const Params& p) {
+      if (!p.has("dtype")) return out(fn(x[0], x[1], std::nullopt, ts::DType::float32));
+      return out(fn(x[0], x[1], p.opt_ints("shape"), p.dtype("dtype")));
+    });
+  reg("random.beta", [](const In& x, const Params& p) {
+    return out(ts::random::beta(x[0], x[1], x[2], p.opt_ints("shape"), p.dtype("dtype")));
+  });
+  reg("random.f", [](const In& x, const Params& p) {
+    return out(ts::random::f(x[0], x[1], x[2], p.opt_ints("shape"), p.dtype("dtype")));
+  });
+  reg("random.generalized_normal", [](const In& x, const Params& p) {
+    return out(ts::random::generalized_normal(x[0], p.f("p"), p.ints("shape"), p.dtype("dtype")));
+  });
+  reg("random.ball", [](const In& x, const Params& p) {
+    return out(ts::random::ball(x[0], p.i("d"), p.f("p"), p.ints("shape"), p.dtype("dtype")));
+  });
+  // Shuffles (src/random/permutation.cpp).
+  reg("random.permutation", [](const In& x, const Params& p) {
+    if (x.size() == 1) return out(ts::random::permutation(x[0], p.i("n")));
+    return out(ts::random::permutation(x[0], x[1], p.i("axis"), p.flag("independent")));
+  });
+  reg("random.choice", [](const In& x, const Params& p) {
+    if (x.size() == 1) {
+      std::optional<ts::Array> probs;
+      if (p.has("pp")) {
+        std::vector<double> v = p.floats("pp");
+        probs = ts::astype(ts::Array(v), ts::DType::float32);
+      }
+      return out(ts::random::choice(x[0], ts::Array(int32_t(p.i("n"))), p.ints("shape"), p.flag("replace"), probs));
+    }
+    std::optional<ts::Array> probs;
+    if (x.size() == 3) probs = x[2];
+    return out(ts::random::choice(x[0], x[1], p.ints("shape"), p.flag("replace"), probs, p.i("axis")));
+  });
+  // Counts and matrices (src/random/counts.cpp, matrices.cpp).
+  reg("random.poisson", [](const In& x, const Params& p) {
+    return out(ts::random::poisson(x[0], x[1], p.opt_ints("shape"), p.dtype("dtype")));
+  });
+  reg("random.binomial", [](const In& x, const Params& p) {
+    return out(ts::random::binomial(x[0], x[1], x[2], p.opt_ints("shape"), p.dtype("dtype")));
+  });
+  reg("random.multinomial", [](const In& x, const Params& p) {
+    return out(ts::random::multinomial(x[0], x[1], x[2], p.opt_ints("shape"), p.dtype("dtype")));
+  });
+  reg("random.multivariate_normal", [](const In& x, const Params& p) {
+    return out(ts::random::multivariate_normal(x[0], x[1], x[2], p.opt_ints("shape"), std::nullopt, p.s("method")));
+  });
+  reg("random.orthogonal", [](const In& x, const Params& p) {
+    return out(ts::random::orthogonal(x[0], p.i("n"), p.ints("shape"), ts::DType::float32, p.opt_i("m")));
+  });
+  // jax.nn.initializers (include/tessel/nn_initializers.h).
+  namespace init = ts::nn::initializers;
+  reg("nn.initializers.zeros", [](const In& x, const Params& p) { return out(init::zeros(x[0], p.ints("shape"))); });
+  reg("nn.initializers.ones", [](const In& x, const Params& p) { return out(init::ones(x[0], p.ints("shape"))); });
+  reg("nn.initializers.constant", [](const In& x, const Params& p) {
+    return out(init::constant(ts::Array(p.f("v")))(x[0], p.ints("shape")));
+  });
+  using ScaleInit = init::Initializer (*)(double, ts::DType);
+  for (auto [name, fn] : std::initializer_list<std::pair<const char*, ScaleInit>>{
+           {"nn.initializers.uniform", init::uniform}, {"nn.initializers.normal", init::normal}})
+    reg(name, [fn](const In& x, const Params& p) { return out(fn(p.f("v"), ts::DType::float32)(x[0], p.ints("shape"))); });
+  reg("nn.initializers.truncated_normal", [](const In& x, const Params& p) {
+    return out(init::truncated_normal(p.f("v"))(x[0], p.ints("shape")));
+  });
+  using FanInit = init::Initializer (*)(const init::FanAxes&, ts::DType);
+  for (auto [name, fn] : std::initializer_list<std::pair<const char*, FanInit>>{
+           {"nn.initializers.glorot_uniform", init::glorot_uniform}, {"nn.initializers.glorot_normal", init::glorot_normal},
+           {"nn.initializers.lecun_uniform", init::lecun_uniform}, {"nn.initializers.lecun_normal", init::lecun_normal},
+           {"nn.initializers.he_uniform", init::he_uniform}, {"nn.initializers.he_normal", init::he_normal},
+           {"nn.initializers.xavier_uniform", init::xavier_uniform}, {"nn.initializers.xavier_normal", init::xavier_normal},
+           {"nn.initializers.kaiming_uniform", init::kaiming_uniform},
+           {"nn.initializers.kaiming_normal", init::kaiming_normal}})
+    reg(name, [fn](const In& x, const Params& p) { return out(fn({}, ts::DType::float32)(x[0], p.ints("shape"))); });
+  reg("nn.initializers.variance_scaling", [](const In& x, const Params& p) {
+    init::FanAxes axes{p.ints("in_axis"), p.ints("out_axis"), p.ints("batch_axis")};
+    return out(init::variance_scaling(p.f("scale"), p.s("mode"), p.s("dist"), axes)(x[0], p.ints("shape")));
+  });
+  reg("nn.initializers.orthogonal", [](const In& x, const Params& p) {
+    return out(init::orthogonal(p.f("scale"), p.i("col"))(x[0], p.ints("shape")));
+  });
+  reg("nn.initializers.delta_orthogonal", [](const In& x, const Params& p) {
+    return out(init::delta_orthogonal(p.f("scale"))(x[0], p.ints("shape")));
   });
   reg("random.key_data", unary(ts::random::key_data));
   reg("random.wrap_key_data", unary(ts::random::wrap_key_data));

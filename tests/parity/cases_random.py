@@ -109,3 +109,147 @@ def distributions(s, key):
     s.case("random.wrap_key_data", lambda d: jax.random.key_data(jax.random.wrap_key_data(d)),
            [np.asarray(jax.random.split(jax.random.PRNGKey(1), 3))])
     s.case("random.clone", lambda k: jax.random.key_data(jax.random.clone(jax.random.wrap_key_data(k))), [key])
+    gamma_family(s, keys)
+
+
+def gamma_family(s, keys):
+    """gamma and the samplers built on it: one rejection loop per element, so the draws
+    equal JAX's exactly up to the last bits of log/pow/erf_inv (MATH_TOL)."""
+    f32 = lambda v: np.asarray(v, np.float32)
+    alphas = f32([[0.1, 0.5, 1.0], [2.0, 7.5, 100.0]])
+    for i, k in enumerate(keys):
+        s.case("random.gamma", lambda k, a, shape, dtype: jax.random.gamma(k, a, shape, dtype), [k, alphas],
+               {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL, name=f"random_gamma_key{i}")
+    s.case("random.gamma", lambda k, a, shape, dtype: jax.random.gamma(k, a, shape, dtype),
+           [keys[0], np.asarray([0.3, 3.0], np.float64)], {"shape": (4, 2), "dtype": "float64"}, tol=MATH_TOL,
+           name="random_gamma_float64")
+    # The implicit reparameterization gradient: series and continued fraction of the
+    # incomplete gamma function (through lgamma and digamma), a few ulp of their terms.
+    s.case("random.gamma", lambda k, a: jax.random.gamma(k, a), [keys[1], f32([0.2, 0.9, 1.0, 4.0, 30.0])],
+           {}, tol=MATH_TOL, grad=True, gtol=(1e-4, 1e-6), name="random_gamma_grad")
+    s.case("random.loggamma", lambda k, a: jax.random.loggamma(k, a), [keys[2], f32([0.05, 0.9, 6.0])],
+           {}, tol=MATH_TOL, grad=True, gtol=(1e-4, 1e-6), name="random_loggamma_grad")
+    s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype), [keys[0], alphas],
+           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype),
+           [keys[1], f32([1e-3, 0.05])], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL, name="random_loggamma_small")
+    s.case("random.beta", lambda k, a, b, shape, dtype: jax.random.beta(k, a, b, shape, dtype),
+           [keys[0], f32([0.5, 2.0, 5.0]), f32(1.5)], {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
+           [keys[1], f32([0.2, 1.0, 3.0, 10.0])], {"shape": (3,), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
+           [keys[0], f32([[1.0, 2.0], [0.5, 0.5]])], {"shape": None, "dtype": "float32"}, tol=MATH_TOL,
+           name="random_dirichlet_batch")
+    s.case("random.chisquare", lambda k, df, shape, dtype: jax.random.chisquare(k, df, shape, dtype),
+           [keys[0], f32([1.0, 3.0, 10.0])], {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.t", lambda k, df, shape, dtype: jax.random.t(k, df, shape, dtype),
+           [keys[2], f32([1.0, 3.0, 30.0])], {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+    s.case("random.f", lambda k, a, b, shape, dtype: jax.random.f(k, a, b, shape, dtype),
+           [keys[0], f32([[2.0, 5.0]] * 3), f32(4.0)], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL)
+    for p in [0.5, 1.0, 2.0, 3.0]:
+        s.case("random.generalized_normal", lambda k, p, shape, dtype: jax.random.generalized_normal(k, p, shape, dtype),
+               [keys[0]], {"p": p, "shape": (4, 3), "dtype": "float32"}, tol=MATH_TOL)
+    for d, p in [(3, 2), (5, 1)]:
+        s.case("random.ball", lambda k, d, p, shape, dtype: jax.random.ball(k, d, p, shape, dtype), [keys[1]],
+               {"d": d, "p": p, "shape": (4,), "dtype": "float32"}, tol=MATH_TOL)
+    shuffles(s, keys)
+
+
+def shuffles(s, keys):
+    """permutation and choice: integer results and gathers of the inputs, exact."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for i, k in enumerate(keys):
+        s.case("random.permutation", lambda k, n: jax.random.permutation(k, n), [k], {"n": 10},
+               name=f"random_permutation_int_key{i}")
+    s.case("random.permutation", lambda k, n: jax.random.permutation(k, n), [keys[0]], {"n": 2000},
+           name="random_permutation_two_rounds")
+    for axis, independent in [(0, False), (1, False), (1, True), (0, True)]:
+        s.case("random.permutation", lambda k, x, axis, independent: jax.random.permutation(k, x, axis, independent),
+               [keys[1], x], {"axis": axis, "independent": independent})
+    s.case("random.permutation", lambda k, x, axis, independent: jax.random.permutation(k, x, axis, independent),
+           [keys[0], np.arange(7, dtype=np.int32)], {"axis": 0, "independent": False}, name="random_permutation_1d")
+    p = np.asarray([0.1, 0.2, 0.05, 0.4, 0.25, 0.0], np.float32)
+    for replace in [True, False]:
+        s.case("random.choice", lambda k, n, shape, replace: jax.random.choice(k, n, shape, replace), [keys[0]],
+               {"n": 9, "shape": (2, 3), "replace": replace}, name=f"random_choice_int_{int(replace)}")
+        s.case("random.choice", lambda k, n, shape, replace, pp: jax.random.choice(k, n, shape, replace, p=np.asarray(pp, np.float32)),
+               [keys[1]], {"n": 6, "shape": (4,), "replace": replace, "pp": tuple(float(v) for v in p)},
+               name=f"random_choice_int_p_{int(replace)}")
+        for axis in [0, 1]:
+            s.case("random.choice", lambda k, a, shape, replace, axis: jax.random.choice(k, a, shape, replace, axis=axis),
+                   [keys[2], x], {"shape": (3,), "replace": replace, "axis": axis},
+                   name=f"random_choice_array_{int(replace)}_axis{axis}")
+            s.case("random.choice",
+                   lambda k, a, pp, shape, replace, axis: jax.random.choice(k, a, shape, replace, pp, axis),
+                   [keys[0], x, p if axis == 1 else p[:4] / p[:4].sum()], {"shape": (2, 2) if replace else (3,),
+                                                                         "replace": replace, "axis": axis},
+                   name=f"random_choice_array_p_{int(replace)}_axis{axis}")
+    counts_and_matrices(s, keys)
+
+
+def counts_and_matrices(s, keys):
+    """poisson, binomial, multinomial (whole-sample rejection loops: exact counts),
+    multivariate_normal and orthogonal (through a factorization: SUM_TOL-like)."""
+    f32 = lambda v: np.asarray(v, np.float32)
+    lam = f32([0.0, 0.5, 3.0, 9.9, 10.0, 50.0, 1000.0])
+    for i, k in enumerate(keys):
+        s.case("random.poisson", lambda k, lam, shape, dtype: jax.random.poisson(k, lam, shape, dtype), [k, lam],
+               {"shape": (3, 7), "dtype": "int32"}, name=f"random_poisson_key{i}")
+    n = f32([5.0, 20.0, 100.0, 1000.0])
+    p = f32([0.3, 0.9, 0.5, 0.01])
+    for i, k in enumerate(keys):
+        s.case("random.binomial", lambda k, n, p, shape, dtype: jax.random.binomial(k, n, p, shape, dtype), [k, n, p],
+               {"shape": (3, 4), "dtype": "float32"}, name=f"random_binomial_key{i}")
+    s.case("random.multinomial", lambda k, n, p, shape, dtype: jax.random.multinomial(k, n, p, shape=shape, dtype=dtype),
+           [keys[0], f32([10.0, 200.0]), f32([[0.2, 0.3, 0.5], [0.6, 0.0, 0.4]])], {"shape": None, "dtype": "float32"})
+    mean = f32([1.0, -2.0, 0.5])
+    a = np.asarray([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]], np.float32)
+    for method in ["cholesky", "eigh", "svd"]:
+        s.case("random.multivariate_normal",
+               lambda k, m, c, shape, method: jax.random.multivariate_normal(k, m, c, shape, method=method),
+               [keys[0], mean, a], {"shape": (4,), "method": method}, tol=(1e-4, 1e-5))
+    for n_, m_ in [(3, None), (4, 2), (2, 5)]:
+        s.case("random.orthogonal", lambda k, n, shape, m: jax.random.orthogonal(k, n, shape, m=m), [keys[1]],
+               {"n": n_, "shape": (2,), "m": m_}, tol=(1e-4, 1e-5))
+    initializers(s, keys)
+
+
+def initializers(s, keys):
+    """jax.nn.initializers (include/tessel/nn_initializers.h): the random samplers times
+    JAX's scales; MATH_TOL where erf_inv is involved."""
+    import jax.nn.initializers as init
+    k = keys[0]
+    s.case("nn.initializers.zeros", lambda k, shape: init.zeros(k, shape, np.float32), [k], {"shape": (2, 3)})
+    s.case("nn.initializers.ones", lambda k, shape: init.ones(k, shape, np.float32), [k], {"shape": (2, 3)})
+    s.case("nn.initializers.constant", lambda k, v, shape: init.constant(v)(k, shape, np.float32), [k],
+           {"v": -7.5, "shape": (3, 2)})
+    s.case("nn.initializers.uniform", lambda k, v, shape: init.uniform(v)(k, shape, np.float32), [k],
+           {"v": 10.0, "shape": (3, 4)})
+    s.case("nn.initializers.normal", lambda k, v, shape: init.normal(v)(k, shape, np.float32), [k],
+           {"v": 5.0, "shape": (3, 4)}, tol=MATH_TOL)
+    s.case("nn.initializers.truncated_normal", lambda k, v, shape: init.truncated_normal(v)(k, shape, np.float32), [k],
+           {"v": 5.0, "shape": (3, 4)}, tol=MATH_TOL)
+    for name in ["glorot_uniform", "glorot_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
+                 "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal"]:
+        fn = getattr(init, name)
+        s.case(f"nn.initializers.{name}", lambda k, shape, fn=fn: fn()(k, shape, np.float32), [k],
+               {"shape": (5, 7)}, tol=MATH_TOL)
+    for mode in ["fan_in", "fan_out", "fan_avg", "fan_geo_avg"]:
+        for dist in ["truncated_normal", "normal", "uniform"]:
+            s.case("nn.initializers.variance_scaling",
+                   lambda k, scale, mode, dist, in_axis, out_axis, batch_axis, shape:
+                   init.variance_scaling(scale, mode, dist, in_axis, out_axis, batch_axis)(k, shape, np.float32),
+                   [keys[1]], {"scale": 1.5, "mode": mode, "dist": dist, "in_axis": (-2,), "out_axis": (-1,),
+                               "batch_axis": (), "shape": (3, 3, 4, 6)}, tol=MATH_TOL)
+    s.case("nn.initializers.variance_scaling",
+           lambda k, scale, mode, dist, in_axis, out_axis, batch_axis, shape:
+           init.variance_scaling(scale, mode, dist, in_axis, out_axis, batch_axis)(k, shape, np.float32),
+           [keys[2]], {"scale": 2.0, "mode": "fan_avg", "dist": "uniform", "in_axis": (1, 2), "out_axis": (-1,),
+                       "batch_axis": (0,), "shape": (2, 3, 4, 5)}, name="nn_initializers_variance_scaling_axes")
+    for shape, col in [((4, 6), -1), ((6, 4), -1), ((2, 3, 4), 0)]:
+        s.case("nn.initializers.orthogonal", lambda k, scale, col, shape: init.orthogonal(scale, col)(k, shape, np.float32),
+               [k], {"scale": 2.0, "col": col, "shape": shape}, tol=(1e-4, 1e-5))
+    for shape in [(3, 2, 4), (3, 3, 4, 4), (1, 3, 2, 3, 5)]:
+        s.case("nn.initializers.delta_orthogonal",
+               lambda k, scale, shape: init.delta_orthogonal(scale)(k, shape, np.float32), [k],
+               {"scale": 1.0, "shape": shape}, tol=(1e-4, 1e-5))
