@@ -1,0 +1,99 @@
+#pragma once
+// Helpers of the checkpoint tests (single process and under mpirun): arrays of every dtype
+// filled with reproducible bit patterns (NaN payloads included), placed on any sharding from
+// host bytes, and bit-for-bit comparison of each process's pieces with those bytes.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/array_impl.h"
+#include "tessel/array.h"
+#include "tessel/make_array.h"
+#include "tessel/sharding.h"
+
+namespace checkpoint_test {
+
+namespace ts = tessel;
+using Range = std::vector<std::pair<int64_t, int64_t>>;
+
+/// A global array as host bytes, row-major.
+struct HostArray {
+  ts::Shape shape;
+  ts::DType dtype;
+  std::vector<std::byte> bytes;
+};
+
+/// Random bits of `dtype` (bools 0 or 1), reproducible from `seed`.
+inline HostArray pattern(const ts::Shape& shape, ts::DType dtype, uint64_t seed) {
+  HostArray h{shape, dtype, std::vector<std::byte>(size_t(ts::shape_size(shape)) * ts::itemsize(dtype))};
+  std::mt19937_64 rng(seed);
+  for (auto& b : h.bytes) b = std::byte(rng() & (dtype == ts::DType::bool_ ? 1 : 0xff));
+  return h;
+}
+
+/// The bytes of block `r` of `h`, row-major.
+inline std::vector<std::byte> block(const HostArray& h, const Range& r) {
+  const size_t item = ts::itemsize(h.dtype);
+  const size_t nd = h.shape.size();
+  int64_t n = 1;
+  for (auto [a, b] : r) n *= b - a;
+  std::vector<std::byte> out(size_t(n) * item);
+  if (n == 0) return out;
+  std::vector<int64_t> idx(nd);
+  for (size_t d = 0; d < nd; ++d) idx[d] = r[d].first;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t off = 0;
+    for (size_t d = 0; d < nd; ++d) off = off * h.shape[d] + idx[d];
+    std::memcpy(out.data() + size_t(k) * item, h.bytes.data() + size_t(off) * item, item);
+    for (size_t d = nd; d-- > 0;) {
+      if (++idx[d] < r[d].second) break;
+      idx[d] = r[d].first;
+    }
+  }
+  return out;
+}
+
+/// `h` laid out by `sharding`: each device of this process gets its block.
+inline ts::Array place(const HostArray& h, const ts::Sharding& sharding) {
+  const auto& devices = sharding.device_set();
+  auto indices = sharding.device_indices(h.shape);
+  std::vector<ts::Array> pieces;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].process_index() != ts::process_index()) continue;
+    ts::Shape s;
+    for (auto [a, b] : indices[i]) s.push_back(b - a);
+    auto bytes = block(h, indices[i]);
+    pieces.push_back(ts::device_put(ts::Array::from_bytes(bytes.data(), s, h.dtype), ts::SingleDeviceSharding(devices[i])));
+  }
+  if (sharding.is_single_device()) return pieces.at(0);
+  return ts::make_array_from_single_device_arrays(h.shape, sharding, pieces);
+}
+
+/// Every piece of `a` held by this process equals the same block of `h`, bit for bit, and
+/// `a` has `h`'s shape and dtype and the sharding `want`.
+inline void expect_bits(const ts::Array& a, const HostArray& h, const ts::Sharding& want, const std::string& what) {
+  ASSERT_EQ(a.shape(), h.shape) << what;
+  ASSERT_EQ(a.dtype(), h.dtype) << what;
+  EXPECT_EQ(a.sharding(), want) << what;
+  for (const ts::Shard& s : a.addressable_shards()) {
+    auto expected = block(h, s.index);
+    const auto* c = ts::detail::require_concrete(s.data, "expect_bits");
+    c->buffer()->wait();
+    ASSERT_EQ(s.data.nbytes(), expected.size()) << what;
+    EXPECT_EQ(std::memcmp(c->buffer()->data(), expected.data(), expected.size()), 0)
+        << what << ": the piece on " << s.device.to_string() << " differs";
+  }
+}
+
+/// Every dtype tessel has.
+inline std::vector<ts::DType> all_dtypes() {
+  std::vector<ts::DType> out;
+  for (int d = 0; d < ts::kNumDTypes; ++d) out.push_back(ts::DType(d));
+  return out;
+}
+
+}  // namespace checkpoint_test
