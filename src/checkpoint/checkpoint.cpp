@@ -8,12 +8,14 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <thread>
 
@@ -47,7 +49,15 @@ struct Header {
   uint64_t file_length;
   uint32_t crc;        // CRC-32 (zlib) of bytes [kUserBlock, file_length)
   uint32_t has_crc;    // 0 when saved with checksum = false
+  uint32_t block_crc;  // CRC-32 of the whole user block with this field 0
 };
+
+uint32_t block_crc(const unsigned char* block) {
+  unsigned char copy[kUserBlock];
+  std::memcpy(copy, block, kUserBlock);
+  std::memset(copy + offsetof(Header, block_crc), 0, sizeof(uint32_t));
+  return uint32_t(crc32_z(crc32_z(0L, Z_NULL, 0), copy, kUserBlock));
+}
 
 // ---- tree paths -------------------------------------------------------------------------
 
@@ -251,22 +261,60 @@ uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, const std::string& what
   return uint32_t(crc);
 }
 
-// Writes the header into the committed-to-be file and flushes it to the disk.
-void seal(const std::string& tmp, bool checksum, const std::string& what) {
+// CRC-32 of bytes [kUserBlock, length) of `path`, each process reading one slice (combined
+// with crc32_combine); collective. A tessel::Error on every process when one failed.
+uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, const std::string& what) {
+  const uint64_t body = length > kUserBlock ? length - kUserBlock : 0;
+  const uint64_t per = (body + uint64_t(g.size) - 1) / uint64_t(g.size);
+  const uint64_t from = kUserBlock + std::min(body, per * uint64_t(g.rank));
+  const uint64_t to = kUserBlock + std::min(body, per * uint64_t(g.rank + 1));
+  uint64_t mine[3] = {0, to - from, 1};
+  std::string error;
+  try {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw Error(what + ": cannot open '" + path + "': " + std::strerror(errno));
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    mine[0] = crc_of_file(fd, from, to, what);
+  } catch (const std::exception& e) {
+    mine[2] = 0;
+    error = e.what();
+  }
+  std::vector<uint64_t> all(mine, mine + 3);
+  if (g.parallel) {
+    all.resize(3 * size_t(g.size));
+    distributed::mpi::check(MPI_Allgather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, g.comm), "MPI_Allgather", what);
+  }
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  for (int r = 0; r < g.size; ++r) {
+    if (all[3 * size_t(r) + 2] == 0)
+      throw Error(error.empty() ? what + ": process " + std::to_string(r) + " could not read '" + path + "'" : error);
+    crc = crc32_combine(crc, uLong(all[3 * size_t(r)]), z_off_t(all[3 * size_t(r) + 1]));
+  }
+  return uint32_t(crc);
+}
+
+// Writes the header (`length` bytes in all, CRC `crc`) into the file about to be committed
+// and flushes it to the disk.
+void seal(const std::string& tmp, uint64_t length, std::optional<uint32_t> crc, const std::string& what) {
   int fd = ::open(tmp.c_str(), O_RDWR);
   if (fd < 0) throw Error(what + ": cannot reopen '" + tmp + "': " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end < off_t(kUserBlock)) throw Error(what + ": '" + tmp + "' is shorter than its header");
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
-  h.file_length = uint64_t(end);
-  h.has_crc = checksum ? 1 : 0;
-  h.crc = checksum ? crc_of_file(fd, kUserBlock, uint64_t(end), what) : 0;
-  if (pwrite(fd, &h, sizeof h, 0) != ssize_t(sizeof h) || fsync(fd) != 0)
+  h.file_length = length;
+  h.has_crc = crc ? 1 : 0;
+  h.crc = crc.value_or(0);
+  unsigned char block[kUserBlock] = {};
+  std::memcpy(block, &h, sizeof h);
+  h.block_crc = block_crc(block);
+  std::memcpy(block, &h, sizeof h);
+  if (pwrite(fd, block, kUserBlock, 0) != ssize_t(kUserBlock) || fsync(fd) != 0)
     throw Error(what + ": writing the header of '" + tmp + "' failed: " + std::strerror(errno) +
                 (errno == ENOSPC ? " (the disk is full; the previous checkpoint is kept)" : ""));
 }
@@ -279,10 +327,13 @@ Header read_header(const std::string& path, const std::string& what) {
     ~Closer() { ::close(fd); }
   } closer{fd};
   Header h{};
+  unsigned char block[kUserBlock];
   off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end < off_t(kUserBlock) || pread(fd, &h, sizeof h, 0) != ssize_t(sizeof h) ||
-      std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+  if (end < off_t(kUserBlock) || pread(fd, block, kUserBlock, 0) != ssize_t(kUserBlock) ||
+      std::memcmp(block, kMagic, sizeof kMagic) != 0)
     throw Error(what + ": '" + path + "' is not a tessel checkpoint (its header is missing or damaged)");
+  std::memcpy(&h, block, sizeof h);
+  if (block_crc(block) != h.block_crc) throw Error(what + ": '" + path + "' is damaged: its header fails its checksum");
   if (uint64_t(end) != h.file_length)
     throw Error(what + ": '" + path + "' is damaged: it has " + std::to_string(end) + " bytes but was committed with " +
                 std::to_string(h.file_length) + " (truncated or appended to)");
@@ -413,12 +464,21 @@ void run_save(const SaveJob& job) {
     failed = std::current_exception();
   }
   bool ok = all_ok(g, !failed, what.c_str());
-  if (ok && g.rank == 0) {
+  if (ok) {
+    uint64_t length = 0;
+    std::error_code ec;
+    if (g.rank == 0) length = fs::file_size(job.tmp, ec);
+    if (g.parallel) distributed::mpi::check(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, g.comm), "MPI_Bcast", what);
     try {
-      seal(job.tmp, job.options.checksum, what);
-      if (std::rename(job.tmp.c_str(), job.path.c_str()) != 0)
-        throw Error(what + ": renaming '" + job.tmp + "' to '" + job.path + "' failed: " + std::strerror(errno));
-      fsync_directory(fs::path(job.path).parent_path());
+      if (length < kUserBlock) throw Error(what + ": '" + job.tmp + "' is shorter than its header after writing");
+      std::optional<uint32_t> crc;
+      if (job.options.checksum) crc = file_crc(g, job.tmp, length, what);
+      if (g.rank == 0) {
+        seal(job.tmp, length, crc, what);
+        if (std::rename(job.tmp.c_str(), job.path.c_str()) != 0)
+          throw Error(what + ": renaming '" + job.tmp + "' to '" + job.path + "' failed: " + std::strerror(errno));
+        fsync_directory(fs::path(job.path).parent_path());
+      }
     } catch (...) {
       failed = std::current_exception();
     }
@@ -520,7 +580,11 @@ struct OpenFile {
 
 OpenFile open_checkpoint(const std::string& path, const std::string& what, const Group& g) {
   h5::init();
-  read_header(path, what);
+  // The whole file is checked before HDF5 parses any of it: HDF5 is not hardened against
+  // damaged input (its global heap and raw data carry no checksum).
+  Header h = read_header(path, what);
+  if (h.has_crc && file_crc(g, path, h.file_length, what) != h.crc)
+    throw Error(what + ": '" + path + "' is damaged: its checksum does not match its contents");
   Handle fapl = file_access(g, what);
   OpenFile f{own(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "H5Fopen", what), what};
   if (!h5::has_attr(f.file, "tessel_format"))
@@ -697,21 +761,11 @@ std::vector<Array> restore_leaves(const std::string& path, const std::string& st
 void verify(const std::string& path) {
   writer().wait();
   const std::string what = "checkpoint::verify(\"" + path + "\")";
-  Header h = read_header(path, what);
-  if (h.has_crc) {
-    int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) throw ValueError(what + ": cannot open '" + path + "': " + std::strerror(errno));
-    uint32_t crc = 0;
-    try {
-      crc = crc_of_file(fd, kUserBlock, h.file_length, what);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
-    if (crc != h.crc) throw Error(what + ": '" + path + "' is damaged: its checksum does not match its contents");
-  }
-  read_metadata(path);
+  std::lock_guard hold(h5::lock());
+  OpenFile f = open_checkpoint(path, what, group());
+  Metadata m = metadata_of(f.file, what);
+  if (!read_header(path, what).has_crc)
+    throw Error(what + ": '" + path + "' was saved without a checksum (checksum = false); its data cannot be verified");
 }
 
 // ---- CheckpointManager --------------------------------------------------------------------

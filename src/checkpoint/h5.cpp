@@ -1,5 +1,6 @@
 #include "checkpoint/h5.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "tessel/error.h"
@@ -127,11 +128,14 @@ Handle string_type(size_t size, H5T_cset_t cset, const std::string& what) {
 }  // namespace
 
 void write_string_attr(hid_t obj, const char* name, const std::string& value, const std::string& what) {
-  Handle type = string_type(H5T_VARIABLE, H5T_CSET_UTF8, what);
+  // Fixed length: variable-length strings live in HDF5's global heap, which has no checksum.
+  Handle type = string_type(std::max<size_t>(1, value.size()), H5T_CSET_UTF8, what);
+  check(H5Tset_strpad(type, H5T_STR_NULLPAD), "H5Tset_strpad", what);
   Handle space = own(H5Screate(H5S_SCALAR), "H5Screate", what);
   Handle attr = own(H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT), "H5Acreate2", what);
-  const char* p = value.c_str();
-  check(H5Awrite(attr, type, &p), "H5Awrite", what);
+  std::string padded = value;
+  padded.resize(std::max<size_t>(1, value.size()), '\0');
+  check(H5Awrite(attr, type, padded.data()), "H5Awrite", what);
   attr.close(what);
 }
 
@@ -178,8 +182,9 @@ std::string read_string_attr(hid_t obj, const char* name, const std::string& wha
   if (n == 0 || n > (size_t(1) << 30)) throw Error(what + ": the attribute '" + name + "' has a bad size");
   std::string out(n, '\0');
   Handle type = string_type(n, cset, what);
+  check(H5Tset_strpad(type, H5T_STR_NULLPAD), "H5Tset_strpad", what);
   check(H5Aread(attr, type, out.data()), "H5Aread", what);
-  out.resize(std::strlen(out.c_str()));
+  while (!out.empty() && out.back() == '\0') out.pop_back();
   return out;
 }
 
