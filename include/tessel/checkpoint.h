@@ -1,5 +1,6 @@
 #pragma once
-// Checkpoints of trees of arrays in HDF5 files (Orbax's checkpointing, on the format that
+// Checkpoints of trees of arrays in HDF5 files, namespace ts::checkpoints (ts::checkpoint is
+// jax.checkpoint, rematerialization, in tessel/transforms.h) (Orbax's checkpointing, on the format that
 // h5py, netCDF and ocean-model tools read): each process writes only the pieces its devices
 // own, restore lays the arrays out on any mesh, sharding or number of processes, a save is
 // committed atomically by a rename, and CheckpointManager keeps the last N steps.
@@ -17,7 +18,7 @@
 #include "tessel/tree.h"
 #include "tessel/tree_structure.h"
 
-namespace tessel::checkpoint {
+namespace tessel::checkpoints {
 
 /// How save writes a checkpoint.
 struct SaveOptions {
@@ -113,7 +114,7 @@ template <class T> T restore(const std::string& path, const T& target) {
 /// with (vectors and maps take the saved sizes and keys), every array on the default device.
 template <class T> T restore(const std::string& path) {
   Metadata m = read_metadata(path);
-  T skeleton = tree_skeleton<T>(m.tree_structure, "checkpoint::restore(\"" + path + "\")");
+  T skeleton = tree_skeleton<T>(m.tree_structure, "checkpoints::restore(\"" + path + "\")");
   std::vector<LeafTarget> targets;
   for (const ShapeDtype& l : m.leaves) targets.push_back({l.shape, l.dtype, Sharding()});
   std::vector<Array> leaves = restore_leaves(path, tree_structure(skeleton), targets);
@@ -150,10 +151,10 @@ class TESSEL_API CheckpointManager {
     save_leaves_at(step, tree_structure(tree), tree_leaves(tree), std::move(metadata_json));
     return true;
   }
-  /// Restores step `step` into a tree shaped like `target` (see checkpoint::restore). A
+  /// Restores step `step` into a tree shaped like `target` (see checkpoints::restore). A
   /// ValueError listing the saved steps when it does not exist.
   template <class T> T restore(int64_t step, const T& target) const {
-    return checkpoint::restore(checked_path(step), target);
+    return checkpoints::restore(checked_path(step), target);
   }
   /// True when save(step, ...) would write (the interval divides step, and it is new).
   bool should_save(int64_t step) const;
@@ -163,7 +164,7 @@ class TESSEL_API CheckpointManager {
   std::vector<int64_t> all_steps() const;
   /// The file of step `step` (whether or not it exists).
   std::string path(int64_t step) const;
-  /// Waits for this process's pending asynchronous saves (checkpoint::wait_until_finished).
+  /// Waits for this process's pending asynchronous saves (checkpoints::wait_until_finished).
   void wait_until_finished();
   const std::string& directory() const { return dir_; }
 
@@ -175,4 +176,4 @@ class TESSEL_API CheckpointManager {
   ManagerOptions options_;
 };
 
-}  // namespace tessel::checkpoint
+}  // namespace tessel::checkpoints

@@ -29,7 +29,7 @@
 #define TESSEL_VERSION_STRING "unknown"
 #endif
 
-namespace tessel::checkpoint {
+namespace tessel::checkpoints {
 
 namespace fs = std::filesystem;
 using h5::check;
@@ -372,7 +372,7 @@ struct SaveJob {
 
 SaveJob plan_save(const std::string& path, const std::string& structure, const std::vector<Array>& leaves,
                   const SaveOptions& options) {
-  const std::string what = "checkpoint::save(\"" + path + "\")";
+  const std::string what = "checkpoints::save(\"" + path + "\")";
   std::vector<std::string> paths = leaf_paths(structure);
   if (paths.size() != leaves.size())
     throw ValueError(what + ": the tree structure has " + std::to_string(paths.size()) + " leaves but " +
@@ -400,7 +400,7 @@ SaveJob plan_save(const std::string& path, const std::string& structure, const s
       if (it->data.size() != range_size(p.index))
         throw Error(what + ": internal: the piece of " + plan.path + " on " + p.device.to_string() + " has " +
                     std::to_string(it->data.size()) + " elements for a block of " + std::to_string(range_size(p.index)));
-      const detail::ConcreteArray* c = detail::require_concrete(it->data, "checkpoint::save");
+      const detail::ConcreteArray* c = detail::require_concrete(it->data, "checkpoints::save");
       c->buffer()->check_not_donated();
       plan.mine.push_back({p.index, c->buffer(), it->data});
     }
@@ -410,7 +410,7 @@ SaveJob plan_save(const std::string& path, const std::string& structure, const s
 }
 
 void write_file(const SaveJob& job, const Group& g) {
-  const std::string what = "checkpoint::save(\"" + job.path + "\")";
+  const std::string what = "checkpoints::save(\"" + job.path + "\")";
   std::lock_guard hold(h5::lock());
   Handle fcpl = own(H5Pcreate(H5P_FILE_CREATE), "H5Pcreate", what);
   check(H5Pset_userblock(fcpl, kUserBlock), "H5Pset_userblock", what);
@@ -456,7 +456,7 @@ void write_file(const SaveJob& job, const Group& g) {
 // process wrote and flushed its pieces.
 void run_save(const SaveJob& job) {
   const Group& g = group();
-  const std::string what = "checkpoint::save(\"" + job.path + "\")";
+  const std::string what = "checkpoints::save(\"" + job.path + "\")";
   std::exception_ptr failed;
   try {
     write_file(job, g);
@@ -560,10 +560,10 @@ void start_save(SaveJob job) {
     std::error_code ec;
     fs::remove(job.tmp, ec);  // left by a crashed save
     if (!job.options.overwrite && fs::exists(job.path))
-      throw ValueError("checkpoint::save(\"" + job.path + "\"): the checkpoint exists; pass {.overwrite = true} to replace it");
+      throw ValueError("checkpoints::save(\"" + job.path + "\"): the checkpoint exists; pass {.overwrite = true} to replace it");
   }
-  if (!all_ok(g, g.rank != 0 || job.options.overwrite || !fs::exists(job.path), "checkpoint::save"))
-    throw ValueError("checkpoint::save(\"" + job.path + "\"): the checkpoint exists; pass {.overwrite = true} to replace it");
+  if (!all_ok(g, g.rank != 0 || job.options.overwrite || !fs::exists(job.path), "checkpoints::save"))
+    throw ValueError("checkpoints::save(\"" + job.path + "\"): the checkpoint exists; pass {.overwrite = true} to replace it");
   if (job.options.async) {
     writer().submit(std::move(job));
   } else {
@@ -710,7 +710,7 @@ void wait_until_finished() { writer().wait(); }
 
 Metadata read_metadata(const std::string& path) {
   writer().wait();
-  const std::string what = "checkpoint::read_metadata(\"" + path + "\")";
+  const std::string what = "checkpoints::read_metadata(\"" + path + "\")";
   const Group& g = group();
   std::lock_guard hold(h5::lock());
   OpenFile f = open_checkpoint(path, what, g);
@@ -720,7 +720,7 @@ Metadata read_metadata(const std::string& path) {
 std::vector<Array> restore_leaves(const std::string& path, const std::string& structure,
                                   const std::vector<LeafTarget>& targets) {
   writer().wait();
-  const std::string what = "checkpoint::restore(\"" + path + "\")";
+  const std::string what = "checkpoints::restore(\"" + path + "\")";
   const Group& g = group();
   std::lock_guard hold(h5::lock());
   OpenFile f = open_checkpoint(path, what, g);
@@ -760,7 +760,7 @@ std::vector<Array> restore_leaves(const std::string& path, const std::string& st
 
 void verify(const std::string& path) {
   writer().wait();
-  const std::string what = "checkpoint::verify(\"" + path + "\")";
+  const std::string what = "checkpoints::verify(\"" + path + "\")";
   std::lock_guard hold(h5::lock());
   OpenFile f = open_checkpoint(path, what, group());
   Metadata m = metadata_of(f.file, what);
@@ -790,7 +790,7 @@ CheckpointManager::CheckpointManager(std::string dir, ManagerOptions options) : 
 
 CheckpointManager::~CheckpointManager() {
   try {
-    checkpoint::wait_until_finished();
+    checkpoints::wait_until_finished();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessel: CheckpointManager(%s): an asynchronous save failed: %s\n", dir_.c_str(), e.what());
   }
@@ -819,10 +819,10 @@ bool CheckpointManager::should_save(int64_t step) const {
   return step >= 0 && step % options_.save_interval_steps == 0 && !fs::exists(path(step));
 }
 
-void CheckpointManager::wait_until_finished() { checkpoint::wait_until_finished(); }
+void CheckpointManager::wait_until_finished() { checkpoints::wait_until_finished(); }
 
 std::string CheckpointManager::checked_path(int64_t step) const {
-  checkpoint::wait_until_finished();
+  checkpoints::wait_until_finished();
   if (fs::exists(path(step))) return path(step);
   std::string list;
   for (int64_t s : all_steps()) list += (list.empty() ? "" : ", ") + std::to_string(s);
@@ -855,4 +855,4 @@ void CheckpointManager::save_leaves_at(int64_t step, const std::string& structur
   start_save(std::move(job));
 }
 
-}  // namespace tessel::checkpoint
+}  // namespace tessel::checkpoints

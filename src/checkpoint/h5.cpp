@@ -5,7 +5,7 @@
 
 #include "tessel/error.h"
 
-namespace tessel::checkpoint::h5 {
+namespace tessel::checkpoints::h5 {
 
 std::recursive_mutex& lock() {
   static std::recursive_mutex m;
@@ -197,4 +197,4 @@ int64_t read_int_attr(hid_t obj, const char* name, const std::string& what) {
   return v;
 }
 
-}  // namespace tessel::checkpoint::h5
+}  // namespace tessel::checkpoints::h5

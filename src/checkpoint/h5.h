@@ -13,7 +13,7 @@
 
 #include "tessel/dtype.h"
 
-namespace tessel::checkpoint::h5 {
+namespace tessel::checkpoints::h5 {
 
 /// The mutex every HDF5 call is made under (the asynchronous writer runs in another thread).
 std::recursive_mutex& lock();
@@ -66,4 +66,4 @@ std::string read_string_attr(hid_t obj, const char* name, const std::string& wha
 int64_t read_int_attr(hid_t obj, const char* name, const std::string& what);
 bool has_attr(hid_t obj, const char* name);
 
-}  // namespace tessel::checkpoint::h5
+}  // namespace tessel::checkpoints::h5

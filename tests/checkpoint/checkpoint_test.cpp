@@ -18,16 +18,20 @@
 #include "tessel/sharding.h"
 
 namespace ts = tessel;
-namespace ck = tessel::checkpoint;
+namespace ck = tessel::checkpoints;
 namespace fs = std::filesystem;
 using checkpoint_test::all_dtypes;
-using checkpoint_test::expect_bits;
+using checkpoint_test::bits_difference;
 using checkpoint_test::HostArray;
 using checkpoint_test::pattern;
 using checkpoint_test::place;
 using tessel_test::expect_error;
 
 namespace {
+
+void expect_bits(const ts::Array& a, const HostArray& h, const ts::Sharding& want, const std::string& what) {
+  EXPECT_EQ(bits_difference(a, h, want), "") << what;
+}
 
 class CheckpointIo : public ::testing::Test {
  protected:

@@ -2,8 +2,6 @@
 // Helpers of the checkpoint tests (single process and under mpirun): arrays of every dtype
 // filled with reproducible bit patterns (NaN payloads included), placed on any sharding from
 // host bytes, and bit-for-bit comparison of each process's pieces with those bytes.
-#include <gtest/gtest.h>
-
 #include <cstddef>
 #include <cstring>
 #include <random>
@@ -69,24 +67,25 @@ inline ts::Array place(const HostArray& h, const ts::Sharding& sharding) {
     auto bytes = block(h, indices[i]);
     pieces.push_back(ts::device_put(ts::Array::from_bytes(bytes.data(), s, h.dtype), ts::SingleDeviceSharding(devices[i])));
   }
-  if (sharding.is_single_device()) return pieces.at(0);
+  if (sharding.is_single_device() && !pieces.empty()) return pieces[0];
   return ts::make_array_from_single_device_arrays(h.shape, sharding, pieces);
 }
 
-/// Every piece of `a` held by this process equals the same block of `h`, bit for bit, and
-/// `a` has `h`'s shape and dtype and the sharding `want`.
-inline void expect_bits(const ts::Array& a, const HostArray& h, const ts::Sharding& want, const std::string& what) {
-  ASSERT_EQ(a.shape(), h.shape) << what;
-  ASSERT_EQ(a.dtype(), h.dtype) << what;
-  EXPECT_EQ(a.sharding(), want) << what;
+/// "" when every piece of `a` held by this process equals the same block of `h` bit for bit
+/// and `a` has `h`'s shape and dtype and the sharding `want`; else what differs.
+inline std::string bits_difference(const ts::Array& a, const HostArray& h, const ts::Sharding& want) {
+  if (a.shape() != h.shape) return "shape " + ts::shape_to_string(a.shape()) + " != " + ts::shape_to_string(h.shape);
+  if (a.dtype() != h.dtype) return std::string("dtype ") + ts::dtype_name(a.dtype()) + " != " + ts::dtype_name(h.dtype);
+  if (a.sharding() != want) return "sharding " + a.sharding().to_string() + " != " + want.to_string();
   for (const ts::Shard& s : a.addressable_shards()) {
     auto expected = block(h, s.index);
-    const auto* c = ts::detail::require_concrete(s.data, "expect_bits");
+    const auto* c = ts::detail::require_concrete(s.data, "bits_difference");
     c->buffer()->wait();
-    ASSERT_EQ(s.data.nbytes(), expected.size()) << what;
-    EXPECT_EQ(std::memcmp(c->buffer()->data(), expected.data(), expected.size()), 0)
-        << what << ": the piece on " << s.device.to_string() << " differs";
+    if (s.data.nbytes() != expected.size()) return "the piece on " + s.device.to_string() + " has the wrong size";
+    if (std::memcmp(c->buffer()->data(), expected.data(), expected.size()) != 0)
+      return "the piece on " + s.device.to_string() + " differs";
   }
+  return "";
 }
 
 /// Every dtype tessel has.
