@@ -409,6 +409,26 @@ SaveJob plan_save(const std::string& path, const std::string& structure, const s
   return job;
 }
 
+// Reserves the file's bytes before HDF5 writes any (HDF5 trims the file to its end at close):
+// a full disk is then this clear error instead of a failure inside HDF5, which can leave
+// HDF5's state unusable for the rest of the process.
+void reserve_space(const SaveJob& job, const Group& g, const std::string& what) {
+  std::string error;
+  if (g.rank == 0) {
+    uint64_t bytes = kUserBlock + (uint64_t(1) << 20) + 4 * (job.structure.size() + job.options.metadata_json.size());
+    for (const LeafPlan& l : job.leaves) bytes += l.aval.nbytes() + 8192;
+    int fd = ::open(job.tmp.c_str(), O_RDWR);
+    int err = fd < 0 ? errno : posix_fallocate(fd, 0, off_t(bytes));
+    if (fd >= 0) ::close(fd);
+    if (err != 0 && err != EOPNOTSUPP && err != EINVAL)
+      error = what + ": cannot reserve " + std::to_string(bytes) + " bytes for '" + job.tmp + "': " + std::strerror(err) +
+              (err == ENOSPC || err == EFBIG ? " (the disk is full or the file size is limited); the previous checkpoint is kept"
+                                             : "");
+  }
+  if (!all_ok(g, error.empty(), what.c_str()))
+    throw Error(error.empty() ? what + ": process 0 could not reserve the file's space; the previous checkpoint is kept" : error);
+}
+
 void write_file(const SaveJob& job, const Group& g) {
   const std::string what = "checkpoints::save(\"" + job.path + "\")";
   std::lock_guard hold(h5::lock());
@@ -416,6 +436,7 @@ void write_file(const SaveJob& job, const Group& g) {
   check(H5Pset_userblock(fcpl, kUserBlock), "H5Pset_userblock", what);
   Handle fapl = file_access(g, what);
   Handle file = own(H5Fcreate(job.tmp.c_str(), H5F_ACC_TRUNC, fcpl, fapl), "H5Fcreate", what + " creating '" + job.tmp + "'");
+  reserve_space(job, g, what);
   h5::write_int_attr(file, "tessel_format", kFormatVersion, what);
   h5::write_string_attr(file, "tessel_version", TESSEL_VERSION_STRING, what);
   h5::write_int_attr(file, "step", job.options.step, what);
@@ -452,6 +473,21 @@ void write_file(const SaveJob& job, const Group& g) {
   file.close(what + " closing '" + job.tmp + "'");
 }
 
+// Cuts the space reserve_space added beyond HDF5's end of the file; returns the length.
+uint64_t trim_reserve(const std::string& tmp, const std::string& what) {
+  haddr_t eoa = 0;
+  {
+    std::lock_guard hold(h5::lock());
+    Handle fapl = own(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", what);
+    Handle file = own(H5Fopen(tmp.c_str(), H5F_ACC_RDONLY, fapl), "H5Fopen", what + " reopening '" + tmp + "'");
+    check(H5Fget_eoa(file, &eoa), "H5Fget_eoa", what);
+    file.close(what);
+  }
+  if (::truncate(tmp.c_str(), off_t(eoa)) != 0)
+    throw Error(what + ": trimming '" + tmp + "' failed: " + std::strerror(errno));
+  return uint64_t(eoa);
+}
+
 // Writes, then commits on every process together: the rename happens only when every
 // process wrote and flushed its pieces.
 void run_save(const SaveJob& job) {
@@ -466,8 +502,13 @@ void run_save(const SaveJob& job) {
   bool ok = all_ok(g, !failed, what.c_str());
   if (ok) {
     uint64_t length = 0;
-    std::error_code ec;
-    if (g.rank == 0) length = fs::file_size(job.tmp, ec);
+    if (g.rank == 0) {
+      try {
+        length = trim_reserve(job.tmp, what);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }
     if (g.parallel) distributed::mpi::check(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, g.comm), "MPI_Bcast", what);
     try {
       if (length < kUserBlock) throw Error(what + ": '" + job.tmp + "' is shorter than its header after writing");
