@@ -18,6 +18,7 @@
 #include <optional>
 #include <regex>
 #include <thread>
+#include <utility>
 
 #include "checkpoint/h5.h"
 #include "core/array_impl.h"
@@ -249,6 +250,27 @@ Handle simple_space(const Shape& shape, const std::string& what) {
 
 // ---- the user block ---------------------------------------------------------------------
 
+// A file descriptor, closed on scope exit. Opening failures throw E naming `what` and `path`.
+class Fd {
+ public:
+  template <class E = Error> static Fd open(const std::string& path, int flags, const std::string& what) {
+    int fd = ::open(path.c_str(), flags);
+    if (fd < 0) throw E(what + ": cannot open '" + path + "': " + std::strerror(errno));
+    return Fd(fd);
+  }
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  explicit Fd(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, const std::string& what) {
   std::vector<unsigned char> buf(size_t(8) << 20);
   uLong crc = crc32_z(0L, Z_NULL, 0);
@@ -271,13 +293,8 @@ uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, cons
   uint64_t mine[3] = {0, to - from, 1};
   std::string error;
   try {
-    int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) throw Error(what + ": cannot open '" + path + "': " + std::strerror(errno));
-    struct Closer {
-      int fd;
-      ~Closer() { ::close(fd); }
-    } closer{fd};
-    mine[0] = crc_of_file(fd, from, to, what);
+    Fd fd = Fd::open(path, O_RDONLY, what);
+    mine[0] = crc_of_file(fd.get(), from, to, what);
   } catch (const std::exception& e) {
     mine[2] = 0;
     error = e.what();
@@ -299,12 +316,7 @@ uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, cons
 // Writes the header (`length` bytes in all, CRC `crc`) into the file about to be committed
 // and flushes it to the disk.
 void seal(const std::string& tmp, uint64_t length, std::optional<uint32_t> crc, const std::string& what) {
-  int fd = ::open(tmp.c_str(), O_RDWR);
-  if (fd < 0) throw Error(what + ": cannot reopen '" + tmp + "': " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  Fd fd = Fd::open(tmp, O_RDWR, what);
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.file_length = length;
@@ -314,22 +326,17 @@ void seal(const std::string& tmp, uint64_t length, std::optional<uint32_t> crc, 
   std::memcpy(block, &h, sizeof h);
   h.block_crc = block_crc(block);
   std::memcpy(block, &h, sizeof h);
-  if (pwrite(fd, block, kUserBlock, 0) != ssize_t(kUserBlock) || fsync(fd) != 0)
+  if (pwrite(fd.get(), block, kUserBlock, 0) != ssize_t(kUserBlock) || fsync(fd.get()) != 0)
     throw Error(what + ": writing the header of '" + tmp + "' failed: " + std::strerror(errno) +
                 (errno == ENOSPC ? " (the disk is full; the previous checkpoint is kept)" : ""));
 }
 
 Header read_header(const std::string& path, const std::string& what) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw ValueError(what + ": cannot open '" + path + "': " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  Fd fd = Fd::open<ValueError>(path, O_RDONLY, what);
   Header h{};
   unsigned char block[kUserBlock];
-  off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end < off_t(kUserBlock) || pread(fd, block, kUserBlock, 0) != ssize_t(kUserBlock) ||
+  off_t end = ::lseek(fd.get(), 0, SEEK_END);
+  if (end < off_t(kUserBlock) || pread(fd.get(), block, kUserBlock, 0) != ssize_t(kUserBlock) ||
       std::memcmp(block, kMagic, sizeof kMagic) != 0)
     throw Error(what + ": '" + path + "' is not a tessel checkpoint (its header is missing or damaged)");
   std::memcpy(&h, block, sizeof h);
