@@ -20,11 +20,7 @@
 namespace ts = tessel;
 namespace ck = tessel::checkpoints;
 namespace fs = std::filesystem;
-using checkpoint_test::all_dtypes;
-using checkpoint_test::bits_difference;
-using checkpoint_test::HostArray;
-using checkpoint_test::pattern;
-using checkpoint_test::place;
+using namespace checkpoint_test;  // NOLINT: the test helpers
 using tessel_test::expect_error;
 
 namespace {
@@ -66,15 +62,8 @@ TEST_F(CheckpointIo, EveryDtypeRoundTripsBitForBitOnAnyLayout) {
     for (size_t si = 0; si < ls.size(); ++si) {
       const ts::Sharding& save_as = ls[si];
       const ts::Sharding& restore_as = ls[(si + 1) % ls.size()];
-      std::map<std::string, ts::Array> tree, target;
-      std::map<std::string, HostArray> host;
-      uint64_t seed = 1;
-      for (ts::DType d : all_dtypes()) {
-        HostArray h = pattern({6, 4}, d, seed++);  // 6 rows over 4 devices: pieces of 2, 2, 2, 0
-        tree[ts::dtype_name(d)] = place(h, save_as);
-        target[ts::dtype_name(d)] = place(h, restore_as);  // only its shape, dtype and layout count
-        host[ts::dtype_name(d)] = h;
-      }
+      // 6 rows over 4 devices: pieces of 2, 2, 2, 0
+      auto [tree, target, host] = dtype_trees({6, 4}, save_as, restore_as, 1);
       const std::string path = file("dtypes_" + std::to_string(n) + "_" + std::to_string(si) + ".h5");
       ck::save(path, tree);
       auto back = ck::restore(path, target);

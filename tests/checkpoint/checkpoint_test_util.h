@@ -4,6 +4,7 @@
 // host bytes, and bit-for-bit comparison of each process's pieces with those bytes.
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,6 +93,24 @@ inline std::string bits_difference(const ts::Array& a, const HostArray& h, const
 inline std::vector<ts::DType> all_dtypes() {
   std::vector<ts::DType> out;
   for (int d = 0; d < ts::kNumDTypes; ++d) out.push_back(ts::DType(d));
+  return out;
+}
+
+/// One array of every dtype (keyed by dtype name) of `shape`, laid out for saving and as a
+/// restore target, with the host bytes they hold.
+struct DtypeTrees {
+  std::map<std::string, ts::Array> tree, target;
+  std::map<std::string, HostArray> host;
+};
+inline DtypeTrees dtype_trees(const ts::Shape& shape, const ts::Sharding& save_as, const ts::Sharding& restore_as,
+                              uint64_t seed) {
+  DtypeTrees out;
+  for (ts::DType d : all_dtypes()) {
+    HostArray h = pattern(shape, d, seed++);
+    out.tree[ts::dtype_name(d)] = place(h, save_as);
+    out.target[ts::dtype_name(d)] = place(h, restore_as);  // only its shape, dtype and layout count
+    out.host[ts::dtype_name(d)] = std::move(h);
+  }
   return out;
 }
 

@@ -15,11 +15,7 @@
 namespace ts = tessel;
 namespace ck = tessel::checkpoints;
 namespace fs = std::filesystem;
-using checkpoint_test::all_dtypes;
-using checkpoint_test::bits_difference;
-using checkpoint_test::HostArray;
-using checkpoint_test::pattern;
-using checkpoint_test::place;
+using namespace checkpoint_test;  // NOLINT: the test helpers
 
 namespace {
 
@@ -48,15 +44,7 @@ TEST(CheckpointMpi, EveryDtypeRoundTripsBetweenLayoutsOverProcesses) {
   for (size_t si = 0; si < ls.size(); ++si) {
     const ts::Sharding& save_as = ls[si];
     const ts::Sharding& restore_as = ls[(si + 1) % ls.size()];
-    std::map<std::string, ts::Array> tree, target;
-    std::map<std::string, HostArray> host;
-    uint64_t seed = 100;
-    for (ts::DType d : all_dtypes()) {
-      HostArray h = pattern({10, 6}, d, seed++);  // uneven over 4 processes
-      tree[ts::dtype_name(d)] = place(h, save_as);
-      target[ts::dtype_name(d)] = place(h, restore_as);
-      host[ts::dtype_name(d)] = h;
-    }
+    auto [tree, target, host] = dtype_trees({10, 6}, save_as, restore_as, 100);  // uneven over 4 processes
     const std::string path = dir + "/layout" + std::to_string(si) + ".h5";
     ck::save(path, tree, {.step = int64_t(si)});
     auto back = ck::restore(path, target);
