@@ -712,26 +712,35 @@ Array read_leaf(hid_t file, const std::string& leaf, const ShapeDtype& aval, con
                                   ", which this process cannot fill (a single-controller job); restore onto local devices");
   }
   mine = per_process[process_index()];
+  // Each block is read straight into the memory of the first local device that holds it.
   std::vector<Array> blocks(mine.size());
   for (size_t k = 0; k < calls; ++k) {
     const Range* r = k < mine.size() ? &mine[k] : nullptr;
-    Shape block_shape;
-    if (r)
-      for (auto [a, b] : *r) block_shape.push_back(std::max<int64_t>(0, b - a));
-    std::vector<std::byte> host(r ? size_t(shape_size(block_shape)) * itemsize(aval.dtype) : 0);
+    std::shared_ptr<detail::Buffer> buffer;
+    Aval block_aval({}, aval.dtype, false);
+    detail::DeviceImpl* device = nullptr;
+    if (r) {
+      for (auto [a, b] : *r) block_aval.shape.push_back(std::max<int64_t>(0, b - a));
+      for (size_t i = 0; i < devices.size() && !device; ++i)
+        if (devices[i].process_index() == process_index() && indices[i] == *r) device = devices[i].impl();
+      buffer = detail::Buffer::allocate(block_aval.nbytes(), device, &block_aval);
+    }
     auto [fsel, msel] = selection(space, aval.shape, r, lw);
-    check(H5Dread(ds, type, msel, fsel, dxpl, host.empty() ? nullptr : host.data()), "H5Dread", lw);
-    if (r) blocks[k] = Array::from_bytes(host.data(), block_shape, aval.dtype);
+    check(H5Dread(ds, type, msel, fsel, dxpl, buffer && block_aval.nbytes() ? buffer->data() : nullptr), "H5Dread", lw);
+    if (r) {
+      buffer->set_ready();
+      blocks[k] = detail::make_concrete(block_aval, device, std::move(buffer), true);
+    }
   }
   if (sharding.is_single_device()) {
     if (blocks.empty()) return make_array_from_single_device_arrays(target.shape, sharding, {});
-    return device_put(blocks[0], sharding);
+    return blocks[0];
   }
   std::vector<Array> pieces;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i].process_index() != process_index()) continue;
     size_t k = size_t(std::find(mine.begin(), mine.end(), indices[i]) - mine.begin());
-    pieces.push_back(device_put(blocks[k], SingleDeviceSharding(devices[i])));
+    pieces.push_back(blocks[k].device() == devices[i] ? blocks[k] : device_put(blocks[k], SingleDeviceSharding(devices[i])));
   }
   return make_array_from_single_device_arrays(target.shape, sharding, pieces);
 }
