@@ -47,6 +47,7 @@
 
 #include "gif.h"
 #include "npy.h"
+#include "tessel/checkpoint.h"
 #include "plot.h"
 #include "shallow_water.h"
 #include "tessel/distributed.h"
@@ -69,6 +70,9 @@ struct Options {
   int halo = sw::Decomposition::kStepHalo;
   bool check = false;  // compare with the single-process model (on process 0)
   int64_t shard = 0;   // > 0: the single-domain model jitted with rows split over this many devices
+  int64_t checkpoint_every = 0;  // > 0: save the state every this many steps (ts::checkpoints)
+  std::string checkpoint_dir = "shallow_water_checkpoints";
+  bool restart = false;  // resume from the latest checkpoint in checkpoint_dir
 };
 
 [[noreturn]] void usage(const std::string& error) {
@@ -77,6 +81,7 @@ struct Options {
                "                     [--out FILE.npy] [--png FILE.png] [--gif FILE.gif [--frames N]]\n"
                "                     [--eta-range M (0: auto)] [--no-jit] [--check]\n"
                "                     [--halo ROWS] [--print-program] [--no-progress] [--shard N]\n"
+               "                     [--checkpoint-every K] [--checkpoint-dir DIR] [--restart]\n"
                "       under mpirun -np N: the paper's domain decomposition over N processes\n"
                "       --shard N: the one-domain model with rows split over N devices by a NamedSharding\n"
                "                  (virtual devices of this process, or under mpirun the devices of all processes)\n",
@@ -119,6 +124,9 @@ Options parse(int argc, char** argv) {
     else if (a == "--no-progress") o.progress = false;
     else if (a == "--halo") o.halo = int(integer(1));
     else if (a == "--shard") o.shard = integer(1);
+    else if (a == "--checkpoint-every") o.checkpoint_every = integer(1);
+    else if (a == "--checkpoint-dir") o.checkpoint_dir = value();
+    else if (a == "--restart") o.restart = true;
     else if (a == "--dtype") {
       const std::string d = value();
       if (d == "float32") o.dtype = ts::f32;
@@ -230,6 +238,21 @@ int main(int argc, char** argv) try {
   sw::State state = model.initial_state();
   if (sharded)
     for (ts::Array* f : {&state.h, &state.u, &state.v, &state.dh, &state.du, &state.dv}) *f = laid_out(*f, ts::P("y", ts::none));
+  // Checkpoints of the whole state (docs/checkpoint.md): every --checkpoint-every steps, and
+  // --restart resumes from the latest, so N steps + restart + M steps equal N + M steps.
+  std::optional<ts::checkpoints::CheckpointManager> checkpoints;
+  int64_t first_k = 0;
+  if (opt.checkpoint_every > 0 || opt.restart) {
+    if (decomposed)
+      usage("--checkpoint-every/--restart need whole fields: under mpirun use --shard N (rows split over the processes)");
+    checkpoints.emplace(opt.checkpoint_dir, ts::checkpoints::ManagerOptions{
+                                                .max_to_keep = 2, .save_interval_steps = std::max<int64_t>(1, opt.checkpoint_every), .async = true});
+  }
+  if (opt.restart && checkpoints->latest_step() >= 0) {
+    first_k = checkpoints->latest_step();
+    state = checkpoints->restore(first_k, state);
+    if (root) std::printf("restart: from step %lld of %s\n", (long long)first_k, opt.checkpoint_dir.c_str());
+  }
   state.h.block_until_ready();
 
   // The progress bar: the jitted step hands its step number to the host (an id_tap), which
@@ -317,8 +340,9 @@ int main(int argc, char** argv) try {
   // on a machine shared with other work, the stretch nothing else interrupted.
   double best_window = 0;
   auto window_start = std::chrono::steady_clock::now();
-  for (int64_t k = 0; k < opt.steps; ++k) {
+  for (int64_t k = first_k; k < opt.steps; ++k) {
     state = step(state, k == 0, k);
+    if (checkpoints && opt.checkpoint_every > 0) checkpoints->save(k + 1, state);
     if ((k + 1) % sync_every == 0) {
       state.h.block_until_ready();
       const double per_step = since(window_start) / double(sync_every);
@@ -338,6 +362,7 @@ int main(int argc, char** argv) try {
   }
   // Wait for every field (the steps run asynchronously), so the time covers all the work.
   for (const ts::Array& a : ts::tree_leaves(state)) a.block_until_ready();
+  if (checkpoints) checkpoints->wait_until_finished();
   if (decomposed) ts::comm::barrier(decomposition.comm);
   const double seconds = since(t0) - frame_seconds;
   if (root) {
