@@ -10,6 +10,7 @@
 #include "compiler/codegen.h"
 #include "compiler/passes.h"
 #include "core/log.h"
+#include "ir/loop_steps.h"
 #include "ir/trace.h"
 
 namespace tessel::compiler {
@@ -18,10 +19,10 @@ namespace {
 /// The most equations of an unrolled body: larger bodies are not one cheap loop nest.
 constexpr size_t kMaxBlockedEquations = 512;
 
-/// Whether the body of scan `e` is one loop nest over large values that runs only on its
-/// carries.
-bool blockable(const ir::Equation& e, const ir::Regions& regions, int64_t min_elements) {
-  if (regions.regions.size() != 1 || e.params.get<bool>("reverse")) return false;
+/// Whether a loop's one region (its body) is one loop nest over large values that runs only
+/// on its carries.
+bool blockable(const ir::Regions& regions, int64_t min_elements) {
+  if (regions.regions.size() != 1) return false;
   const ir::Region& ports = regions.regions[0];
   for (const ir::Port& port : ports.inputs)
     if (port.kind != ir::Port::kOperand && port.kind != ir::Port::kCarry) return false;
@@ -61,19 +62,19 @@ ir::Program block_loop_steps(const ir::Program& p, int64_t min_elements) {
   ir::Program out = p;
   bool changed = false;
   for (ir::Equation& e : out.eqns) {
-    if (e.prim->name != "scan" || !e.prim->regions) continue;
-    const int64_t length = e.params.get_int("length");
-    if (length < kLoopBlockSteps || length % kLoopBlockSteps != 0) continue;
+    const ir::LoopSteps* loop = ir::loop_steps(*e.prim);
+    if (!loop || !e.prim->regions) continue;
+    const int64_t length = loop->steps(e.params);
     ir::Regions regions = e.prim->regions(e.inputs.size(), e.params);
-    if (regions.regions.size() == 1)
-      regions.regions[0].program = std::make_shared<const ir::Program>(simplify(*regions.regions[0].program, false));
-    if (!blockable(e, regions, min_elements)) continue;
+    if (length < kLoopBlockSteps || length % kLoopBlockSteps != 0 || regions.regions.size() != 1) continue;
+    regions.regions[0].program = std::make_shared<const ir::Program>(simplify(*regions.regions[0].program, false));
+    if (!blockable(regions, min_elements)) continue;
     const ir::Program body = unrolled_steps(*regions.regions[0].program, regions.regions[0], kLoopBlockSteps);
-    ir::Params params = regions.with_programs(e.params, {std::make_shared<const ir::Program>(simplify(body, false))});
-    params.set("length", length / kLoopBlockSteps);
-    e.params = std::move(params);
+    e.params = loop->with_steps(
+        regions.with_programs(e.params, {std::make_shared<const ir::Program>(simplify(body, false))}),
+        length / kLoopBlockSteps);
     changed = true;
-    TESSEL_DEBUG_LOG("fusion '" + p.name + "': scan of " + std::to_string(length) + " steps runs " +
+    TESSEL_DEBUG_LOG("fusion '" + p.name + "': a loop of " + std::to_string(length) + " steps runs " +
                      std::to_string(kLoopBlockSteps) + " steps per iteration");
   }
   return changed ? out : p;

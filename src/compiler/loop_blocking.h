@@ -20,7 +20,8 @@ ir::Program unrolled_steps(const ir::Program& body, const ir::Region& ports, int
 /// step is stored and the steps stream through cache together.
 inline constexpr int64_t kLoopBlockSteps = 2;
 
-/// `p` with every scan over carries only (no scanned operands, no stacked results, forward)
+/// `p` with every loop of a known number of steps (ir/loop_steps.h: a forward scan)
+/// over carries only (no scanned operands, no stacked results)
 /// whose body is one loop nest of large values (every equation fused by the compiler, none
 /// a reduction, some of kLoopBlockMinElements points or more) running kLoopBlockSteps
 /// steps per iteration when that divides its length. The values are the same bit for bit:

@@ -15,6 +15,7 @@
 #include "compiler/passes.h"
 #include "core/cache.h"
 #include "core/log.h"
+#include "ir/loop_steps.h"
 #include "ir/trace.h"
 #include "sharding/lowering.h"
 #include "sharding/reshard.h"
@@ -199,13 +200,14 @@ Layout layout(const MaybeDims& d, size_t rank) { return Layout{d ? *d : Dims(ran
 /// The most equations of a blocked body.
 constexpr size_t kMaxBlockedEquations = 512;
 
-/// A scan over carries only (no scanned operands or stacked results) whose body fits a
-/// wide-halo lowering (wide_halo.cpp): the body runs `steps` times per iteration (the
-/// largest divisor of the length up to compiler::kLoopBlockSteps, else once; see
-/// compiler/loop_blocking.h) after one exchange of
-/// the halos of all of them. False when it does not fit: lowered as usual.
+/// A loop of known steps (a forward scan) over carries only (no scanned operands or stacked
+/// results) whose body fits a wide-halo lowering (wide_halo.cpp): the body runs `steps`
+/// times per iteration (the largest divisor of the length up to compiler::kLoopBlockSteps,
+/// else once; see compiler/loop_blocking.h) after one exchange of the halos of all of them.
+/// False when it does not fit: lowered as usual.
 bool lower_scan_blocked(Lowerer& l, const ir::Equation& e, const Plan& p, const std::vector<Array>& local_ins) {
-  if (e.prim->name != "scan" || p.programs.size() != 1 || e.params.get<bool>("reverse")) return false;
+  const ir::LoopSteps* loop = ir::loop_steps(*e.prim);
+  if (!loop || loop->steps(e.params) < 0 || p.programs.size() != 1) return false;
   const ir::Program& body = *p.programs[0];
   const ir::Region& ports = p.regions.regions[0];
   for (const ir::Port& port : ports.inputs)
@@ -222,7 +224,7 @@ bool lower_scan_blocked(Lowerer& l, const ir::Equation& e, const Plan& p, const 
   std::vector<std::optional<Layout>> out;
   for (size_t k = 0; k < body.outvars.size(); ++k)
     out.push_back(layout(p.carries[ports.outputs[k].index], body.outvars[k].aval().shape.size()));
-  const int64_t length = e.params.get_int("length");
+  const int64_t length = loop->steps(e.params);
   int64_t steps = 1;
   for (int64_t t = std::min(compiler::kLoopBlockSteps, length); t > 1 && steps == 1; --t)
     if (length % t == 0 && body.eqns.size() * size_t(t) <= kMaxBlockedEquations) steps = t;
@@ -239,7 +241,7 @@ bool lower_scan_blocked(Lowerer& l, const ir::Equation& e, const Plan& p, const 
     if (!lowered) continue;
     ir::Params params = p.regions.with_programs(
         e.params, {std::make_shared<const ir::Program>(compiler::simplify(local, /*fold=*/false))});
-    params.set("length", length / t);
+    params = loop->with_steps(params, length / t);
     std::vector<Array> res = detail::bind(*e.prim, local_ins, params);
     for (size_t j = 0; j < e.outputs.size(); ++j)
       l.set(e.outputs[j], Local{res[j], layout(p.results[j], e.outputs[j]->aval.shape.size())});
