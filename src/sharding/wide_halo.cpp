@@ -9,8 +9,9 @@
 // device: a backward pass from the outputs (each device's own piece) finds the rows each
 // value must have for every window to read locally; the inputs' ranges (the piece plus
 // rows on either side: the total reach) arrive by one collective_permute per direction (all
-// inputs' rows in one message); then each equation is computed on its range, and the
-// outputs are trimmed to the pieces. Rows near a piece's edge are computed by both devices
+// inputs' rows in one message); then each equation is computed on its range, an output
+// on its piece (straight into the output) and, apart, on the rows beyond its piece that
+// other equations read. Rows near a piece's edge are computed by both devices
 // (recomputation instead of waiting), as hand-written codes with ghost zones do.
 //
 // Positions are integers: a range [a, b) of a value of global size n along the dimension
