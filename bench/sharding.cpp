@@ -212,7 +212,9 @@ void handwritten_scaling(const std::string& name, const std::string& command, in
 
 // sharded.stencil_speedup_2dev: u*0.5 + roll(u,-1,0)*0.25 + roll(u,1,1)*0.25 on 2048 x 2048
 // float32, 100 steps in a fori_loop, rows split over 2 devices (a halo row from each
-// neighbour per step) against the same jit on one device.
+// neighbour per step) against the same jit on one device. Both loops run 2 steps per
+// iteration (temporal blocking: compiler/loop_blocking.h), the partitioned one after one
+// exchange of a 2-row halo.
 bool stencil(int rounds) {
   const int64_t n = 2048;
   auto fn = [](const ts::Array& u0) {

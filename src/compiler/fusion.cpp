@@ -11,6 +11,7 @@
 #include "compiler/codegen.h"
 #include "compiler/fused_kernel.h"
 #include "compiler/kernel_cache.h"
+#include "compiler/loop_blocking.h"
 #include "compiler/passes.h"
 #include "compiler/streaming.h"
 #include "core/config.h"
@@ -534,8 +535,9 @@ FusionOptions fusion_options() {
   return o;
 }
 
-ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
-  if (!codegen_enabled()) return p;
+namespace {
+
+ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
   Plan plan(p);
   plan_materialization(plan, opt);
   std::vector<Unit> units = phase_rows(plan, schedule(plan, opt));
@@ -578,6 +580,13 @@ ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   TESSEL_DEBUG_LOG("fusion '" + p.name + "': " + std::to_string(p.eqns.size()) + " equations -> " +
                    std::to_string(out.eqns.size()) + " steps, " + std::to_string(k) + " generated kernels");
   return opt.stream ? stream_chains(out, opt.stream_band_bytes, opt.stream_block_rows) : out;
+}
+
+}  // namespace
+
+ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
+  if (!codegen_enabled()) return p;
+  return fuse_loop_nests(block_loop_steps(p, opt.min_elements), opt);
 }
 
 }  // namespace tessel::compiler

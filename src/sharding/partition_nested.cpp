@@ -11,9 +11,11 @@
 // to one common layout per result.
 #include <algorithm>
 
+#include "compiler/loop_blocking.h"
 #include "compiler/passes.h"
 #include "core/cache.h"
 #include "core/log.h"
+#include "ir/loop_steps.h"
 #include "ir/trace.h"
 #include "sharding/lowering.h"
 #include "sharding/reshard.h"
@@ -195,42 +197,17 @@ bool user_constrained(const Lowerer& l, const ir::Atom& a) {
 
 Layout layout(const MaybeDims& d, size_t rank) { return Layout{d ? *d : Dims(rank), {}, ir::Combine::kNone}; }
 
-/// `body` (a scan body whose inputs are operands and carries and whose outputs are the
-/// carries) applied `steps` times: one program from the operands and carries to the carries
-/// after that many steps.
-ir::Program unrolled(const ir::Program& body, const ir::Region& ports, int64_t steps) {
-  std::vector<Aval> avals;
-  for (const ir::Var& v : body.invars) avals.push_back(v->aval);
-  return detail::trace_to_program(
-      [&](std::span<const Array> args) {
-        std::vector<Array> state(args.begin(), args.end()), outs;
-        for (int64_t t = 0; t < steps; ++t) {
-          outs = ir::eval_program(body, state);
-          for (size_t k = 0; k < outs.size(); ++k)
-            for (size_t i = 0; i < ports.inputs.size(); ++i)
-              if (ports.inputs[i].kind == ir::Port::kCarry && ports.inputs[i].index == ports.outputs[k].index)
-                state[i] = outs[k];
-        }
-        return outs;
-      },
-      avals, body.name);
-}
-
-/// The most steps of a scan body lowered together with one exchange of their halos
-/// (temporal blocking): each step reads rows one step further from the piece, so the
-/// exchange grows with them. Fusion computes a few cheap steps in one loop nest,
-/// recomputing what each step reads of the one before (a 3-point stencil: 3x at 2 steps,
-/// about 6x at 5), so more steps pay only when each step is stored and the steps' loop
-/// nests stream through cache together (compiler/streaming.cpp; docs/sharding.md).
-constexpr int64_t kMaxBlockedSteps = 2;
+/// The most equations of a blocked body.
 constexpr size_t kMaxBlockedEquations = 512;
 
-/// A scan over carries only (no scanned operands or stacked results) whose body fits a
-/// wide-halo lowering (wide_halo.cpp): the body runs `steps` times per iteration (the
-/// largest divisor of the length up to kMaxBlockedSteps, else once) after one exchange of
-/// the halos of all of them. False when it does not fit: lowered as usual.
+/// A loop of known steps (a forward scan) over carries only (no scanned operands or stacked
+/// results) whose body fits a wide-halo lowering (wide_halo.cpp): the body runs `steps`
+/// times per iteration (the largest divisor of the length up to compiler::kLoopBlockSteps,
+/// else once; see compiler/loop_blocking.h) after one exchange of the halos of all of them.
+/// False when it does not fit: lowered as usual.
 bool lower_scan_blocked(Lowerer& l, const ir::Equation& e, const Plan& p, const std::vector<Array>& local_ins) {
-  if (e.prim->name != "scan" || p.programs.size() != 1 || e.params.get<bool>("reverse")) return false;
+  const ir::LoopSteps* loop = ir::loop_steps(*e.prim);
+  if (!loop || loop->steps(e.params) < 0 || p.programs.size() != 1) return false;
   const ir::Program& body = *p.programs[0];
   const ir::Region& ports = p.regions.regions[0];
   for (const ir::Port& port : ports.inputs)
@@ -247,12 +224,12 @@ bool lower_scan_blocked(Lowerer& l, const ir::Equation& e, const Plan& p, const 
   std::vector<std::optional<Layout>> out;
   for (size_t k = 0; k < body.outvars.size(); ++k)
     out.push_back(layout(p.carries[ports.outputs[k].index], body.outvars[k].aval().shape.size()));
-  const int64_t length = e.params.get_int("length");
+  const int64_t length = loop->steps(e.params);
   int64_t steps = 1;
-  for (int64_t t = std::min(kMaxBlockedSteps, length); t > 1 && steps == 1; --t)
+  for (int64_t t = std::min(compiler::kLoopBlockSteps, length); t > 1 && steps == 1; --t)
     if (length % t == 0 && body.eqns.size() * size_t(t) <= kMaxBlockedEquations) steps = t;
   for (int64_t t : {steps, int64_t(1)}) {
-    const ir::Program program = t == 1 ? body : unrolled(body, ports, t);
+    const ir::Program program = t == 1 ? body : compiler::unrolled_steps(body, ports, t);
     bool lowered = false;
     ir::Program local = detail::trace_to_program(
         [&](std::span<const Array> args) {
@@ -264,7 +241,7 @@ bool lower_scan_blocked(Lowerer& l, const ir::Equation& e, const Plan& p, const 
     if (!lowered) continue;
     ir::Params params = p.regions.with_programs(
         e.params, {std::make_shared<const ir::Program>(compiler::simplify(local, /*fold=*/false))});
-    params.set("length", length / t);
+    params = loop->with_steps(params, length / t);
     std::vector<Array> res = detail::bind(*e.prim, local_ins, params);
     for (size_t j = 0; j < e.outputs.size(); ++j)
       l.set(e.outputs[j], Local{res[j], layout(p.results[j], e.outputs[j]->aval.shape.size())});

@@ -9,8 +9,9 @@
 // device: a backward pass from the outputs (each device's own piece) finds the rows each
 // value must have for every window to read locally; the inputs' ranges (the piece plus
 // rows on either side: the total reach) arrive by one collective_permute per direction (all
-// inputs' rows in one message); then each equation is computed on its range, and the
-// outputs are trimmed to the pieces. Rows near a piece's edge are computed by both devices
+// inputs' rows in one message); then each equation is computed on its range, an output
+// on its piece (straight into the output) and, apart, on the rows beyond its piece that
+// other equations read. Rows near a piece's edge are computed by both devices
 // (recomputation instead of waiting), as hand-written codes with ghost zones do.
 //
 // Positions are integers: a range [a, b) of a value of global size n along the dimension
@@ -174,6 +175,19 @@ class WideHalo {
       auto it = R.find(v);
       if (it != R.end() && !it->second.empty()) values_[v] = {rows_of(ir::Atom(p_.invars[i]), it->second), it->second};
     }
+    pieces_.clear();
+    for (const ir::Atom& a : p_.outvars) {
+      const int dim = sd_.at(a.var().get());
+      if (dim < 0) continue;
+      const int64_t P = a.aval().shape[size_t(dim)] / k_;
+      // The value behind the output's layout constraints too: it is the one computed.
+      for (const ir::VarNode* v = a.var().get();;) {
+        pieces_[v] = {Range{d * P, d * P + P}, Array()};
+        auto f = producer_.find(v);
+        if (f == producer_.end() || steps_[f->second].kind != Kind::kIdentity) break;
+        v = p_.eqns[f->second].inputs[0].var().get();
+      }
+    }
     for (size_t i = 0; i < p_.eqns.size(); ++i) lower(p_.eqns[i], steps_[i], R);
     std::vector<Array> outs;
     for (const ir::Atom& a : p_.outvars) {
@@ -182,8 +196,8 @@ class WideHalo {
         outs.push_back(values_.at(a.var().get()).first);
         continue;
       }
-      const int64_t P = a.aval().shape[size_t(dim)] / k_;
-      outs.push_back(rows_of(a, {d * P, d * P + P}));
+      const auto& [piece, computed] = pieces_.at(a.var().get());
+      outs.push_back(computed.valid() ? computed : rows_of(a, piece));
     }
     return outs;
   }
@@ -603,22 +617,46 @@ class WideHalo {
     if (it == R.end() || it->second.empty()) return;  // no device reads it here
     const Range r = it->second;
     const int D = sd_.at(out);
-    Array result;
-    switch (s.kind) {
-      case Kind::kIdentity: result = rows_of(e.inputs[0], r); break;
-      case Kind::kRows: {
-        std::vector<Array> ins;
-        for (size_t i = 0; i < e.inputs.size(); ++i)
-          ins.push_back(s.op_dim[i] >= 0 ? rows_of(e.inputs[i], r, s.op_dim[i]) : operand(e.inputs[i]));
-        result = bind_rows(e, ins, e.params, D, r.size());
-        break;
+    auto rows = [&](const Range& q) {
+      switch (s.kind) {
+        case Kind::kIdentity: return rows_of(e.inputs[0], q);
+        case Kind::kRows: {
+          std::vector<Array> ins;
+          for (size_t i = 0; i < e.inputs.size(); ++i)
+            ins.push_back(s.op_dim[i] >= 0 ? rows_of(e.inputs[i], q, s.op_dim[i]) : operand(e.inputs[i]));
+          return bind_rows(e, ins, e.params, D, q.size());
+        }
+        case Kind::kWindow: return lower_window(e, s, q);
+        case Kind::kUpdate: return lower_update(e, s, q);
+        case Kind::kWhole:
+        case Kind::kSkipped: break;
       }
-      case Kind::kWindow: result = lower_window(e, s, r); break;
-      case Kind::kUpdate: result = lower_update(e, s, r); break;
-      case Kind::kWhole:
-      case Kind::kSkipped: break;
+      throw Error("internal: wide halo lowers an equation computed whole by rows");
+    };
+    // An output that other equations read beyond its piece: its piece is computed on its
+    // own, straight into the output, and the rows beyond it apart (a side value of a few
+    // rows). Computed whole and then trimmed, the output would be a slice of a value that the
+    // compiler either stores twice or recomputes in every loop nest reading it.
+    auto piece = pieces_.find(out);
+    if (s.kind == Kind::kIdentity && piece != pieces_.end()) {  // an output's own piece, if computed apart
+      auto in = pieces_.find(e.inputs[0].var().get());
+      if (in != pieces_.end() && in->second.second.valid() && in->second.first.a == piece->second.first.a &&
+          in->second.first.b == piece->second.first.b && r.a == piece->second.first.a && r.b == piece->second.first.b) {
+        values_[out] = {in->second.second, r};
+        return;
+      }
     }
-    values_[out] = {result, r};
+    if (piece != pieces_.end() && (r.a < piece->second.first.a || r.b > piece->second.first.b)) {
+      const Range mine = piece->second.first;
+      std::vector<Array> parts;
+      if (r.a < mine.a) parts.push_back(rows({r.a, mine.a}));
+      piece->second.second = rows(mine);
+      parts.push_back(piece->second.second);
+      if (r.b > mine.b) parts.push_back(rows({mine.b, r.b}));
+      values_[out] = {concatenate(parts, D), r};
+      return;
+    }
+    values_[out] = {rows(r), r};
   }
 
   /// A window's rows: each part read from its source (and the primitive applied along the
@@ -711,6 +749,9 @@ class WideHalo {
   std::vector<Group> groups_;
   std::vector<Layout> out_layouts_;
   std::unordered_map<const ir::VarNode*, std::pair<Array, Range>> values_;
+  // Per split output of the device being emitted: its piece, and the value computed on it
+  // when the output's range is wider (undefined until then).
+  std::unordered_map<const ir::VarNode*, std::pair<Range, Array>> pieces_;
 };
 
 }  // namespace

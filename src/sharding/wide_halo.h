@@ -24,7 +24,7 @@ using WholeFn = std::function<std::vector<Array>(const ir::Equation&, const std:
 /// split along at most one dimension, all over the same mesh axes, canonical pieces that
 /// divide its size; or whole) with one exchange of every input's halo rows per direction,
 /// every equation computed on the rows its readers need (edge rows recomputed by both
-/// neighbours), outputs trimmed to canonical pieces (`out_layouts`: wanted layouts, may be
+/// neighbours), outputs computed on canonical pieces (`out_layouts`: wanted layouts, may be
 /// shorter or unset). `position`: the device the program is lowered for; without one, only
 /// when every device's lowering is the same program. `whole` lowers the equations on whole
 /// values that need the partitioner (used only with a position). Nullopt when the program does not fit

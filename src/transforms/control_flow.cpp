@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/buffer.h"
+#include "ir/loop_steps.h"
 #include "ops/rule_util.h"
 #include "tessel/control_flow.h"
 #include "tessel/error.h"
@@ -785,6 +786,15 @@ const ir::Primitive& scan_p = ir::register_primitive({
     .partial_eval = scan_partial_eval,
     .regions = scan_regions,
 });
+
+// A forward scan runs its body `length` times in order (temporal blocking unrolls it).
+[[maybe_unused]] const bool scan_steps_registered = ir::register_loop_steps(
+    scan_p, {.steps = [](const Params& p) { return p.get<bool>("reverse") ? int64_t(-1) : p.get_int("length"); },
+             .with_steps = [](const Params& p, int64_t steps) {
+               Params q = p;
+               q.set("length", steps);
+               return q;
+             }});
 
 // ============================== public entry points ==============================
 
