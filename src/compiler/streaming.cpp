@@ -12,9 +12,10 @@
 // same inputs, and the generated kernels choose their interior or edge body by the row
 // index, so they write the same bytes. An intermediate that something after the chain still
 // reads (or the program returns) is an output of the chain's equation, a full-size buffer:
-// the executable's buffer plan never gives it the memory of an input the chain still reads
-// (inputs and outputs of one step never share memory, and `fused_chain` declares no
-// in-place rule). An intermediate only later loop nests of the chain read is no buffer of
+// the executable's buffer plan gives it the memory of an input only where `fused_chain`'s
+// in-place rule allows (ChainSchedule::inplace_inputs: the input dies at the chain, and
+// its readers then read copies of its rows that each thread keeps in a window, so no row is
+// read after it was written over). An intermediate only later loop nests of the chain read is no buffer of
 // the program: each thread keeps its rows in a small window of its own (Window), the rows
 // its readers have yet to read, so it stays in cache and never reaches memory.
 #include "compiler/streaming.h"
@@ -36,6 +37,12 @@
 namespace tessel::compiler {
 namespace {
 
+/// Bytes of one row of an array (of its first dimension; rank-0 arrays count nothing).
+int64_t row_bytes(const Aval& a) {
+  if (a.shape.empty() || a.shape[0] == 0) return 0;
+  return int64_t(a.nbytes()) / a.shape[0];
+}
+
 /// A loop nest of a chain reads the output of an earlier one (its `producer`, a position in
 /// the chain) at rows i0 + [min, max].
 struct Read {
@@ -53,7 +60,16 @@ struct Member {
   int64_t below = 0;         // rows it computes below a thread's block
   int64_t above = 0;         // and above it
   int64_t align = 1;         // its calls start at multiples of this (row_alignment)
+  bool full = false;         // its outputs have its domain's shape (rank >= 2, no reduction)
   std::vector<Read> reads;   // of earlier members' outputs
+  std::vector<RowOffsets> in_rows;  // per input (bufs' first entries): rows it reads at
+};
+
+/// The rows of an input written over in place that other threads' blocks read, saved
+/// before any thread writes (the rows next to a block's own: [lo, own0) and [own1, ...)).
+struct SavedEdges {
+  int64_t lo = 0, own0 = 0, own1 = 0;
+  std::vector<std::byte> below, above;
 };
 
 /// An intermediate of a chain that only later loop nests of the chain read (no buffer of the
@@ -91,9 +107,10 @@ class Window {
   }
   /// The pointer the generated code indexes as the full array (row r at its offset r).
   void* origin() { return data_.get() - base_ * row_bytes_; }
+  /// Row `row`, which the window holds.
+  std::byte* at(int64_t row) { return data_.get() + (row - base_) * row_bytes_; }
 
  private:
-  std::byte* at(int64_t row) { return data_.get() + (row - base_) * row_bytes_; }
   int64_t row_bytes_;
   int64_t base_ = 0;  // the row at data_[0]
   int64_t rows_ = 0;  // rows data_ holds
@@ -135,6 +152,32 @@ class ChainSchedule final : public ir::ParamObject {
                      "program before fusion (the receiving process compiles it again)");
   }
 
+  /// The inputs (positions among the chain's inputs) whose buffer output `out` may be
+  /// written into (Primitive::inplace): those of its type when the loop nest writing it
+  /// computes whole rows of it (rank >= 2, no reduction, calls at any row) and every loop
+  /// nest reading the input reads it at rows near its own. Run in place, each thread copies
+  /// the input's rows its readers have yet to read, and every row about to be written over,
+  /// into a window of its own before a band's loop nests run, and the readers read the
+  /// window; rows of other threads' blocks come from copies saved before the chain starts.
+  /// A writer that computes rows past its block's edges writes them all to a window of
+  /// rows (which its readers read) and then the block's own rows to the buffer.
+  std::vector<size_t> inplace_inputs(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals) const {
+    const size_t position = in_avals.size() + out;
+    const Member* writer = nullptr;
+    for (const Member& m : members_)
+      if (std::find(m.bufs.begin() + ptrdiff_t(m.in_rows.size()), m.bufs.end(), position) != m.bufs.end()) writer = &m;
+    if (!writer || !writer->full || writer->align != 1) return {};
+    std::vector<size_t> r;
+    for (size_t j = 0; j < in_avals.size(); ++j) {
+      if (!in_avals[j].same_type(out_avals[out]) || in_avals[j].shape.size() < 2) continue;
+      bool row_local = true;
+      for (const Member& m : members_)
+        for (size_t b = 0; b < m.in_rows.size(); ++b) row_local &= m.bufs[b] != j || m.in_rows[b].rows;
+      if (row_local) r.push_back(j);
+    }
+    return r;
+  }
+
   /// Runs the chain on the kernel call's buffers (inputs, then outputs).
   void run(const ir::KernelCall& c) const {
     std::vector<void*> all;
@@ -148,41 +191,148 @@ class ChainSchedule final : public ir::ParamObject {
       points += members_[k].points;
       halo = std::max(halo, members_[k].below + members_[k].above);
     }
+    // Inputs the executable gave an output's memory (inplace_inputs): input j -> writer.
+    std::vector<InPlace> in_place;
+    for (size_t j = 0; j < c.ins.size(); ++j)
+      for (size_t o = 0; o < c.outs.size(); ++o) {
+        if (c.outs[o] != c.ins[j]) continue;
+        InPlace ip{j, 0, row_bytes(c.in_avals[j]), c.in_avals[j].shape[0], c.ins.size() + o};
+        for (size_t k = 0; k < members_.size(); ++k) {
+          const Member& m = members_[k];
+          if (std::count(m.bufs.begin() + ptrdiff_t(m.in_rows.size()), m.bufs.end(), ip.output)) ip.writer = k;
+        }
+        in_place.push_back(ip);
+      }
     // One block per thread, each worth at least ~16K points of work (as fused loop nests
     // split) and four times the rows it recomputes.
     int64_t blocks = std::min<int64_t>(cpu::num_threads(), points / 16384);
     blocks = std::max<int64_t>(1, std::min(blocks, rows_ / std::max<int64_t>(1, 4 * halo)));
     if (block_rows_ > 0) blocks = (rows_ + block_rows_ - 1) / block_rows_;
+    // Rows of in-place inputs that a block reads beyond its own, saved before any is written.
+    std::vector<std::vector<SavedEdges>> saved(in_place.empty() ? 0 : size_t(blocks));
+    for (int64_t k = 0; k < int64_t(saved.size()); ++k)
+      for (const InPlace& ip : in_place) saved[size_t(k)].push_back(save_edges(ip, all, k * rows_ / blocks, (k + 1) * rows_ / blocks));
     const size_t outside = all.size();
     cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) {
-      run_rows(bufs, outside, k0 * rows_ / blocks, k1 * rows_ / blocks);
+      if (in_place.empty()) return run_rows(bufs, outside, in_place, nullptr, all, k0 * rows_ / blocks, k1 * rows_ / blocks);
+      for (int64_t k = k0; k < k1; ++k)  // (each block with the rows saved for it)
+        run_rows(bufs, outside, in_place, &saved[size_t(k)], all, k * rows_ / blocks, (k + 1) * rows_ / blocks);
     });
   }
 
  private:
-  /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows), widened to its
-  /// alignment), band by band. The rows a loop nest needs are computed from the last loop
-  /// nest back: its own rows of the block (or band), those its readers need, widened to
-  /// its alignment. `outside`: the chain's inputs and outputs (positions from there on in a
-  /// member's bufs are windows, this call's own).
-  void run_rows(std::vector<std::vector<void*>> bufs, size_t outside, int64_t b0, int64_t b1) const {
-    if (b0 >= b1) return;
+  /// An input the chain writes an output over: its position, the loop nest writing it, the
+  /// bytes of one of its rows and its rows.
+  struct InPlace {
+    size_t input;
+    size_t writer;
+    int64_t row_bytes;
+    int64_t rows;
+    size_t output = 0;  // position among the chain's inputs and outputs
+  };
+
+  /// Whether the output written over input `ip` is staged through a window of rows (its
+  /// writer computes rows past a block's edges).
+  bool staged(const InPlace& ip) const { return members_[ip.writer].below > 0 || members_[ip.writer].above > 0; }
+
+  /// The first row each loop nest computes in a block starting at row b0.
+  std::vector<int64_t> first_rows(int64_t b0) const {
     const size_t n = members_.size();
-    std::vector<Window> windows;
-    for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
-    std::vector<int64_t> done(n, b0), hi(n);
+    std::vector<int64_t> done(n, b0);
     for (size_t k = n; k-- > 0;) {
       const Member& m = members_[k];
       done[k] = std::min(m.rows, std::max<int64_t>(0, done[k]) / m.align * m.align);
       for (const Read& r : m.reads) done[r.producer] = std::min(done[r.producer], done[k] + r.min);
     }
+    return done;
+  }
+
+  /// The row each loop nest computes up to in a band ending at row e.
+  std::vector<int64_t> band_ends(int64_t e) const {
+    const size_t n = members_.size();
+    std::vector<int64_t> hi(n, e);
+    for (size_t k = n; k-- > 0;) {
+      const Member& m = members_[k];
+      hi[k] = std::min(m.rows, (hi[k] + m.align - 1) / m.align * m.align);
+      for (const Read& r : m.reads) hi[r.producer] = std::max(hi[r.producer], hi[k] + r.max);
+    }
+    return hi;
+  }
+
+  /// The rows [lo, up) of in-place input `ip` that loop nests read: from the least row any
+  /// loop nest still to reach its rows `last` reads from `done` on, up to the most that
+  /// those computing rows [done, hi) read (within the input's rows).
+  std::pair<int64_t, int64_t> rows_read(const InPlace& ip, const std::vector<int64_t>& done,
+                                        const std::vector<int64_t>& hi, const std::vector<int64_t>& last) const {
+    int64_t lo = ip.rows, up = 0;
+    for (size_t k = 0; k < members_.size(); ++k) {
+      const Member& m = members_[k];
+      for (size_t b = 0; b < m.in_rows.size(); ++b) {
+        if (m.bufs[b] != ip.input) continue;
+        if (done[k] < last[k]) lo = std::min(lo, done[k] + m.in_rows[b].min);
+        if (hi[k] > done[k]) up = std::max(up, hi[k] + m.in_rows[b].max);
+      }
+    }
+    lo = std::clamp<int64_t>(lo, 0, ip.rows);
+    return {lo, std::clamp<int64_t>(up, lo, ip.rows)};
+  }
+
+  /// The rows of in-place input `ip` that block [b0, b1) reads outside the rows its own
+  /// writer writes there, copied from `all` (before any thread writes).
+  SavedEdges save_edges(const InPlace& ip, const std::vector<void*>& all, int64_t b0, int64_t b1) const {
+    SavedEdges s;
+    const int64_t writer_rows = members_[ip.writer].rows;
+    s.own0 = std::min(b0, writer_rows);
+    s.own1 = std::min(b1, writer_rows);
+    if (b0 >= b1) return s;
+    const std::vector<int64_t> last = band_ends(b1);
+    const auto [lo, hi] = rows_read(ip, first_rows(b0), last, last);
+    const auto* base = static_cast<const std::byte*>(all[ip.input]);
+    s.lo = std::min(lo, s.own0);
+    s.below.assign(base + s.lo * ip.row_bytes, base + s.own0 * ip.row_bytes);
+    if (hi > s.own1) s.above.assign(base + s.own1 * ip.row_bytes, base + hi * ip.row_bytes);
+    return s;
+  }
+
+  /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows), widened to its
+  /// alignment), band by band. The rows a loop nest needs are computed from the last loop
+  /// nest back: its own rows of the block (or band), those its readers need, widened to
+  /// its alignment. `outside`: the chain's inputs and outputs (positions from there on in a
+  /// member's bufs are windows, this call's own). Inputs written over in place (`in_place`,
+  /// with this block's `saved` rows of other blocks) are read through windows of rows,
+  /// filled before a band's loop nests run with every row they read or write over.
+  void run_rows(std::vector<std::vector<void*>> bufs, size_t outside, const std::vector<InPlace>& in_place,
+                const std::vector<SavedEdges>* saved, const std::vector<void*>& all, int64_t b0, int64_t b1) const {
+    if (b0 >= b1) return;
+    const size_t n = members_.size();
+    std::vector<Window> windows;
+    for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
+    std::vector<Window> copies;  // of the in-place inputs
+    std::vector<int64_t> copied(in_place.size(), -1);  // rows copied up to
+    std::vector<Window> stages;  // of the outputs written over them, when staged
+    for (const InPlace& ip : in_place) {
+      copies.emplace_back(ip.row_bytes);
+      stages.emplace_back(ip.row_bytes);
+    }
+    std::vector<int64_t> done = first_rows(b0), hi;
+    const std::vector<int64_t> last = in_place.empty() ? hi : band_ends(b1);
     for (int64_t e = b0; e < b1;) {
       e = std::min(b1, e + band_rows_);
-      hi.assign(n, e);
-      for (size_t k = n; k-- > 0;) {
-        const Member& m = members_[k];
-        hi[k] = std::min(m.rows, (hi[k] + m.align - 1) / m.align * m.align);
-        for (const Read& r : m.reads) hi[r.producer] = std::max(hi[r.producer], hi[k] + r.max);
+      hi = band_ends(e);
+      for (size_t w = 0; w < in_place.size(); ++w) {
+        const InPlace& ip = in_place[w];
+        auto [lo, up] = rows_read(ip, done, hi, last);
+        // and the rows written over this band (the writer's own rows of the block only).
+        up = std::min(ip.rows, std::max(up, std::min(hi[ip.writer], (*saved)[w].own1)));
+        const int64_t from = std::max(copied[w], lo);
+        if (up > from) {
+          copies[w].reserve(lo, from, up);
+          copy_rows(ip, (*saved)[w], all, copies[w], from, up);
+          copied[w] = up;
+        }
+        for (size_t c = 0; c < n; ++c)
+          for (size_t b = 0; b < members_[c].in_rows.size(); ++b)
+            if (members_[c].bufs[b] == ip.input) bufs[c][b] = copies[w].origin();
       }
       for (size_t k = 0; k < n; ++k) {
         if (hi[k] <= done[k]) continue;
@@ -198,10 +348,48 @@ class ChainSchedule final : public ir::ParamObject {
             for (size_t b = 0; b < members_[c].bufs.size(); ++b)
               if (members_[c].bufs[b] == outside + w) bufs[c][b] = windows[w].origin();
         }
+        // Outputs written over an input whose writer computes rows past the block: all its
+        // rows go to a window of this thread's, which its readers read, and the block's own
+        // rows then to the buffer (they must not reach other blocks' rows of the input).
+        for (size_t w = 0; w < in_place.size(); ++w) {
+          const InPlace& ip = in_place[w];
+          if (ip.writer != k || !staged(ip)) continue;
+          int64_t keep = done[k];
+          for (size_t c = k + 1; c < n; ++c)
+            for (size_t b = 0; b < members_[c].in_rows.size(); ++b)
+              if (members_[c].bufs[b] == ip.output) keep = std::min(keep, std::max<int64_t>(0, done[c] + members_[c].in_rows[b].min));
+          stages[w].reserve(keep, done[k], hi[k]);
+          for (size_t c = k; c < n; ++c)
+            for (size_t b = 0; b < members_[c].bufs.size(); ++b)
+              if (members_[c].bufs[b] == ip.output) bufs[c][b] = stages[w].origin();
+        }
         members_[k].fn(bufs[k].data(), done[k], hi[k]);
+        for (size_t w = 0; w < in_place.size(); ++w) {
+          const InPlace& ip = in_place[w];
+          if (ip.writer != k || !staged(ip)) continue;
+          const int64_t r0 = std::max(done[k], (*saved)[w].own0), r1 = std::min(hi[k], (*saved)[w].own1);
+          if (r1 > r0)
+            std::memcpy(static_cast<std::byte*>(all[ip.output]) + r0 * ip.row_bytes, stages[w].at(r0),
+                        size_t((r1 - r0) * ip.row_bytes));
+        }
         done[k] = hi[k];
       }
     }
+  }
+
+  /// Copies rows [from, to) of in-place input `ip` into `window`: the block's own rows from
+  /// the buffer (not yet written over), the others from `saved`.
+  static void copy_rows(const InPlace& ip, const SavedEdges& saved, const std::vector<void*>& all, Window& window,
+                        int64_t from, int64_t to) {
+    const auto* base = static_cast<const std::byte*>(all[ip.input]);
+    const size_t rb = size_t(ip.row_bytes);
+    auto copy = [&](int64_t r0, int64_t r1, const std::byte* src) {
+      if (r1 > r0) std::memcpy(window.at(r0), src, size_t(r1 - r0) * rb);
+    };
+    const int64_t m0 = std::clamp(saved.own0, from, to), m1 = std::clamp(saved.own1, m0, to);
+    copy(from, m0, saved.below.data() + size_t(from - saved.lo) * rb);
+    copy(m0, m1, base + size_t(m0) * rb);
+    copy(m1, to, saved.above.data() + size_t(m1 - saved.own1) * rb);
   }
 
   /// Whether member `c` reads window `w`.
@@ -224,8 +412,13 @@ std::vector<Aval> chain_eval(std::span<const Aval> ins, const ir::Params& p) {
 
 void chain_kernel(const ir::KernelCall& c) { c.params.get_object<ChainSchedule>("schedule").run(c); }
 
-const ir::Primitive& fused_chain_p = ir::register_primitive({
-    .name = "fused_chain", .abstract_eval = chain_eval, .cpu_kernel = chain_kernel});
+std::vector<size_t> chain_inplace(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                  const ir::Params& p) {
+  return p.get_object<ChainSchedule>("schedule").inplace_inputs(out, in_avals, out_avals);
+}
+
+const ir::Primitive& fused_chain_p = ir::register_primitive(
+    {.name = "fused_chain", .abstract_eval = chain_eval, .cpu_kernel = chain_kernel, .inplace = chain_inplace});
 
 const FusedKernel& kernel_of(const ir::Equation& e) { return e.params.get_object<FusedKernel>("kernel"); }
 
@@ -327,12 +520,6 @@ class Chain {
   int64_t rows_ = 0;
 };
 
-/// Bytes of one row of an array (of its first dimension; rank-0 arrays count nothing).
-int64_t row_bytes(const Aval& a) {
-  if (a.shape.empty() || a.shape[0] == 0) return 0;
-  return int64_t(a.nbytes()) / a.shape[0];
-}
-
 /// The `fused_chain` equation running the chain's members of `p`. A value the members compute
 /// is an output of the chain when `p` returns it (`returned`) or an equation of `p` other
 /// than the members reads it (`readers`: the equations reading each value); the others
@@ -393,7 +580,9 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
     m.points = 1;
     for (int64_t d : kernel_of(e).shape().domain) m.points *= d;
     m.align = row_alignment(kernel_of(e).shape());
+    m.full = kernel_of(e).shape().domain.size() >= 2 && kernel_of(e).shape().kept == kernel_of(e).shape().domain.size();
     m.reads = chain.reads()[k];
+    m.in_rows = row_offsets(*e.params.get<ir::ProgramRef>("program"));
     m.below = chain.below()[k];
     m.above = chain.above()[k];
     members.push_back(std::move(m));
