@@ -21,7 +21,9 @@
 #include "compiler/streaming.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -65,10 +67,11 @@ struct Member {
   std::vector<RowOffsets> in_rows;  // per input (bufs' first entries): rows it reads at
 };
 
-/// The rows of an input written over in place that other threads' blocks read, saved
-/// before any thread writes (the rows next to a block's own: [lo, own0) and [own1, ...)).
-struct SavedEdges {
-  int64_t lo = 0, own0 = 0, own1 = 0;
+/// A block's rows [own0, own1) of an output written over an input, and those of them that
+/// other blocks read of the input ([own0, h0) and [h1, own1)): the thread keeps those aside
+/// (`below`, `above`), and they are written over the input once every block is done.
+struct HeldRows {
+  int64_t own0 = 0, own1 = 0, h0 = 0, h1 = 0;
   std::vector<std::byte> below, above;
 };
 
@@ -155,12 +158,12 @@ class ChainSchedule final : public ir::ParamObject {
   /// The inputs (positions among the chain's inputs) whose buffer output `out` may be
   /// written into (Primitive::inplace): those of its type when the loop nest writing it
   /// computes whole rows of it (rank >= 2, no reduction, calls at any row) and every loop
-  /// nest reading the input reads it at rows near its own. Run in place, each thread copies
-  /// the input's rows its readers have yet to read, and every row about to be written over,
-  /// into a window of its own before a band's loop nests run, and the readers read the
-  /// window; rows of other threads' blocks come from copies saved before the chain starts.
-  /// A writer that computes rows past its block's edges writes them all to a window of
-  /// rows (which its readers read) and then the block's own rows to the buffer.
+  /// nest reading the input reads it at rows near its own. Run in place, the writer writes
+  /// the output's rows to a window of rows of its thread's (which the output's readers
+  /// read), and a row goes to the buffer once no loop nest of the thread will read that row
+  /// of the input again: a band or so behind, while the input's row is still in cache (so
+  /// no line of a fresh output is read from memory before it is written). Rows of its block
+  /// that other threads read of the input are kept aside and written when all are done.
   std::vector<size_t> inplace_inputs(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals) const {
     const size_t position = in_avals.size() + out;
     const Member* writer = nullptr;
@@ -191,7 +194,7 @@ class ChainSchedule final : public ir::ParamObject {
       points += members_[k].points;
       halo = std::max(halo, members_[k].below + members_[k].above);
     }
-    // Inputs the executable gave an output's memory (inplace_inputs): input j -> writer.
+    // Inputs the executable gave an output's memory (inplace_inputs).
     std::vector<InPlace> in_place;
     for (size_t j = 0; j < c.ins.size(); ++j)
       for (size_t o = 0; o < c.outs.size(); ++o) {
@@ -208,32 +211,68 @@ class ChainSchedule final : public ir::ParamObject {
     int64_t blocks = std::min<int64_t>(cpu::num_threads(), points / 16384);
     blocks = std::max<int64_t>(1, std::min(blocks, rows_ / std::max<int64_t>(1, 4 * halo)));
     if (block_rows_ > 0) blocks = (rows_ + block_rows_ - 1) / block_rows_;
-    // Rows of in-place inputs that a block reads beyond its own, saved before any is written.
-    std::vector<std::vector<SavedEdges>> saved(in_place.empty() ? 0 : size_t(blocks));
-    for (int64_t k = 0; k < int64_t(saved.size()); ++k)
-      for (const InPlace& ip : in_place) saved[size_t(k)].push_back(save_edges(ip, all, k * rows_ / blocks, (k + 1) * rows_ / blocks));
+    auto b0 = [&](int64_t k) { return k * rows_ / blocks; };
     const size_t outside = all.size();
+    if (in_place.empty()) {
+      cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) {
+        run_rows(bufs, outside, in_place, nullptr, all, b0(k0), b0(k1));
+      });
+      return;
+    }
+    std::vector<std::vector<HeldRows>> held(static_cast<size_t>(blocks));
+    for (size_t w = 0; w < in_place.size(); ++w) {
+      const InPlace& ip = in_place[w];
+      // The rows of the input each block reads.
+      std::vector<std::pair<int64_t, int64_t>> reads(static_cast<size_t>(blocks));
+      for (int64_t k = 0; k < blocks; ++k) {
+        if (b0(k) >= b0(k + 1)) continue;
+        const std::vector<int64_t> last = band_ends(b0(k + 1));
+        reads[size_t(k)] = rows_read(ip, first_rows(b0(k)), last, last);
+      }
+      for (int64_t k = 0; k < blocks; ++k) {
+        HeldRows h;
+        const int64_t writer_rows = members_[ip.writer].rows;
+        h.own0 = std::min(b0(k), writer_rows);
+        h.own1 = std::min(b0(k + 1), writer_rows);
+        h.h0 = h.own0;
+        h.h1 = h.own1;
+        for (int64_t m = 0; m < blocks; ++m) {
+          const auto [lo, up] = reads[size_t(m)];
+          if (lo >= up) continue;
+          if (m < k) h.h0 = std::max(h.h0, std::min(up, h.own1));
+          if (m > k) h.h1 = std::min(h.h1, std::max(lo, h.own0));
+        }
+        h.h1 = std::max(h.h1, h.h0);
+        h.below.resize(size_t((h.h0 - h.own0) * ip.row_bytes));
+        h.above.resize(size_t((h.own1 - h.h1) * ip.row_bytes));
+        held[size_t(k)].push_back(std::move(h));
+      }
+    }
     cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) {
-      if (in_place.empty()) return run_rows(bufs, outside, in_place, nullptr, all, k0 * rows_ / blocks, k1 * rows_ / blocks);
-      for (int64_t k = k0; k < k1; ++k)  // (each block with the rows saved for it)
-        run_rows(bufs, outside, in_place, &saved[size_t(k)], all, k * rows_ / blocks, (k + 1) * rows_ / blocks);
+      for (int64_t k = k0; k < k1; ++k)  // (each block with its own rows kept aside)
+        run_rows(bufs, outside, in_place, &held[size_t(k)], all, b0(k), b0(k + 1));
     });
+    for (const std::vector<HeldRows>& block : held)
+      for (size_t w = 0; w < in_place.size(); ++w) {
+        const HeldRows& h = block[w];
+        auto* buffer = static_cast<std::byte*>(all[in_place[w].output]);
+        const int64_t rb = in_place[w].row_bytes;
+        if (!h.below.empty()) std::memcpy(buffer + h.own0 * rb, h.below.data(), h.below.size());
+        if (!h.above.empty()) std::memcpy(buffer + h.h1 * rb, h.above.data(), h.above.size());
+      }
   }
 
  private:
   /// An input the chain writes an output over: its position, the loop nest writing it, the
-  /// bytes of one of its rows and its rows.
+  /// bytes of one of its rows, its rows, and the output's position among the chain's
+  /// inputs and outputs.
   struct InPlace {
     size_t input;
     size_t writer;
     int64_t row_bytes;
     int64_t rows;
-    size_t output = 0;  // position among the chain's inputs and outputs
+    size_t output = 0;
   };
-
-  /// Whether the output written over input `ip` is staged through a window of rows (its
-  /// writer computes rows past a block's edges).
-  bool staged(const InPlace& ip) const { return members_[ip.writer].below > 0 || members_[ip.writer].above > 0; }
 
   /// The first row each loop nest computes in a block starting at row b0.
   std::vector<int64_t> first_rows(int64_t b0) const {
@@ -260,8 +299,9 @@ class ChainSchedule final : public ir::ParamObject {
   }
 
   /// The rows [lo, up) of in-place input `ip` that loop nests read: from the least row any
-  /// loop nest still to reach its rows `last` reads from `done` on, up to the most that
-  /// those computing rows [done, hi) read (within the input's rows).
+  /// loop nest still to reach its rows `last` reads from `done` on (the input's rows when
+  /// none is), up to the most that those computing rows [done, hi) read (within the
+  /// input's rows).
   std::pair<int64_t, int64_t> rows_read(const InPlace& ip, const std::vector<int64_t>& done,
                                         const std::vector<int64_t>& hi, const std::vector<int64_t>& last) const {
     int64_t lo = ip.rows, up = 0;
@@ -277,63 +317,45 @@ class ChainSchedule final : public ir::ParamObject {
     return {lo, std::clamp<int64_t>(up, lo, ip.rows)};
   }
 
-  /// The rows of in-place input `ip` that block [b0, b1) reads outside the rows its own
-  /// writer writes there, copied from `all` (before any thread writes).
-  SavedEdges save_edges(const InPlace& ip, const std::vector<void*>& all, int64_t b0, int64_t b1) const {
-    SavedEdges s;
-    const int64_t writer_rows = members_[ip.writer].rows;
-    s.own0 = std::min(b0, writer_rows);
-    s.own1 = std::min(b1, writer_rows);
-    if (b0 >= b1) return s;
-    const std::vector<int64_t> last = band_ends(b1);
-    const auto [lo, hi] = rows_read(ip, first_rows(b0), last, last);
-    const auto* base = static_cast<const std::byte*>(all[ip.input]);
-    s.lo = std::min(lo, s.own0);
-    s.below.assign(base + s.lo * ip.row_bytes, base + s.own0 * ip.row_bytes);
-    if (hi > s.own1) s.above.assign(base + s.own1 * ip.row_bytes, base + hi * ip.row_bytes);
-    return s;
+  /// Writes rows [r0, r1) of the output written over input `ip` from `window` to the
+  /// buffer, those other blocks read of the input to `held` instead.
+  static void write_back(const InPlace& ip, HeldRows& held, const std::vector<void*>& all, Window& window, int64_t r0,
+                         int64_t r1) {
+    auto* buffer = static_cast<std::byte*>(all[ip.output]);
+    const int64_t rb = ip.row_bytes;
+    auto copy = [&](int64_t a, int64_t b, std::byte* to) {
+      if (b > a) std::memcpy(to, window.at(a), size_t((b - a) * rb));
+    };
+    const int64_t m0 = std::clamp(held.h0, r0, r1), m1 = std::clamp(held.h1, m0, r1);
+    copy(r0, m0, held.below.data() + (r0 - held.own0) * rb);
+    copy(m0, m1, buffer + m0 * rb);
+    copy(m1, r1, held.above.data() + (m1 - held.h1) * rb);
   }
 
   /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows), widened to its
   /// alignment), band by band. The rows a loop nest needs are computed from the last loop
   /// nest back: its own rows of the block (or band), those its readers need, widened to
   /// its alignment. `outside`: the chain's inputs and outputs (positions from there on in a
-  /// member's bufs are windows, this call's own). Inputs written over in place (`in_place`,
-  /// with this block's `saved` rows of other blocks) are read through windows of rows,
-  /// filled before a band's loop nests run with every row they read or write over.
+  /// member's bufs are windows, this call's own). Outputs written over inputs (`in_place`)
+  /// go to windows of rows, and from there to the buffer (or this block's `held` rows)
+  /// once no loop nest of the block will read those rows of the input.
   void run_rows(std::vector<std::vector<void*>> bufs, size_t outside, const std::vector<InPlace>& in_place,
-                const std::vector<SavedEdges>* saved, const std::vector<void*>& all, int64_t b0, int64_t b1) const {
+                std::vector<HeldRows>* held, const std::vector<void*>& all, int64_t b0, int64_t b1) const {
     if (b0 >= b1) return;
     const size_t n = members_.size();
     std::vector<Window> windows;
     for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
-    std::vector<Window> copies;  // of the in-place inputs
-    std::vector<int64_t> copied(in_place.size(), -1);  // rows copied up to
-    std::vector<Window> stages;  // of the outputs written over them, when staged
-    for (const InPlace& ip : in_place) {
-      copies.emplace_back(ip.row_bytes);
-      stages.emplace_back(ip.row_bytes);
+    std::vector<Window> stages;  // of the outputs written over inputs
+    std::vector<int64_t> written;  // their rows written to the buffer up to
+    for (size_t w = 0; w < in_place.size(); ++w) {
+      stages.emplace_back(in_place[w].row_bytes);
+      written.push_back((*held)[w].own0);
     }
     std::vector<int64_t> done = first_rows(b0), hi;
     const std::vector<int64_t> last = in_place.empty() ? hi : band_ends(b1);
     for (int64_t e = b0; e < b1;) {
       e = std::min(b1, e + band_rows_);
       hi = band_ends(e);
-      for (size_t w = 0; w < in_place.size(); ++w) {
-        const InPlace& ip = in_place[w];
-        auto [lo, up] = rows_read(ip, done, hi, last);
-        // and the rows written over this band (the writer's own rows of the block only).
-        up = std::min(ip.rows, std::max(up, std::min(hi[ip.writer], (*saved)[w].own1)));
-        const int64_t from = std::max(copied[w], lo);
-        if (up > from) {
-          copies[w].reserve(lo, from, up);
-          copy_rows(ip, (*saved)[w], all, copies[w], from, up);
-          copied[w] = up;
-        }
-        for (size_t c = 0; c < n; ++c)
-          for (size_t b = 0; b < members_[c].in_rows.size(); ++b)
-            if (members_[c].bufs[b] == ip.input) bufs[c][b] = copies[w].origin();
-      }
       for (size_t k = 0; k < n; ++k) {
         if (hi[k] <= done[k]) continue;
         for (size_t w = 0; w < windows_.size(); ++w) {
@@ -348,48 +370,32 @@ class ChainSchedule final : public ir::ParamObject {
             for (size_t b = 0; b < members_[c].bufs.size(); ++b)
               if (members_[c].bufs[b] == outside + w) bufs[c][b] = windows[w].origin();
         }
-        // Outputs written over an input whose writer computes rows past the block: all its
-        // rows go to a window of this thread's, which its readers read, and the block's own
-        // rows then to the buffer (they must not reach other blocks' rows of the input).
         for (size_t w = 0; w < in_place.size(); ++w) {
           const InPlace& ip = in_place[w];
-          if (ip.writer != k || !staged(ip)) continue;
-          int64_t keep = done[k];
+          if (ip.writer != k) continue;
+          // Kept: rows its readers have yet to read, and those not yet in the buffer.
+          int64_t keep = std::min(done[k], std::max(written[w], (*held)[w].own0));
           for (size_t c = k + 1; c < n; ++c)
             for (size_t b = 0; b < members_[c].in_rows.size(); ++b)
-              if (members_[c].bufs[b] == ip.output) keep = std::min(keep, std::max<int64_t>(0, done[c] + members_[c].in_rows[b].min));
+              if (members_[c].bufs[b] == ip.output)
+                keep = std::min(keep, std::max<int64_t>(0, done[c] + members_[c].in_rows[b].min));
           stages[w].reserve(keep, done[k], hi[k]);
           for (size_t c = k; c < n; ++c)
             for (size_t b = 0; b < members_[c].bufs.size(); ++b)
               if (members_[c].bufs[b] == ip.output) bufs[c][b] = stages[w].origin();
         }
         members_[k].fn(bufs[k].data(), done[k], hi[k]);
-        for (size_t w = 0; w < in_place.size(); ++w) {
-          const InPlace& ip = in_place[w];
-          if (ip.writer != k || !staged(ip)) continue;
-          const int64_t r0 = std::max(done[k], (*saved)[w].own0), r1 = std::min(hi[k], (*saved)[w].own1);
-          if (r1 > r0)
-            std::memcpy(static_cast<std::byte*>(all[ip.output]) + r0 * ip.row_bytes, stages[w].at(r0),
-                        size_t((r1 - r0) * ip.row_bytes));
-        }
         done[k] = hi[k];
       }
+      // Rows of outputs no loop nest of the block reads again of the input go to the buffer.
+      for (size_t w = 0; w < in_place.size(); ++w) {
+        const InPlace& ip = in_place[w];
+        const int64_t free = e < b1 ? rows_read(ip, done, done, last).first : ip.rows;
+        const int64_t to = std::min({free, done[ip.writer], (*held)[w].own1});
+        if (to > written[w]) write_back(ip, (*held)[w], all, stages[w], written[w], to);
+        written[w] = std::max(written[w], to);
+      }
     }
-  }
-
-  /// Copies rows [from, to) of in-place input `ip` into `window`: the block's own rows from
-  /// the buffer (not yet written over), the others from `saved`.
-  static void copy_rows(const InPlace& ip, const SavedEdges& saved, const std::vector<void*>& all, Window& window,
-                        int64_t from, int64_t to) {
-    const auto* base = static_cast<const std::byte*>(all[ip.input]);
-    const size_t rb = size_t(ip.row_bytes);
-    auto copy = [&](int64_t r0, int64_t r1, const std::byte* src) {
-      if (r1 > r0) std::memcpy(window.at(r0), src, size_t(r1 - r0) * rb);
-    };
-    const int64_t m0 = std::clamp(saved.own0, from, to), m1 = std::clamp(saved.own1, m0, to);
-    copy(from, m0, saved.below.data() + size_t(from - saved.lo) * rb);
-    copy(m0, m1, base + size_t(m0) * rb);
-    copy(m1, to, saved.above.data() + size_t(m1 - saved.own1) * rb);
   }
 
   /// Whether member `c` reads window `w`.
@@ -414,6 +420,9 @@ void chain_kernel(const ir::KernelCall& c) { c.params.get_object<ChainSchedule>(
 
 std::vector<size_t> chain_inplace(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
                                   const ir::Params& p) {
+  // TESSEL_FUSION_STREAM_INPLACE=0: never (for comparison; read when a program is planned).
+  const char* env = std::getenv("TESSEL_FUSION_STREAM_INPLACE");
+  if (env && std::string_view(env) == "0") return {};
   return p.get_object<ChainSchedule>("schedule").inplace_inputs(out, in_avals, out_avals);
 }
 
