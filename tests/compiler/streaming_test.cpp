@@ -520,12 +520,19 @@ TEST(Streaming, JitStreamsAndAgreesWithStreamingOff) {
   EXPECT_NE(on_text.find("loop nests over 300 rows in bands of"), std::string::npos) << on_text;
   EXPECT_EQ(off_text.find("fused_chain"), std::string::npos) << off_text;
   expect_bitwise({on.first, on.second}, {off.first, off.second}, "jit");
-  // Donating the state: the chain's outputs never take the memory of its inputs.
+  // Donating the state: the chain writes both results over the dying inputs (while its
+  // loop nests still read them at other rows), and gives the same bytes.
   auto donating = ts::jit([](const ts::Array& h, const ts::Array& u) { return stencil_step(h, u); },
                           {.donate_argnums = {0, 1}});
   ts::Array h = args[0] + 0.0f, u = args[1] + 0.0f;
+  const std::string donated_text = donating.lower(h, u).compile().as_text();
+  EXPECT_NE(donated_text.find("2 steps in place"), std::string::npos) << donated_text;
   auto d = donating(h, u);
   expect_bitwise({d.first, d.second}, {off.first, off.second}, "jit with donated arguments");
+  for (int k = 0; k < 3; ++k) d = donating(d.first, d.second);  // (state = step(state))
+  auto o = off;
+  for (int k = 0; k < 3; ++k) o = stencil_step(o.first, o.second);
+  expect_close({d.first, d.second}, {o.first, o.second}, "3 more donated steps");
 }
 
 TEST(Streaming, ForiLoopBodiesStream) {
@@ -585,6 +592,16 @@ TEST(Streaming, PartitionedProgramsStream) {
       EXPECT_NE(text.find(" = fused_chain["), std::string::npos) << text;
     }
     expect_bitwise({on.first, on.second}, {off.first, off.second}, by_rows ? "8 devices, rows" : "8 devices, columns");
+    // Donated, each device's chain writes over its dying inputs: the same bytes.
+    auto donating = ts::jit([](const ts::Array& h, const ts::Array& u) { return stencil_step(h, u); },
+                            {.donate_argnums = {0, 1}, .in_shardings = {layout, layout}, .out_shardings = {layout}});
+    const ts::Array h = ts::device_put(args[0] + 0.0f, layout), u = ts::device_put(args[1] + 0.0f, layout);
+    if (!by_rows) {
+      const std::string donated_text = donating.lower(h, u).compile().as_text();
+      EXPECT_NE(donated_text.find("written in place into input"), std::string::npos) << donated_text;
+    }
+    const auto d = donating(h, u);
+    expect_bitwise({d.first, d.second}, {off.first, off.second}, by_rows ? "8 devices, rows, donated" : "8 devices, columns, donated");
     const auto one = stencil_step(args[0], args[1]);
     expect_close({on.first, on.second}, {one.first, one.second}, "8 devices against one");
   }
