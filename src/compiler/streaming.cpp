@@ -420,9 +420,11 @@ void chain_kernel(const ir::KernelCall& c) { c.params.get_object<ChainSchedule>(
 
 std::vector<size_t> chain_inplace(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
                                   const ir::Params& p) {
-  // TESSEL_FUSION_STREAM_INPLACE=0: never (for comparison; read when a program is planned).
+  // Only with TESSEL_FUSION_STREAM_INPLACE=1 (read when a program's buffers are planned):
+  // copying each output row out of its window measured slower than the write-allocate
+  // traffic it saves on the shallow-water step (docs/performance.md).
   const char* env = std::getenv("TESSEL_FUSION_STREAM_INPLACE");
-  if (env && std::string_view(env) == "0") return {};
+  if (!env || std::string_view(env) != "1") return {};
   return p.get_object<ChainSchedule>("schedule").inplace_inputs(out, in_avals, out_avals);
 }
 

@@ -34,6 +34,24 @@ using fusion_test::count_prim;
 using fusion_test::Fn;
 using fusion_test::run;
 
+/// Sets an environment variable for the scope (jit reads TESSEL_FUSION_STREAM at each
+/// compilation).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) unsetenv(name_);
+    else setenv(name_, old_.c_str(), 1);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
 ts::ir::Program lower(const Fn& f, const std::vector<ts::Array>& args) { return fusion_test::lower(f, args, "chain"); }
 
 /// Fuses every group, however small; streams chains with the given band and block sizes.
@@ -272,6 +290,7 @@ struct RereadingChain {
 // chain starts). The results are the same bytes as the loop nests run one after the other.
 TEST_P(StreamingRandomChains, InPlaceOverDonatedInputsEqualsFreshBuffers) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  ScopedEnv in_place("TESSEL_FUSION_STREAM_INPLACE", "1");
   const ChainCase c = GetParam();
   for (uint32_t seed : {5u, 6u}) {
     for (const bool all : {true, false}) {
@@ -468,23 +487,6 @@ TEST(Streaming, EquationsBetweenLoopNestsMoveBeforeTheChain) {
   expect_bitwise(run(fused, args), run(ts::compiler::fuse(p, options(false)), args), "moved cumsum");
 }
 
-/// Sets an environment variable for the scope (jit reads TESSEL_FUSION_STREAM at each
-/// compilation).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) old_ = v;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) unsetenv(name_);
-    else setenv(name_, old_.c_str(), 1);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
 
 /// A three-stage stencil step over (h, u): the shape of a time step.
 std::pair<ts::Array, ts::Array> stencil_step(const ts::Array& h, const ts::Array& u) {
@@ -522,6 +524,7 @@ TEST(Streaming, JitStreamsAndAgreesWithStreamingOff) {
   expect_bitwise({on.first, on.second}, {off.first, off.second}, "jit");
   // Donating the state: the chain writes both results over the dying inputs (while its
   // loop nests still read them at other rows), and gives the same bytes.
+  ScopedEnv in_place("TESSEL_FUSION_STREAM_INPLACE", "1");
   auto donating = ts::jit([](const ts::Array& h, const ts::Array& u) { return stencil_step(h, u); },
                           {.donate_argnums = {0, 1}});
   ts::Array h = args[0] + 0.0f, u = args[1] + 0.0f;
@@ -593,6 +596,7 @@ TEST(Streaming, PartitionedProgramsStream) {
     }
     expect_bitwise({on.first, on.second}, {off.first, off.second}, by_rows ? "8 devices, rows" : "8 devices, columns");
     // Donated, each device's chain writes over its dying inputs: the same bytes.
+    ScopedEnv in_place("TESSEL_FUSION_STREAM_INPLACE", "1");
     auto donating = ts::jit([](const ts::Array& h, const ts::Array& u) { return stencil_step(h, u); },
                             {.donate_argnums = {0, 1}, .in_shardings = {layout, layout}, .out_shardings = {layout}});
     const ts::Array h = ts::device_put(args[0] + 0.0f, layout), u = ts::device_put(args[1] + 0.0f, layout);
