@@ -13,10 +13,10 @@
 // index, so they write the same bytes. An intermediate that something after the chain still
 // reads (or the program returns) is an output of the chain's equation, a full-size buffer:
 // the executable's buffer plan gives it the memory of an input only where `fused_chain`'s
-// in-place rule allows (ChainSchedule::inplace_inputs: the input dies at the chain, and
-// its readers then read copies of its rows that each thread keeps in a window, so no row is
-// read after it was written over). An intermediate only later loop nests of the chain read is no buffer of
-// the program: each thread keeps its rows in a small window of its own (Window), the rows
+// in-place rule allows (ChainSchedule::inplace_inputs, opt-in: the input dies at the chain;
+// the output's rows go through a window of rows and reach the buffer only once no loop nest
+// reads those rows of the input again, so no row is read after it was written over). An
+// intermediate only later loop nests of the chain read is no buffer of the program: each thread keeps its rows in a small window of its own (Window), the rows
 // its readers have yet to read, so it stays in cache and never reaches memory.
 #include "compiler/streaming.h"
 
