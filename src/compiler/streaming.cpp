@@ -12,15 +12,18 @@
 // same inputs, and the generated kernels choose their interior or edge body by the row
 // index, so they write the same bytes. An intermediate that something after the chain still
 // reads (or the program returns) is an output of the chain's equation, a full-size buffer:
-// the executable's buffer plan never gives it the memory of an input the chain still reads
-// (inputs and outputs of one step never share memory, and `fused_chain` declares no
-// in-place rule). An intermediate only later loop nests of the chain read is no buffer of
-// the program: each thread keeps its rows in a small window of its own (Window), the rows
+// the executable's buffer plan gives it the memory of an input only where `fused_chain`'s
+// in-place rule allows (ChainSchedule::inplace_inputs, opt-in: the input dies at the chain;
+// the output's rows go through a window of rows and reach the buffer only once no loop nest
+// reads those rows of the input again, so no row is read after it was written over). An
+// intermediate only later loop nests of the chain read is no buffer of the program: each thread keeps its rows in a small window of its own (Window), the rows
 // its readers have yet to read, so it stays in cache and never reaches memory.
 #include "compiler/streaming.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,6 +38,12 @@
 
 namespace tessel::compiler {
 namespace {
+
+/// Bytes of one row of an array (of its first dimension; rank-0 arrays count nothing).
+int64_t row_bytes(const Aval& a) {
+  if (a.shape.empty() || a.shape[0] == 0) return 0;
+  return int64_t(a.nbytes()) / a.shape[0];
+}
 
 /// A loop nest of a chain reads the output of an earlier one (its `producer`, a position in
 /// the chain) at rows i0 + [min, max].
@@ -53,7 +62,17 @@ struct Member {
   int64_t below = 0;         // rows it computes below a thread's block
   int64_t above = 0;         // and above it
   int64_t align = 1;         // its calls start at multiples of this (row_alignment)
+  bool full = false;         // its outputs have its domain's shape (rank >= 2, no reduction)
   std::vector<Read> reads;   // of earlier members' outputs
+  std::vector<RowOffsets> in_rows;  // per input (bufs' first entries): rows it reads at
+};
+
+/// A block's rows [own0, own1) of an output written over an input, and those of them that
+/// other blocks read of the input ([own0, h0) and [h1, own1)): the thread keeps those aside
+/// (`below`, `above`), and they are written over the input once every block is done.
+struct HeldRows {
+  int64_t own0 = 0, own1 = 0, h0 = 0, h1 = 0;
+  std::vector<std::byte> below, above;
 };
 
 /// An intermediate of a chain that only later loop nests of the chain read (no buffer of the
@@ -91,9 +110,10 @@ class Window {
   }
   /// The pointer the generated code indexes as the full array (row r at its offset r).
   void* origin() { return data_.get() - base_ * row_bytes_; }
+  /// Row `row`, which the window holds.
+  std::byte* at(int64_t row) { return data_.get() + (row - base_) * row_bytes_; }
 
  private:
-  std::byte* at(int64_t row) { return data_.get() + (row - base_) * row_bytes_; }
   int64_t row_bytes_;
   int64_t base_ = 0;  // the row at data_[0]
   int64_t rows_ = 0;  // rows data_ holds
@@ -135,6 +155,32 @@ class ChainSchedule final : public ir::ParamObject {
                      "program before fusion (the receiving process compiles it again)");
   }
 
+  /// The inputs (positions among the chain's inputs) whose buffer output `out` may be
+  /// written into (Primitive::inplace): those of its type when the loop nest writing it
+  /// computes whole rows of it (rank >= 2, no reduction, calls at any row) and every loop
+  /// nest reading the input reads it at rows near its own. Run in place, the writer writes
+  /// the output's rows to a window of rows of its thread's (which the output's readers
+  /// read), and a row goes to the buffer once no loop nest of the thread will read that row
+  /// of the input again: a band or so behind, while the input's row is still in cache (so
+  /// no line of a fresh output is read from memory before it is written). Rows of its block
+  /// that other threads read of the input are kept aside and written when all are done.
+  std::vector<size_t> inplace_inputs(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals) const {
+    const size_t position = in_avals.size() + out;
+    const Member* writer = nullptr;
+    for (const Member& m : members_)
+      if (std::find(m.bufs.begin() + ptrdiff_t(m.in_rows.size()), m.bufs.end(), position) != m.bufs.end()) writer = &m;
+    if (!writer || !writer->full || writer->align != 1) return {};
+    std::vector<size_t> r;
+    for (size_t j = 0; j < in_avals.size(); ++j) {
+      if (!in_avals[j].same_type(out_avals[out]) || in_avals[j].shape.size() < 2) continue;
+      bool row_local = true;
+      for (const Member& m : members_)
+        for (size_t b = 0; b < m.in_rows.size(); ++b) row_local &= m.bufs[b] != j || m.in_rows[b].rows;
+      if (row_local) r.push_back(j);
+    }
+    return r;
+  }
+
   /// Runs the chain on the kernel call's buffers (inputs, then outputs).
   void run(const ir::KernelCall& c) const {
     std::vector<void*> all;
@@ -148,42 +194,168 @@ class ChainSchedule final : public ir::ParamObject {
       points += members_[k].points;
       halo = std::max(halo, members_[k].below + members_[k].above);
     }
+    // Inputs the executable gave an output's memory (inplace_inputs).
+    std::vector<InPlace> in_place;
+    for (size_t j = 0; j < c.ins.size(); ++j)
+      for (size_t o = 0; o < c.outs.size(); ++o) {
+        if (c.outs[o] != c.ins[j]) continue;
+        InPlace ip{j, 0, row_bytes(c.in_avals[j]), c.in_avals[j].shape[0], c.ins.size() + o};
+        for (size_t k = 0; k < members_.size(); ++k) {
+          const Member& m = members_[k];
+          if (std::count(m.bufs.begin() + ptrdiff_t(m.in_rows.size()), m.bufs.end(), ip.output)) ip.writer = k;
+        }
+        in_place.push_back(ip);
+      }
     // One block per thread, each worth at least ~16K points of work (as fused loop nests
     // split) and four times the rows it recomputes.
     int64_t blocks = std::min<int64_t>(cpu::num_threads(), points / 16384);
     blocks = std::max<int64_t>(1, std::min(blocks, rows_ / std::max<int64_t>(1, 4 * halo)));
     if (block_rows_ > 0) blocks = (rows_ + block_rows_ - 1) / block_rows_;
+    auto b0 = [&](int64_t k) { return k * rows_ / blocks; };
     const size_t outside = all.size();
+    if (in_place.empty()) {
+      cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) {
+        run_rows(bufs, outside, in_place, nullptr, all, b0(k0), b0(k1));
+      });
+      return;
+    }
+    std::vector<std::vector<HeldRows>> held(static_cast<size_t>(blocks));
+    for (size_t w = 0; w < in_place.size(); ++w) {
+      const InPlace& ip = in_place[w];
+      // The rows of the input each block reads.
+      std::vector<std::pair<int64_t, int64_t>> reads(static_cast<size_t>(blocks));
+      for (int64_t k = 0; k < blocks; ++k) {
+        if (b0(k) >= b0(k + 1)) continue;
+        const std::vector<int64_t> last = band_ends(b0(k + 1));
+        reads[size_t(k)] = rows_read(ip, first_rows(b0(k)), last, last);
+      }
+      for (int64_t k = 0; k < blocks; ++k) {
+        HeldRows h;
+        const int64_t writer_rows = members_[ip.writer].rows;
+        h.own0 = std::min(b0(k), writer_rows);
+        h.own1 = std::min(b0(k + 1), writer_rows);
+        h.h0 = h.own0;
+        h.h1 = h.own1;
+        for (int64_t m = 0; m < blocks; ++m) {
+          const auto [lo, up] = reads[size_t(m)];
+          if (lo >= up) continue;
+          if (m < k) h.h0 = std::max(h.h0, std::min(up, h.own1));
+          if (m > k) h.h1 = std::min(h.h1, std::max(lo, h.own0));
+        }
+        h.h1 = std::max(h.h1, h.h0);
+        h.below.resize(size_t((h.h0 - h.own0) * ip.row_bytes));
+        h.above.resize(size_t((h.own1 - h.h1) * ip.row_bytes));
+        held[size_t(k)].push_back(std::move(h));
+      }
+    }
     cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) {
-      run_rows(bufs, outside, k0 * rows_ / blocks, k1 * rows_ / blocks);
+      for (int64_t k = k0; k < k1; ++k)  // (each block with its own rows kept aside)
+        run_rows(bufs, outside, in_place, &held[size_t(k)], all, b0(k), b0(k + 1));
     });
+    for (const std::vector<HeldRows>& block : held)
+      for (size_t w = 0; w < in_place.size(); ++w) {
+        const HeldRows& h = block[w];
+        auto* buffer = static_cast<std::byte*>(all[in_place[w].output]);
+        const int64_t rb = in_place[w].row_bytes;
+        if (!h.below.empty()) std::memcpy(buffer + h.own0 * rb, h.below.data(), h.below.size());
+        if (!h.above.empty()) std::memcpy(buffer + h.h1 * rb, h.above.data(), h.above.size());
+      }
   }
 
  private:
-  /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows), widened to its
-  /// alignment), band by band. The rows a loop nest needs are computed from the last loop
-  /// nest back: its own rows of the block (or band), those its readers need, widened to
-  /// its alignment. `outside`: the chain's inputs and outputs (positions from there on in a
-  /// member's bufs are windows, this call's own).
-  void run_rows(std::vector<std::vector<void*>> bufs, size_t outside, int64_t b0, int64_t b1) const {
-    if (b0 >= b1) return;
+  /// An input the chain writes an output over: its position, the loop nest writing it, the
+  /// bytes of one of its rows, its rows, and the output's position among the chain's
+  /// inputs and outputs.
+  struct InPlace {
+    size_t input;
+    size_t writer;
+    int64_t row_bytes;
+    int64_t rows;
+    size_t output = 0;
+  };
+
+  /// The first row each loop nest computes in a block starting at row b0.
+  std::vector<int64_t> first_rows(int64_t b0) const {
     const size_t n = members_.size();
-    std::vector<Window> windows;
-    for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
-    std::vector<int64_t> done(n, b0), hi(n);
+    std::vector<int64_t> done(n, b0);
     for (size_t k = n; k-- > 0;) {
       const Member& m = members_[k];
       done[k] = std::min(m.rows, std::max<int64_t>(0, done[k]) / m.align * m.align);
       for (const Read& r : m.reads) done[r.producer] = std::min(done[r.producer], done[k] + r.min);
     }
+    return done;
+  }
+
+  /// The row each loop nest computes up to in a band ending at row e.
+  std::vector<int64_t> band_ends(int64_t e) const {
+    const size_t n = members_.size();
+    std::vector<int64_t> hi(n, e);
+    for (size_t k = n; k-- > 0;) {
+      const Member& m = members_[k];
+      hi[k] = std::min(m.rows, (hi[k] + m.align - 1) / m.align * m.align);
+      for (const Read& r : m.reads) hi[r.producer] = std::max(hi[r.producer], hi[k] + r.max);
+    }
+    return hi;
+  }
+
+  /// The rows [lo, up) of in-place input `ip` that loop nests read: from the least row any
+  /// loop nest still to reach its rows `last` reads from `done` on (the input's rows when
+  /// none is), up to the most that those computing rows [done, hi) read (within the
+  /// input's rows).
+  std::pair<int64_t, int64_t> rows_read(const InPlace& ip, const std::vector<int64_t>& done,
+                                        const std::vector<int64_t>& hi, const std::vector<int64_t>& last) const {
+    int64_t lo = ip.rows, up = 0;
+    for (size_t k = 0; k < members_.size(); ++k) {
+      const Member& m = members_[k];
+      for (size_t b = 0; b < m.in_rows.size(); ++b) {
+        if (m.bufs[b] != ip.input) continue;
+        if (done[k] < last[k]) lo = std::min(lo, done[k] + m.in_rows[b].min);
+        if (hi[k] > done[k]) up = std::max(up, hi[k] + m.in_rows[b].max);
+      }
+    }
+    lo = std::clamp<int64_t>(lo, 0, ip.rows);
+    return {lo, std::clamp<int64_t>(up, lo, ip.rows)};
+  }
+
+  /// Writes rows [r0, r1) of the output written over input `ip` from `window` to the
+  /// buffer, those other blocks read of the input to `held` instead.
+  static void write_back(const InPlace& ip, HeldRows& held, const std::vector<void*>& all, Window& window, int64_t r0,
+                         int64_t r1) {
+    auto* buffer = static_cast<std::byte*>(all[ip.output]);
+    const int64_t rb = ip.row_bytes;
+    auto copy = [&](int64_t a, int64_t b, std::byte* to) {
+      if (b > a) std::memcpy(to, window.at(a), size_t((b - a) * rb));
+    };
+    const int64_t m0 = std::clamp(held.h0, r0, r1), m1 = std::clamp(held.h1, m0, r1);
+    copy(r0, m0, held.below.data() + (r0 - held.own0) * rb);
+    copy(m0, m1, buffer + m0 * rb);
+    copy(m1, r1, held.above.data() + (m1 - held.h1) * rb);
+  }
+
+  /// Every loop nest's rows [b0 - below, b1 + above) (within [0, rows), widened to its
+  /// alignment), band by band. The rows a loop nest needs are computed from the last loop
+  /// nest back: its own rows of the block (or band), those its readers need, widened to
+  /// its alignment. `outside`: the chain's inputs and outputs (positions from there on in a
+  /// member's bufs are windows, this call's own). Outputs written over inputs (`in_place`)
+  /// go to windows of rows, and from there to the buffer (or this block's `held` rows)
+  /// once no loop nest of the block will read those rows of the input.
+  void run_rows(std::vector<std::vector<void*>> bufs, size_t outside, const std::vector<InPlace>& in_place,
+                std::vector<HeldRows>* held, const std::vector<void*>& all, int64_t b0, int64_t b1) const {
+    if (b0 >= b1) return;
+    const size_t n = members_.size();
+    std::vector<Window> windows;
+    for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
+    std::vector<Window> stages;  // of the outputs written over inputs
+    std::vector<int64_t> written;  // their rows written to the buffer up to
+    for (size_t w = 0; w < in_place.size(); ++w) {
+      stages.emplace_back(in_place[w].row_bytes);
+      written.push_back((*held)[w].own0);
+    }
+    std::vector<int64_t> done = first_rows(b0), hi;
+    const std::vector<int64_t> last = in_place.empty() ? hi : band_ends(b1);
     for (int64_t e = b0; e < b1;) {
       e = std::min(b1, e + band_rows_);
-      hi.assign(n, e);
-      for (size_t k = n; k-- > 0;) {
-        const Member& m = members_[k];
-        hi[k] = std::min(m.rows, (hi[k] + m.align - 1) / m.align * m.align);
-        for (const Read& r : m.reads) hi[r.producer] = std::max(hi[r.producer], hi[k] + r.max);
-      }
+      hi = band_ends(e);
       for (size_t k = 0; k < n; ++k) {
         if (hi[k] <= done[k]) continue;
         for (size_t w = 0; w < windows_.size(); ++w) {
@@ -198,8 +370,30 @@ class ChainSchedule final : public ir::ParamObject {
             for (size_t b = 0; b < members_[c].bufs.size(); ++b)
               if (members_[c].bufs[b] == outside + w) bufs[c][b] = windows[w].origin();
         }
+        for (size_t w = 0; w < in_place.size(); ++w) {
+          const InPlace& ip = in_place[w];
+          if (ip.writer != k) continue;
+          // Kept: rows its readers have yet to read, and those not yet in the buffer.
+          int64_t keep = std::min(done[k], std::max(written[w], (*held)[w].own0));
+          for (size_t c = k + 1; c < n; ++c)
+            for (size_t b = 0; b < members_[c].in_rows.size(); ++b)
+              if (members_[c].bufs[b] == ip.output)
+                keep = std::min(keep, std::max<int64_t>(0, done[c] + members_[c].in_rows[b].min));
+          stages[w].reserve(keep, done[k], hi[k]);
+          for (size_t c = k; c < n; ++c)
+            for (size_t b = 0; b < members_[c].bufs.size(); ++b)
+              if (members_[c].bufs[b] == ip.output) bufs[c][b] = stages[w].origin();
+        }
         members_[k].fn(bufs[k].data(), done[k], hi[k]);
         done[k] = hi[k];
+      }
+      // Rows of outputs no loop nest of the block reads again of the input go to the buffer.
+      for (size_t w = 0; w < in_place.size(); ++w) {
+        const InPlace& ip = in_place[w];
+        const int64_t free = e < b1 ? rows_read(ip, done, done, last).first : ip.rows;
+        const int64_t to = std::min({free, done[ip.writer], (*held)[w].own1});
+        if (to > written[w]) write_back(ip, (*held)[w], all, stages[w], written[w], to);
+        written[w] = std::max(written[w], to);
       }
     }
   }
@@ -224,8 +418,18 @@ std::vector<Aval> chain_eval(std::span<const Aval> ins, const ir::Params& p) {
 
 void chain_kernel(const ir::KernelCall& c) { c.params.get_object<ChainSchedule>("schedule").run(c); }
 
-const ir::Primitive& fused_chain_p = ir::register_primitive({
-    .name = "fused_chain", .abstract_eval = chain_eval, .cpu_kernel = chain_kernel});
+std::vector<size_t> chain_inplace(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
+                                  const ir::Params& p) {
+  // Only with TESSEL_FUSION_STREAM_INPLACE=1 (read when a program's buffers are planned):
+  // copying each output row out of its window measured slower than the write-allocate
+  // traffic it saves on the shallow-water step (docs/performance.md).
+  const char* env = std::getenv("TESSEL_FUSION_STREAM_INPLACE");
+  if (!env || std::string_view(env) != "1") return {};
+  return p.get_object<ChainSchedule>("schedule").inplace_inputs(out, in_avals, out_avals);
+}
+
+const ir::Primitive& fused_chain_p = ir::register_primitive(
+    {.name = "fused_chain", .abstract_eval = chain_eval, .cpu_kernel = chain_kernel, .inplace = chain_inplace});
 
 const FusedKernel& kernel_of(const ir::Equation& e) { return e.params.get_object<FusedKernel>("kernel"); }
 
@@ -327,12 +531,6 @@ class Chain {
   int64_t rows_ = 0;
 };
 
-/// Bytes of one row of an array (of its first dimension; rank-0 arrays count nothing).
-int64_t row_bytes(const Aval& a) {
-  if (a.shape.empty() || a.shape[0] == 0) return 0;
-  return int64_t(a.nbytes()) / a.shape[0];
-}
-
 /// The `fused_chain` equation running the chain's members of `p`. A value the members compute
 /// is an output of the chain when `p` returns it (`returned`) or an equation of `p` other
 /// than the members reads it (`readers`: the equations reading each value); the others
@@ -393,7 +591,9 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
     m.points = 1;
     for (int64_t d : kernel_of(e).shape().domain) m.points *= d;
     m.align = row_alignment(kernel_of(e).shape());
+    m.full = kernel_of(e).shape().domain.size() >= 2 && kernel_of(e).shape().kept == kernel_of(e).shape().domain.size();
     m.reads = chain.reads()[k];
+    m.in_rows = row_offsets(*e.params.get<ir::ProgramRef>("program"));
     m.below = chain.below()[k];
     m.above = chain.above()[k];
     members.push_back(std::move(m));

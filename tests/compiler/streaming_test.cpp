@@ -34,6 +34,24 @@ using fusion_test::count_prim;
 using fusion_test::Fn;
 using fusion_test::run;
 
+/// Sets an environment variable for the scope (jit reads TESSEL_FUSION_STREAM at each
+/// compilation).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) unsetenv(name_);
+    else setenv(name_, old_.c_str(), 1);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
 ts::ir::Program lower(const Fn& f, const std::vector<ts::Array>& args) { return fusion_test::lower(f, args, "chain"); }
 
 /// Fuses every group, however small; streams chains with the given band and block sizes.
@@ -248,6 +266,56 @@ TEST_P(StreamingRandomChains, IntermediatesInWindowsOfRowsEqualFullBuffers) {
   }
 }
 
+/// A random chain followed by a stage that reads both inputs again at rows 3 below and 2
+/// above its own (edge-padded), after loop nests that read them at other rows: run with the
+/// inputs donated, that stage's result (and maybe others) is written over an input while
+/// earlier loop nests, later bands and neighbouring blocks still read the input's rows.
+struct RereadingChain {
+  RandomChain chain;
+
+  std::vector<ts::Array> operator()(std::span<const ts::Array> in) const {
+    std::vector<ts::Array> outs = chain(in);
+    const int64_t R = in[0].shape()[0], C = in[0].shape()[1];
+    const ts::Array below = ts::slice(ts::pad(in[0], {{3, 0}, {0, 0}}, "edge"), {0, 0}, {R, C});
+    const ts::Array above = ts::slice(ts::pad(in[1], {{0, 2}, {0, 0}}, "edge"), {2, 0}, {R + 2, C});
+    const ts::Array& last = outs[ts::is_floating(chain.dtype) ? outs.size() - 2 : outs.size() - 1];
+    outs.push_back(ts::astype(below - above + last + in[0], chain.dtype));
+    return outs;
+  }
+};
+
+// Donated inputs: the chain's outputs are written over the inputs that die at it
+// (fused_chain's in-place rule), each thread reading the rows of an input written over
+// from copies it makes first (and its neighbours' rows from copies saved before the
+// chain starts). The results are the same bytes as the loop nests run one after the other.
+TEST_P(StreamingRandomChains, InPlaceOverDonatedInputsEqualsFreshBuffers) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  ScopedEnv in_place("TESSEL_FUSION_STREAM_INPLACE", "1");
+  const ChainCase c = GetParam();
+  for (uint32_t seed : {5u, 6u}) {
+    for (const bool all : {true, false}) {
+      const RereadingChain chain{{c.dtype, seed, 5, all}};
+      const ts::ir::Program p = lower(chain, inputs(c.dtype, {c.rows, c.cols}, 2, seed));
+      const auto want = run(ts::compiler::fuse(p, options(false)), inputs(c.dtype, {c.rows, c.cols}, 2, seed));
+      for (int64_t band : {int64_t(1), int64_t(3 * 8 * c.cols), int64_t(512 << 10)})
+        for (int64_t block : {int64_t(0), int64_t(1), int64_t(3), int64_t(16)}) {
+          const ts::ir::Program streamed = ts::compiler::fuse(p, options(true, band, block));
+          auto exe = std::make_shared<ts::compiler::Executable>(std::make_shared<const ts::ir::Program>(streamed),
+                                                                std::vector<int>{0, 1});
+          const std::string text = exe->to_text();
+          // Every row has 64 points or more (calls at any row) where the columns allow it.
+          if (c.rows > 1 && c.cols >= 64) {
+            EXPECT_NE(text.find("fused_chain): output"), std::string::npos) << text;
+          }
+          const std::string what = "seed " + std::to_string(seed) + (all ? ", all stages" : ", last stage") +
+                                   ", band " + std::to_string(band) + " bytes, blocks of " + std::to_string(block) +
+                                   " rows";
+          expect_bitwise(exe->run(inputs(c.dtype, {c.rows, c.cols}, 2, seed)), want, what);
+        }
+    }
+  }
+}
+
 std::string chain_case_name(const ::testing::TestParamInfo<ChainCase>& info) {
   return std::string(ts::dtype_name(info.param.dtype)) + "_" + std::to_string(info.param.rows) + "x" +
          std::to_string(info.param.cols);
@@ -419,23 +487,6 @@ TEST(Streaming, EquationsBetweenLoopNestsMoveBeforeTheChain) {
   expect_bitwise(run(fused, args), run(ts::compiler::fuse(p, options(false)), args), "moved cumsum");
 }
 
-/// Sets an environment variable for the scope (jit reads TESSEL_FUSION_STREAM at each
-/// compilation).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) old_ = v;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) unsetenv(name_);
-    else setenv(name_, old_.c_str(), 1);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
 
 /// A three-stage stencil step over (h, u): the shape of a time step.
 std::pair<ts::Array, ts::Array> stencil_step(const ts::Array& h, const ts::Array& u) {
@@ -471,12 +522,20 @@ TEST(Streaming, JitStreamsAndAgreesWithStreamingOff) {
   EXPECT_NE(on_text.find("loop nests over 300 rows in bands of"), std::string::npos) << on_text;
   EXPECT_EQ(off_text.find("fused_chain"), std::string::npos) << off_text;
   expect_bitwise({on.first, on.second}, {off.first, off.second}, "jit");
-  // Donating the state: the chain's outputs never take the memory of its inputs.
+  // Donating the state: the chain writes both results over the dying inputs (while its
+  // loop nests still read them at other rows), and gives the same bytes.
+  ScopedEnv in_place("TESSEL_FUSION_STREAM_INPLACE", "1");
   auto donating = ts::jit([](const ts::Array& h, const ts::Array& u) { return stencil_step(h, u); },
                           {.donate_argnums = {0, 1}});
   ts::Array h = args[0] + 0.0f, u = args[1] + 0.0f;
+  const std::string donated_text = donating.lower(h, u).compile().as_text();
+  EXPECT_NE(donated_text.find("2 steps in place"), std::string::npos) << donated_text;
   auto d = donating(h, u);
   expect_bitwise({d.first, d.second}, {off.first, off.second}, "jit with donated arguments");
+  for (int k = 0; k < 3; ++k) d = donating(d.first, d.second);  // (state = step(state))
+  auto o = off;
+  for (int k = 0; k < 3; ++k) o = stencil_step(o.first, o.second);
+  expect_close({d.first, d.second}, {o.first, o.second}, "3 more donated steps");
 }
 
 TEST(Streaming, ForiLoopBodiesStream) {
@@ -536,6 +595,17 @@ TEST(Streaming, PartitionedProgramsStream) {
       EXPECT_NE(text.find(" = fused_chain["), std::string::npos) << text;
     }
     expect_bitwise({on.first, on.second}, {off.first, off.second}, by_rows ? "8 devices, rows" : "8 devices, columns");
+    // Donated, each device's chain writes over its dying inputs: the same bytes.
+    ScopedEnv in_place("TESSEL_FUSION_STREAM_INPLACE", "1");
+    auto donating = ts::jit([](const ts::Array& h, const ts::Array& u) { return stencil_step(h, u); },
+                            {.donate_argnums = {0, 1}, .in_shardings = {layout, layout}, .out_shardings = {layout}});
+    const ts::Array h = ts::device_put(args[0] + 0.0f, layout), u = ts::device_put(args[1] + 0.0f, layout);
+    if (!by_rows) {
+      const std::string donated_text = donating.lower(h, u).compile().as_text();
+      EXPECT_NE(donated_text.find("written in place into input"), std::string::npos) << donated_text;
+    }
+    const auto d = donating(h, u);
+    expect_bitwise({d.first, d.second}, {off.first, off.second}, by_rows ? "8 devices, rows, donated" : "8 devices, columns, donated");
     const auto one = stencil_step(args[0], args[1]);
     expect_close({on.first, on.second}, {one.first, one.second}, "8 devices against one");
   }
