@@ -8,6 +8,10 @@
 //   colocated.pingpong_us            a raw MPI ping-pong of the same messages (the call and
 //                                    the read out, the 4-byte value back) between 2 processes
 //   colocated.remote_over_pingpong   remote_call_us / pingpong_us (goal <= 3)
+//   colocated.remote_identity_us     the same round trip of a colocated identity (x -> x): the
+//                                    call path alone, without the worker's eager `x + 1`
+//                                    (about 7,700 instructions of the ~20,000 a call costs)
+//   colocated.identity_over_pingpong remote_identity_us / pingpong_us
 // Run alone: the local part here, then itself under `mpirun -np 2` twice: `--pingpong` (raw
 // MPI) and `--remote` (a single-controller driver and one worker).
 #include <mpi.h>
@@ -28,6 +32,8 @@ namespace co = tessel::colocated;
 namespace {
 
 ts::Array add_one(const ts::Array& x) { return x + 1; }
+// No device work on the worker: what the call path alone costs.
+ts::Array identity(const ts::Array& x) { return x; }
 
 co::Specs same(const co::Specs& in) { return in; }
 
@@ -80,6 +86,10 @@ int remote(int rounds) {
   for (int i = 0; i < 200; ++i) call();
   double t = tb::seconds_per_call(call, rounds, 5);
   tb::report("colocated.remote_call_us", t * 1e6, "us");
+  auto g = co::colocated(identity).specialize({.out_specs_fn = same});
+  auto call_identity = [&] { return g(x).item<int>(); };
+  for (int i = 0; i < 200; ++i) call_identity();
+  tb::report("colocated.remote_identity_us", tb::seconds_per_call(call_identity, rounds, 5) * 1e6, "us");
   if (std::getenv("TESSEL_BENCH_DETAIL")) {
     ts::Array y = f(x);
     y.block_until_ready();
@@ -116,11 +126,14 @@ std::map<std::string, double> under_mpirun(const std::string& mode) {
 }  // namespace
 
 TESSEL_REGISTER_COLOCATED(add_one);
+TESSEL_REGISTER_COLOCATED(identity);
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "--pingpong") return pingpong(20000);
-  if (mode == "--remote") return remote(5000);
+  if (mode == "--pingpong") return pingpong(argc > 2 && std::atoi(argv[2]) > 0 ? std::atoi(argv[2]) : 20000);
+  // An optional round count after the mode (profiling runs use few).
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 0;
+  if (mode == "--remote") return remote(rounds > 0 ? rounds : 5000);
 
   ts::Array x = ts::device_put(ts::Array(1), ts::devices()[0]);
   auto f = co::colocated(add_one).specialize({.out_specs_fn = same});
@@ -137,5 +150,9 @@ int main(int argc, char** argv) {
   tb::report("colocated.remote_call_us", rc, "us");
   tb::report("colocated.pingpong_us", pp, "us");
   tb::report("colocated.remote_over_pingpong", rc / pp, "x");
+  if (rem.count("colocated.remote_identity_us")) {
+    tb::report("colocated.remote_identity_us", rem["colocated.remote_identity_us"], "us");
+    tb::report("colocated.identity_over_pingpong", rem["colocated.remote_identity_us"] / pp, "x");
+  }
   return 0;
 }

@@ -176,6 +176,11 @@ struct PipelineOptions {
   std::vector<std::optional<PartitionSpec>> in_shardings;
   /// Per output leaf: how it is laid out over its worker's local mesh (unset: replicated).
   std::vector<std::optional<PartitionSpec>> out_shardings;
+  /// With dp replicas: start each gradient's all-reduce among the replicas as soon as its
+  /// last microbatch is accumulated and wait for it after the worker's last task, so that it
+  /// travels while the remaining backward tasks run (false: reduce on the spot, waiting).
+  /// The results are the same bits either way.
+  bool overlap_reductions = true;
 };
 
 namespace detail {

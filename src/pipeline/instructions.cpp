@@ -73,6 +73,12 @@ std::string Instruction::to_string() const {
              (across_replicas ? " x" + std::to_string(count) + " replicas (mean)" : "") + " #" + std::to_string(tag) +
              " " + aval.to_string();
     }
+    case Op::all_reduce_start: {
+      Instruction blocking = *this;
+      blocking.op = Op::all_reduce;
+      return "all_reduce_start" + blocking.to_string().substr(std::string("all_reduce").size());
+    }
+    case Op::all_reduce_wait: return "all_reduce_wait #" + std::to_string(tag) + " -> " + slots(outs);
   }
   return "?";
 }
@@ -87,7 +93,7 @@ std::string Streams::to_string() const {
 }
 
 Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated,
-                     int recv_lookahead, int replicas) {
+                     int recv_lookahead, int replicas, bool overlap_reductions) {
   const int W = plan.num_workers, M = plan.num_microbatches;
   const Slots slot{M, int64_t(staged.values.size())};
   Streams r;
@@ -145,6 +151,7 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
     std::vector<int> accumulated(staged.outputs.size(), 0);
     std::map<int64_t, int> part_accumulated;  // accumulator -> microbatches added
     std::vector<std::vector<Instruction>> posts, bodies;
+    std::vector<Instruction> reduction_waits;  // of the overlapped replica reductions, after the last task
     for (const Task& t : plan.tasks[size_t(w)]) {
       const int seg = staged.segment(t.kind, t.stage);
       const Segment& sg = staged.segments[size_t(seg)];
@@ -190,6 +197,13 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
             all.count = replicas;
             all.tag = tag_of(-1 - int(staged.sums.size() + o), -1, -1);
             all.aval = staged.values[size_t(v)].aval;
+            if (overlap_reductions) {
+              all.op = Op::all_reduce_start;
+              all.outs.clear();
+              Instruction wait = make(Op::all_reduce_wait, {}, {slot.accumulator(int(o))});
+              wait.tag = all.tag;
+              reduction_waits.push_back(wait);
+            }
             body.push_back(all);
           }
         }
@@ -215,6 +229,7 @@ Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::v
         out.insert(out.end(), posts[j].begin(), posts[j].end());
       out.insert(out.end(), bodies[k].begin(), bodies[k].end());
     }
+    out.insert(out.end(), reduction_waits.begin(), reduction_waits.end());
     // The cross-stage sums, in one order on every worker: each worker's parts added, then
     // summed among the workers that computed parts and the epilogue's.
     for (size_t k = 0; k < staged.sums.size(); ++k) {
@@ -294,6 +309,7 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
     const auto& stream = streams.per_worker[size_t(w)];
     std::map<int64_t, Aval> live, posted;  // posted: receives not yet waited for
     std::set<int64_t> freed;
+    std::set<int> started;  // all_reduce_start tags not yet waited for
     auto fail = [&](size_t i, const std::string& why) {
       throw Error("pipeline: instruction " + std::to_string(i) + " of worker " + std::to_string(w) + " (" +
                   stream[i].to_string() + ") " + why);
@@ -312,11 +328,14 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
         posted.erase(it);
         continue;
       }
-      if (in.op == Op::all_reduce) {
+      if (in.op == Op::all_reduce || in.op == Op::all_reduce_start) {
         if (!std::count(in.group.begin(), in.group.end(), w)) fail(i, "is not among the workers of its group");
         if (reductions[in.tag].count(w)) fail(i, "repeats all_reduce #" + std::to_string(in.tag));
         reductions[in.tag][w] = in.group;
+        if (in.op == Op::all_reduce_start) started.insert(in.tag);
       }
+      if (in.op == Op::all_reduce_wait && !started.erase(in.tag))
+        fail(i, "waits for all_reduce #" + std::to_string(in.tag) + ", which was not started (or waited for already)");
       if (in.op == Op::recv) {
         if (live.count(in.outs[0]) || posted.count(in.outs[0]))
           fail(i, "posts a receive into slot %" + std::to_string(in.outs[0]) + ", which is in use");
@@ -348,6 +367,9 @@ void check_streams(const Streams& streams, const StagedProgram& staged) {
     if (!posted.empty())
       throw Error("pipeline: worker " + std::to_string(w) + " never waits for its receive into slot %" +
                   std::to_string(posted.begin()->first));
+    if (!started.empty())
+      throw Error("pipeline: worker " + std::to_string(w) + " never waits for its all_reduce #" +
+                  std::to_string(*started.begin()));
     if (!live.empty())
       throw Error("pipeline: worker " + std::to_string(w) + " never frees slot %" + std::to_string(live.begin()->first));
   }
@@ -452,7 +474,7 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
   std::vector<Instruction> stream(r.count(8));
   for (Instruction& in : stream) {
     const uint8_t op = r.u8();
-    if (op > uint8_t(Op::all_reduce)) r.fail("unknown pipeline instruction " + std::to_string(op));
+    if (op > uint8_t(Op::all_reduce_wait)) r.fail("unknown pipeline instruction " + std::to_string(op));
     in.op = Op(op);
     in.ins = slots_in();
     in.outs = slots_in();
@@ -476,11 +498,13 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
     in.across_replicas = r.boolean();
     // The slots each operation reads and writes (run: its segment's, checked on loading).
     const bool adds = in.mode == AccumulateMode::add || in.mode == AccumulateMode::add_and_scale;
-    const size_t want_ins = in.op == Op::send || in.op == Op::rename_out || in.op == Op::del ? 1
+    const size_t want_ins = in.op == Op::send || in.op == Op::rename_out || in.op == Op::del ||
+                                    in.op == Op::all_reduce_start
+                                ? 1
                             : in.op == Op::accumulate                                    ? (adds ? 2 : 1)
                                                                                          : 0;
     const size_t want_outs = in.op == Op::rename_in || in.op == Op::recv || in.op == Op::wait ||
-                                     in.op == Op::accumulate || in.op == Op::all_reduce
+                                     in.op == Op::accumulate || in.op == Op::all_reduce || in.op == Op::all_reduce_wait
                                  ? 1
                                  : 0;
     const bool any_ins = in.op == Op::run || (in.op == Op::all_reduce && in.ins.size() <= 1);
@@ -490,7 +514,7 @@ std::vector<Instruction> read_stream(ir::Reader& r) {
              std::to_string(want_outs));
     if ((in.op == Op::send || in.op == Op::recv) && in.peer < 0) r.fail("pipeline transfer without a peer worker");
     if ((in.op == Op::rename_in || in.op == Op::rename_out) && in.ext < 0) r.fail("pipeline rename without an index");
-    if (in.op == Op::all_reduce && in.group.empty()) r.fail("pipeline all_reduce without workers");
+    if ((in.op == Op::all_reduce || in.op == Op::all_reduce_start) && in.group.empty()) r.fail("pipeline all_reduce without workers");
     if (in.op == Op::run && in.segment < 0) r.fail("pipeline run without a segment");
     if (in.op == Op::accumulate && in.mode == AccumulateMode::add_and_scale && in.count <= 0)
       r.fail("pipeline accumulate divides by " + std::to_string(in.count));

@@ -21,6 +21,10 @@ enum class Op {
   del,         ///< frees slot ins[0]
   wait,        ///< completes the receive posted into slot outs[0]: the slot holds the value
   all_reduce,  ///< slot outs[0] := the sum over the workers of `group` of each one's ins[0] (zeros without)
+  /// all_reduce posted without waiting (the workers exchange ins[0] while the next tasks
+  /// run): its result lands in a slot at the all_reduce_wait of the same tag
+  all_reduce_start,
+  all_reduce_wait,  ///< completes the all_reduce_start of `tag`: slot outs[0] := its result
 };
 
 enum class AccumulateMode { keep, first, add, add_and_scale };
@@ -70,9 +74,12 @@ struct Streams {
 /// worker runs the tasks in between, so the transfer completes while they compute) and
 /// waited for just before it; sends follow the run that produces their value.
 /// Empty segments (a stage without a weight half) run nothing. `donated[i]` marks step
-/// inputs whose arrays the call may free.
+/// inputs whose arrays the call may free. With `overlap_reductions`, the replicas' AllReduce
+/// of an output is an all_reduce_start right after its last accumulation and an
+/// all_reduce_wait after the worker's last task (before the cross-stage sums and the
+/// epilogue), so that it travels while the remaining backward tasks run; the sums are the same.
 Streams make_streams(const StagedProgram& staged, const Plan& plan, const std::vector<bool>& donated,
-                     int recv_lookahead = 1, int replicas = 1);
+                     int recv_lookahead = 1, int replicas = 1, bool overlap_reductions = true);
 
 /// Checks what the runtime relies on: every send has exactly one receive (same tag, the two
 /// workers, same aval) and the reverse; every posted receive is waited for once, before its

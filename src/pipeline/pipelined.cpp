@@ -235,7 +235,7 @@ std::shared_ptr<Compiled> PipelineState::compile(const tessel::detail::FlatFn& t
       throw ValueError("pipelined: output " + std::to_string(o) + " (" + out_avals[o].to_string() +
                        ") depends on the batch but is not floating-point, so it cannot be averaged over "
                        "microbatches; return a floating-point value");
-  c->streams = make_streams(c->staged, c->plan, donated, 1, dp);
+  c->streams = make_streams(c->staged, c->plan, donated, 1, dp, opts.overlap_reductions);
   check_streams(c->streams, c->staged);
   c->key = ctl::new_id();
 

@@ -141,55 +141,77 @@ Array on_local_mesh(const Loaded& p, Array x) {
 
 // The AllReduce instruction: every member sends its contribution (zeros when it has none)
 // to every other and adds all of them in the group's order, so that each member holds the
-// same bits. Transfers go through host memory like sends.
-Array all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mine, DeviceImpl* device) {
-  const int me = mpi::world_rank();
+// same bits. Transfers go through host memory like sends. Started (posted) and finished
+// (waited for, then added) apart, so that an all_reduce_start travels while tasks run.
+struct PendingReduce {
+  Instruction in;
   std::vector<int> members;  // processes, ascending
-  for (int r = 0; r < p.replicas; ++r)
-    if (in.across_replicas || r == p.replica)
-      for (int g : in.group) members.push_back(p.process_of(g, r));
-  std::sort(members.begin(), members.end());
-  if (!mine.valid()) mine = tessel::zeros(in.aval.shape, in.aval.dtype);
-  mine = device_put(mine, Device(device));
-  const ConcreteArray* c = tessel::detail::require_concrete(mine, "pipelined all_reduce");
-  c->buffer()->wait();
-  const size_t nbytes = in.aval.nbytes();
-  mpi::Block block(MPI_BYTE, int64_t(nbytes));
-  MPI_Comm comm = ctl::peer_comm();
-  const int tag = wire_tag(p, step, in.tag);
-  std::vector<MPI_Request> reqs;
+  Array mine;                // kept until the sends completed
   std::map<int, std::shared_ptr<Buffer>> theirs;
-  try {
-    for (int q : members) {
-      if (q == me) continue;
-      auto buf = Buffer::allocate(nbytes, device);
-      MPI_Request r;
-      mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), q, tag, comm, &r), "MPI_Irecv", "pipelined");
-      reqs.push_back(r);
-      theirs[q] = buf;
-      mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), q, tag, comm, &r), "MPI_Isend",
-                 "pipelined");
-      reqs.push_back(r);
-    }
-    for (MPI_Request& r : reqs) wait_watching(r, step);
-  } catch (...) {
+  std::vector<MPI_Request> reqs;
+  // Cancels what is still posted (on a failed step), before the buffers go.
+  void cancel() {
     for (MPI_Request& r : reqs)
       if (r != MPI_REQUEST_NULL) {
         MPI_Cancel(&r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
       }
+  }
+};
+
+PendingReduce start_all_reduce(const Loaded& p, uint64_t step, const Instruction& in, Array mine, DeviceImpl* device) {
+  PendingReduce r;
+  r.in = in;
+  const int me = mpi::world_rank();
+  for (int rep = 0; rep < p.replicas; ++rep)
+    if (in.across_replicas || rep == p.replica)
+      for (int g : in.group) r.members.push_back(p.process_of(g, rep));
+  std::sort(r.members.begin(), r.members.end());
+  if (!mine.valid()) mine = tessel::zeros(in.aval.shape, in.aval.dtype);
+  r.mine = device_put(mine, Device(device));
+  const ConcreteArray* c = tessel::detail::require_concrete(r.mine, "pipelined all_reduce");
+  c->buffer()->wait();
+  const size_t nbytes = in.aval.nbytes();
+  mpi::Block block(MPI_BYTE, int64_t(nbytes));
+  MPI_Comm comm = ctl::peer_comm();
+  const int tag = wire_tag(p, step, in.tag);
+  try {
+    for (int q : r.members) {
+      if (q == me) continue;
+      auto buf = Buffer::allocate(nbytes, device);
+      MPI_Request req;
+      mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), q, tag, comm, &req), "MPI_Irecv", "pipelined");
+      r.reqs.push_back(req);
+      r.theirs[q] = buf;
+      mpi::check(MPI_Isend(c->buffer()->data(), block.count(), block.type(), q, tag, comm, &req), "MPI_Isend",
+                 "pipelined");
+      r.reqs.push_back(req);
+    }
+  } catch (...) {
+    r.cancel();
     throw;
   }
+  return r;
+}
+
+Array finish_all_reduce(PendingReduce& r, uint64_t step, DeviceImpl* device) {
+  try {
+    for (MPI_Request& req : r.reqs) wait_watching(req, step);
+  } catch (...) {
+    r.cancel();
+    throw;
+  }
+  const int me = mpi::world_rank();
   Array sum;
-  for (int q : members) {
-    Array part = mine;
+  for (int q : r.members) {
+    Array part = r.mine;
     if (q != me) {
-      theirs[q]->set_ready();
-      part = tessel::detail::make_concrete(in.aval, device, theirs[q], true);
+      r.theirs[q]->set_ready();
+      part = tessel::detail::make_concrete(r.in.aval, device, r.theirs[q], true);
     }
     sum = sum.valid() ? sum + part : part;
   }
-  if (in.across_replicas && in.count > 1) sum = sum / Array(double(in.count));
+  if (r.in.across_replicas && r.in.count > 1) sum = sum / Array(double(r.in.count));
   return sum;
 }
 
@@ -207,10 +229,25 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
     Aval aval;
   };
   std::map<int64_t, PendingRecv> recvs;  // posted, not yet waited for
+  std::map<int, PendingReduce> reductions;  // started, not yet waited for (by tag)
   std::vector<TimelineEvent> events;
   MPI_Comm comm = ctl::peer_comm();
   DeviceImpl* first = p.replicated.mesh().devices()[0].impl();
   auto slot = [&](int64_t s) -> const Array& { return slots.at(s); };
+  // MPI moves a large message only inside MPI calls of its two processes: a worker about to
+  // compute lets the transfers it has posted go on first (a receive whose sender is ready
+  // copies its data now, not at its wait), at every task boundary.
+  auto progress = [&] {
+    int done = 0;
+    for (auto& [slot_id, r] : recvs)
+      if (r.req != MPI_REQUEST_NULL) MPI_Test(&r.req, &done, MPI_STATUS_IGNORE);
+    for (auto& [tag, r] : reductions)
+      for (MPI_Request& req : r.reqs)
+        if (req != MPI_REQUEST_NULL) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    std::erase_if(sends, [&](Pending& s) {
+      return s.req == MPI_REQUEST_NULL || (MPI_Test(&s.req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done);
+    });
+  };
   try {
     for (const Instruction& in : p.stream) {
       const double t0 = now_us();
@@ -245,6 +282,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           break;
         }
         case Op::run: {
+          progress();
           std::vector<Array> args;
           for (int64_t s : in.ins) args.push_back(slot(s));
           std::vector<Array> outs = tessel::detail::jit_call(*p.segments.at(in.segment), args);
@@ -292,7 +330,19 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         }
         case Op::del: slots.erase(in.ins[0]); break;
         case Op::all_reduce: {
-          slots[in.outs[0]] = on_local_mesh(p, all_reduce(p, step, in, in.ins.empty() ? Array() : slot(in.ins[0]), first));
+          PendingReduce r = start_all_reduce(p, step, in, in.ins.empty() ? Array() : slot(in.ins[0]), first);
+          slots[in.outs[0]] = on_local_mesh(p, finish_all_reduce(r, step, first));
+          events.push_back({0, in.to_string(), "all_reduce", -1, -1, t0, now_us()});
+          break;
+        }
+        case Op::all_reduce_start:
+          reductions.emplace(in.tag, start_all_reduce(p, step, in, slot(in.ins[0]), first));
+          break;
+        case Op::all_reduce_wait: {
+          auto it = reductions.find(in.tag);
+          if (it == reductions.end()) throw Error("internal: pipelined: all_reduce_wait #" + std::to_string(in.tag) + " without its start");
+          slots[in.outs[0]] = on_local_mesh(p, finish_all_reduce(it->second, step, first));
+          reductions.erase(it);
           events.push_back({0, in.to_string(), "all_reduce", -1, -1, t0, now_us()});
           break;
         }
@@ -310,6 +360,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         MPI_Cancel(&r.req);
         MPI_Wait(&r.req, MPI_STATUS_IGNORE);
       }
+    for (auto& [tag, r] : reductions) r.cancel();
     throw;
   }
   return events;

@@ -137,6 +137,58 @@ TEST(PipelineStreams, CrossStageSumsAreAllReducesInEverySchedule) {
   }
 }
 
+// Data-parallel replicas: each gradient's all-reduce among the replicas is started after its
+// last accumulation and waited for after the worker's last task. Under interleaved 1F1B a
+// worker holds two stages, and the later stage's gradients finish first: their all-reduce
+// travels while the earlier stage's backward tasks run. Without overlap it is one blocking
+// all_reduce on the spot.
+TEST(PipelineStreams, ReplicaReductionsOverlapTheRemainingBackwardTasks) {
+  ppd::StagedProgram st = staged_mlp(4, false);
+  pp::Plan plan = pp::make_plan(pp::Interleaved1F1B{2}, 2, 4, 4);
+  ppd::Streams s = ppd::make_streams(st, plan, {}, 1, /*replicas=*/2);
+  ASSERT_NO_THROW(ppd::check_streams(s, st)) << s.to_string();
+  for (int w = 0; w < 2; ++w) {
+    const auto& stream = s.per_worker[size_t(w)];
+    EXPECT_EQ(count(s, w, ppd::Op::all_reduce), 0);
+    EXPECT_EQ(count(s, w, ppd::Op::all_reduce_start), count(s, w, ppd::Op::all_reduce_wait));
+    EXPECT_GT(count(s, w, ppd::Op::all_reduce_start), 0);
+    // Backward tasks run between the first start and the first wait.
+    auto start = std::find_if(stream.begin(), stream.end(), [](auto& in) { return in.op == ppd::Op::all_reduce_start; });
+    auto wait = std::find_if(stream.begin(), stream.end(), [](auto& in) { return in.op == ppd::Op::all_reduce_wait; });
+    const auto between = std::count_if(start, wait, [](auto& in) {
+      return in.op == ppd::Op::run && in.task.kind == pp::TaskKind::backward;
+    });
+    EXPECT_GT(between, 0) << "worker " << w << "\n" << s.to_string();
+    // Every wait comes after the worker's last task.
+    auto last_run = std::find_if(stream.rbegin(), stream.rend(), [](auto& in) { return in.op == ppd::Op::run; });
+    EXPECT_LT(last_run.base() - stream.begin(), wait - stream.begin());
+  }
+  ppd::Streams blocking = ppd::make_streams(st, plan, {}, 1, 2, /*overlap_reductions=*/false);
+  ASSERT_NO_THROW(ppd::check_streams(blocking, st));
+  EXPECT_EQ(count(blocking, 0, ppd::Op::all_reduce_start), 0);
+  EXPECT_EQ(count(blocking, 0, ppd::Op::all_reduce), count(s, 0, ppd::Op::all_reduce_start));
+  // A wait removed (or a start without its wait) fails the check; so does a wait twice.
+  ppd::Streams broken = s;
+  auto& w0 = broken.per_worker[0];
+  auto wait = std::find_if(w0.begin(), w0.end(), [](auto& in) { return in.op == ppd::Op::all_reduce_wait; });
+  ppd::Instruction again = *wait;
+  w0.insert(wait, again);
+  EXPECT_THROW(ppd::check_streams(broken, st), ts::Error);
+  broken = s;
+  auto& b0 = broken.per_worker[0];
+  b0.erase(std::find_if(b0.begin(), b0.end(), [](auto& in) { return in.op == ppd::Op::all_reduce_wait; }));
+  EXPECT_THROW(ppd::check_streams(broken, st), ts::Error);
+  // The instructions travel as bytes.
+  ts::ir::Writer wr;
+  ppd::write_stream(wr, s.per_worker[0]);
+  ts::ir::Reader rd(wr.bytes(), "test");
+  std::vector<ppd::Instruction> back = ppd::read_stream(rd);
+  ASSERT_EQ(back.size(), s.per_worker[0].size());
+  for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i].to_string(), s.per_worker[0][i].to_string());
+  EXPECT_NE(s.to_string().find("all_reduce_start [%"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.to_string().find("all_reduce_wait #"), std::string::npos);
+}
+
 TEST(PipelineSlicing, AnEpilogueReadingTheBatchIsRejected) {
   auto loss = [](const ts::Array& w, const ts::Array& x) {
     ts::Array h = pp::enter_stage(ts::tanh(ts::matmul(x, w)));

@@ -274,6 +274,46 @@ TEST(PipelinedDp, ReplicasMatchThePlainStepInEverySchedule) {
   }
 }
 
+// The replicas' gradient all-reduces overlapped with the remaining backward tasks
+// (all_reduce_start ... all_reduce_wait, the default) give the same bits as reducing on the
+// spot (overlap_reductions = false), and the plain step's values, over two steps.
+TEST(PipelinedDp, OverlappedReductionsEqualBlockingOnes) {
+  const int workers = ts::process_count() - 1, dp = 2, pp = workers >= 4 ? 2 : 1;
+  if (workers < dp) GTEST_SKIP() << "needs 2 workers";
+  pp::RemoteMpmdMesh mesh(pp, dp, {1}, {"model"});
+  std::vector<pp::Schedule> schedules = {pp::OneF1B{}, pp::ZeroBubbleH1{}};
+  if (pp > 1) schedules.push_back(pp::Interleaved1F1B{2});
+  for (const pp::Schedule& schedule : schedules) {
+    const int stages = pp * (std::holds_alternative<pp::Interleaved1F1B>(schedule) ? 2 : 1), micro = 4;
+    Mlp mlp{stages, stages};
+    auto plain = [&](const std::vector<ts::Array>& w, const ts::Array& x, const ts::Array& y) { return mlp.step(w, x, y); };
+    auto [x, y] = regression_batch(8, 8);
+    std::vector<std::vector<float>> got[2];
+    for (bool overlap : {true, false}) {
+      pp::PipelineOptions opts;
+      opts.num_microbatches = micro;
+      opts.batch_argnums = {1, 2};
+      opts.schedule = schedule;
+      opts.overlap_reductions = overlap;
+      auto step = pp::pipelined(plain, mesh, opts);
+      auto [w1, l1] = step(weights(stages, 8), x, y);
+      auto [w2, l2] = step(w1, x, y);
+      const std::string text = step.instructions();
+      EXPECT_EQ(text.find("all_reduce_start") != std::string::npos, overlap) << text;
+      auto& out = got[overlap ? 1 : 0];
+      out.push_back(l2.to_vector<float>());
+      for (auto& a : w2) out.push_back(a.to_vector<float>());
+      if (overlap) {
+        auto [r1, rl1] = ts::jit(plain)(weights(stages, 8), x, y);
+        auto [r2, rl2] = ts::jit(plain)(r1, x, y);
+        expect_close(l2, rl2, name_of(schedule) + " overlapped loss");
+        for (size_t i = 0; i < w2.size(); ++i) expect_close(w2[i], r2[i], name_of(schedule) + " overlapped w" + std::to_string(i));
+      }
+    }
+    EXPECT_EQ(got[0], got[1]) << name_of(schedule) << ": overlapped and blocking reductions differ";
+  }
+}
+
 void expect_error(const std::function<void()>& f, const std::string& part) {
   try {
     f();
