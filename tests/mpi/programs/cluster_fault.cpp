@@ -33,11 +33,13 @@ void inject(const std::string& fault) {
   const char* script = std::getenv("TESSEL_CLUSTER_SCRIPT");
   if (!script) {
     std::printf("cluster_fault: run me inside scripts/cluster (no TESSEL_CLUSTER_SCRIPT)\n");
+    std::fflush(stdout);
     std::_Exit(2);
   }
   const std::string cmd = std::string(script) + " fault " + fault + " 1";
   if (std::system(cmd.c_str()) != 0) {
     std::printf("cluster_fault: `%s` failed\n", cmd.c_str());
+    std::fflush(stdout);
     std::_Exit(2);
   }
 }
