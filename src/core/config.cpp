@@ -147,7 +147,7 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "they sleep with a growing pause (5 us up to 0.5 ms). Lower it to save CPU on idle workers at the "
             "price of latency (a remote colocated call takes ~20 us at 2000, ~150 us at 50 on the 2-core VM)."},
     {.var = Var::kPeerTimeoutMs, .name = "TESSEL_PEER_TIMEOUT_MS", .kind = Kind::kInteger,
-     .min = 0, .max = 3600000, .default_int = 10000, .default_doc = "10000 (10 s)",
+     .min = 0, .max = 3600000, .default_int = 10000, .default_doc = "10 s",
      .doc = "Multi-process jobs: every process sends a small UDP heartbeat to every other one; a process "
             "whose heartbeats stop for this many milliseconds (its host went down, lost its link, or the "
             "process was killed) is reported dead by the next wait on it, as an Error naming its rank and "
