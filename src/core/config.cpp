@@ -146,6 +146,12 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "(waiting for a reply) and a worker (waiting for the next message) poll, yielding the core, before "
             "they sleep with a growing pause (5 us up to 0.5 ms). Lower it to save CPU on idle workers at the "
             "price of latency (a remote colocated call takes ~20 us at 2000, ~150 us at 50 on the 2-core VM)."},
+    {.var = Var::kPeerTimeoutMs, .name = "TESSEL_PEER_TIMEOUT_MS", .kind = Kind::kInteger,
+     .min = 0, .max = 3600000, .default_int = 10000, .default_doc = "10 s",
+     .doc = "Multi-process jobs: every process sends a small UDP heartbeat to every other one; a process "
+            "whose heartbeats stop for this many milliseconds (its host went down, lost its link, or the "
+            "process was killed) is reported dead by the next wait on it, as an Error naming its rank and "
+            "host ([cluster.md](cluster.md)). `0` turns the heartbeats off."},
     {.var = Var::kMpiMaxCount, .name = "TESSEL_MPI_MAX_COUNT", .kind = Kind::kInteger,
      .min = 1, .max = INT_MAX, .default_int = INT_MAX, .default_doc = "`INT_MAX`",
      .doc = "Most elements one MPI call takes (MPI counts are `int`s): longer messages are split, reductions "
@@ -178,7 +184,7 @@ static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kEagerInlineB
                   agrees(kAllocatorCacheBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&
-                  agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) &&
+                  agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) && agrees(kPeerTimeoutMs) &&
                   agrees(kMpiMaxCount) && agrees(kPipelineTrace) && agrees(kLog),
               "config: a key's kind differs from its row's");
 

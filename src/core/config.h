@@ -33,6 +33,7 @@ enum class Var {
   kHostCallbackMaxQueueBytes,
   kHostCallbackSpinUs,
   kControlSpinUs,
+  kPeerTimeoutMs,
   kMpiMaxCount,
   kPipelineTrace,
   kLog,
@@ -108,6 +109,7 @@ inline constexpr IntKey kFusionStreamBandBytes{Var::kFusionStreamBandBytes};
 inline constexpr IntKey kHostCallbackMaxQueueBytes{Var::kHostCallbackMaxQueueBytes};
 inline constexpr IntKey kHostCallbackSpinUs{Var::kHostCallbackSpinUs};
 inline constexpr IntKey kControlSpinUs{Var::kControlSpinUs};
+inline constexpr IntKey kPeerTimeoutMs{Var::kPeerTimeoutMs};
 inline constexpr IntKey kMpiMaxCount{Var::kMpiMaxCount};
 inline constexpr PathKey kPipelineTrace{Var::kPipelineTrace};
 inline constexpr StringKey kLog{Var::kLog};

@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/thread.h"
 #include "distributed/collectives.h"
+#include "distributed/liveness.h"
 #include "distributed/mpi.h"
 #include "tessel/error.h"
 
@@ -117,6 +118,8 @@ class Backoff {
 
 std::string worker_name(int p) {
   const State& s = state();
+  // With heartbeats on, the host's address too (hosts may share a name: containers).
+  if (std::string d = liveness::describe(p); d.find('(') != std::string::npos) return "worker " + d;
   std::string r = "worker process " + std::to_string(p);
   if (p < int(s.procs.size()) && s.procs[size_t(p)]) r += " (pid " + std::to_string(s.procs[size_t(p)]->pid) + " on " + s.procs[size_t(p)]->host + ")";
   return r;
@@ -174,9 +177,15 @@ void check_peers() {
   State& s = state();
   read_death_notices();
   for (int q = 1; q < s.size; ++q) {
-    if (s.procs[size_t(q)]->dead || !process_gone(q)) continue;
-    read_death_notices();
-    if (!s.procs[size_t(q)]->dead) mark_dead(q, "its process exited or was killed");
+    if (s.procs[size_t(q)]->dead) continue;
+    if (process_gone(q)) {
+      read_death_notices();
+      if (!s.procs[size_t(q)]->dead) mark_dead(q, "its process exited or was killed");
+    } else if (std::string why = liveness::silent(q); !why.empty()) {
+      // Another host (killed there, the host gone, its link down): only silence tells.
+      read_death_notices();
+      if (!s.procs[size_t(q)]->dead) mark_dead(q, why);
+    }
   }
 }
 
@@ -522,11 +531,23 @@ void serve_messages() {
   Serving& sv = serving();
   PostedReceive& in = posted_receive();
   Backoff backoff;
+  auto last_check = std::chrono::steady_clock::now();
   while (!s.stop_requested) {
     int done = 0;
     MPI_Status status;
     mpi::check(MPI_Test(&in.req, &done, &status), "MPI_Test", "worker");
     if (!done) {
+      if (auto now = std::chrono::steady_clock::now(); now - last_check > std::chrono::milliseconds(100)) {
+        last_check = now;
+        // A driver on another host that vanished sends nothing more: end instead of serving
+        // nobody forever.
+        if (std::string why = liveness::silent(0); !why.empty()) {
+          std::fprintf(stderr, "[tessel %d] worker: the driver, %s, is gone: %s; this worker ends\n",
+                       mpi::world_rank(), liveness::describe(0).c_str(), why.c_str());
+          std::fflush(stderr);
+          std::_Exit(1);
+        }
+      }
       backoff.pause();
       continue;
     }

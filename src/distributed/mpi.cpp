@@ -13,6 +13,7 @@
 #include "core/lifetime.h"
 #include "core/log.h"
 #include "distributed/controller.h"
+#include "distributed/liveness.h"
 #include "tessel/distributed.h"
 #include "tessel/error.h"
 
@@ -48,6 +49,7 @@ void flush_and_finalize() {
   if (!s.started || s.finalized) return;
   controller::stop_workers();
   for (auto* d : detail::local_device_impls()) d->stream().synchronize();
+  liveness::stop();
   s.finalized = true;
   if (s.owned && !mpi_finalized()) MPI_Finalize();
 }
@@ -94,6 +96,7 @@ void join(State& s) {
     check(MPI_Allgather(&local, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather",
           "distributed::initialize");
     detail::join_job(s.rank, counts);
+    liveness::start(MPI_COMM_WORLD, s.rank, s.size);
   }
   s.joined = true;
   TESSEL_DEBUG_LOG("distributed: rank " + std::to_string(s.rank) + " of " + std::to_string(s.size) + ", " +

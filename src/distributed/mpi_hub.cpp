@@ -30,6 +30,7 @@
 
 #include "core/log.h"
 #include "distributed/collectives.h"
+#include "distributed/liveness.h"
 #include "distributed/mpi.h"
 #include "tessel/error.h"
 
@@ -387,12 +388,19 @@ void MpiGroup::wait_all(std::vector<MPI_Request>& reqs, const char* op) {
     int done = 0;
     mpi::check(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall", op);
     if (done) return;
-    if (hub_.aborted()) {
+    // A process of the group on another host that died sends nothing more: its heartbeats
+    // tell (every ~1000 polls, about each 20 ms once sleeping).
+    int gone = -1;
+    if (spins % 1024 == 1023)
+      for (int p : processes_)
+        if (!liveness::silent(p).empty()) gone = p;
+    if (hub_.aborted() || gone >= 0) {
       // The requests stay pending on the staging buffer: keep it alive, and mark the
       // communicator unusable (its processes no longer agree on the next collective).
       comm_->broken.store(true);
       (void)staging_.release();
       staging_bytes_ = 0;
+      if (gone >= 0) liveness::check(gone, op);
       hub_.throw_aborted();
     }
     if (spins < 2000) std::this_thread::yield();
