@@ -46,7 +46,9 @@ EXCLUDED = {
         "dtype": "converts a Python value's type to a NumPy dtype",
         "platform_dependent": "chooses a Python function per accelerator platform",
     },
-    "jax.nn": {"get_scaled_dot_general_config": "builds a Python configuration object for scaled_dot_general"},
+    "jax.nn": {"get_scaled_dot_general_config": "builds a Python configuration object for scaled_dot_general",
+               "scaled_matmul": "products of block-scaled fp8/fp4 (MX) formats, dtypes tessel does not have",
+               "scaled_dot_general": "products of block-scaled fp8/fp4 (MX) formats, dtypes tessel does not have"},
     "jax.random": {
         "key_impl": "names the typed key's PRNG implementation object; tessel has one (threefry, raw keys)",
         "key_dtype": "the dtype of typed keys; tessel keys are raw uint32[2] arrays",
