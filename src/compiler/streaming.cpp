@@ -29,6 +29,7 @@
 #include <unordered_set>
 
 #include "backend/cpu/parallel.h"
+#include "core/config.h"
 #include "compiler/codegen.h"
 #include "compiler/fused_kernel.h"
 #include "compiler/passes.h"
@@ -420,11 +421,10 @@ void chain_kernel(const ir::KernelCall& c) { c.params.get_object<ChainSchedule>(
 
 std::vector<size_t> chain_inplace(size_t out, std::span<const Aval> in_avals, std::span<const Aval> out_avals,
                                   const ir::Params& p) {
-  // Only with TESSEL_FUSION_STREAM_INPLACE=1 (read when a program's buffers are planned):
-  // copying each output row out of its window measured slower than the write-allocate
-  // traffic it saves on the shallow-water step (docs/performance.md).
-  const char* env = std::getenv("TESSEL_FUSION_STREAM_INPLACE");
-  if (!env || std::string_view(env) != "1") return {};
+  // Only with TESSEL_FUSION_STREAM_INPLACE=1: copying each output row out of its window
+  // measured slower than the write-allocate traffic it saves on the shallow-water step
+  // (docs/performance.md).
+  if (!config::get_flag(config::kFusionStreamInplace)) return {};
   return p.get_object<ChainSchedule>("schedule").inplace_inputs(out, in_avals, out_avals);
 }
 

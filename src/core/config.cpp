@@ -129,6 +129,11 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .doc = "Bytes of one band of a streamed chain of loop nests: its rows of every array the chain reads or "
             "writes. Each thread runs every loop nest of the chain on one band of rows before the next band, "
             "so a band should fit in a core's L2 cache with room for the rows a consumer lags behind."},
+    {.var = Var::kFusionStreamInplace, .name = "TESSEL_FUSION_STREAM_INPLACE", .kind = Kind::kFlag,
+     .when = When::kEachCompilation, .default_int = 0,
+     .doc = "`1` writes a streamed chain's results over inputs that die at it (a donated state, an intermediate) "
+            "instead of fresh memory ([performance.md](performance.md#streaming-across-loop-nests)); off by default, "
+            "as it measured slower on the shallow-water step. Results are the same bit for bit."},
     {.var = Var::kHostCallbackMaxQueueBytes, .name = "TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES", .kind = Kind::kInteger,
      .min = 1, .out_of_range = OutOfRange::kClamp, .default_int = int64_t(256) << 20, .default_doc = "256 MiB",
      .doc = "Most bytes of tapped values one device's host-callback queue holds; a device whose tap would "

@@ -30,6 +30,7 @@ enum class Var {
   kFusionMaxOutputs,
   kFusionStream,
   kFusionStreamBandBytes,
+  kFusionStreamInplace,
   kHostCallbackMaxQueueBytes,
   kHostCallbackSpinUs,
   kControlSpinUs,
@@ -106,6 +107,7 @@ inline constexpr IntKey kFusionMaxPointCost{Var::kFusionMaxPointCost};
 inline constexpr IntKey kFusionMaxOutputs{Var::kFusionMaxOutputs};
 inline constexpr FlagKey kFusionStream{Var::kFusionStream};
 inline constexpr IntKey kFusionStreamBandBytes{Var::kFusionStreamBandBytes};
+inline constexpr FlagKey kFusionStreamInplace{Var::kFusionStreamInplace};
 inline constexpr IntKey kHostCallbackMaxQueueBytes{Var::kHostCallbackMaxQueueBytes};
 inline constexpr IntKey kHostCallbackSpinUs{Var::kHostCallbackSpinUs};
 inline constexpr IntKey kControlSpinUs{Var::kControlSpinUs};
