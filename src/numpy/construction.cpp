@@ -20,12 +20,8 @@ namespace {
 
 int64_t rank(const Array& x) { return int64_t(x.shape().size()); }
 
-/// The boolean (n, m) mask col - row <= k (below) or >= k (above).
-Array tri_mask(int64_t n, int64_t m, int64_t k, bool lower) {
-  const Array rows = iota(DType::int64, {n, m}, 0), cols = iota(DType::int64, {n, m}, 1);
-  const Array d = cols - rows;
-  return lower ? d <= Array(k) : d >= Array(k);
-}
+/// col - row at each point of an (n, m) matrix: which diagonal the point is on.
+Array diagonal_index(int64_t n, int64_t m) { return iota(DType::int64, {n, m}, 1) - iota(DType::int64, {n, m}, 0); }
 
 Array triangle(const std::string& op, const Array& x, int64_t k, bool lower) {
   if (rank(x) < 2) throw ShapeError(op + ": x must have at least 2 axes; got shape " + shape_to_string(x.shape()));
@@ -52,7 +48,7 @@ const Shape& matrix_shape(const std::string& op, const Array& a) {
 }  // namespace
 
 Array tri(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype) {
-  return tri_mask(n, m.value_or(n), k, true).astype(dtype);
+  return (diagonal_index(n, m.value_or(n)) <= Array(k)).astype(dtype);
 }
 Array tril(const Array& m, int64_t k) { return triangle("tril", m, k, true); }
 Array triu(const Array& m, int64_t k) { return triangle("triu", m, k, false); }
@@ -93,7 +89,7 @@ Array diag(const Array& v, int64_t k) {
   // rows, kept where col - row == k.
   const Array row = pad(v, {{std::max<int64_t>(k, 0), std::max<int64_t>(-k, 0)}});
   const Array cols = broadcast_to(expand_dims(row, {0}), {n, n});
-  return where(tri_mask(n, n, k, true) == tri_mask(n, n, k, false), cols, zeros_like(cols));
+  return where(diagonal_index(n, n) == Array(k), cols, zeros_like(cols));
 }
 
 Array diagflat(const Array& v, int64_t k) { return diag(ravel(v), k); }
