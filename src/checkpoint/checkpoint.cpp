@@ -374,7 +374,7 @@ struct SaveJob {
   std::string path, tmp, structure;
   SaveOptions options;
   std::vector<LeafPlan> leaves;
-  std::function<void()> after_commit;
+  std::function<void()> after_commit;  // runs on rank 0 once the file is in place, before the save returns anywhere
 };
 
 SaveJob plan_save(const std::string& path, const std::string& structure, const std::vector<Array>& leaves,
@@ -526,6 +526,9 @@ void run_save(const SaveJob& job) {
         if (std::rename(job.tmp.c_str(), job.path.c_str()) != 0)
           throw Error(what + ": renaming '" + job.tmp + "' to '" + job.path + "' failed: " + std::strerror(errno));
         fsync_directory(fs::path(job.path).parent_path());
+        // Pruning before the closing all_ok below: no process returns from the save while
+        // rank 0 still deletes old steps (a listing right after would see them).
+        if (job.after_commit) job.after_commit();
       }
     } catch (...) {
       failed = std::current_exception();
@@ -540,7 +543,6 @@ void run_save(const SaveJob& job) {
     if (failed) std::rethrow_exception(failed);
     throw Error(what + ": another process failed to write its pieces; the previous checkpoint is kept");
   }
-  if (job.after_commit) job.after_commit();
 }
 
 // ---- asynchronous saves -------------------------------------------------------------------
@@ -902,8 +904,7 @@ void CheckpointManager::save_leaves_at(int64_t step, const std::string& structur
   options.async = options_.async;
   SaveJob job = plan_save(path(step), structure, leaves, options);
   if (options_.max_to_keep > 0) {
-    job.after_commit = [keep = size_t(options_.max_to_keep), rank = group().rank, this] {
-      if (rank != 0) return;
+    job.after_commit = [keep = size_t(options_.max_to_keep), this] {
       std::vector<int64_t> steps = all_steps();
       std::error_code ec;
       for (size_t i = 0; i + keep < steps.size(); ++i) fs::remove(path(steps[i]), ec);
