@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/log.h"
+#include "distributed/liveness.h"
 #include "distributed/mpi.h"
 #include "ir/params.h"
 #include "tessel/comm.h"
@@ -86,7 +87,10 @@ void log_call(std::string_view api, int64_t items, const CommImpl& comm, double 
 /// the call's name), and with TESSEL_LOG=debug logs "comm <api> <n> items on <comm>:
 /// <seconds> s". Allocates nothing on the success path (the call may be in a hot loop).
 template <class F>
-void call_mpi(std::string_view api, const char* mpi_call, int64_t items, const CommImpl& comm, F f) {
+void call_mpi(const char* api, const char* mpi_call, int64_t items, const CommImpl& comm, F f) {
+  // A blocking call on a peer that died on another host would never return: the heartbeat
+  // thread ends the job with a message instead (distributed/liveness.h).
+  distributed::liveness::BlockingCall in_flight("comm::", api);
   if (!tessel::detail::debug_logging()) {
     if (int err = f(); err != MPI_SUCCESS) throw_mpi_error(err, mpi_call, api);
     return;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -58,6 +59,8 @@ struct State {
   Clock::time_point started;
   std::atomic<bool> running{false};
   std::thread thread;
+  std::atomic<int> blocking_calls{0};         // BlockingCall objects alive
+  std::atomic<const char*> blocking_prefix{""}, blocking_op{"a blocking MPI call"};  // the latest one's
 };
 State& state() {
   static auto* s = new State();  // used by exit handlers
@@ -100,7 +103,10 @@ void send_beat(State& s, bool bye) {
   }
 }
 
-// Sends a heartbeat each interval and records the ones that arrive.
+[[noreturn]] void abort_blocked_call(State& s, int peer);
+
+// Sends a heartbeat each interval and records the ones that arrive; ends the job when a
+// blocking call is in flight and a peer fell silent (BlockingCall).
 void run(State& s) {
   const auto interval = std::clamp(s.timeout / 5, std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
   auto next = Clock::now();
@@ -108,6 +114,8 @@ void run(State& s) {
     if (Clock::now() >= next) {
       send_beat(s, false);
       next = Clock::now() + interval;
+      if (s.blocking_calls.load(std::memory_order_acquire) > 0)
+        if (int peer = first_silent(); peer >= 0) abort_blocked_call(s, peer);
     }
     pollfd p{s.fd, POLLIN, 0};
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
@@ -119,6 +127,16 @@ void run(State& s) {
       if (b.bye) s.ended[size_t(b.rank)].store(true);
     }
   }
+}
+
+void abort_blocked_call(State& s, int peer) {
+  std::fprintf(stderr,
+               "tessel: %s%s on process %d: %s is gone: %s. A blocking MPI call cannot return without it, so "
+               "the job ends here (MPI_Abort); restart it from its last checkpoint\n",
+               s.blocking_prefix.load(), s.blocking_op.load(), s.rank, describe(peer).c_str(), silent(peer).c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);  // MPI_Abort returned: nothing else can end the blocked call
 }
 
 std::string address_text(uint32_t a) {
@@ -225,5 +243,14 @@ void check(int rank, const char* op) {
 void check_all(const char* op) {
   if (int r = first_silent(); r >= 0) check(r, op);
 }
+
+BlockingCall::BlockingCall(const char* prefix, const char* op) noexcept {
+  State& s = state();
+  s.blocking_prefix.store(prefix);
+  s.blocking_op.store(op);
+  s.blocking_calls.fetch_add(1, std::memory_order_release);
+}
+
+BlockingCall::~BlockingCall() { state().blocking_calls.fetch_sub(1, std::memory_order_release); }
 
 }  // namespace tessel::distributed::liveness

@@ -5,7 +5,9 @@
 // sends a small UDP datagram (a heartbeat) to every other one each TESSEL_PEER_TIMEOUT_MS/5,
 // from a thread of its own, on a side channel independent of MPI's progress; a process
 // whose heartbeats stop for TESSEL_PEER_TIMEOUT_MS is dead. The waits of the single-
-// controller channel, of mesh collectives across processes and of ts::comm poll `silent`.
+// controller channel and of mesh collectives across processes poll `silent` and throw;
+// ts::comm's calls are blocking MPI calls that cannot be interrupted, so while one is in
+// flight (BlockingCall) the heartbeat thread itself ends the job when a peer falls silent.
 // A process that ends normally says so first, so its end is not taken for a death.
 #include <mpi.h>
 
@@ -30,5 +32,18 @@ std::string describe(int rank);
 void check(int rank, const char* op);
 /// Throws Error as `check` does for the first silent process of the job.
 void check_all(const char* op);
+
+/// Marks a blocking MPI call of the calling thread in flight for its lifetime. A blocking
+/// call waiting on a dead peer never returns and cannot throw, so while any is in flight the
+/// heartbeat thread, on finding a process silent, prints "tessel: <prefix><op> on process
+/// <r>: <describe(peer)> is gone: ..." and ends the job with MPI_Abort instead of letting it
+/// hang. Both strings must outlive the call (literals).
+class BlockingCall {
+ public:
+  BlockingCall(const char* prefix, const char* op) noexcept;
+  ~BlockingCall();
+  BlockingCall(const BlockingCall&) = delete;
+  BlockingCall& operator=(const BlockingCall&) = delete;
+};
 
 }  // namespace tessel::distributed::liveness

@@ -3,6 +3,9 @@
 //   bad_root      rank 1 passes a root outside the communicator: the job must end with a
 //                 message naming the rank and the operation (not hang in rank 0's reduce)
 //   dead_peer     rank 1 dies while rank 0 waits in an allreduce: the job must fail
+//   frozen_peer   rank 1 stops (SIGSTOP: a hung node, its connections open, nothing for MPI
+//                 to notice) while rank 0 waits in a recv from it: the heartbeats must end
+//                 the job with a message naming the call and process 1
 //   exit_pending  every rank queues communication and returns from main at once: the
 //                 work is flushed before MPI_Finalize, the job exits 0
 //   log           TESSEL_LOG=debug prints one line per call
@@ -13,6 +16,7 @@
 //   uncaught      an error escapes main (run in a world of one process too): the job ends
 //                 with `[tessel R] fatal error on rank R of N: <message>`, not a bare
 //                 std::terminate
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +47,13 @@ int main(int argc, char** argv) {
     if (rank == 1) _exit(3);
     comm::allreduce(x, comm::SUM).block_until_ready();
     std::puts("dead_peer: unexpected success");
+    return 0;
+  }
+  if (mode == "frozen_peer") {
+    comm::barrier();
+    if (rank == 1) raise(SIGSTOP);
+    comm::recv(x, {.source = 1}).block_until_ready();
+    std::puts("frozen_peer: unexpected success");
     return 0;
   }
   if (mode == "exit_pending") {
