@@ -230,8 +230,9 @@ TESSEL_API Array scatter_min(const Array& operand, const Array& scatter_indices,
 TESSEL_API Array scatter_max(const Array& operand, const Array& scatter_indices, const Array& updates,
                              const ScatterDimensionNumbers& dimension_numbers, const ScatterOptions& options = {});
 /// lax.scatter_apply: func (element-wise) applied to the operand's elements at the indices,
-/// whose windows the dimension numbers and `update_shape` describe; an element several indices hit gets
-/// func applied once. update_shape is the shape updates would have (scatter dims and window).
+/// whose windows the dimension numbers and `update_shape` (the shape updates would have:
+/// scatter dims and window) describe. As in XLA, an element k updates hit gets func applied
+/// k times (a loop runs the repeats). Not differentiable (nor is JAX's).
 TESSEL_API Array scatter_apply(const Array& operand, const Array& scatter_indices,
                                const std::function<Array(const Array&)>& func,
                                const ScatterDimensionNumbers& dimension_numbers, const Shape& update_shape = {},

@@ -21,6 +21,7 @@
 
 #include "ops/indexing.h"
 #include "ops/op_util.h"
+#include "tessel/control_flow.h"
 #include "tessel/lax_extra.h"
 
 namespace tessel::lax {
@@ -349,14 +350,19 @@ Array scatter_max(const Array& operand, const Array& scatter_indices, const Arra
 
 Array scatter_apply(const Array& operand, const Array& scatter_indices, const std::function<Array(const Array&)>& func,
                     const ScatterDimensionNumbers& dn, const Shape& update_shape, const ScatterOptions& options) {
-  // The elements hit: a boolean scatter of `true` windows into false.
-  const Array hit = scatter_impl("scatter_apply", "set", zeros(operand.shape(), DType::bool_), scatter_indices,
-                                 ones(update_shape, DType::bool_), dn, options);
-  const Array applied = func(operand);
-  if (applied.shape() != operand.shape() || applied.dtype() != operand.dtype())
+  // How often each element is hit (XLA applies func once per update, so an element that
+  // k updates hit gets func applied k times): a scatter-add of ones.
+  const Array hits = scatter_impl("scatter_apply", "add", zeros(operand.shape(), DType::int32), scatter_indices,
+                                  ones(update_shape, DType::int32), dn, options);
+  const Array once = func(operand);
+  if (once.shape() != operand.shape() || once.dtype() != operand.dtype())
     throw ShapeError("scatter_apply: func turned the operand " + operand.aval().to_string() + " into " +
-                     applied.aval().to_string() + "; it must be element-wise and keep the dtype");
-  return where(hit, applied, operand);
+                     once.aval().to_string() + "; it must be element-wise and keep the dtype");
+  Array x = where(hits > zeros({}, DType::int32), once, operand);
+  // Further applications only where an element was hit more than once.
+  return fori_loop(Array(int32_t(1)), max(hits), [&](const Array& i, const Array& v) {
+    return where(hits > i, func(v), v);
+  }, x);
 }
 
 Array index_take(const Array& src, const std::vector<Array>& idxs, const Axes& axes) {

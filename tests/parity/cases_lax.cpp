@@ -146,7 +146,8 @@ TESSEL_PARITY_CASES(lax) {
            {"lax.scatter_max", lax::scatter_max}})
     reg(name, [f](const In& x, const Params& p) { return out(f(x[0], x[1], x[2], sdn(p), {.mode = p.s("mode")})); });
   reg("lax.scatter_apply", [](const In& x, const Params& p) {
-    return out(lax::scatter_apply(x[0], x[1], [](const Array& v) { return ts::sin(v); }, sdn(p), {2, 4}));
+    return out(lax::scatter_apply(x[0], x[1], [](const Array& v) { return ts::sin(v); }, sdn(p),
+                                  p.ints("update_shape")));
   });
 
   // ---- products ----

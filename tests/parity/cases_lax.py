@@ -242,11 +242,14 @@ def scatters(s):
     s.case("lax.scatter_add", sc("scatter_add"), [np.zeros((6,), np.int32), np.array([[1], [1], [5], [9]], np.int32),
                                                   np.array([1, 2, 3, 4], np.int32)],
            {"window": (), "inserted": (0,), "to_operand": (0,), "mode": "fill"})
-    s.case("lax.scatter_apply", lambda v, i, window, inserted, to_operand: lax.scatter_apply(
+    sa = lambda v, i, window, inserted, to_operand, update_shape: lax.scatter_apply(  # noqa: E731
         v, i, jnp.sin, SDN(update_window_dims=tuple(window), inserted_window_dims=tuple(inserted),
-                           scatter_dims_to_operand_dims=tuple(to_operand)), update_shape=(2, 4)),
-        [x, np.array([[3], [0]], np.int32)], {"window": (1,), "inserted": (0,), "to_operand": (0,)},
-        tol=MATH_TOL)
+                           scatter_dims_to_operand_dims=tuple(to_operand)), update_shape=tuple(update_shape))
+    s.case("lax.scatter_apply", sa, [x, np.array([[3], [0]], np.int32)],
+           {"window": (1,), "inserted": (0,), "to_operand": (0,), "update_shape": (2, 4)}, tol=MATH_TOL)
+    # Duplicates: func runs once per update (sin(sin(x)) where two updates land).
+    s.case("lax.scatter_apply", sa, [x, np.array([[1, 2], [1, 2], [4, 0], [1, 2], [9, 9]], np.int32)],
+           {"window": (), "inserted": (0, 1), "to_operand": (0, 1), "update_shape": (5,)}, tol=MATH_TOL)
 
 
 def products(s):
