@@ -275,21 +275,22 @@ Array scatter_impl(const std::string& op, const std::string& combine, const Arra
     u = broadcast_in_dim(u, all_windows, keep_dims);
   }
   if (p.indexed.empty()) {
-    // Every window starts at 0: combine all of them into the leading slice, in order.
-    Array x = operand;
+    // Every window starts at 0: the updates, combined over the batch (the last one for set),
+    // combine with the operand's leading window.
     const int64_t n = std::accumulate(p.batch.begin(), p.batch.end(), int64_t(1), std::multiplies<>());
+    if (n == 0) return operand;
     Shape flat{n};
     flat.insert(flat.end(), ws.begin(), ws.end());
     const Array uf = reshape(u, flat);
-    for (int64_t i = 0; i < n; ++i) {
-      const Array ui = squeeze(slice_in_dim(uf, i, i + 1), Axes{0});
-      std::vector<Array> zero(size_t(r), zeros({}, DType::int32));
-      const Array cur = dynamic_slice(x, zero, ws);
-      Array nv = combine == "set" ? ui : combine == "add" ? cur + ui : combine == "mul" ? cur * ui
-                 : combine == "min" ? minimum(cur, ui) : maximum(cur, ui);
-      x = dynamic_update_slice(x, nv, zero);
-    }
-    return x;
+    const std::vector<Array> origin(size_t(r), zeros({}, DType::int32));
+    const Array cur = dynamic_slice(operand, origin, ws);
+    Array nv;
+    if (combine == "set") nv = squeeze(slice_in_dim(uf, n - 1, n), Axes{0});
+    else if (combine == "add") nv = cur + sum(uf, {0});
+    else if (combine == "mul") nv = cur * prod(uf, {0});
+    else if (combine == "min") nv = minimum(cur, min(uf, {0}));
+    else nv = maximum(cur, max(uf, {0}));
+    return dynamic_update_slice(operand, nv, origin);
   }
   // (B..., windowed..., rest...) and last the size-1 axes of indexed dims without a window,
   // which the primitive's indexed shape does not have.

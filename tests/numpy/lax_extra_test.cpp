@@ -142,3 +142,16 @@ TEST(LaxExtra, ScatterApplyRepeatsFuncForDuplicates) {
   auto jitted = ts::jit([&](const ts::Array& v) { return lax::scatter_apply(v, idx, inc, dn, {3}); });
   EXPECT_EQ(values<float>(jitted(x)), (std::vector<float>{0, 2, 1, 0}));
 }
+
+TEST(LaxExtra, GatherAndScatterWithoutStartsUseTheLeadingWindow) {
+  // Index vectors of length 0: every one reads (or writes) the window at the origin.
+  ts::Array x = ts::reshape(ts::arange(12, ts::f32), {3, 4});
+  ts::Array idx = ts::zeros({2, 0}, ts::i32);
+  ts::Array g = lax::gather(x, idx, {.offset_dims = {1, 2}, .collapsed_slice_dims = {}, .start_index_map = {}}, {2, 2});
+  EXPECT_EQ(g.shape(), (ts::Shape{2, 2, 2}));
+  EXPECT_EQ(values<float>(g), (std::vector<float>{0, 1, 4, 5, 0, 1, 4, 5}));  // JAX's values
+  ts::Array u = ts::reshape(ts::arange(8, ts::f32), {2, 2, 2});
+  ts::Array s = lax::scatter_add(x, idx, u, {.update_window_dims = {1, 2}, .inserted_window_dims = {},
+                                             .scatter_dims_to_operand_dims = {}});
+  EXPECT_EQ(values<float>(s), (std::vector<float>{4, 7, 2, 3, 12, 15, 6, 7, 8, 9, 10, 11}));
+}
