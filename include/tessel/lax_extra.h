@@ -341,6 +341,16 @@ TESSEL_API Array pshuffle(const Array& x, const AxisNames& axis_name, const std:
 /// the group's): device i gets block i of every device, as all_to_all.
 TESSEL_API Array pswapaxes(const Array& x, const AxisNames& axis_name, int64_t axis);
 
+/// lax.ragged_all_to_all: each device sends the ragged slices
+/// operand[input_offsets[i] : input_offsets[i] + send_sizes[i]] (K = k * group size slices,
+/// slice i to device i / k) and returns `output` with the slices it receives written where
+/// their senders' output_offsets say, recv_sizes[i] rows from device i / k. The offsets and
+/// sizes are 1-D integer arrays of length K; composed of all_gather and selects, so it is
+/// differentiable in operand and output.
+TESSEL_API Array ragged_all_to_all(const Array& operand, const Array& output, const Array& input_offsets,
+                                   const Array& send_sizes, const Array& output_offsets, const Array& recv_sizes,
+                                   const AxisNames& axis_name);
+
 // ---- implicitly differentiated solves (forwarding to tessel::lax::linalg) --------------------
 
 /// lax.custom_linear_solve: see tessel::lax::linalg::custom_linear_solve.

@@ -657,6 +657,50 @@ Array pswapaxes(const Array& x, const AxisNames& axis_name, int64_t axis) {
   return all_to_all(x, axis_name, axis, axis);
 }
 
+Array ragged_all_to_all(const Array& operand, const Array& output, const Array& input_offsets, const Array& send_sizes,
+                        const Array& output_offsets, const Array& recv_sizes, const AxisNames& axis_name) {
+  const std::string op = "ragged_all_to_all";
+  const int64_t n = axis_size(axis_name);
+  for (const Array* a : {&input_offsets, &send_sizes, &output_offsets, &recv_sizes})
+    if (a->ndim() != 1 || !is_integer(a->dtype()) || a->dim(0) != input_offsets.dim(0))
+      throw ShapeError(op + ": offsets and sizes must be 1-D integer arrays of one length, got " +
+                       input_offsets.aval().to_string() + ", " + send_sizes.aval().to_string() + ", " +
+                       output_offsets.aval().to_string() + " and " + recv_sizes.aval().to_string());
+  const int64_t k_total = input_offsets.dim(0);
+  if (k_total % n != 0)
+    throw ShapeError(op + ": " + std::to_string(k_total) + " slices do not divide among the " + std::to_string(n) +
+                     " devices of the axes; pass a multiple of the group size");
+  if (operand.ndim() < 1 || output.ndim() != operand.ndim() || operand.dtype() != output.dtype() ||
+      !std::equal(operand.shape().begin() + 1, operand.shape().end(), output.shape().begin() + 1))
+    throw ShapeError(op + ": operand " + operand.aval().to_string() + " and output " + output.aval().to_string() +
+                     " must have one dtype and the same shape after the leading axis");
+  if (operand.dim(0) == 0) return output;
+  const int64_t per_device = k_total / n, m = output.dim(0);
+  const Array all_operand = all_gather(operand, axis_name);
+  const Array all_in = all_gather(input_offsets.astype(DType::int32), axis_name);
+  const Array all_out = all_gather(output_offsets.astype(DType::int32), axis_name);
+  const Array me = axis_index(axis_name);
+  const Array rows = iota(DType::int32, {m}, 0);
+  Array result = output;
+  for (int64_t src = 0; src < n; ++src) {
+    const Array data = index_in_dim(all_operand, src, 0, false);
+    for (int64_t t = 0; t < per_device; ++t) {
+      // Slice me * per_device + t of device src comes here.
+      const Array i = me * Array(int32_t(per_device)) + Array(int32_t(t));
+      const Array in_off = dynamic_index_in_dim(index_in_dim(all_in, src, 0, false), i, 0, false);
+      const Array out_off = dynamic_index_in_dim(index_in_dim(all_out, src, 0, false), i, 0, false);
+      const Array size = index_in_dim(recv_sizes, src * per_device + t, 0, false).astype(DType::int32);
+      const Array within = rows - out_off;
+      const Array hit = (within >= Array(int32_t(0))) & (within < size);
+      const Array src_rows = clip(in_off + within, Array(int32_t(0)), Array(int32_t(operand.dim(0) - 1)));
+      Shape mask_shape = output.shape();
+      const Array mask = broadcast_in_dim(hit, mask_shape, {0});
+      result = where(mask, take(data, src_rows, 0), result);
+    }
+  }
+  return result;
+}
+
 // ---- solves ----
 
 Array custom_linear_solve(const linalg::LinearOperator& matvec, const std::vector<Array>& params, const Array& b,

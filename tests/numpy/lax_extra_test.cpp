@@ -155,3 +155,18 @@ TEST(LaxExtra, GatherAndScatterWithoutStartsUseTheLeadingWindow) {
                                              .scatter_dims_to_operand_dims = {}});
   EXPECT_EQ(values<float>(s), (std::vector<float>{4, 7, 2, 3, 12, 15, 6, 7, 8, 9, 10, 11}));
 }
+
+TEST(LaxCollectives, RaggedAllToAllFollowsJaxsExample) {
+  // jax.lax.ragged_all_to_all's documented example on an axis of size 2.
+  ts::Mesh mesh = ts::make_mesh({2}, {"x"});
+  auto f = ts::shard_map(
+      [](const ts::Array& operand, const ts::Array& output, const ts::Array& in_off, const ts::Array& send,
+         const ts::Array& out_off, const ts::Array& recv) {
+        return lax::ragged_all_to_all(operand, output, in_off, send, out_off, recv, "x");
+      },
+      mesh, {ts::P("x"), ts::P("x"), ts::P("x"), ts::P("x"), ts::P("x"), ts::P("x")}, {ts::P("x")});
+  const auto i32 = [](std::vector<int32_t> v) { return ts::Array(v); };
+  ts::Array r = f(ts::Array(std::vector<float>{1, 2, 2, 3, 4, 0}), ts::zeros({8}), i32({0, 1, 0, 1}), i32({1, 2, 1, 1}),
+                  i32({0, 0, 1, 2}), i32({1, 1, 2, 1}));
+  EXPECT_EQ(values<float>(r), (std::vector<float>{1, 3, 0, 0, 2, 2, 4, 0}));
+}
