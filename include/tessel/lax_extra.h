@@ -174,11 +174,11 @@ struct GatherDimensionNumbers {
   Axes start_indices_batching_dims = {};
 };
 /// lax.GatherScatterMode as a string: "clip" (indices clamped so the slice fits), "fill"
-/// (alias "drop", the default for gather and scatter: a slice that does not fit reads
-/// fill_value / a window that does not fit is dropped) or "promise_in_bounds" (the caller
-/// promises in-range indices: gather clamps, scatter drops).
+/// (alias "drop", the default of the scatters: a slice that does not fit reads fill_value /
+/// a window that does not fit is dropped) or "promise_in_bounds" (the default of gather, as
+/// JAX's: the caller promises in-range indices; gather clamps, scatter drops).
 struct GatherOptions {
-  std::string mode = "fill";
+  std::string mode = "promise_in_bounds";
   /// The value read by out-of-bounds slices in "fill" mode; default NaN for inexact dtypes,
   /// the minimum of signed, the maximum of unsigned integers, true for bool (as JAX).
   std::optional<Scalar> fill_value = std::nullopt;

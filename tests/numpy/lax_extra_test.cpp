@@ -170,3 +170,16 @@ TEST(LaxCollectives, RaggedAllToAllFollowsJaxsExample) {
                   i32({0, 0, 1, 2}), i32({1, 1, 2, 1}));
   EXPECT_EQ(values<float>(r), (std::vector<float>{1, 3, 0, 0, 2, 2, 4, 0}));
 }
+
+TEST(LaxExtra, DefaultModesAreJaxs) {
+  // gather defaults to promise_in_bounds (clamps on CPU), the scatters to fill_or_drop.
+  ts::Array x = ts::arange(4, ts::f32);
+  ts::Array far = ts::Array(std::vector<int32_t>{7}).reshape({1, 1});
+  EXPECT_EQ(values<float>(lax::gather(x, far, {.offset_dims = {}, .collapsed_slice_dims = {0}, .start_index_map = {0}},
+                                      {1})),
+            std::vector<float>{3});  // JAX: [3.]
+  EXPECT_EQ(values<float>(lax::scatter_add(x, far, ts::Array(std::vector<float>{5}),
+                                           {.update_window_dims = {}, .inserted_window_dims = {0},
+                                            .scatter_dims_to_operand_dims = {0}})),
+            (std::vector<float>{0, 1, 2, 3}));  // JAX: dropped
+}
