@@ -257,7 +257,8 @@ struct RaggedDotDimensionNumbers {
   Axes lhs_ragged_dimensions;
   Axes rhs_group_dimensions;
 };
-/// lax.ragged_dot_general (group_sizes 1-D int32).
+/// lax.ragged_dot_general: group_sizes is (g,), or (batch..., g) per batch of the product
+/// for a ragged non-contracting dimension.
 TESSEL_API Array ragged_dot_general(const Array& lhs, const Array& rhs, const Array& group_sizes,
                                     const RaggedDotDimensionNumbers& dimension_numbers,
                                     std::optional<DType> preferred_element_type = std::nullopt);

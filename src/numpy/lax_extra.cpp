@@ -504,14 +504,17 @@ Array batch_matmul(const Array& lhs, const Array& rhs) {
 
 namespace {
 
-/// The group of each of `n` positions split in consecutive groups of `group_sizes` (int32
-/// (g,)); positions after the last group get g.
-Array group_ids(const std::string& op, const Array& group_sizes, int64_t n) {
-  if (group_sizes.ndim() != 1 || !is_integer(group_sizes.dtype()))
-    throw ShapeError(op + ": group_sizes must be a 1-D integer array, got " + group_sizes.aval().to_string());
-  const Array ends = cumsum(group_sizes.astype(DType::int32), 0);
+/// One-hot (batch..., n, g) of the group of each of `n` positions split in consecutive
+/// groups of `group_sizes` (integers (batch..., g)); positions after the last group match
+/// none.
+Array group_onehot(const std::string& op, const Array& group_sizes, int64_t n) {
+  if (group_sizes.ndim() < 1 || !is_integer(group_sizes.dtype()))
+    throw ShapeError(op + ": group_sizes must be an integer array (batch..., g), got " + group_sizes.aval().to_string());
+  const int64_t nd = group_sizes.ndim(), g = group_sizes.shape().back();
+  const Array ends = expand_dims(cumsum(group_sizes.astype(DType::int32), nd - 1), Axes{nd - 1});  // (..., 1, g)
   const Array pos = iota(DType::int32, {n, 1}, 0);
-  return sum((pos >= reshape(ends, {1, ends.dim(0)})).astype(DType::int32), {1});
+  const Array gid = sum((pos >= ends).astype(DType::int32), {nd});  // (..., n)
+  return expand_dims(gid, Axes{nd}) == iota(DType::int32, {1, g}, 1);
 }
 
 std::string dims_str(const Axes& a) { return shape_to_string(a); }
@@ -525,8 +528,8 @@ Array ragged_dot_general(const Array& lhs, const Array& rhs, const Array& group_
     throw ValueError(op + ": lhs_ragged_dimensions " + dims_str(dn.lhs_ragged_dimensions) + " must name one dimension");
   const DotDims& dd = dn.dot_dimension_numbers;
   const int64_t rd = ops::canonicalize_axis(op, dn.lhs_ragged_dimensions[0], lhs.ndim());
-  const int64_t g = group_sizes.ndim() == 1 ? group_sizes.dim(0) : 0;
-  const Array gid = group_ids(op, group_sizes, lhs.dim(rd));
+  const int64_t g = group_sizes.ndim() >= 1 ? group_sizes.shape().back() : 0;
+  const int64_t nb = int64_t(dd.lhs_batch.size()), gs_batch = group_sizes.ndim() - 1;
   const auto in = [](const Axes& a, int64_t d) { return std::find(a.begin(), a.end(), d) != a.end(); };
   if (in(dd.lhs_batch, rd)) {
     if (!dn.rhs_group_dimensions.empty())
@@ -534,9 +537,11 @@ Array ragged_dot_general(const Array& lhs, const Array& rhs, const Array& group_
                        dims_str(dn.rhs_group_dimensions));
     return dot_general(lhs, rhs, dd, preferred);
   }
-  // One-hot of each position's group, (n, g): positions after the last group match none.
-  const Array onehot = (reshape(gid, {lhs.dim(rd), 1}) == iota(DType::int32, {1, g}, 1));
+  // (group_sizes batch..., n, g): which group each ragged position belongs to.
+  const Array onehot = group_onehot(op, group_sizes, lhs.dim(rd));
   if (in(dd.lhs_contracting, rd)) {
+    if (gs_batch != 0)
+      throw ShapeError(op + ": a ragged contracting dimension takes 1-D group_sizes, got " + group_sizes.aval().to_string());
     // Ragged contraction: group i contracts only its positions; the result leads with g.
     if (!dn.rhs_group_dimensions.empty())
       throw ValueError(op + ": a ragged contracting dimension takes no rhs_group_dimensions, got " +
@@ -549,7 +554,6 @@ Array ragged_dot_general(const Array& lhs, const Array& rhs, const Array& group_
     es.push_back(g);
     const Array lhs_g = broadcast_in_dim(lhs, es, [&] { Axes a(size_t(lhs.ndim())); std::iota(a.begin(), a.end(), 0); return a; }()) * mask;
     Array out = dot_general(lhs_g, rhs, dd, preferred);  // (batch..., lhs free..., g, rhs free...)
-    const int64_t nb = int64_t(dd.lhs_batch.size());
     const int64_t lhs_free = lhs.ndim() - nb - int64_t(dd.lhs_contracting.size());
     return moveaxis(out, nb + lhs_free, 0);
   }
@@ -561,8 +565,15 @@ Array ragged_dot_general(const Array& lhs, const Array& rhs, const Array& group_
   if (rhs.dim(gd) != g)
     throw ShapeError(op + ": rhs's group dimension " + std::to_string(gd) + " has size " + std::to_string(rhs.dim(gd)) +
                      " but group_sizes has " + std::to_string(g) + " groups");
+  // group_sizes's leading dimensions, if any, are the dot's batch dimensions (in order).
+  if (gs_batch != 0 && gs_batch != nb)
+    throw ShapeError(op + ": group_sizes " + group_sizes.aval().to_string() + " must be (g,) or (batch..., g) with the " +
+                     std::to_string(nb) + " batch dimensions of the product");
+  for (int64_t b = 0; b < gs_batch; ++b)
+    if (group_sizes.dim(b) != lhs.dim(dd.lhs_batch[size_t(b)]))
+      throw ShapeError(op + ": group_sizes " + group_sizes.aval().to_string() + " and lhs " + lhs.aval().to_string() +
+                       " differ in batch dimension " + std::to_string(b));
   Array full = dot_general(lhs, rhs, dd, preferred);  // (batch..., lhs free..., rhs free incl. g...)
-  const int64_t nb = int64_t(dd.lhs_batch.size());
   // Positions of the ragged dim among lhs's free dims and of g among rhs's free dims.
   int64_t lpos = nb, rpos = 0;
   for (int64_t d = 0; d < rd; ++d)
@@ -574,7 +585,12 @@ Array ragged_dot_general(const Array& lhs, const Array& rhs, const Array& group_
   Shape ms(size_t(full.ndim()), 1);
   ms[size_t(lpos)] = lhs.dim(rd);
   ms[size_t(gpos)] = g;
-  const Array mask = broadcast_in_dim(onehot, ms, {lpos, gpos});
+  for (int64_t b = 0; b < gs_batch; ++b) ms[size_t(b)] = group_sizes.dim(b);
+  Axes mdims(static_cast<size_t>(gs_batch));
+  std::iota(mdims.begin(), mdims.end(), 0);
+  mdims.push_back(lpos);
+  mdims.push_back(gpos);
+  const Array mask = broadcast_in_dim(onehot, ms, mdims);
   return sum(where(mask, full, zeros({}, full.dtype())), {gpos});
 }
 

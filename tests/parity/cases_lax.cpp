@@ -160,6 +160,20 @@ TESSEL_PARITY_CASES(lax) {
     dn.lhs_ragged_dimensions = {1};
     return out(lax::ragged_dot_general(x[0], x[1], x[2], dn));
   });
+  reg("lax.ragged_dot_batched", [](const In& x, const Params&) {
+    lax::RaggedDotDimensionNumbers dn;
+    dn.dot_dimension_numbers.lhs_contracting = {2};
+    dn.dot_dimension_numbers.rhs_contracting = {2};
+    dn.dot_dimension_numbers.lhs_batch = {0};
+    dn.dot_dimension_numbers.rhs_batch = {0};
+    dn.lhs_ragged_dimensions = {1};
+    dn.rhs_group_dimensions = {1};
+    return out(lax::ragged_dot_general(x[0], x[1], x[2], dn));
+  });
+  reg("lax.scatter_mul_unique", [](const In& x, const Params&) {
+    return out(lax::scatter_mul(x[0], x[1], x[2], {.update_window_dims = {1}, .inserted_window_dims = {0},
+                                                   .scatter_dims_to_operand_dims = {0}}));
+  });
   reg("lax.approx_max_k", [](const In& x, const Params& p) {
     auto [v, i] = lax::approx_max_k(x[0], p.i("k"), p.i("reduction_dimension"));
     return Out{v, i};

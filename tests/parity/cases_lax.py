@@ -225,6 +225,9 @@ def scatters(s):
                                                          "mode": mode}, grad=kind not in ("scatter", "scatter_mul") or (kind == "scatter" and mode == "fill"))
     s.case("lax.scatter", sc("scatter"), [x, rows, u], {"window": (1,), "inserted": (0,), "to_operand": (0,),
                                                        "mode": "fill"}, grad=True)
+    s.case("lax.scatter_mul_unique", lambda v, i, u: lax.scatter_mul(
+        v, i, u, SDN(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)),
+        unique_indices=True), [x, np.array([[3], [0], [1]], np.int32), rand((3, 4), np.float32, 66)], grad=True)
     # Points, and 2 x 2 windows with the window dims first in the updates.
     pts = np.array([[0, 1], [4, 3], [2, 2], [1, 5]], np.int32)
     s.case("lax.scatter_add", sc("scatter_add"), [x, pts, rand((4,), np.float32, 62)],
@@ -263,6 +266,11 @@ def products(s):
     s.case("lax.ragged_dot_contracting", lambda a, b, g: lax.ragged_dot_general(a, b, g, rdn),
            [rand((4, 6), np.float32, 74), rand((6, 5), np.float32, 75), np.array([2, 3], np.int32)],
            tol=SUM_TOL)
+    bdn = lax.RaggedDotDimensionNumbers(dot_dimension_numbers=(((2,), (2,)), ((0,), (0,))), lhs_ragged_dimensions=(1,),
+                                        rhs_group_dimensions=(1,))
+    for g in (np.array([2, 2, 1], np.int32), np.array([[2, 2, 1], [1, 0, 3]], np.int32)):
+        s.case("lax.ragged_dot_batched", lambda a, b, g: lax.ragged_dot_general(a, b, g, bdn),
+               [rand((2, 5, 3), np.float32, 77), rand((2, 3, 3, 4), np.float32, 78), g], tol=SUM_TOL, grad=True)
     x = rand((3, 10), np.float32, 76)
     for dim in (-1, 0):
         for k in (1, 3):
