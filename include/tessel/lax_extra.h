@@ -131,8 +131,9 @@ TESSEL_API Array collapse(const Array& operand, int64_t start_dimension,
                           std::optional<int64_t> stop_dimension = std::nullopt);
 /// lax.empty: an array of `shape` and `dtype` (tessel fills it with zeros).
 TESSEL_API Array empty(const Shape& shape, DType dtype = default_float);
-/// lax.optimization_barrier: its operands unchanged. tessel's compiler does not move work
-/// across a jit boundary either; here the values simply pass through (derivatives too).
+/// lax.optimization_barrier: its operands unchanged, derivatives too. No barrier is placed:
+/// JAX's only constrains XLA's scheduling, and tessel's fusion and CSE may still combine
+/// work across this call.
 TESSEL_API std::vector<Array> optimization_barrier(const std::vector<Array>& operands);
 
 // ---- slicing and indexing ------------------------------------------------------------------
