@@ -239,6 +239,18 @@ TESSEL_API Array scatter_apply(const Array& operand, const Array& scatter_indice
                                const ScatterDimensionNumbers& dimension_numbers, const Shape& update_shape = {},
                                const ScatterOptions& options = {});
 
+// ---- random bits ---------------------------------------------------------------------------
+
+/// lax.RandomAlgorithm: XLA's bit generators. The default is Philox on CPU, as in JAX.
+enum class RandomAlgorithm { kDefault = 0, kThreeFry = 1, kPhilox = 2 };
+/// lax.rng_bit_generator: (new key, bits of `shape` and unsigned `dtype`) from a uint32[4]
+/// key, bit for bit as XLA's CPU: Philox4x32-10 with key (k0, k1) on the 128-bit counters
+/// (k0 | k1 << 32) << 64 | c, plus the block index, c = k2 | k3 << 32, one 32-bit word per
+/// element (two, low first, for 64-bit dtypes; narrower dtypes keep the low bits); the new
+/// key advances c by the blocks used. kThreeFry is a NotImplementedError.
+TESSEL_API std::pair<Array, Array> rng_bit_generator(const Array& key, const Shape& shape, DType dtype = DType::uint32,
+                                                     RandomAlgorithm algorithm = RandomAlgorithm::kDefault);
+
 // ---- products ------------------------------------------------------------------------------
 
 /// lax.batch_matmul: matrix products over the last two axes of operands of one rank >= 2

@@ -636,6 +636,54 @@ std::pair<Array, Array> approx_min_k(const Array& operand, int64_t k, int64_t re
   return approx_k("approx_min_k", false, operand, k, reduction_dimension, recall_target);
 }
 
+// ---- random bits ----
+
+std::pair<Array, Array> rng_bit_generator(const Array& key, const Shape& shape, DType dtype, RandomAlgorithm algorithm) {
+  const std::string op = "rng_bit_generator";
+  if (key.dtype() != DType::uint32 || key.shape() != Shape{4})
+    throw ShapeError(op + ": the key must be uint32[4] (XLA's Philox state), got " + key.aval().to_string());
+  if (!is_unsigned_int(dtype))
+    throw DTypeError(op + ": dtype " + dt(dtype) + " is not supported; expected uint8, uint16, uint32 or uint64");
+  if (algorithm == RandomAlgorithm::kThreeFry)
+    throw NotImplementedError(op + ": the ThreeFry algorithm is not implemented; use the default (Philox) or "
+                              "random::bits (JAX's threefry keys)");
+  const DType u32 = DType::uint32, u64 = DType::uint64;
+  const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
+  const int64_t words = n * (itemsize(dtype) == 8 ? 2 : 1), blocks = (words + 3) / 4;
+  const auto word = [&](int64_t i) { return index_in_dim(key, i, 0, false); };
+  const auto c32 = [&](uint64_t v) { return scalar_of(v, u32); };
+  const auto lo = [&](const Array& v) { return v.astype(u32); };
+  const auto hi = [&](const Array& v) { return shift_right_unsigned(v, 32).astype(u32); };
+  const Array counter = word(2).astype(u64) | left_shift(word(3).astype(u64), scalar_of(32, u64));
+  // The 128-bit counters: the key's counter in the low half, the key itself in the high
+  // half, plus the block index (carrying into the high half).
+  const Array ctr = counter + iota(u64, {blocks}, 0);
+  const Array key64 = word(0).astype(u64) | left_shift(word(1).astype(u64), scalar_of(32, u64));
+  const Array high = key64 + (ctr < counter).astype(u64);
+  Array k0 = word(0), k1 = word(1);
+  Array c0 = lo(ctr), c1 = hi(ctr), c2 = lo(high), c3 = hi(high);
+  for (int round = 0; round < 10; ++round) {
+    const Array p0 = scalar_of(0xD2511F53u, u64) * c0.astype(u64), p1 = scalar_of(0xCD9E8D57u, u64) * c2.astype(u64);
+    c0 = hi(p1) ^ c1 ^ k0;
+    c1 = lo(p1);
+    c2 = hi(p0) ^ c3 ^ k1;
+    c3 = lo(p0);
+    k0 = k0 + c32(0x9E3779B9u);
+    k1 = k1 + c32(0xBB67AE85u);
+  }
+  const Array all = slice_in_dim(ravel(stack({c0, c1, c2, c3}, 1)), 0, words);
+  Array bits;
+  if (itemsize(dtype) == 8) {
+    const Array pairs = reshape(all, {n, 2});
+    bits = index_in_dim(pairs, 0, 1, false).astype(u64) | left_shift(index_in_dim(pairs, 1, 1, false).astype(u64), scalar_of(32, u64));
+  } else {
+    bits = all.astype(dtype);
+  }
+  const Array next = counter + scalar_of(uint64_t(blocks), u64);
+  const Array new_key = stack({word(0), word(1), lo(next), hi(next)});
+  return {new_key, reshape(bits, shape)};
+}
+
 // ---- collectives ----
 
 int64_t axis_size(const AxisNames& axis_name) { return detail::collective_group_size("axis_size", axis_name.names()); }

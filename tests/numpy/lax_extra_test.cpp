@@ -183,3 +183,16 @@ TEST(LaxExtra, DefaultModesAreJaxs) {
                                             .scatter_dims_to_operand_dims = {0}})),
             (std::vector<float>{0, 1, 2, 3}));  // JAX: dropped
 }
+
+TEST(LaxExtra, RngBitGeneratorChecksItsArguments) {
+  ts::Array key = ts::zeros({4}, ts::u32);
+  expect_error<ts::ShapeError>([] { lax::rng_bit_generator(ts::zeros({2}, ts::u32), {3}); },
+                               {"rng_bit_generator", "uint32[4]", "u32[2]"});
+  expect_error<ts::DTypeError>([&] { lax::rng_bit_generator(key, {3}, ts::i32); }, {"rng_bit_generator", "int32", "uint8"});
+  expect_error<ts::NotImplementedError>([&] { lax::rng_bit_generator(key, {3}, ts::u32, lax::RandomAlgorithm::kThreeFry); },
+                                        {"rng_bit_generator", "ThreeFry", "Philox"});
+  // The key advances by the Philox blocks used: 9 words take 3 blocks.
+  auto [next, bits] = lax::rng_bit_generator(key, {9});
+  EXPECT_EQ(values<uint32_t>(next), (std::vector<uint32_t>{0, 0, 3, 0}));
+  EXPECT_EQ(values<uint32_t>(bits)[0], 0x6627e8d5u);  // JAX's first word for the zero key
+}

@@ -150,6 +150,12 @@ TESSEL_PARITY_CASES(lax) {
                                   p.ints("update_shape")));
   });
 
+  // ---- random bits ----
+  reg("lax.rng_bit_generator", [](const In& x, const Params& p) {
+    auto [key, bits] = lax::rng_bit_generator(x[0], p.ints("shape"), p.dtype("dtype"));
+    return Out{key, bits};
+  });
+
   // ---- products ----
   reg("lax.batch_matmul", binary(lax::batch_matmul));
   reg("lax.ragged_dot", [](const In& x, const Params&) { return out(lax::ragged_dot(x[0], x[1], x[2])); });

@@ -331,6 +331,16 @@ def convolutions(s):
          "wdil": (1, 3)})
 
 
+def random_bits(s):
+    keys = [np.array(k, np.uint32) for k in ([0, 0, 0, 0], [1, 2, 3, 4], [0xFFFFFFFF, 7, 0xFFFFFFFE, 0xFFFFFFFF],
+                                              [42, 0, 123456789, 0])]
+    for key in keys:
+        for shape, dt in (((8,), "uint32"), ((2, 3), "uint32"), ((5,), "uint64"), ((7,), "uint8"), ((3, 1), "uint16"),
+                          ((0,), "uint32")):
+            s.case("lax.rng_bit_generator", lambda k, shape, dtype: list(lax.rng_bit_generator(k, shape, dtype)),
+                   [key], {"shape": shape, "dtype": dt})
+
+
 def cases(s):
     elementwise(s)
     reductions(s)
@@ -340,3 +350,4 @@ def cases(s):
     scatters(s)
     products(s)
     convolutions(s)
+    random_bits(s)
