@@ -23,6 +23,7 @@ import sys
 import parity_lib  # sets up JAX (x64 on, CPU) before the case modules import it
 import cases_conv
 import cases_fft
+import cases_lax
 import cases_linalg
 import cases_nn
 import cases_numpy
@@ -43,6 +44,7 @@ MODULES = {
     "sort": cases_sort.cases,
     "nn": cases_nn.cases,
     "conv": cases_conv.cases,
+    "lax": cases_lax.cases,
 }
 
 

@@ -28,6 +28,7 @@ MODULES = ["jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.scipy.linalg",
 _FILE_IO = "file I/O on NumPy's .npy/.npz/raw files"
 _PRINT = "Python print options; tessel prints with Array::to_string and operator<<"
 _PYOBJ = "a test on a Python object's type"
+_NO_TOKENS = "tessel orders effects with runtime tokens and has no user-visible tokens"
 EXCLUDED = {
     "jax.numpy": {
         "load": _FILE_IO, "save": _FILE_IO, "savez": _FILE_IO, "fromfile": _FILE_IO,
@@ -45,6 +46,16 @@ EXCLUDED = {
         "DotDimensionNumbers": "a type alias, not a function", "PrecisionLike": "a type alias, not a function",
         "dtype": "converts a Python value's type to a NumPy dtype",
         "platform_dependent": "chooses a Python function per accelerator platform",
+        "after_all": "joins JAX's explicit effect tokens; " + _NO_TOKENS,
+        "create_token": "makes a JAX effect token; " + _NO_TOKENS,
+        "psend": "one half of a ppermute joined to precv by a token; " + _NO_TOKENS + ": use ppermute",
+        "precv": "one half of a ppermute joined to psend by a token; " + _NO_TOKENS + ": use ppermute",
+        "dce_sink": "marks a jaxpr value used so dead-code elimination keeps it; a tracing aid, not a computation",
+        "stage": "lifts a Python value into the current trace; C++ values are Arrays already",
+        "shape_as_value": "turns a shape with symbolic (shape-polymorphic) dimensions into an array; "
+                          "tessel shapes are static",
+        "scaled_dot": "products of block-scaled fp8/fp4 (MX) formats, dtypes tessel does not have",
+        "rng_uniform": "XLA's stateful RngUniform (experimental, values defined by the backend); use random::uniform",
     },
     "jax.nn": {"get_scaled_dot_general_config": "builds a Python configuration object for scaled_dot_general",
                "scaled_matmul": "products of block-scaled fp8/fp4 (MX) formats, dtypes tessel does not have",
