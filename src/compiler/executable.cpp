@@ -182,6 +182,35 @@ std::vector<Executable::OverlapStep> Executable::make_overlap(const std::vector<
     how[t].how = Overlap::kFlush;
     close();
   }
+  // A window from a post to its flush in which nothing runs early (no step in between, no
+  // split at its end) gains nothing: it runs as written.
+  size_t first = 0;
+  bool in_window = false, useful = false;
+  auto settle = [&](size_t end, bool closer_useful) {  // true: the window was demoted
+    const bool demote = in_window && !useful && !closer_useful;
+    if (demote)
+      for (size_t u = first; u < end; ++u) how[u].how = Overlap::kRun;
+    in_window = useful = false;
+    return demote;
+  };
+  for (size_t t = 0; t < how.size(); ++t) {
+    switch (how[t].how) {
+      case Overlap::kStart:
+        if (!in_window) first = t, in_window = true;
+        break;
+      case Overlap::kDefer: break;
+      case Overlap::kRun: useful |= in_window; break;
+      case Overlap::kSplit: settle(t, true); break;
+      case Overlap::kFlush: {
+        const bool was_open = in_window;
+        if (settle(t, false) || !was_open) how[t].how = Overlap::kRun;  // nothing posted to wait for
+        break;
+      }
+    }
+  }
+  settle(how.size(), false);
+  any = false;
+  for (const OverlapStep& o : how) any |= o.how != Overlap::kRun;
   if (!any) return {};
   return how;
 }

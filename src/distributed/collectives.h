@@ -77,6 +77,16 @@ class CollectiveGroup {
   std::map<int, uint64_t> started_;  // permutes each member started
 };
 
+/// Time the members of in-process groups spent in permute_done until their source's rows
+/// were there, summed over all members since the process started: how long devices waited
+/// for halo rows (benchmarks print it; with the exchange overlapped, the wait starts after
+/// the interior rows).
+struct PermuteWaits {
+  uint64_t count = 0;        // permute_done calls that received rows
+  uint64_t nanoseconds = 0;  // their time until the rows were there
+};
+PermuteWaits permute_waits();
+
 /// The message of a stored exception ("unknown error" when it is none or not a
 /// std::exception).
 std::string exception_message(std::exception_ptr error);

@@ -8,6 +8,7 @@
 // condition variable. An abort (a failed participant) wakes every sleeper of every group
 // of the hub; they throw an Error naming the failed participant.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -287,15 +288,22 @@ class InProcessHub final : public CollectiveHub {
   std::string failed_message_;
 };
 
+std::atomic<uint64_t> permute_wait_count{0}, permute_wait_ns{0};
+
 void InProcessGroup::permute_done(int rank, uint64_t ticket, void* out) {
   check_rank(rank);
   const int source = sources_.at(size_t(rank)).at(ticket);
   sources_[size_t(rank)].erase(ticket);
   if (source < 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mail_mu_);
   auto it = mail_.end();
   mail_cv_.wait(lock, [&] { return (it = mail_.find({source, ticket})) != mail_.end() || hub_.aborted(); });
   if (it == mail_.end()) hub_.throw_aborted();
+  permute_wait_count.fetch_add(1, std::memory_order_relaxed);
+  permute_wait_ns.fetch_add(
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()),
+      std::memory_order_relaxed);
   if (it->second.dest != rank)
     throw ValueError("collective_permute: member " + std::to_string(source) + " sent to member " +
                      std::to_string(it->second.dest) + " but member " + std::to_string(rank) +
@@ -336,6 +344,10 @@ void combine_elements(ir::Combine op, DType dtype, const std::vector<const void*
   if (ins.empty() || count == 0) return;
   void* outs[] = {out};
   combine(op, dtype, ins, 0, 1, 0, count, outs, 1, 0);
+}
+
+PermuteWaits permute_waits() {
+  return {permute_wait_count.load(std::memory_order_relaxed), permute_wait_ns.load(std::memory_order_relaxed)};
 }
 
 std::shared_ptr<CollectiveHub> make_in_process_hub(int participants) {
