@@ -159,6 +159,10 @@ TEST(Overlap, StencilStepRunsInteriorRowsBeforeTheWait) {
   EXPECT_EQ(count(text, "(collective_permute): posted"), 1) << text;
   EXPECT_NE(text.find("run while the exchange is in flight"), std::string::npos) << text;
   EXPECT_NE(text.find("interior rows [0, 255) of 256"), std::string::npos) << text;
+  // Rows of 16 points: the loop nest may vectorize across rows, so its calls start and end
+  // at multiples of 64 rows (the split too) and the values stay the unsplit ones.
+  const std::string narrow = check_overlap(stencil, 2, wavy({8192, 16}));
+  EXPECT_NE(narrow.find("interior rows [0, 4032) of 4096"), std::string::npos) << narrow;
 }
 
 // The stencil in a fori_loop (the body, 2 steps per iteration, overlaps its
