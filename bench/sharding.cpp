@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "backend/cpu/parallel.h"
+#include "distributed/collectives.h"
 #include "bench_util.h"
 #include "shallow_water.h"
 #include "tessel/tessel.h"
@@ -162,11 +163,25 @@ bool speedup(int64_t rows, int rounds) {
 
 // Times `one` and `two` in alternating rounds and reports `<name>.time_1dev`,
 // `<name>.time_2dev` (best rounds) and `<name>.speedup_2dev` (median ratio within rounds).
+// With halo exchanges, also prints how long the devices waited for their neighbours' rows
+// (distributed::permute_waits, both devices together) per 2-device round: with the exchange
+// overlapped (TESSEL_OVERLAP_EXCHANGE, on by default) a device waits only after its interior rows.
 void compare(const std::string& name, const std::string& what, int rounds, const auto& one, const auto& two) {
   std::vector<double> t1, t2;
+  const tessel::distributed::PermuteWaits w0 = tessel::distributed::permute_waits();
   for (int r = 0; r < rounds; ++r) {
     t1.push_back(seconds_of(one));
     t2.push_back(seconds_of(two));
+  }
+  const tessel::distributed::PermuteWaits w1 = tessel::distributed::permute_waits();
+  if (w1.count > w0.count) {
+    double total = 0;
+    for (double t : t2) total += t;
+    const double wait_s = double(w1.nanoseconds - w0.nanoseconds) * 1e-9;
+    std::printf("# %s: waiting for halo rows: %.3g ms per 2-device round (%.3g%% of each device's time), %llu waits "
+                "per round\n",
+                name.c_str(), wait_s / rounds * 1e3, 100.0 * wait_s / (2 * total),
+                static_cast<unsigned long long>((w1.count - w0.count) / uint64_t(rounds)));
   }
   std::printf("# %s: %s, best of %d (median 1 device %.4g s, 2 devices %.4g s)\n", name.c_str(), what.c_str(), rounds,
               median(t1), median(t2));

@@ -445,12 +445,15 @@ class BodyEmitter {
   /// Records the first-dimension offset of every input read into `rows` (one entry per
   /// input, each starting as {true, INT64_MAX, INT64_MIN}).
   void record_row_reads(std::vector<RowOffsets>* rows) { rows_ = rows; }
+  /// Marks in `reads` (one entry per input) every input read somewhere in the box.
+  void record_reads(std::vector<char>* reads) { reads_ = reads; }
 
  private:
   /// Input `input` read at `m`; `dynamic_row`: its first index has a run-time offset. The
   /// read happens where i0 lies in row_guard_, so its first index r(i0) (affine in i0, or
   /// constant) is i0 + c with c between the values of r(i0) - i0 at the guard's ends.
   void note_row_read(size_t input, const IndexMap& m, bool dynamic_row) {
+    if (reads_ && row_guard_.first < row_guard_.second) (*reads_)[input] = 1;
     if (!rows_) return;
     RowOffsets& r = (*rows_)[input];
     if (dynamic_row || m.empty() || (!m[0].constant() && m[0].var != 0)) {
@@ -467,6 +470,7 @@ class BodyEmitter {
 
   std::map<std::string, std::string> prologue_;
   std::vector<RowOffsets>* rows_ = nullptr;
+  std::vector<char>* reads_ = nullptr;
   /// The rows [first, second) of the domain where the statements being emitted run (the
   /// range tests of the enclosing index-map cases on i0).
   std::pair<int64_t, int64_t> row_guard_;
@@ -680,6 +684,44 @@ std::vector<RowOffsets> row_offsets(const ir::Program& g) {
   for (RowOffsets& r : rows)
     if (r.rows && r.min > r.max) r.min = r.max = 0;  // never read
   return rows;
+}
+
+namespace {
+/// Whether a point of `g` with first index in [r0, r1) reads an input marked in `late`.
+bool reads_late_in_rows(const ir::Program& g, const Shape& domain, const std::vector<char>& late, int64_t r0,
+                        int64_t r1) {
+  std::vector<int64_t> lo(domain.size(), 0), hi(domain.begin(), domain.end());
+  lo[0] = r0, hi[0] = r1;
+  std::vector<char> reads(g.invars.size(), 0);
+  BodyEmitter emitter(g, lo, hi, nullptr);
+  emitter.record_reads(&reads);
+  emitter.emit(0);
+  for (size_t k = 0; k < reads.size() && k < late.size(); ++k)
+    if (reads[k] && late[k]) return true;
+  return false;
+}
+}  // namespace
+
+std::pair<int64_t, int64_t> rows_without_reads(const ir::Program& g, const std::vector<char>& late) {
+  const Shape domain = group_shape(g).domain;
+  if (domain.empty() || domain[0] < 2) return {0, 0};
+  const int64_t rows = domain[0], mid = rows / 2;
+  if (reads_late_in_rows(g, domain, late, mid, mid + 1)) return {0, 0};
+  // A larger box emits every read a smaller one does, so both ends are found by bisection.
+  int64_t lo = 0, hi = mid;  // the least a with [a, mid + 1) clean lies in [lo, hi]
+  while (lo < hi) {
+    const int64_t a = (lo + hi) / 2;
+    if (reads_late_in_rows(g, domain, late, a, mid + 1)) lo = a + 1;
+    else hi = a;
+  }
+  const int64_t begin = lo;
+  lo = mid + 1, hi = rows;  // the most b with [mid, b) clean lies in [lo, hi]
+  while (lo < hi) {
+    const int64_t b = (lo + hi + 1) / 2;
+    if (reads_late_in_rows(g, domain, late, mid, b)) hi = b - 1;
+    else lo = b;
+  }
+  return {begin, lo};
 }
 
 bool can_join_row_phases(const ir::Program& g, const Shape& domain,

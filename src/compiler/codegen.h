@@ -15,6 +15,7 @@
 // body with run-time tests elsewhere (halos and edges).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +79,13 @@ struct RowOffsets {
 /// makes (the cases of index maps that can hold somewhere in the domain; range tests that
 /// guard a read keep its offset, since the read happens only where they hold).
 std::vector<RowOffsets> row_offsets(const ir::Program& group);
+
+/// The rows [begin, end) of the domain of `group` (its first dimension) at none of whose
+/// points the generated kernel reads an input marked in `late` (by position among its
+/// invars; the cases of index maps that can hold there): the run around the middle row,
+/// empty when the middle row reads one. The executable computes those rows of a loop nest
+/// while the late inputs (halo rows) are still on their way.
+std::pair<int64_t, int64_t> rows_without_reads(const ir::Program& group, const std::vector<char>& late);
 
 /// Rows a call of a generated kernel starts at a multiple of when the compiler may vectorize
 /// across rows (fused_kernel.h's row_alignment): a multiple of every vector length and

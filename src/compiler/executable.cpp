@@ -21,7 +21,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "compiler/fused_kernel.h"
+#include "core/config.h"
 #include "core/log.h"
+#include "ops/collectives.h"
 #include "runtime/launch.h"
 #include "tessel/error.h"
 
@@ -100,6 +103,116 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::vector<i
   }
   plan_run_ = make_plan(true);
   plan_sync_ = make_plan(false);
+  if (config::get_flag(config::kOverlapExchange)) {
+    overlap_run_ = make_overlap(plan_run_);
+    overlap_sync_ = make_overlap(plan_sync_);
+  }
+}
+
+// Overlapping a halo exchange with the rows that do not need it: a collective_permute is
+// posted (its rows copied out or sent), the steps after it that do not read what it
+// receives run, and so do the rows of the first loop nest that reads it which read none of
+// the received rows (the interior of a piece, codegen's rows_without_reads); then the
+// permute finishes and the loop nest's edge rows run. Slices and reshapes of the received
+// message are postponed to that point. Each device thus waits for its neighbour only after
+// its own interior, so devices may drift apart by that much work without waiting. The
+// schedule only reorders work between the plan's steps; a step whose memory plan would
+// touch a buffer still in use (a take or release of a received or postponed value) or
+// that may communicate (an effect, a nested program) finishes the permutes first. Other
+// collectives never run while a permute is pending (the process-group contract).
+std::vector<Executable::OverlapStep> Executable::make_overlap(const std::vector<StepPlan>& plan) const {
+  const ir::Program& p = *program_;
+  std::vector<OverlapStep> how(steps_.size());
+  std::vector<char> late(slot_kind_.size(), 0), guarded(slot_kind_.size(), 0);
+  bool open = false, any = false;
+  auto close = [&] {
+    std::fill(late.begin(), late.end(), 0);
+    std::fill(guarded.begin(), guarded.end(), 0);
+    open = false;
+  };
+  for (size_t t = 0; t < steps_.size(); ++t) {
+    const Step& st = steps_[t];
+    const StepPlan& sp = plan[t];
+    // A take of guarded memory would overwrite it before the flush; a release would free it
+    // (except where the step itself runs at or after the flush: a postponed or split step).
+    bool takes_guarded = false, releases_guarded = false, reads_late = false;
+    for (int r : sp.take) takes_guarded |= r >= 0 && guarded[size_t(r)];
+    for (int r : sp.release) releases_guarded |= bool(guarded[size_t(r)]);
+    const bool conflict = takes_guarded || releases_guarded;
+    for (int s : st.ins) reads_late |= bool(late[size_t(s)]);
+    const bool quiet = st.prim->effects == ir::kNoEffect && !st.prim->regions && !st.prim->comm_bytes &&
+                       !st.prim->inlinable_call;
+    if (detail::is_collective_permute(*st.prim)) {
+      if (conflict || reads_late) {
+        how[t].how = Overlap::kFlush;
+        close();
+        continue;  // (a permute of received rows waits for them, then runs whole)
+      }
+      how[t].how = Overlap::kStart;
+      open = any = true;
+      for (int s : st.outs) late[size_t(s)] = guarded[size_t(s)] = 1;
+      continue;
+    }
+    if (!open) continue;
+    if (quiet && reads_late && st.prim->fusion == ir::FusionKind::kShape) {
+      // A slice or reshape of the message runs at the flush, after the postponed steps
+      // before it, so its memory plan (a take of their memory, in place or not) holds.
+      how[t].how = Overlap::kDefer;
+      for (int s : st.ins) guarded[size_t(s)] = 1;
+      for (int s : st.outs) late[size_t(s)] = guarded[size_t(s)] = 1;
+      continue;
+    }
+    if (!quiet || takes_guarded || (!reads_late && releases_guarded)) {
+      how[t].how = Overlap::kFlush;
+      close();
+      continue;
+    }
+    if (!reads_late) continue;  // runs while the permutes are on their way
+    std::vector<char> in_late;
+    for (int s : st.ins) in_late.push_back(late[size_t(s)]);
+    bool in_place = false;
+    for (char c : sp.in_place) in_place |= bool(c);
+    if (!in_place) {
+      if (auto split = split_rows(p.eqns[t], in_late)) {
+        how[t] = {Overlap::kSplit, split->begin, split->end, split->rows, std::move(in_late)};
+        close();
+        continue;
+      }
+    }
+    how[t].how = Overlap::kFlush;
+    close();
+  }
+  // A window from a post to its flush in which nothing runs early (no step in between, no
+  // split at its end) gains nothing: it runs as written.
+  size_t first = 0;
+  bool in_window = false, useful = false;
+  auto settle = [&](size_t end, bool closer_useful) {  // true: the window was demoted
+    const bool demote = in_window && !useful && !closer_useful;
+    if (demote)
+      for (size_t u = first; u < end; ++u) how[u].how = Overlap::kRun;
+    in_window = useful = false;
+    return demote;
+  };
+  for (size_t t = 0; t < how.size(); ++t) {
+    switch (how[t].how) {
+      case Overlap::kStart:
+        if (!in_window) first = t, in_window = true;
+        break;
+      case Overlap::kDefer: break;
+      case Overlap::kRun: useful |= in_window; break;
+      case Overlap::kSplit: settle(t, true); break;
+      case Overlap::kFlush: {
+        const bool was_open = in_window;
+        if (settle(t, false) || !was_open) how[t].how = Overlap::kRun;  // nothing posted to wait for
+        break;
+      }
+    }
+  }
+  settle(how.size(), false);
+  any = false;
+  for (const OverlapStep& o : how) any |= o.how != Overlap::kRun;
+  if (!any) return {};
+  return how;
 }
 
 bool Executable::reusable(size_t s) const {
@@ -268,44 +381,111 @@ std::vector<Array> Executable::run(std::span<const Array> args, const RunOptions
   return outs;
 }
 
-void Executable::run_steps(RunState& rs, const std::vector<StepPlan>& plan, detail::DeviceImpl* dev) const {
-  std::vector<const void*> ins;
+void Executable::allocate_outputs(RunState& rs, size_t t, const StepPlan& sp, detail::DeviceImpl* dev,
+                                  std::vector<void*>& outs) const {
+  const Step& st = steps_[t];
+  outs.clear();
+  for (size_t k = 0; k < st.outs.size(); ++k) {
+    const size_t s = size_t(st.outs[k]);
+    if (rs.direct[s]) {
+      rs.ptr[s] = rs.direct[s];
+    } else {
+      const size_t nbytes = slot_aval_[s].nbytes();
+      const int r = sp.take[k];
+      // The planned memory may be missing: a donated argument that was not donatable.
+      Memory m = r >= 0 && rs.owned[size_t(r)] && rs.owned[size_t(r)].capacity() >= nbytes
+                     ? std::move(rs.owned[size_t(r)])
+                     : Memory::for_value(nbytes, dev, &slot_aval_[s]);
+      if (rs.attach[s]) {
+        rs.attach[s]->attach(std::move(m));
+        rs.ptr[s] = rs.attach[s]->data();
+      } else {
+        rs.owned[s] = std::move(m);
+        rs.ptr[s] = rs.owned[s].data();
+      }
+    }
+    outs.push_back(rs.ptr[s]);
+  }
+}
+
+void Executable::run_step(RunState& rs, size_t t, const StepPlan& sp, detail::DeviceImpl* dev) const {
+  const Step& st = steps_[t];
   std::vector<void*> outs;
+  allocate_outputs(rs, t, sp, dev, outs);
+  std::vector<const void*> ins;
+  for (int s : st.ins) ins.push_back(rs.ptr[size_t(s)]);
+  st.prim->cpu_kernel(ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev});
+  for (int s : sp.release) rs.owned[size_t(s)].reset();
+}
+
+void Executable::run_steps(RunState& rs, const std::vector<StepPlan>& plan, detail::DeviceImpl* dev) const {
   for (size_t s = 0; s < slot_kind_.size(); ++s)
     if (const_buffer_[s]) {
       const_buffer_[s]->wait();
       rs.ptr[s] = const_buffer_[s]->data();
     }
+  const std::vector<OverlapStep>& overlap = &plan == &plan_run_ ? overlap_run_ : overlap_sync_;
+  if (overlap.empty()) {
+    for (size_t t = 0; t < steps_.size(); ++t) run_step(rs, t, plan[t], dev);
+    return;
+  }
+  std::vector<detail::StartedPermute> started;
+  std::vector<size_t> postponed;
+  std::vector<int> held;  // memory of posted permutes' outputs the plan releases at once
+  auto flush = [&] {
+    for (const detail::StartedPermute& sp : started) detail::collective_permute_done(sp);
+    started.clear();
+    for (int s : held) rs.owned[size_t(s)].reset();
+    held.clear();
+    for (size_t t : postponed) run_step(rs, t, plan[t], dev);
+    postponed.clear();
+  };
+  // Inputs still on their way point here while a split loop nest runs the rows that do not
+  // read them (a valid address: nothing is read from it).
+  alignas(64) static const std::byte kNothing[64] = {};
+  std::vector<void*> outs;
+  std::vector<const void*> ins;
   for (size_t t = 0; t < steps_.size(); ++t) {
     const Step& st = steps_[t];
-    const StepPlan& sp = plan[t];
-    outs.clear();
-    for (size_t k = 0; k < st.outs.size(); ++k) {
-      const size_t s = size_t(st.outs[k]);
-      if (rs.direct[s]) {
-        rs.ptr[s] = rs.direct[s];
-      } else {
-        const size_t nbytes = slot_aval_[s].nbytes();
-        const int r = sp.take[k];
-        // The planned memory may be missing: a donated argument that was not donatable.
-        Memory m = r >= 0 && rs.owned[size_t(r)] && rs.owned[size_t(r)].capacity() >= nbytes
-                       ? std::move(rs.owned[size_t(r)])
-                       : Memory::for_value(nbytes, dev, &slot_aval_[s]);
-        if (rs.attach[s]) {
-          rs.attach[s]->attach(std::move(m));
-          rs.ptr[s] = rs.attach[s]->data();
-        } else {
-          rs.owned[s] = std::move(m);
-          rs.ptr[s] = rs.owned[s].data();
+    const OverlapStep& o = overlap[t];
+    switch (o.how) {
+      case Overlap::kRun: run_step(rs, t, plan[t], dev); break;
+      case Overlap::kFlush:
+        flush();
+        run_step(rs, t, plan[t], dev);
+        break;
+      case Overlap::kDefer: postponed.push_back(t); break;
+      case Overlap::kStart: {
+        allocate_outputs(rs, t, plan[t], dev, outs);
+        ins.assign(1, rs.ptr[size_t(st.ins[0])]);
+        started.push_back(detail::collective_permute_start(
+            ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev}));
+        for (int s : plan[t].release) {
+          if (s == st.outs[0]) held.push_back(s);  // written at the flush
+          else rs.owned[size_t(s)].reset();
         }
+        break;
       }
-      outs.push_back(rs.ptr[s]);
+      case Overlap::kSplit: {
+        allocate_outputs(rs, t, plan[t], dev, outs);
+        ins.clear();
+        for (size_t j = 0; j < st.ins.size(); ++j) {
+          const void* ptr = rs.ptr[size_t(st.ins[j])];
+          ins.push_back(o.late[j] || !ptr ? static_cast<const void*>(kNothing) : ptr);
+        }
+        run_step_rows(*st.prim, ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev}, o.begin, o.end);
+        flush();
+        ins.clear();
+        for (int s : st.ins) ins.push_back(rs.ptr[size_t(s)]);
+        const ir::KernelCall c{st.in_avals, ins, st.out_avals, outs, *st.params, dev};
+        run_step_rows(*st.prim, c, 0, o.begin);
+        run_step_rows(*st.prim, c, o.end, o.rows);
+        for (int s : plan[t].release) rs.owned[size_t(s)].reset();
+        break;
+      }
     }
-    ins.clear();
-    for (int s : st.ins) ins.push_back(rs.ptr[size_t(s)]);
-    st.prim->cpu_kernel(ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev});
-    for (int s : sp.release) rs.owned[size_t(s)].reset();
   }
+  flush();
 }
 
 void Executable::run_sync(std::span<const void* const> ins, std::span<void* const> outs,
@@ -378,6 +558,25 @@ std::string Executable::to_text(const ir::EquationNote& note) const {
     for (int s : sp.release) {
       live -= held[size_t(s)];
       held[size_t(s)] = 0;
+    }
+  }
+  // The overlap schedule (make_overlap): which exchanges are posted early and which rows run before the wait.
+  for (size_t t = 0; t < overlap_run_.size(); ++t) {
+    const OverlapStep& o = overlap_run_[t];
+    const std::string step = "#   step " + std::to_string(t) + " (" + steps_[t].prim->name + "): ";
+    switch (o.how) {
+      case Overlap::kRun: break;
+      case Overlap::kStart: lines << step << "posted; the steps after it run until its rows are needed\n"; break;
+      case Overlap::kDefer: lines << step << "postponed until the exchange finishes (reads received rows)\n"; break;
+      case Overlap::kFlush: lines << step << "waits for the posted exchanges first\n"; break;
+      case Overlap::kSplit: {
+        std::string edges;
+        if (o.begin > 0) edges = "[0, " + std::to_string(o.begin) + ")";
+        if (o.end < o.rows) edges += (edges.empty() ? "[" : " and [") + std::to_string(o.end) + ", " + std::to_string(o.rows) + ")";
+        lines << step << "interior rows [" << o.begin << ", " << o.end << ") of " << o.rows
+              << " run while the exchange is in flight; edge rows " << edges << " after it finishes\n";
+        break;
+      }
     }
   }
   std::ostringstream os;

@@ -60,8 +60,27 @@ class Executable : public std::enable_shared_from_this<Executable> {
     Scalar literal;
     bool weak = false;
   };
+  /// How a step runs when collective_permutes overlap the steps after them (make_overlap):
+  /// kStart posts a permute (it finishes at the next flush); kDefer postpones a cheap step
+  /// that reads received rows (slices of the message) to the next flush; kSplit runs the
+  /// rows of a loop nest that read no received rows, flushes, then runs the rest; kFlush
+  /// flushes before the step runs. A flush finishes the posted permutes in order, then runs
+  /// the postponed steps; one ends every run.
+  enum class Overlap : char { kRun, kStart, kDefer, kSplit, kFlush };
+  struct OverlapStep {
+    Overlap how = Overlap::kRun;
+    int64_t begin = 0, end = 0, rows = 0;  // kSplit: the rows run before the flush, of `rows`
+    std::vector<char> late;                // kSplit: per input, whether it is received rows
+  };
   /// Memory of one run: the slots' data pointers and the memory the run owns.
   struct RunState;
+  /// The overlap schedule for buffer plan `plan` (all kRun when nothing overlaps).
+  std::vector<OverlapStep> make_overlap(const std::vector<StepPlan>& plan) const;
+  /// Runs step t whole (allocating its outputs and releasing what the plan says).
+  void run_step(RunState& rs, size_t t, const StepPlan& sp, detail::DeviceImpl* dev) const;
+  /// Gives step t's outputs their memory.
+  void allocate_outputs(RunState& rs, size_t t, const StepPlan& sp, detail::DeviceImpl* dev,
+                        std::vector<void*>& outs) const;
   /// Plans the buffers; `outputs_own_memory` is false when program outputs are written
   /// into the caller's memory (run_sync).
   std::vector<StepPlan> make_plan(bool outputs_own_memory) const;
@@ -78,6 +97,7 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<Array> const_arrays_;                            // keeps consts alive
   std::vector<Step> steps_;
   std::vector<StepPlan> plan_run_, plan_sync_;
+  std::vector<OverlapStep> overlap_run_, overlap_sync_;  // empty: nothing overlaps
   std::vector<Output> outputs_;
   size_t work_bytes_ = 0;  // bytes written by all steps (decides inline execution)
 };

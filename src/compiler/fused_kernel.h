@@ -3,7 +3,9 @@
 // the streaming pass (streaming.cpp), which runs several of them over bands of rows.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/codegen.h"
 #include "compiler/kernel_cache.h"
@@ -47,5 +49,25 @@ bool is_fused(const ir::Equation& e);
 /// may go to the scalar path whole). kRowAlignment rows when a row has fewer than that
 /// many points, else 1.
 int64_t row_alignment(const GroupShape& shape);
+
+// ---- running part of a loop nest's rows (overlapping a halo exchange) ----
+
+/// Rows [begin, end) of the `rows` of a `fused` or `fused_chain` step that read none of its
+/// inputs marked late: the executable computes them while those inputs (received halo rows)
+/// are on their way, and the rest once they have arrived.
+struct RowSplit {
+  int64_t begin = 0, end = 0, rows = 0;
+};
+/// The split of equation `e` (a `fused` loop nest keeping its rows, or a `fused_chain`) for
+/// the inputs marked in `late` (by position among its inputs); nullopt for other
+/// equations and when no row can run without them. Calls start at multiples of the loop
+/// nests' row alignment, so the values do not depend on the split.
+std::optional<RowSplit> split_rows(const ir::Equation& e, const std::vector<char>& late);
+/// Runs rows [r0, r1) of a step split_rows split (its kernel call's buffers); the rows of
+/// all three parts together equal one full run, bit for bit.
+void run_step_rows(const ir::Primitive& prim, const ir::KernelCall& c, int64_t r0, int64_t r1);
+/// Runs rows [r0, r1) of a `fused` loop nest over the intra-op arena (r0 a multiple of its
+/// row alignment).
+void run_fused_rows(const ir::KernelCall& c, int64_t r0, int64_t r1);
 
 }  // namespace tessel::compiler

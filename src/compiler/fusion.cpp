@@ -90,7 +90,8 @@ bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, c
 // least ~16K points so each chunk outweighs its scheduling, starting at multiples of
 // row_alignment (so the values do not depend on the number of threads); a reduction over
 // every dimension runs by fixed blocks of rows (run_blocked_full_reduction).
-void fused_kernel(const ir::KernelCall& c) {
+/// Rows [r0, r1) of the kernel's domain (all of them for a rank-0 domain: [0, 1)).
+void fused_rows_range(const ir::KernelCall& c, int64_t r0, int64_t r1) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
   bufs.reserve(c.ins.size() + c.outs.size());
@@ -100,15 +101,20 @@ void fused_kernel(const ir::KernelCall& c) {
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
-  const int64_t align = row_alignment(k.shape()), units = (rows + align - 1) / align;
+  const int64_t align = row_alignment(k.shape()), units = (r1 - r0 + align - 1) / align;
   if (k.shape().kept == 0 && !domain.empty() && run_blocked_full_reduction(c, k, bufs, rows, row_points, align)) return;
   const int64_t grain = k.shape().kept == 0
                             ? std::max<int64_t>(units, 1)
                             : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_points * align));
   KernelFnPtr fn = k.fn();
   cpu::parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
-    fn(bufs.data(), u0 * align, std::min(rows, u1 * align));
+    fn(bufs.data(), r0 + u0 * align, std::min(r1, r0 + u1 * align));
   });
+}
+
+void fused_kernel(const ir::KernelCall& c) {
+  const Shape& domain = c.params.get_object<FusedKernel>("kernel").shape().domain;
+  fused_rows_range(c, 0, domain.empty() ? 1 : domain[0]);
 }
 
 const ir::Primitive& fused_p = ir::register_primitive({
@@ -518,6 +524,8 @@ void FusedKernel::write(ir::Writer&) const {
 }
 
 bool is_fused(const ir::Equation& e) { return e.prim == &fused_p; }
+
+void run_fused_rows(const ir::KernelCall& c, int64_t r0, int64_t r1) { fused_rows_range(c, r0, r1); }
 
 int64_t row_alignment(const GroupShape& shape) {
   int64_t row_points = 1;

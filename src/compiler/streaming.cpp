@@ -25,6 +25,8 @@
 #include <cstring>
 #include <string_view>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -56,6 +58,7 @@ struct Read {
 /// One loop nest of a chain.
 struct Member {
   std::shared_ptr<const ir::ParamObject> kernel;  // its FusedKernel (keeps the library loaded)
+  ir::ProgramRef program;                          // its loop nest's program
   KernelFnPtr fn = nullptr;
   std::vector<size_t> bufs;  // its inputs then outputs, as positions in the chain's inputs, outputs, then windows
   int64_t rows = 0;          // of its domain
@@ -182,19 +185,77 @@ class ChainSchedule final : public ir::ParamObject {
     return r;
   }
 
+  /// The block of rows [b0, b1) whose loop nests' rows (those recomputed around the block
+  /// included) read none of the chain's inputs marked in `late`; nullopt when none.
+  std::optional<std::pair<int64_t, int64_t>> interior(const std::vector<char>& late) const {
+    const size_t n = members_.size();
+    std::vector<int64_t> lo(n, 0), hi(n);
+    for (size_t k = 0; k < n; ++k) {
+      const Member& m = members_[k];
+      hi[k] = m.rows;
+      std::vector<char> reads_late(m.in_rows.size(), 0);
+      bool any = false;
+      for (size_t b = 0; b < m.in_rows.size(); ++b) any |= reads_late[b] = m.bufs[b] < late.size() && late[m.bufs[b]];
+      if (!any) continue;
+      std::tie(lo[k], hi[k]) = rows_without_reads(*m.program, reads_late);
+      if (lo[k] >= hi[k]) return std::nullopt;
+    }
+    // Both ends move monotonically with the block's, so bisect for the widest block.
+    auto starts_clean = [&](int64_t b0) {
+      const std::vector<int64_t> f = first_rows(b0);
+      for (size_t k = 0; k < n; ++k)
+        if (f[k] < lo[k]) return false;
+      return true;
+    };
+    auto ends_clean = [&](int64_t b1) {
+      const std::vector<int64_t> e = band_ends(b1);
+      for (size_t k = 0; k < n; ++k)
+        if (e[k] > hi[k]) return false;
+      return true;
+    };
+    if (!starts_clean(rows_)) return std::nullopt;
+    int64_t a = 0, b = rows_;
+    while (a < b) {
+      const int64_t m = (a + b) / 2;
+      if (starts_clean(m)) b = m;
+      else a = m + 1;
+    }
+    const int64_t b0 = a;
+    a = 0, b = rows_;
+    while (a < b) {
+      const int64_t m = (a + b + 1) / 2;
+      if (ends_clean(m)) a = m;
+      else b = m - 1;
+    }
+    if (b0 >= a) return std::nullopt;
+    return std::pair{b0, a};
+  }
+
+  int64_t rows() const { return rows_; }
+
+  /// Runs rows [r0, r1) of the chain (no output over an input), split over the arena's
+  /// threads like a whole run.
+  void run_block(const ir::KernelCall& c, int64_t r0, int64_t r1) const {
+    if (r0 >= r1) return;
+    std::vector<void*> all;
+    std::vector<std::vector<void*>> bufs;
+    int64_t points = 0, halo = 0;
+    gather_buffers(c, all, bufs, points, halo);
+    const int64_t rows = r1 - r0;
+    int64_t blocks = std::min<int64_t>(cpu::num_threads(), points / rows_ * rows / 16384);
+    blocks = std::max<int64_t>(1, std::min(blocks, rows / std::max<int64_t>(1, 4 * halo)));
+    const size_t outside = all.size();
+    cpu::parallel_for(blocks, 1, [&](int64_t k0, int64_t k1) {
+      run_rows(bufs, outside, {}, nullptr, all, r0 + k0 * rows / blocks, r0 + k1 * rows / blocks);
+    });
+  }
+
   /// Runs the chain on the kernel call's buffers (inputs, then outputs).
   void run(const ir::KernelCall& c) const {
     std::vector<void*> all;
-    all.reserve(c.ins.size() + c.outs.size());
-    for (const void* p : c.ins) all.push_back(const_cast<void*>(p));
-    for (void* p : c.outs) all.push_back(p);
-    std::vector<std::vector<void*>> bufs(members_.size());
+    std::vector<std::vector<void*>> bufs;
     int64_t points = 0, halo = 0;
-    for (size_t k = 0; k < members_.size(); ++k) {
-      for (size_t b : members_[k].bufs) bufs[k].push_back(b < all.size() ? all[b] : nullptr);  // windows: per thread
-      points += members_[k].points;
-      halo = std::max(halo, members_[k].below + members_[k].above);
-    }
+    gather_buffers(c, all, bufs, points, halo);
     // Inputs the executable gave an output's memory (inplace_inputs).
     std::vector<InPlace> in_place;
     for (size_t j = 0; j < c.ins.size(); ++j)
@@ -264,6 +325,21 @@ class ChainSchedule final : public ir::ParamObject {
   }
 
  private:
+  /// The call's inputs then outputs (`all`), each loop nest's buffers (windows: null, per
+  /// thread), the points of all loop nests and the most rows one recomputes.
+  void gather_buffers(const ir::KernelCall& c, std::vector<void*>& all, std::vector<std::vector<void*>>& bufs,
+                      int64_t& points, int64_t& halo) const {
+    all.reserve(c.ins.size() + c.outs.size());
+    for (const void* p : c.ins) all.push_back(const_cast<void*>(p));
+    for (void* p : c.outs) all.push_back(p);
+    bufs.resize(members_.size());
+    for (size_t k = 0; k < members_.size(); ++k) {
+      for (size_t b : members_[k].bufs) bufs[k].push_back(b < all.size() ? all[b] : nullptr);
+      points += members_[k].points;
+      halo = std::max(halo, members_[k].below + members_[k].above);
+    }
+  }
+
   /// An input the chain writes an output over: its position, the loop nest writing it, the
   /// bytes of one of its rows, its rows, and the output's position among the chain's
   /// inputs and outputs.
@@ -584,6 +660,7 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
     g->eqns.push_back(e);
     Member m;
     m.kernel = e.params.get<std::shared_ptr<const ir::ParamObject>>("kernel");
+    m.program = e.params.get<ir::ProgramRef>("program");
     m.fn = kernel_of(e).fn();
     for (const ir::Atom& a : e.inputs) m.bufs.push_back(position(a.var().get()));
     for (const ir::Var& v : e.outputs) m.bufs.push_back(position(v.get()));
@@ -611,6 +688,28 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
 }
 
 }  // namespace
+
+std::optional<RowSplit> split_rows(const ir::Equation& e, const std::vector<char>& late) {
+  if (e.prim == &fused_chain_p) {
+    const ChainSchedule& chain = e.params.get_object<ChainSchedule>("schedule");
+    auto block = chain.interior(late);
+    if (!block) return std::nullopt;
+    return RowSplit{block->first, block->second, chain.rows()};
+  }
+  if (!streamable(e)) return std::nullopt;
+  const FusedKernel& k = kernel_of(e);
+  const int64_t rows = k.shape().domain[0], align = row_alignment(k.shape());
+  auto [begin, end] = rows_without_reads(*e.params.get<ir::ProgramRef>("program"), late);
+  begin = (begin + align - 1) / align * align;
+  if (end < rows) end = end / align * align;
+  if (begin >= end) return std::nullopt;
+  return RowSplit{begin, end, rows};
+}
+
+void run_step_rows(const ir::Primitive& prim, const ir::KernelCall& c, int64_t r0, int64_t r1) {
+  if (&prim == &fused_chain_p) c.params.get_object<ChainSchedule>("schedule").run_block(c, r0, r1);
+  else run_fused_rows(c, r0, r1);
+}
 
 ir::Program stream_chains(const ir::Program& p, int64_t band_bytes, int64_t block_rows) {
   ir::Program out = without_equations(p);

@@ -31,6 +31,7 @@ enum class Var {
   kFusionStream,
   kFusionStreamBandBytes,
   kFusionStreamInplace,
+  kOverlapExchange,
   kHostCallbackMaxQueueBytes,
   kHostCallbackSpinUs,
   kControlSpinUs,
@@ -108,6 +109,7 @@ inline constexpr IntKey kFusionMaxOutputs{Var::kFusionMaxOutputs};
 inline constexpr FlagKey kFusionStream{Var::kFusionStream};
 inline constexpr IntKey kFusionStreamBandBytes{Var::kFusionStreamBandBytes};
 inline constexpr FlagKey kFusionStreamInplace{Var::kFusionStreamInplace};
+inline constexpr FlagKey kOverlapExchange{Var::kOverlapExchange};
 inline constexpr IntKey kHostCallbackMaxQueueBytes{Var::kHostCallbackMaxQueueBytes};
 inline constexpr IntKey kHostCallbackSpinUs{Var::kHostCallbackSpinUs};
 inline constexpr IntKey kControlSpinUs{Var::kControlSpinUs};

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "tessel/error.h"
+
 namespace tessel::distributed {
 namespace {
 
@@ -43,6 +45,29 @@ void transpose_pieces(const void* src_, void* dst_, size_t a, size_t b, size_t p
   }
   for (size_t i = 0; i < a; ++i)
     for (size_t j = 0; j < b; ++j) std::memcpy(dst + (j * a + i) * piece, src + (i * b + j) * piece, piece);
+}
+
+uint64_t CollectiveGroup::permute_start(int rank, const void* in, size_t bytes, int source, int dest) {
+  PendingPermute p{std::vector<std::byte>(bytes), source, dest};
+  if (bytes) std::memcpy(p.rows.data(), in, bytes);
+  std::lock_guard lock(pending_mu_);
+  const uint64_t ticket = started_[rank]++;
+  pending_[{rank, ticket}] = std::move(p);
+  return ticket;
+}
+
+void CollectiveGroup::permute_done(int rank, uint64_t ticket, void* out) {
+  PendingPermute p;
+  {
+    std::lock_guard lock(pending_mu_);
+    auto it = pending_.find({rank, ticket});
+    if (it == pending_.end())
+      throw Error("internal: permute_done of member " + std::to_string(rank) + " names ticket " +
+                  std::to_string(ticket) + ", which it has not started or already finished");
+    p = std::move(it->second);
+    pending_.erase(it);
+  }
+  permute(rank, p.rows.data(), out, p.rows.size(), p.source, p.dest);
 }
 
 void CollectiveGroup::all_gather_rows(int rank, const void* in, void* out, size_t bytes, size_t rows) {

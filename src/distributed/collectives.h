@@ -5,9 +5,13 @@
 // backend (virtual devices of one process) works through shared memory; the MPI backend
 // (multi-process issue) implements the same interface.
 #include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/sharding_rule.h"
@@ -34,6 +38,17 @@ class CollectiveGroup {
   /// none, out is left untouched); every member calls it once with matching pairs.
   virtual void permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) = 0;
 
+  /// `permute` in two halves, so that a member can compute between posting its rows and
+  /// waiting for its peer's (overlap): `permute_start` takes `in` (copied or sent before it
+  /// returns, so `in` may be reused at once) and returns a ticket; `permute_done` with that
+  /// ticket writes `out` with the `bytes` of member `source` (untouched when source is -1).
+  /// Every member starts the same permutes in the same order and finishes each before it
+  /// calls any other collective of the group, in the order it started them. The default
+  /// keeps a copy of `in` and runs `permute` at `permute_done`; the in-process backend
+  /// posts the rows at the start, so a member waits only for its source's start.
+  virtual uint64_t permute_start(int rank, const void* in, size_t bytes, int source, int dest);
+  virtual void permute_done(int rank, uint64_t ticket, void* out);
+
   // Strided forms, for collectives along a dimension that is not the leading one: a buffer
   // of `rows` rows holds one row piece of every member's block in each row ([rows, size(),
   // piece]). The defaults pack such buffers into contiguous blocks around the calls above;
@@ -50,7 +65,27 @@ class CollectiveGroup {
   /// members of their in[:, rank, :].
   virtual void reduce_scatter_rows(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op,
                                    size_t rows);
+
+ private:
+  /// The default permute_start's copies, by (member, ticket).
+  struct PendingPermute {
+    std::vector<std::byte> rows;
+    int source = -1, dest = -1;
+  };
+  std::mutex pending_mu_;
+  std::map<std::pair<int, uint64_t>, PendingPermute> pending_;
+  std::map<int, uint64_t> started_;  // permutes each member started
 };
+
+/// Time the members of in-process groups spent in permute_done until their source's rows
+/// were there, summed over all members since the process started: how long devices waited
+/// for halo rows (benchmarks print it; with the exchange overlapped, the wait starts after
+/// the interior rows).
+struct PermuteWaits {
+  uint64_t count = 0;        // permute_done calls that received rows
+  uint64_t nanoseconds = 0;  // their time until the rows were there
+};
+PermuteWaits permute_waits();
 
 /// The message of a stored exception ("unknown error" when it is none or not a
 /// std::exception).

@@ -8,6 +8,7 @@
 // condition variable. An abort (a failed participant) wakes every sleeper of every group
 // of the hub; they throw an Error naming the failed participant.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -161,19 +162,41 @@ class InProcessGroup final : public CollectiveGroup {
 
   void permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) override {
     check_rank(rank);
-    if (source >= size() || dest >= size())
-      throw ValueError("collective_permute: member " + std::to_string(rank) + " names " +
-                       (source >= size() ? "source " + std::to_string(source) : "destination " + std::to_string(dest)) +
-                       " in a group of " + std::to_string(size()));
+    check_pair(rank, source, dest);
     publish(rank, in, out);
     if (source >= 0) copy(out, ins_[size_t(source)], bytes);
     if (size() > 1) barrier();
   }
 
-  /// Wakes the members sleeping in a barrier (after an abort).
+  // Each member posts its rows at the start (a copy of the halo: its `in` may die at once)
+  // and takes its source's at the end; nobody waits at the start, and a member waits at
+  // the end only for its source to have started, so a device may run ahead of its peer by
+  // the work it does in between.
+  uint64_t permute_start(int rank, const void* in, size_t bytes, int source, int dest) override {
+    check_rank(rank);
+    check_pair(rank, source, dest);
+    const uint64_t ticket = started_[size_t(rank)]++;  // (only member `rank`'s thread touches these)
+    sources_[size_t(rank)][ticket] = source;
+    if (dest < 0) return ticket;
+    std::vector<std::byte> rows(bytes);
+    if (bytes) std::memcpy(rows.data(), in, bytes);
+    {
+      std::lock_guard lock(mail_mu_);
+      mail_[{rank, ticket}] = {std::move(rows), dest};
+    }
+    mail_cv_.notify_all();
+    return ticket;
+  }
+  void permute_done(int rank, uint64_t ticket, void* out) override;
+
+  /// Wakes the members sleeping in a barrier or waiting for rows (after an abort).
   void wake() {
-    std::lock_guard lock(mu_);
-    cv_.notify_all();
+    {
+      std::lock_guard lock(mu_);
+      cv_.notify_all();
+    }
+    std::lock_guard lock(mail_mu_);
+    mail_cv_.notify_all();
   }
 
  private:
@@ -181,6 +204,12 @@ class InProcessGroup final : public CollectiveGroup {
     if (rank < 0 || rank >= size())
       throw Error("internal: collective called with rank " + std::to_string(rank) + " in a group of " +
                   std::to_string(size()));
+  }
+  void check_pair(int rank, int source, int dest) const {
+    if (source >= size() || dest >= size())
+      throw ValueError("collective_permute: member " + std::to_string(rank) + " names " +
+                       (source >= size() ? "source " + std::to_string(source) : "destination " + std::to_string(dest)) +
+                       " in a group of " + std::to_string(size()));
   }
   static void copy(void* dst, const void* src, size_t bytes) {
     if (dst != src && bytes) std::memcpy(dst, src, bytes);
@@ -203,6 +232,17 @@ class InProcessGroup final : public CollectiveGroup {
   std::condition_variable cv_;
   int arrived_ = 0;
   std::atomic<uint64_t> generation_{0};
+  // Started permutes: per member its count and each pending ticket's source (each touched
+  // only by its member's thread), and the posted rows by (sender, ticket).
+  struct Posted {
+    std::vector<std::byte> rows;
+    int dest = -1;
+  };
+  std::vector<uint64_t> started_ = std::vector<uint64_t>(members_.size());
+  std::vector<std::map<uint64_t, int>> sources_ = std::vector<std::map<uint64_t, int>>(members_.size());
+  std::mutex mail_mu_;
+  std::condition_variable mail_cv_;
+  std::map<std::pair<int, uint64_t>, Posted> mail_;
 };
 
 class InProcessHub final : public CollectiveHub {
@@ -248,6 +288,39 @@ class InProcessHub final : public CollectiveHub {
   std::string failed_message_;
 };
 
+std::atomic<uint64_t> permute_wait_count{0}, permute_wait_ns{0};
+
+void InProcessGroup::permute_done(int rank, uint64_t ticket, void* out) {
+  check_rank(rank);
+  const int source = sources_.at(size_t(rank)).at(ticket);
+  sources_[size_t(rank)].erase(ticket);
+  if (source < 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lock(mail_mu_);
+  auto it = mail_.end();
+  // A short spin first (as the barrier's): a neighbour's rows usually arrive within
+  // microseconds of being waited for, sooner than a sleeping thread wakes.
+  for (int i = 0; i < 64 && (it = mail_.find({source, ticket})) == mail_.end() && !hub_.aborted(); ++i) {
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+  }
+  mail_cv_.wait(lock, [&] { return (it = mail_.find({source, ticket})) != mail_.end() || hub_.aborted(); });
+  if (it == mail_.end()) hub_.throw_aborted();
+  permute_wait_count.fetch_add(1, std::memory_order_relaxed);
+  permute_wait_ns.fetch_add(
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()),
+      std::memory_order_relaxed);
+  if (it->second.dest != rank)
+    throw ValueError("collective_permute: member " + std::to_string(source) + " sent to member " +
+                     std::to_string(it->second.dest) + " but member " + std::to_string(rank) +
+                     " expects its rows; every member must name the same pairs");
+  std::vector<std::byte> rows = std::move(it->second.rows);
+  mail_.erase(it);
+  lock.unlock();
+  if (!rows.empty()) std::memcpy(out, rows.data(), rows.size());
+}
+
 void InProcessGroup::barrier() {
   if (hub_.aborted()) hub_.throw_aborted();
   std::unique_lock lock(mu_);
@@ -278,6 +351,10 @@ void combine_elements(ir::Combine op, DType dtype, const std::vector<const void*
   if (ins.empty() || count == 0) return;
   void* outs[] = {out};
   combine(op, dtype, ins, 0, 1, 0, count, outs, 1, 0);
+}
+
+PermuteWaits permute_waits() {
+  return {permute_wait_count.load(std::memory_order_relaxed), permute_wait_ns.load(std::memory_order_relaxed)};
 }
 
 std::shared_ptr<CollectiveHub> make_in_process_hub(int participants) {

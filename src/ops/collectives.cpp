@@ -259,17 +259,9 @@ void reduce_scatter_kernel(const KernelCall& c) {
                                parse_combine("reduce_scatter", c.params.get<std::string>("op")), size_t(rows));
 }
 
-void collective_permute_kernel(const KernelCall& c) {
-  Member m = member_of(c, "collective_permute");
-  int source = -1, dest = -1;
-  for (auto [s, d] : get_pairs(c.params)) {
-    if (d == m.rank) source = int(s);
-    if (s == m.rank) dest = int(d);
-  }
-  const size_t bytes = c.in_avals[0].nbytes();
-  if (source < 0) std::memset(c.outs[0], 0, bytes);  // all-zero bits are zero in every dtype
-  m.group->permute(m.rank, c.ins[0], c.outs[0], bytes, source, dest);
-}
+// Both halves at once: every permute of a group goes through permute_start/done, so a
+// program that overlaps some (compiler/executable.cpp) meets one that does not.
+void collective_permute_kernel(const KernelCall& c) { detail::collective_permute_done(detail::collective_permute_start(c)); }
 
 void axis_index_kernel(const KernelCall& c) {
   const std::string op = "axis_index";
@@ -527,6 +519,22 @@ Array reduce_scatter_named(const std::string& api, const Array& x, const std::ve
   return ops::bind1(ops::reduce_scatter_p, {x},
                     base_params(api, axes).set("dim", dim).set("op", std::string(ir::combine_name(op))));
 }
+
+StartedPermute collective_permute_start(const ir::KernelCall& c) {
+  ops::Member m = ops::member_of(c, "collective_permute");
+  int source = -1, dest = -1;
+  for (auto [s, d] : ops::get_pairs(c.params)) {
+    if (d == m.rank) source = int(s);
+    if (s == m.rank) dest = int(d);
+  }
+  const size_t bytes = c.in_avals[0].nbytes();
+  if (source < 0) std::memset(c.outs[0], 0, bytes);  // all-zero bits are zero in every dtype
+  return {m.group, m.rank, m.group->permute_start(m.rank, c.ins[0], bytes, source, dest), c.outs[0]};
+}
+
+void collective_permute_done(const StartedPermute& p) { p.group->permute_done(p.rank, p.ticket, p.out); }
+
+bool is_collective_permute(const ir::Primitive& prim) { return &prim == &ops::collective_permute_p; }
 
 Array collective_permute_named(const std::string& api, const Array& x, const std::vector<std::string>& axes,
                                const std::vector<std::pair<int64_t, int64_t>>& pairs) {

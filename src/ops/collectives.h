@@ -22,8 +22,13 @@
 #include <vector>
 
 #include "ir/params.h"
+#include "ir/primitive.h"
 #include "ir/sharding_rule.h"
 #include "tessel/array.h"
+
+namespace tessel::distributed {
+class CollectiveGroup;
+}
 
 namespace tessel::detail {
 
@@ -62,6 +67,23 @@ Array axis_index_named(const std::string& api, const std::vector<std::string>& a
 /// running partitioned program); ValueError naming `api` outside both, for an unknown axis
 /// or an axis named twice.
 int64_t collective_group_size(const std::string& api, const std::vector<std::string>& axes);
+
+/// A collective_permute whose rows are posted (collective_permute_start) and whose output is
+/// not yet written.
+struct StartedPermute {
+  distributed::CollectiveGroup* group = nullptr;
+  int rank = 0;
+  uint64_t ticket = 0;
+  void* out = nullptr;
+};
+/// The collective_permute kernel in two halves, for a caller that computes in between
+/// (compiler/executable.cpp overlaps halo exchanges with the rows that do not need them):
+/// the start posts this device's rows (its input may be reused when it returns) and zeros
+/// the output of a device that receives nothing; the done writes the received rows.
+StartedPermute collective_permute_start(const ir::KernelCall& c);
+void collective_permute_done(const StartedPermute& p);
+/// Whether `prim` is collective_permute.
+bool is_collective_permute(const ir::Primitive& prim);
 
 /// The mesh axes of a collective equation (its "axes" parameter).
 const std::vector<std::string>& collective_axes(const ir::Params& params);

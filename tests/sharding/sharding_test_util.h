@@ -21,4 +21,17 @@ inline int count(const std::string& text, const std::string& what) {
   return n;
 }
 
+/// A chain of windows with edges along dimension 0 (an edge pad, interior updates, the
+/// last row set, a zero pad): each window reads the previous one's halo.
+inline tessel::Array chained_windows_with_edges(const tessel::Array& h) {
+  namespace ts = tessel;
+    const ts::Slice I(1, -1), All;
+    const ts::Array hc = ts::pad(h[{I, All}], {{1, 1}, {0, 0}}, "edge");
+    ts::Array flux = ts::zeros_like(h);
+    flux = flux.at({I, All}).set((hc[{ts::Slice(2), All}] - hc[{ts::Slice(0, -2), All}]) * 0.5f);
+    ts::Array next = h.at({I, All}).add((flux[{ts::Slice(2), All}] - flux[{ts::Slice(0, -2), All}]) * 0.1f);
+    next = next.at({-2, All}).set(0.0f);
+    return ts::pad(next[{I, All}] * 0.9f + next[{ts::Slice(2), All}] * 0.1f, {{1, 1}, {0, 0}});
+}
+
 }  // namespace sharding_test

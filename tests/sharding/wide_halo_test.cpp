@@ -80,15 +80,7 @@ TEST(WideHalo, StepsThatReachPastTheNeighbourRunOnePerExchange) {
 // more), it exchanges once per direction instead of once per window, and equals one device,
 // on 2 and 4 devices.
 TEST(WideHalo, ChainedWindowsWithEdgesExchangeOncePerDirection) {
-  auto fn = [](const ts::Array& h) {
-    const ts::Slice I(1, -1), All;
-    const ts::Array hc = ts::pad(h[{I, All}], {{1, 1}, {0, 0}}, "edge");
-    ts::Array flux = ts::zeros_like(h);
-    flux = flux.at({I, All}).set((hc[{ts::Slice(2), All}] - hc[{ts::Slice(0, -2), All}]) * 0.5f);
-    ts::Array next = h.at({I, All}).add((flux[{ts::Slice(2), All}] - flux[{ts::Slice(0, -2), All}]) * 0.1f);
-    next = next.at({-2, All}).set(0.0f);
-    return ts::pad(next[{I, All}] * 0.9f + next[{ts::Slice(2), All}] * 0.1f, {{1, 1}, {0, 0}});
-  };
+  auto fn = sharding_test::chained_windows_with_edges;
   for (int64_t k : {2, 4}) {
     const std::string text = check(fn, k, wavy({256 * k, 256}));
     EXPECT_NE(text.find("# each device runs this program lowered"), std::string::npos) << text;
