@@ -29,6 +29,7 @@ import cases_numpy
 import cases_numpy_composed
 import cases_random
 import cases_sort
+import cases_special
 import jax_api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,6 +44,7 @@ MODULES = {
     "sort": cases_sort.cases,
     "nn": cases_nn.cases,
     "conv": cases_conv.cases,
+    "special": cases_special.cases,
 }
 
 
