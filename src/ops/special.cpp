@@ -1,5 +1,6 @@
 // Special functions (lax level): lgamma, digamma, polygamma, zeta, igamma, igammac,
-// igamma_grad_a, random_gamma_grad, betainc, bessel_i0e and bessel_i1e. Each is an
+// igamma_grad_a, random_gamma_grad, betainc, bessel_i0e, bessel_i1e and erf_inv (whose scalar
+// function is in scalar.h), and scipy's expi, exp1 and expn. Each is an
 // element-wise primitive on floating operands of one dtype (or rank 0) whose scalar function
 // is scalar::<name> (backend/cpu/scalar_special.h, shared with generated code, so they fuse);
 // float32 and float64 run the vectorised block form where the function has one. Half types
@@ -7,11 +8,13 @@
 // where JAX defines none (igamma_grad_a, random_gamma_grad, polygamma in n, betainc in a and
 // b, zeta in x) differentiation throws a ValueError naming the operand.
 #include <cmath>
+#include <numbers>
 
 #include "ops/special.h"
 #include "ops/rule_util.h"
+#include "ops/vector_kernel.h"
 #include "backend/cpu/scalar_special.h"
-#include "backend/cpu/vector_math.h"
+#include "tessel/random.h"
 #include "tessel/special.h"
 
 namespace tessel::ops {
@@ -31,14 +34,7 @@ template <class Op> std::vector<Aval> special_eval(std::span<const Aval> ins, co
 template <class Op, class T> bool run_block(const KernelCall& c) {
   if constexpr (Op::arity == 1 && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
     static const cpu::VectorUnaryFn<T> block = cpu::vector_unary<T>(Op::name);
-    if (!block) return false;
-    const int64_t n = c.out_avals[0].size();
-    const T* x = c.in<T>(0);
-    T* out = c.out<T>(0);
-    auto body = [&](int64_t lo, int64_t hi) { block(x + lo, out + lo, hi - lo); };
-    if (n <= kElementwiseGrain) body(0, n);
-    else cpu::parallel_for(n, kElementwiseGrain, body);
-    return true;
+    return run_unary_block<T>(c, block);
   } else {
     (void)c;
     return false;
@@ -176,6 +172,13 @@ struct betainc_op {
     return exp(((b - one) * log1p(-x) + (a - one) * log(x)) - lbeta);
   }
 };
+struct erf_inv_op {
+  static constexpr const char* name = "erf_inv";
+  static constexpr int arity = 1;
+  template <class T> static T f(T x) { return scalar::erf_inv(x); }
+  // d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2).
+  static Array d(size_t, Xs, const Array& y) { return exp(y * y) * (std::sqrt(std::numbers::pi) / 2); }
+};
 struct bessel_i0e_op {
   static constexpr const char* name = "bessel_i0e";
   static constexpr int arity = 1;
@@ -230,6 +233,7 @@ const ir::Primitive& igammac_p = define<igammac_op>();
 const ir::Primitive& igamma_grad_a_p = define<igamma_grad_a_op>();
 const ir::Primitive& random_gamma_grad_p = define<random_gamma_grad_op>();
 const ir::Primitive& betainc_p = define<betainc_op>();
+const ir::Primitive& erf_inv_p = define<erf_inv_op>();
 const ir::Primitive& bessel_i0e_p = define<bessel_i0e_op>();
 const ir::Primitive& bessel_i1e_p = define<bessel_i1e_op>();
 const ir::Primitive& expi_p = define<expi_op>();
@@ -262,6 +266,7 @@ Array igamma_grad_a(const Array& a, const Array& x) { return ops::bind_special(o
 Array random_gamma_grad(const Array& a, const Array& x) { return ops::bind_special(ops::random_gamma_grad_p, {a, x}); }
 Array betainc(const Array& a, const Array& b, const Array& x) { return ops::bind_special(ops::betainc_p, {a, b, x}); }
 Array bessel_i0e(const Array& x) { return ops::bind1(ops::bessel_i0e_p, {x}); }
+Array erf_inv(const Array& x) { return ops::bind1(ops::erf_inv_p, {x}); }
 Array bessel_i1e(const Array& x) { return ops::bind1(ops::bessel_i1e_p, {x}); }
 
 }  // namespace tessel

@@ -63,23 +63,23 @@ const auto xlogx_fn = custom_jvp([](const Array& x) { return xlogy(x, x); },
                                    return std::pair(xlogy(x, x), std::get<0>(t) * (log(x) + Array(1.0)));
                                  });
 
-const auto xlogy_fn = custom_jvp(
-    [](const Array& x, const Array& y) { return where((x != Array(0.0)) | isnan(y), x * log(y), zeros_like(x)); },
-    [](const std::tuple<Array, Array>& p, const std::tuple<Array, Array>& t) {
-      const auto& [x, y] = p;
-      const auto& [dx, dy] = t;
-      Array out = where((x != Array(0.0)) | isnan(y), x * log(y), zeros_like(x));
-      return std::pair(out, dx * log(y) + dy * x / y);
-    });
-
-const auto xlog1py_fn = custom_jvp(
-    [](const Array& x, const Array& y) { return where((x != Array(0.0)) | isnan(y), x * log1p(y), zeros_like(x)); },
-    [](const std::tuple<Array, Array>& p, const std::tuple<Array, Array>& t) {
-      const auto& [x, y] = p;
-      const auto& [dx, dy] = t;
-      Array out = where((x != Array(0.0)) | isnan(y), x * log1p(y), zeros_like(x));
-      return std::pair(out, dx * log1p(y) + dy * x / (Array(1.0) + y));
-    });
+/// x f(y), 0 where x = 0 unless y is NaN, with JAX's rule dx f(y) + dy x f'(y) (xlogy, xlog1py).
+template <Array (*F)(const Array&), Array (*DF)(const Array&)> auto x_times() {
+  auto value = [](const Array& x, const Array& y) {
+    return where((x != Array(0.0)) | isnan(y), x * F(y), zeros_like(x));
+  };
+  return custom_jvp(value, [value](const std::tuple<Array, Array>& p, const std::tuple<Array, Array>& t) {
+    const auto& [x, y] = p;
+    const auto& [dx, dy] = t;
+    return std::pair(value(x, y), dx * F(y) + dy * x * DF(y));
+  });
+}
+Array log_(const Array& y) { return log(y); }
+Array log1p_(const Array& y) { return log1p(y); }
+Array dlog(const Array& y) { return Array(1.0) / y; }
+Array dlog1p(const Array& y) { return Array(1.0) / (Array(1.0) + y); }
+const auto xlogy_fn = x_times<log_, dlog>();
+const auto xlog1py_fn = x_times<log1p_, dlog1p>();
 
 const auto logit_fn = custom_jvp([](const Array& x) { return log(x / (Array(1.0) - x)); },
                                  [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
