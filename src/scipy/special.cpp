@@ -379,20 +379,23 @@ Array kl_div(const Array& p0, const Array& q0) {
   return rel_entr(p, q) - p + q;
 }
 
-Array boxcox(const Array& x0, const Array& l0) {
-  auto [x, lmbda] = real_inexact("boxcox", x0, l0);
+namespace {
+/// (e^(lmbda log_x) - 1) / lmbda, log_x at lmbda = 0: the Box-Cox transform given log x.
+Array box_cox_of(const Array& log_x, const Array& lmbda) {
   Array zero = lmbda == Array(0.0);
   Array safe = where(zero, ones_like(lmbda), lmbda);
-  Array log_x = log(x);
   return where(zero, log_x, expm1(safe * log_x) / safe);
+}
+}  // namespace
+
+Array boxcox(const Array& x0, const Array& l0) {
+  auto [x, lmbda] = real_inexact("boxcox", x0, l0);
+  return box_cox_of(log(x), lmbda);
 }
 
 Array boxcox1p(const Array& x0, const Array& l0) {
   auto [x, lmbda] = real_inexact("boxcox1p", x0, l0);
-  Array zero = lmbda == Array(0.0);
-  Array safe = where(zero, ones_like(lmbda), lmbda);
-  Array log1p_x = log1p(x);
-  return where(zero, log1p_x, expm1(safe * log1p_x) / safe);
+  return box_cox_of(log1p(x), lmbda);
 }
 
 Array logsumexp(const Array& x, const Axes& axes, bool keepdims, const std::optional<Array>& b) {
