@@ -78,6 +78,15 @@ std::vector<Array> special_jvp(const ir::Primitive&, std::span<const Array> xs, 
   return {out};
 }
 
+/// Work per element in a fused loop nest: a transcendental function's, or (kIterative) that
+/// of a loop of series or continued-fraction terms, so that the fusion pass stores such a
+/// value rather than recompute it for each offset a consumer reads.
+constexpr int kIterativePointCost = 8 * ir::kExpensivePointCost;
+template <class Op> constexpr int point_cost_of() {
+  if constexpr (requires { Op::iterative; }) return kIterativePointCost;
+  else return ir::kExpensivePointCost;
+}
+
 template <class Op> const ir::Primitive& define() {
   return ir::register_primitive({.name = Op::name,
                                  .arity = {Op::arity, Op::arity},
@@ -86,7 +95,7 @@ template <class Op> const ir::Primitive& define() {
                                  .inplace = ir::inplace_elementwise,
                                  .fusion = ir::FusionKind::kElementwise,
                                  .codegen = special_codegen<Op>,
-                                 .point_cost = ir::kExpensivePointCost,
+                                 .point_cost = point_cost_of<Op>(),
                                  .jvp = special_jvp<Op>,
                                  .batch = Op::arity == 1 ? batch_vectorized : batch_elementwise,
                                  .sharding_rule = ir::elementwise_sharding_rule});
@@ -114,6 +123,7 @@ struct digamma_op {
 };
 struct polygamma_op {
   static constexpr const char* name = "polygamma";
+  static constexpr bool iterative = true;
   static constexpr int arity = 2;
   template <class T> static T f(T n, T x) { return scalar::polygamma(n, x); }
   static Array d(size_t i, Xs xs, const Array&) {
@@ -123,6 +133,7 @@ struct polygamma_op {
 };
 struct zeta_op {
   static constexpr const char* name = "zeta";
+  static constexpr bool iterative = true;
   static constexpr int arity = 2;
   template <class T> static T f(T x, T q) { return scalar::zeta(x, q); }
   // d zeta(x, q) / dq = -x zeta(x + 1, q).
@@ -135,12 +146,14 @@ struct zeta_op {
 Array igamma_dx(const Array& a, const Array& x) { return exp((-x + (a - c_like(1, a)) * log(x)) - lgamma(a)); }
 struct igamma_op {
   static constexpr const char* name = "igamma";
+  static constexpr bool iterative = true;
   static constexpr int arity = 2;
   template <class T> static T f(T a, T x) { return scalar::igamma(a, x); }
   static Array d(size_t i, Xs xs, const Array&) { return i == 0 ? igamma_grad_a(xs[0], xs[1]) : igamma_dx(xs[0], xs[1]); }
 };
 struct igammac_op {
   static constexpr const char* name = "igammac";
+  static constexpr bool iterative = true;
   static constexpr int arity = 2;
   template <class T> static T f(T a, T x) { return scalar::igammac(a, x); }
   static Array d(size_t i, Xs xs, const Array&) {
@@ -149,18 +162,21 @@ struct igammac_op {
 };
 struct igamma_grad_a_op {
   static constexpr const char* name = "igamma_grad_a";
+  static constexpr bool iterative = true;
   static constexpr int arity = 2;
   template <class T> static T f(T a, T x) { return scalar::igamma_grad_a(a, x); }
   static Array d(size_t i, Xs, const Array&) { no_derivative(name, i == 0 ? "a" : "x"); }
 };
 struct random_gamma_grad_op {
   static constexpr const char* name = "random_gamma_grad";
+  static constexpr bool iterative = true;
   static constexpr int arity = 2;
   template <class T> static T f(T a, T x) { return scalar::random_gamma_grad(a, x); }
   static Array d(size_t i, Xs, const Array&) { no_derivative(name, i == 0 ? "a" : "x"); }
 };
 struct betainc_op {
   static constexpr const char* name = "betainc";
+  static constexpr bool iterative = true;
   static constexpr int arity = 3;
   template <class T> static T f(T a, T b, T x) { return scalar::betainc(a, b, x); }
   // d I_x(a, b) / dx = x^(a-1) (1-x)^(b-1) / B(a, b).
@@ -203,18 +219,21 @@ struct bessel_i1e_op {
 // element, far cheaper as a kernel than as a composition of whole-array loops.
 struct expi_op {
   static constexpr const char* name = "expi";
+  static constexpr bool iterative = true;
   static constexpr int arity = 1;
   template <class T> static T f(T x) { return scalar::expi(x); }
   static Array d(size_t, Xs xs, const Array&) { return exp(xs[0]) / xs[0]; }
 };
 struct exp1_op {
   static constexpr const char* name = "exp1";
+  static constexpr bool iterative = true;
   static constexpr int arity = 1;
   template <class T> static T f(T x) { return scalar::exp1(x); }
   static Array d(size_t, Xs xs, const Array&) { return -exp(-xs[0]) / xs[0]; }
 };
 struct expn_op {
   static constexpr const char* name = "expn";
+  static constexpr bool iterative = true;
   static constexpr int arity = 2;
   template <class T> static T f(T n, T x) { return scalar::expn(n, x); }
   // d E_n(x) / dx = -E_{n-1}(x).
