@@ -28,6 +28,7 @@
 
 #include "ops/elementwise.h"
 #include "ops/rule_util.h"
+#include "ops/vector_kernel.h"
 #include "backend/cpu/scalar.h"
 #include "backend/cpu/vector_math.h"
 
@@ -115,16 +116,12 @@ template <class Op> std::vector<Aval> elementwise_eval(std::span<const Aval> ins
 /// over Op::f.
 template <class Op, class T> bool run_vector_form(const KernelCall& c) {
   if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double>) && Op::out == Out::kSame) {
-    const int64_t n = c.out_avals[0].size();
-    T* out = c.out<T>(0);
     if constexpr (Op::arity == 1) {
       static const cpu::VectorUnaryFn<T> fn = cpu::vector_unary<T>(Op::name);
-      if (!fn) return false;
-      const T* x = c.in<T>(0);
-      auto body = [&](int64_t lo, int64_t hi) { fn(x + lo, out + lo, hi - lo); };
-      if (n <= kElementwiseGrain) body(0, n);
-      else cpu::parallel_for(n, kElementwiseGrain, body);
+      return run_unary_block<T>(c, fn);
     } else {
+      const int64_t n = c.out_avals[0].size();
+      T* out = c.out<T>(0);
       static const cpu::VectorBinaryFn<T> fn = cpu::vector_binary<T>(Op::name);
       if (!fn) return false;
       const T *a = c.in<T>(0), *b = c.in<T>(1);

@@ -1,18 +1,16 @@
 // Counter-based PRNG (jax.random with raw uint32[2] keys). One new hashing primitive,
 // `threefry2x32`; keys, bits and floats are composed from ordinary primitives the way JAX
 // composes them (jax/_src/prng.py and jax/_src/random.py, threefry_partitionable mode), plus
-// the two lax primitives that composition needs: bitcast_convert_type and erf_inv.
+// the lax primitive that composition needs, bitcast_convert_type (erf_inv, which normal and
+// truncated_normal also use, is with the special functions in special.cpp).
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numbers>
 
 #include "core/dtype_check.h"
 #include "core/shape_check.h"
 #include "ops/rule_util.h"
 #include "ops/strided.h"
-#include "backend/cpu/scalar.h"
-#include "backend/cpu/vector_math.h"
 #include "tessel/random.h"
 
 namespace tessel::ops {
@@ -108,50 +106,6 @@ const ir::Primitive& bitcast_p = ir::register_primitive({
     .fusion = ir::FusionKind::kElementwise, .jvp = bitcast_jvp, .batch = batch_vectorized,
     .sharding_rule = ir::elementwise_sharding_rule});
 
-// ---- erf_inv ----
-
-std::vector<Aval> erf_inv_aval(std::span<const Aval> ins, const Params&) {
-  check_dtype("erf_inv", ins[0].dtype, is_floating(ins[0].dtype), "a floating dtype (float16, bfloat16, float32, float64)");
-  return {ins[0]};
-}
-
-// The scalar function is scalar::erf_inv (backend/cpu/scalar.h, shared with generated code);
-// float32 and float64 run its vectorised block form (backend/cpu/vector_math.h).
-void erf_inv_kernel(const KernelCall& c) {
-  visit_dtype(c.out_avals[0].dtype, [&](auto z) {
-    using T = decltype(z);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      static const cpu::VectorUnaryFn<T> block = cpu::vector_unary<T>("erf_inv");
-      const int64_t n = c.out_avals[0].size();
-      const T* x = c.in<T>(0);
-      T* out = c.out<T>(0);
-      auto body = [&](int64_t lo, int64_t hi) { block(x + lo, out + lo, hi - lo); };
-      if (n <= kElementwiseGrain) body(0, n);
-      else cpu::parallel_for(n, kElementwiseGrain, body);
-    } else if constexpr (is_float_v<T>) {
-      // Half types are computed in float32, as XLA upcasts them.
-      map_elementwise<T, T>(c, [](T x) { return T(scalar::erf_inv(float(x))); });
-    }
-  });
-}
-
-std::string erf_inv_codegen(std::span<const std::string> xs, std::span<const Aval> in_avals, const Aval& out,
-                            const Params&) {
-  return codegen_call("erf_inv", xs, in_avals, out);
-}
-
-// d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2).
-std::vector<Array> erf_inv_jvp(const ir::Primitive&, std::span<const Array>, std::span<const Array> ts,
-                               std::span<const Array> outs, const Params&) {
-  return {scale_tangent(ts[0], exp(outs[0] * outs[0]) * (std::sqrt(std::numbers::pi) / 2))};
-}
-
-const ir::Primitive& erf_inv_p = ir::register_primitive({
-    .name = "erf_inv", .arity = {1, 1}, .abstract_eval = erf_inv_aval, .cpu_kernel = erf_inv_kernel,
-    .fusion = ir::FusionKind::kElementwise, .codegen = erf_inv_codegen, .point_cost = ir::kExpensivePointCost,
-    .jvp = erf_inv_jvp, .batch = batch_vectorized,
-    .sharding_rule = ir::elementwise_sharding_rule});
-
 }  // namespace
 }  // namespace tessel::ops
 
@@ -161,8 +115,6 @@ Array bitcast_convert_type(const Array& x, DType dtype) {
   if (x.dtype() == detail::checked_dtype(dtype, "bitcast_convert_type")) return x;
   return ops::bind1(ops::bitcast_p, {x}, ops::Params{{"new_dtype", dtype}});
 }
-
-Array erf_inv(const Array& x) { return ops::bind1(ops::erf_inv_p, {x}); }
 
 namespace random {
 namespace {

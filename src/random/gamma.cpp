@@ -9,6 +9,7 @@
 #include "random/sampler_util.h"
 #include "tessel/control_flow.h"
 #include "tessel/nn.h"
+#include "tessel/special.h"
 #include "tessel/transforms.h"
 
 namespace tessel::random {
@@ -62,110 +63,14 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
   return (d * V) * boost;
 }
 
-// d sample / d alpha of a gamma sample x at fixed CDF value (lax.random_gamma_grad: implicit
-// reparameterization, -(dP(a, x)/da) / (dP(a, x)/dx)), by the series of the lower
-// incomplete gamma function for x <= max(1, a) and the continued fraction of the upper one
-// above, each a while_loop over the whole array that stops updating converged elements.
-Array igamma_series_sample_grad(const Array& x, const Array& a, const Array& enabled0) {
-  const DType dt = a.dtype();
-  auto c = [dt](double v) { return constant(v, dt); };
-  Array eps = c(float_info(dt).eps());
-  using State = std::tuple<Array, Array, Array, Array, Array, Array>;  // enabled, r, c, ans, dc_da, dans_da
-  State init{enabled0, a, full_like(a, Scalar(1.0)), full_like(a, Scalar(1.0)), zeros_like(a), zeros_like(a)};
-  State done = while_loop([](const State& s) { return any(std::get<0>(s)); },
-                          [&](const State& s) {
-                            const auto& [on, r0, c0, ans0, dc0, dans0] = s;
-                            Array r = r0 + c(1.0);
-                            Array dc_da = dc0 * (x / r) - (c0 * x) / (r * r);
-                            Array dans_da = dans0 + dc_da;
-                            Array cc = c0 * (x / r);
-                            Array ans = ans0 + cc;
-                            Array more = logical_and(on, greater(abs(dc_da / dans_da), eps));
-                            return State{more, where(on, r, r0), where(on, cc, c0), where(on, ans, ans0),
-                                         where(on, dc_da, dc0), where(on, dans_da, dans0)};
-                          },
-                          init);
-  const Array& ans = std::get<3>(done);
-  const Array& dans_da = std::get<5>(done);
-  Array dlogax_da = log(x) - digamma_lanczos(a + c(1.0));
-  return (-(dans_da + ans * dlogax_da) * x) / a;
-}
-
-Array igammac_fraction_sample_grad(const Array& x, const Array& a, const Array& enabled0) {
-  const DType dt = a.dtype();
-  auto c = [dt](double v) { return constant(v, dt); };
-  const double eps_d = float_info(dt).eps();
-  Array eps = c(eps_d), big = c(1.0 / eps_d);
-  Array y0 = c(1.0) - a;
-  Array z0 = (x + y0) + c(1.0);
-  Array pkm1_0 = x + c(1.0), qkm1_0 = z0 * x;
-  Array ans0 = pkm1_0 / qkm1_0;
-  Array dqkm1_0 = -x;
-  Array dans0 = (zeros_like(x) - ans0 * dqkm1_0) / qkm1_0;
-  // enabled, ans, t, y, z, count, pkm1, qkm1, pkm2, qkm2, dpkm2, dqkm2, dpkm1, dqkm1, dans_da
-  using State = std::vector<Array>;
-  State init{enabled0, ans0, full_like(x, Scalar(1.0)), y0, z0, c(0.0), pkm1_0, qkm1_0, full_like(x, Scalar(1.0)),
-             x, zeros_like(x), zeros_like(x), zeros_like(x), dqkm1_0, dans0};
-  State done = while_loop(
-      [&](const State& s) { return logical_and(less(s[5], c(2000.0)), any(s[0])); },
-      [&](const State& s) {
-        const Array& on = s[0];
-        Array count = s[5] + c(1.0), y = s[3] + c(1.0), z = s[4] + c(2.0);
-        Array yc = y * count;
-        const Array &pkm1 = s[6], &qkm1 = s[7], &pkm2 = s[8], &qkm2 = s[9];
-        const Array &dpkm2 = s[10], &dqkm2 = s[11], &dpkm1 = s[12], &dqkm1 = s[13];
-        Array pk = pkm1 * z - pkm2 * yc, qk = qkm1 * z - qkm2 * yc;
-        Array nonzero = not_equal(qk, c(0.0));
-        Array r = pk / qk;
-        Array t = where(nonzero, abs((s[1] - r) / r), c(1.0));
-        Array ans = where(nonzero, r, s[1]);
-        Array dpk = ((dpkm1 * z - pkm1) - dpkm2 * yc) + pkm2 * count;
-        Array dqk = ((dqkm1 * z - qkm1) - dqkm2 * yc) + qkm2 * count;
-        Array dans = where(nonzero, (dpk - ans * dqk) / qk, s[14]);
-        Array grad_change = where(nonzero, abs(dans - s[14]), c(1.0));
-        // Shift the recurrences, rescaling all terms when they grow past 1/eps.
-        Array rescale = greater(abs(pk), big);
-        auto scaled = [&](const Array& v) { return where(rescale, v * eps, v); };
-        std::vector<Array> next{scaled(pk), scaled(qk), scaled(pkm1), scaled(qkm1),
-                                scaled(dpkm1), scaled(dqkm1), scaled(dpk), scaled(dqk)};
-        Array more = logical_and(on, greater(grad_change, eps));
-        State out{more, where(on, ans, s[1]), where(on, t, s[2]), where(on, y, s[3]), where(on, z, s[4]), count};
-        for (size_t i = 0; i < next.size(); ++i) out.push_back(where(on, next[i], s[6 + i]));
-        out.push_back(where(on, dans, s[14]));
-        return out;
-      },
-      init);
-  Array dlogax_da = log(x) - digamma_lanczos(a);
-  return -(done[14] + done[1] * dlogax_da) * x;
-}
-
-Array random_gamma_grad(const Array& a, const Array& x) {
-  const DType dt = a.dtype();
-  auto c = [dt](double v) { return constant(v, dt); };
-  const FloatInfo fi = float_info(dt);
-  const double max_finite = (2.0 - fi.eps()) * std::ldexp(1.0, -fi.minexp + 1);
-  Array is_nan = logical_or(isnan(a), isnan(x));
-  Array x_is_zero = equal(x, c(0.0));
-  Array domain_error = logical_or(less(x, c(0.0)), less_equal(a, c(0.0)));
-  Array use_fraction = logical_and(greater(x, c(1.0)), greater(x, a));
-  Array log_ax = (a * log(x) - x) - lgamma_lanczos(a);
-  Array underflow = less(log_ax, c(-std::log(max_finite)));
-  Array enabled = logical_not(logical_or(logical_or(x_is_zero, domain_error), logical_or(underflow, is_nan)));
-  Array out = where(use_fraction,
-                    -igammac_fraction_sample_grad(x, a, logical_and(enabled, use_fraction)),
-                    igamma_series_sample_grad(x, a, logical_and(enabled, logical_not(use_fraction))));
-  out = where(x_is_zero, c(0.0), out);
-  return where(logical_or(domain_error, is_nan), c(NAN), out);
-}
-
 // JAX's jvp of random_gamma_p: tangent * d sample / d alpha (log space: divided by the sample,
 // with an underflowed exp(log sample) replaced by the smallest normal float).
 Array gamma_tangent(const Array& sample, const Array& a, bool log_space) {
-  if (!log_space) return random_gamma_grad(a, sample);
+  if (!log_space) return tessel::random_gamma_grad(a, sample);
   const DType dt = a.dtype();
   Array s = exp(sample);
   s = where(equal(s, constant(0.0, dt)), constant(float_info(dt).tiny(), dt), s);
-  return random_gamma_grad(a, s) / s;
+  return tessel::random_gamma_grad(a, s) / s;
 }
 
 // JAX's random_gamma_p: one key per element (split(key, a.size)), one rejection loop per

@@ -1,7 +1,6 @@
 #pragma once
 // Shared checks and helpers of ts::random's samplers (src/random/*.cpp): key, dtype and
 // shape validation with JAX's rules, finfo constants and the key split every sampler uses.
-#include <array>
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -74,61 +73,5 @@ inline Array constant(double v, DType d) { return Array(Scalar(v, d)); }
 
 // The parameter converted to the sample dtype and broadcast to the sample shape.
 inline Array param(const Array& p, DType dtype, const Shape& shape) { return broadcast_to(astype(p, dtype), shape); }
-
-// The Lanczos approximation of the gamma function with g = 7 and 9 terms (XLA's).
-inline constexpr double kLanczosG = 7.0;
-inline constexpr double kLanczosBase = 0.99999999999980993227684700473478;
-inline constexpr std::array<double, 8> kLanczosCoeffs = {
-    676.520368121885098567009190444019, -1259.13921672240287047156078755283, 771.3234287776530788486528258894,
-    -176.61502916214059906584551354,    12.507343278686904814458936853,      -0.13857109526572011689554707,
-    9.984369578019570859563e-6,         1.50563273514931155834e-7};
-
-// lgamma by the Lanczos approximation (g = 7, as XLA computes lax.lgamma), with Euler's
-// reflection below 1/2.
-inline Array lgamma_lanczos(const Array& x) {
-  const DType dt = x.dtype();
-  auto c = [dt](double v) { return constant(v, dt); };
-  const auto& kCoeffs = kLanczosCoeffs;
-  constexpr double g = kLanczosG;
-  Array one = c(1.0), half = c(0.5);
-  Array reflect = less(x, half);
-  Array z = where(reflect, -x, x - one);
-  Array acc = c(kLanczosBase);
-  for (size_t i = 0; i < kCoeffs.size(); ++i) acc = acc + c(kCoeffs[i]) / ((z + c(double(i))) + one);
-  Array tz = c(g + 0.5) + z;
-  Array log_t = c(std::log(g + 0.5)) + log1p(z / c(g + 0.5));
-  Array log_y = (c((std::numbers::ln2 + std::log(std::numbers::pi)) / 2) + ((z + half) - tz / log_t) * log_t) + log(acc);
-  Array abs_x = abs(x);
-  Array frac = abs_x - floor(abs_x);
-  Array reduced = where(greater(frac, half), one - frac, frac);
-  Array denom = log(sin(c(std::numbers::pi) * reduced));
-  Array reflection = where(isfinite(denom), (c(std::log(std::numbers::pi)) - denom) - log_y, -denom);
-  Array out = where(reflect, reflection, log_y);
-  return where(isinf(x), c(INFINITY), out);
-}
-
-// digamma by differentiating the same Lanczos sum (as XLA computes lax.digamma), with the
-// reflection psi(x) = psi(1 - x) - pi cot(pi x) below 1/2; NaN at the poles.
-inline Array digamma_lanczos(const Array& x) {
-  const DType dt = x.dtype();
-  auto c = [dt](double v) { return constant(v, dt); };
-  Array one = c(1.0), half = c(0.5), zero = c(0.0);
-  Array reflect = less(x, half);
-  Array z = where(reflect, -x, x - one);
-  Array num = zero, den = c(kLanczosBase);
-  for (size_t i = 0; i < kLanczosCoeffs.size(); ++i) {
-    Array zi = (z + c(double(i))) + one;
-    num = num - c(kLanczosCoeffs[i]) / (zi * zi);
-    den = den + c(kLanczosCoeffs[i]) / zi;
-  }
-  Array tz = c(kLanczosG + 0.5) + z;
-  Array log_t = c(std::log(kLanczosG + 0.5)) + log1p(z / c(kLanczosG + 0.5));
-  Array y = (log_t + num / den) - c(kLanczosG) / tz;
-  Array reduced = x + abs(floor(x + half));
-  Array pi = c(std::numbers::pi);
-  Array reflection = y - pi * cos(pi * reduced) / sin(pi * reduced);
-  Array out = where(reflect, reflection, y);
-  return where(logical_and(less_equal(x, zero), equal(x, floor(x))), c(NAN), out);
-}
 
 }  // namespace tessel::random::sampler

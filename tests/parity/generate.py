@@ -30,6 +30,7 @@ import cases_numpy
 import cases_numpy_composed
 import cases_random
 import cases_sort
+import cases_special
 import jax_api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,6 +46,7 @@ MODULES = {
     "nn": cases_nn.cases,
     "conv": cases_conv.cases,
     "lax": cases_lax.cases,
+    "special": cases_special.cases,
 }
 
 

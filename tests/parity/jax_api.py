@@ -21,9 +21,11 @@ import jax.numpy.fft
 import jax.numpy.linalg
 import jax.random
 import jax.scipy.linalg
+import jax.scipy.special
 
 MODULES = ["jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.scipy.linalg", "jax.lax", "jax.lax.linalg",
-           "jax.nn", "jax.random"]
+           "jax.nn", "jax.random",
+           "jax.scipy.special"]
 
 _FILE_IO = "file I/O on NumPy's .npy/.npz/raw files"
 _PRINT = "Python print options; tessel prints with Array::to_string and operator<<"
@@ -71,7 +73,8 @@ EXCLUDED = {
 def public_callables(module_name):
     mod = {"jax.numpy": jnp, "jax.numpy.linalg": jnp.linalg, "jax.numpy.fft": jnp.fft,
            "jax.scipy.linalg": jax.scipy.linalg, "jax.lax": jax.lax, "jax.lax.linalg": jax.lax.linalg,
-           "jax.nn": jax.nn, "jax.random": jax.random}[module_name]
+           "jax.nn": jax.nn, "jax.random": jax.random,
+           "jax.scipy.special": jax.scipy.special}[module_name]
     return sorted(n for n in dir(mod)
                   if not n.startswith("_") and callable(getattr(mod, n)) and not inspect.isclass(getattr(mod, n)))
 
