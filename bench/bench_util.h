@@ -25,6 +25,17 @@ inline void report(const std::string& name, double value, const std::string& uni
   std::fflush(stdout);
 }
 
+/// The 1-minute load average (/proc/loadavg), or -1 where it cannot be read: printed beside
+/// figures that other processes on the cores disturb.
+inline double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
 /// `s` as one single-quoted shell word.
 inline std::string shell_quote(const std::string& s) {
   std::string out = "'";
