@@ -370,8 +370,17 @@ Array uniform(const Array& key, const Shape& shape, DType dtype, const Array& mi
                      shape_to_string(shape));
   Array lo = astype(minval, dtype), hi = astype(maxval, dtype);
   Array f = unit_uniform("uniform", key, shape, dtype);
+  Array scaled = f * (hi - lo) + lo;
+  if (dtype == DType::float32) {
+    // XLA contracts JAX's f * (hi - lo) + lo into one fused multiply-add (one rounding);
+    // float64 holds the product of two float32 exactly, so the sum rounds once to float64 and
+    // once to float32: JAX's bits (truncated_normal and bounded uniform) except for rare ties
+    // of that double rounding.
+    const Array wide = astype(f, DType::float64) * astype(hi - lo, DType::float64) + astype(lo, DType::float64);
+    scaled = astype(wide, DType::float32);
+  }
   // The max guards against rounding below minval when (hi - lo) * f + lo is inexact.
-  return broadcast_to(maximum(lo, f * (hi - lo) + lo), shape);
+  return broadcast_to(maximum(lo, scaled), shape);
 }
 
 Array normal(const Array& key, const Shape& shape, DType dtype) {
