@@ -114,6 +114,21 @@ TEST(Random, ThreefryLaneBlocksAndThreadSplitsEqualTheScalarReference) {
   }
 }
 
+TEST(Random, BoundedFloat32UniformRoundsLikeXlasFusedMultiplyAdd) {
+  // jax.random.uniform(PRNGKey(42), (8,), float32, -3.5, 1.25) under JAX 0.10.2: XLA fuses
+  // f * (maxval - minval) + minval into one multiply-add, and 5 of these 8 samples differ
+  // from the two-rounding product-then-sum.
+  const ts::Array u = tr::uniform(tr::key(42), {8}, ts::f32, ts::Array(-3.5f), ts::Array(1.25f));
+  EXPECT_EQ(ts::bitcast_convert_type(u, ts::u32).to_vector<uint32_t>(),
+            (std::vector<uint32_t>{0xbf96dd55u, 0xbe8abbb8u, 0xbf129d26u, 0xbf55cdf0u, 0xbfae0211u, 0xbf37964eu,
+                                   0xc0494208u, 0x3e3a3facu}));
+  auto jitted = ts::jit([](const ts::Array& k) {
+    return tr::uniform(k, {8}, ts::f32, ts::Array(-3.5f), ts::Array(1.25f));
+  });
+  EXPECT_EQ(ts::bitcast_convert_type(jitted(tr::key(42)), ts::u32).to_vector<uint32_t>(),
+            ts::bitcast_convert_type(u, ts::u32).to_vector<uint32_t>());
+}
+
 TEST(Random, KeyHoldsHighAndLowWordsOfTheSeed) {
   EXPECT_EQ(key_of(tr::key(0)), (std::vector<uint32_t>{0, 0}));
   EXPECT_EQ(key_of(tr::key(42)), (std::vector<uint32_t>{0, 42}));
