@@ -38,28 +38,15 @@ std::string jax_command(int rounds) {
          " " + std::to_string(rounds);
 }
 
-/// Prints nn.<name>_ms, and with JAX's figure nn.<name>_jax_ms and nn.<name>_vs_jax (JAX's
-/// time over tessel's).
+/// Prints `nn.<name>_ms` and, with JAX's figure, `_jax_ms` and `_vs_jax` (JAX's time over tessel's).
 void report_time(const std::map<std::string, double>& jax, const std::string& name, const std::string& jax_name,
                  double seconds) {
-  tb::report("nn." + name + "_ms", seconds * 1e3, "ms");
-  auto it = jax.find(jax_name);
-  if (it == jax.end() || it->second <= 0) return;
-  tb::report("nn." + name + "_jax_ms", it->second * 1e3, "ms");
-  tb::report("nn." + name + "_vs_jax", it->second / seconds, "x");
+  tb::report_time_vs_jax(jax, "nn.", name, jax_name, seconds, tb::JaxRatio::kJaxOverOurs);
 }
 
-/// Compares a value with JAX's (when JAX ran) and prints the relative difference; false when
-/// it exceeds `tolerance`.
+/// Compares a value with JAX's (when JAX ran); false beyond `tolerance` (relative).
 bool check_value(const std::map<std::string, double>& jax, const std::string& name, double mine, double tolerance) {
-  auto it = jax.find(name);
-  if (it == jax.end()) return true;
-  const double rel = std::abs(mine - it->second) / std::max(std::abs(it->second), 1e-30);
-  tb::report("nn." + name + "_rel_diff", rel, "");
-  if (rel <= tolerance) return true;
-  std::fprintf(stderr, "nn: %s is %.9g in tessel and %.9g in JAX (relative difference %.3g > %.3g)\n", name.c_str(),
-               mine, it->second, rel, tolerance);
-  return false;
+  return tb::check_value_vs_jax(jax, "nn.", name, mine, tolerance);
 }
 
 using Fn = std::function<ts::Array(const std::vector<ts::Array>&)>;

@@ -144,27 +144,15 @@ std::string jax_command() {
          tb::shell_quote(std::string(TESSEL_SOURCE_DIR) + "/bench/baselines/jax_transformer.py");
 }
 
-/// Prints `transformer.<name>_ms`, and with JAX's figure `<name>_jax_ms` and `<name>_vs_jax`.
+/// Prints `transformer.<name>_ms` and, with JAX's figure, `_jax_ms` and `_vs_jax` (tessel's time over JAX's).
 void report_time(const std::map<std::string, double>& jax, const std::string& name, const std::string& jax_name,
                  double seconds) {
-  tb::report("transformer." + name + "_ms", seconds * 1e3, "ms");
-  auto it = jax.find(jax_name);
-  if (it == jax.end() || it->second <= 0) return;
-  tb::report("transformer." + name + "_jax_ms", it->second * 1e3, "ms");
-  tb::report("transformer." + name + "_vs_jax", seconds / it->second, "x");
+  tb::report_time_vs_jax(jax, "transformer.", name, jax_name, seconds, tb::JaxRatio::kOursOverJax);
 }
 
-/// Compares a value with JAX's (when JAX ran): prints the relative difference; false when it
-/// exceeds `tolerance`.
+/// Compares a value with JAX's (when JAX ran); false beyond `tolerance` (relative).
 bool check_value(const std::map<std::string, double>& jax, const std::string& name, double mine, double tolerance) {
-  auto it = jax.find(name);
-  if (it == jax.end()) return true;
-  double rel = std::abs(mine - it->second) / std::max(std::abs(it->second), 1e-30);
-  tb::report("transformer." + name + "_rel_diff", rel, "");
-  if (rel <= tolerance) return true;
-  std::fprintf(stderr, "transformer: %s is %.9g in tessel and %.9g in JAX (relative difference %.3g > %.3g)\n",
-               name.c_str(), mine, it->second, rel, tolerance);
-  return false;
+  return tb::check_value_vs_jax(jax, "transformer.", name, mine, tolerance);
 }
 
 /// One stage alone: forward (jit(f)) and forward+backward (jit(grad) of sum(f(args) * ct)
