@@ -296,13 +296,6 @@ class BodyEmitter {
     return nullptr;
   }
 
-  /// Whether `expr` names a row's value (a kScalar source: a reduction of an earlier phase).
-  bool is_row_scalar(const std::string& expr) const {
-    for (const auto& [var, src] : sources_)
-      if (src.kind == Source::kScalar && src.name == expr) return true;
-    return false;
-  }
-
   /// The element of `a` at index map `m`, as an expression (usually a local's name).
   std::string value(const ir::Atom& a, const IndexMap& m) {
     if (a.is_literal()) return literal_text(a.literal(), a.aval().dtype);
@@ -348,16 +341,6 @@ class BodyEmitter {
         in_avals.push_back(x.aval());
       }
       std::string expr = e.prim->codegen(xs, in_avals, out, e.params);
-      if (e.prim->name == "div" && (out.dtype == DType::float32 || out.dtype == DType::float64) &&
-          is_row_scalar(xs[1])) {
-        // A division by a row's value (a row-phased nest's normalization) multiplies by its
-        // reciprocal, as XLA rewrites x / broadcast(s) into x * broadcast(1 / s): JAX's
-        // rounding (at most 1.5 ulp from the quotient) and a multiply per point instead of a
-        // divide; the reciprocal is loop-invariant, computed once per row.
-        const std::string recip = fresh();
-        line("const " + type + " " + recip + " = " + type + "(tessel::scalar::div(" + type + "(1), " + xs[1] + "));");
-        expr = type + "(tessel::scalar::mul(" + xs[0] + ", " + recip + "))";
-      }
       std::string name = fresh();
       line("const " + type + " " + name + " = " + expr + ";");
       return name;
