@@ -1,7 +1,9 @@
 #pragma once
 // Helpers shared by the benchmark programs: timing, `name value unit` output, and running a
 // Python baseline in the same run.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -23,6 +25,48 @@ template <class F> double seconds_per_call(F&& f, int n, int repeats = 5) {
 inline void report(const std::string& name, double value, const std::string& unit) {
   std::printf("%s %.4g %s\n", name.c_str(), value, unit.c_str());
   std::fflush(stdout);
+}
+
+/// The 1-minute load average (/proc/loadavg), or -1 where it cannot be read: printed beside
+/// figures that other processes on the cores disturb.
+inline double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
+/// Which way a `_vs_jax` line's ratio goes.
+enum class JaxRatio {
+  kOursOverJax,  // tessel's time over JAX's: lower is better (issue 31's lines)
+  kJaxOverOurs,  // JAX's time over tessel's, a speedup: higher is better (issue 29's lines)
+};
+
+/// Prints `<prefix><name>_ms`, and when `jax` holds `jax_name` (seconds),
+/// `<prefix><name>_jax_ms` and `<prefix><name>_vs_jax` (the ratio `ratio` says).
+inline void report_time_vs_jax(const std::map<std::string, double>& jax, const std::string& prefix,
+                               const std::string& name, const std::string& jax_name, double seconds, JaxRatio ratio) {
+  report(prefix + name + "_ms", seconds * 1e3, "ms");
+  auto it = jax.find(jax_name);
+  if (it == jax.end() || it->second <= 0) return;
+  report(prefix + name + "_jax_ms", it->second * 1e3, "ms");
+  report(prefix + name + "_vs_jax", ratio == JaxRatio::kOursOverJax ? seconds / it->second : it->second / seconds, "x");
+}
+
+/// Compares a value with JAX's `name` (when JAX ran) and prints `<prefix><name>_rel_diff`;
+/// false (and a line on stderr) when the relative difference exceeds `tolerance`.
+inline bool check_value_vs_jax(const std::map<std::string, double>& jax, const std::string& prefix,
+                               const std::string& name, double mine, double tolerance) {
+  auto it = jax.find(name);
+  if (it == jax.end()) return true;
+  const double rel = std::abs(mine - it->second) / std::max(std::abs(it->second), 1e-30);
+  report(prefix + name + "_rel_diff", rel, "");
+  if (rel <= tolerance) return true;
+  std::fprintf(stderr, "%s%s is %.9g in tessel and %.9g in JAX (relative difference %.3g > %.3g)\n", prefix.c_str(),
+               name.c_str(), mine, it->second, rel, tolerance);
+  return false;
 }
 
 /// `s` as one single-quoted shell word.

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "hashed_inputs.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
@@ -47,26 +48,8 @@ TESSEL_TREE(Params, ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2, bias)
 
 namespace {
 
-/// float32 values in [-bound, bound): a 32-bit integer hash of (index, salt), computed as
-/// jax_transformer.py's hashed_uniform does (exact integer arithmetic, one rounding to float).
-std::vector<float> hashed_uniform(int64_t n, uint64_t salt, double bound) {
-  std::vector<float> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t h = (uint64_t(i) * 2654435761ull + salt * 97531ull) & 0xFFFFFFFFull;
-    h ^= h >> 16;
-    h = (h * 0x45D9F3Bull) & 0xFFFFFFFFull;
-    h ^= h >> 16;
-    double u = double(h) / 4294967296.0;
-    out[size_t(i)] = float((2.0 * u - 1.0) * bound);
-  }
-  return out;
-}
-
-ts::Array hashed_array(const ts::Shape& shape, uint64_t salt, double bound) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return ts::Array(hashed_uniform(n, salt, bound), shape);
-}
+using tb::hashed_array;
+using tb::hashed_uniform;
 
 /// Layer-norm gain: 1 + a hashed value in [-0.1, 0.1), rounded as the JAX script does.
 ts::Array hashed_gain(int64_t n, uint64_t salt) {
@@ -149,17 +132,6 @@ ts::Array loss(const Params& p, const ts::Array& x) {
   return ts::mean(y * y);
 }
 
-/// The 1-minute load average (/proc/loadavg), or -1 where it cannot be read: printed beside
-/// the small block's spread, which other processes on the cores widen.
-double load_average() {
-  double load = -1;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
-    std::fclose(f);
-  }
-  return load;
-}
-
 void wait_all(const Params& g) {
   for (const ts::Array& a : ts::tree_leaves(g)) a.block_until_ready();
 }
@@ -172,27 +144,15 @@ std::string jax_command() {
          tb::shell_quote(std::string(TESSEL_SOURCE_DIR) + "/bench/baselines/jax_transformer.py");
 }
 
-/// Prints `transformer.<name>_ms`, and with JAX's figure `<name>_jax_ms` and `<name>_vs_jax`.
+/// Prints `transformer.<name>_ms` and, with JAX's figure, `_jax_ms` and `_vs_jax` (tessel's time over JAX's).
 void report_time(const std::map<std::string, double>& jax, const std::string& name, const std::string& jax_name,
                  double seconds) {
-  tb::report("transformer." + name + "_ms", seconds * 1e3, "ms");
-  auto it = jax.find(jax_name);
-  if (it == jax.end() || it->second <= 0) return;
-  tb::report("transformer." + name + "_jax_ms", it->second * 1e3, "ms");
-  tb::report("transformer." + name + "_vs_jax", seconds / it->second, "x");
+  tb::report_time_vs_jax(jax, "transformer.", name, jax_name, seconds, tb::JaxRatio::kOursOverJax);
 }
 
-/// Compares a value with JAX's (when JAX ran): prints the relative difference; false when it
-/// exceeds `tolerance`.
+/// Compares a value with JAX's (when JAX ran); false beyond `tolerance` (relative).
 bool check_value(const std::map<std::string, double>& jax, const std::string& name, double mine, double tolerance) {
-  auto it = jax.find(name);
-  if (it == jax.end()) return true;
-  double rel = std::abs(mine - it->second) / std::max(std::abs(it->second), 1e-30);
-  tb::report("transformer." + name + "_rel_diff", rel, "");
-  if (rel <= tolerance) return true;
-  std::fprintf(stderr, "transformer: %s is %.9g in tessel and %.9g in JAX (relative difference %.3g > %.3g)\n",
-               name.c_str(), mine, it->second, rel, tolerance);
-  return false;
+  return tb::check_value_vs_jax(jax, "transformer.", name, mine, tolerance);
 }
 
 /// One stage alone: forward (jit(f)) and forward+backward (jit(grad) of sum(f(args) * ct)
@@ -281,7 +241,7 @@ int main() {
     report_time(jax, "small_fwd", "small_fwd", t_fwd);
     report_time(jax, "small_fwdbwd", "small_fwdbwd", *lo);
     tb::report("transformer.small_fwdbwd_spread", *hi / *lo, "x");
-    if (double load = load_average(); load >= 0) tb::report("transformer.load_average", load, "");
+    if (double load = tb::load_average(); load >= 0) tb::report("transformer.load_average", load, "");
   }
 
   ok &= measure_stage(jax, "gelu", [](const std::vector<ts::Array>& a) { return gelu(a[0]); }, {{8, 256, 2048}});

@@ -3,6 +3,7 @@
 // composes them (jax/_src/prng.py and jax/_src/random.py, threefry_partitionable mode), plus
 // the lax primitive that composition needs, bitcast_convert_type (erf_inv, which normal and
 // truncated_normal also use, is with the special functions in special.cpp).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -32,21 +33,72 @@ inline uint32_t rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
 
 // Threefry-2x32 with 20 rounds (Salmon et al., SC'11): 5 groups of 4 mix rounds, a key
 // injection after each group. The key schedule's third word is k0 ^ k1 ^ the Skein parity.
+// Every loop has a fixed trip count, so it unrolls into straight-line code that the lane
+// loop of threefry_lanes vectorizes.
 inline void threefry_block(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
   static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
   x0 += ks[0];
   x1 += ks[1];
+#pragma GCC unroll 5
   for (uint32_t g = 0; g < 5; ++g) {
-    for (int r : kRot[g % 2]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
       x0 += x1;
-      x1 = rotl32(x1, r) ^ x0;
+      x1 = rotl32(x1, kRot[g % 2][i]) ^ x0;
     }
     x0 += ks[(g + 1) % 3];
     x1 += ks[(g + 2) % 3] + g + 1;
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// One clone per ISA (the loader picks the widest the CPU has): the lane loop becomes 16-wide
+// AVX-512 integer code (with its rotate instruction) instead of SSE2's 4 lanes.
+#define TESSEL_THREEFRY_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TESSEL_THREEFRY_CLONES
+#endif
+
+// Points per lane block: each block of operands is hashed by one vectorized loop.
+constexpr int64_t kThreefryLanes = 64;
+
+// One block of kThreefryLanes points: operands a, b (key words) and c, d (counter words)
+// read lane by lane; a fixed trip count vectorizes without a masked epilogue. Inlined into
+// each clone of threefry_lanes, so it takes the clone's instruction set.
+[[gnu::always_inline]] inline void threefry_lane_block(const uint32_t* a, const uint32_t* b, const uint32_t* c,
+                                                       const uint32_t* d, uint32_t* out0, uint32_t* out1) {
+  for (int64_t j = 0; j < kThreefryLanes; ++j) {
+    uint32_t x0 = c[j], x1 = d[j];
+    threefry_block(a[j], b[j], x0, x1);
+    out0[j] = x0;
+    out1[j] = x1;
+  }
+}
+
+// Hashes points [lo, hi): operand i of point j is in[i][j * step[i]] (step 0: rank-0, else 1).
+// Contiguous operands are read in place and the results written in place; a rank-0 operand
+// reads a block of its value; the last partial block goes through zero-padded copies.
+TESSEL_THREEFRY_CLONES void threefry_lanes(const uint32_t* const* in, const int64_t* step, uint32_t* out0,
+                                           uint32_t* out1, int64_t lo, int64_t hi) {
+  uint32_t broadcast[4][kThreefryLanes];
+  for (int i = 0; i < 4; ++i)
+    if (step[i] == 0) std::fill_n(broadcast[i], kThreefryLanes, in[i][0]);
+  auto operand = [&](int i, int64_t b) { return step[i] == 0 ? broadcast[i] : in[i] + b; };
+  int64_t b = lo;
+  for (; b + kThreefryLanes <= hi; b += kThreefryLanes)
+    threefry_lane_block(operand(0, b), operand(1, b), operand(2, b), operand(3, b), out0 + b, out1 + b);
+  if (b == hi) return;
+  const int64_t m = hi - b;
+  uint32_t tail[4][kThreefryLanes] = {}, tail_out[2][kThreefryLanes];
+  for (int i = 0; i < 4; ++i) std::copy_n(operand(i, b), m, tail[i]);
+  threefry_lane_block(tail[0], tail[1], tail[2], tail[3], tail_out[0], tail_out[1]);
+  std::copy_n(tail_out[0], m, out0 + b);
+  std::copy_n(tail_out[1], m, out1 + b);
+}
+
+// Points split over the intra-op arena (each point's hash is independent, so the bits do not
+// depend on the split).
 void threefry_kernel(const KernelCall& c) {
   const int64_t n = c.out_avals[0].size();
   const uint32_t* in[4];
@@ -57,12 +109,11 @@ void threefry_kernel(const KernelCall& c) {
   }
   uint32_t* out0 = c.out<uint32_t>(0);
   uint32_t* out1 = c.out<uint32_t>(1);
-  for (int64_t j = 0; j < n; ++j) {
-    uint32_t x0 = in[2][j * step[2]], x1 = in[3][j * step[3]];
-    threefry_block(in[0][j * step[0]], in[1][j * step[1]], x0, x1);
-    out0[j] = x0;
-    out1[j] = x1;
-  }
+  auto body = [&](int64_t lo, int64_t hi) { threefry_lanes(in, step, out0, out1, lo, hi); };
+  // A hash costs about 20 times an add: a smaller grain than the element-wise one pays.
+  constexpr int64_t kGrain = kElementwiseGrain / 16;
+  if (n <= kGrain) body(0, n);
+  else cpu::parallel_for(n, kGrain, body);
 }
 
 // Not differentiable (uint32 operands only); batches and partitions element-wise (each
@@ -271,8 +322,17 @@ Array uniform(const Array& key, const Shape& shape, DType dtype, const Array& mi
                      shape_to_string(shape));
   Array lo = astype(minval, dtype), hi = astype(maxval, dtype);
   Array f = unit_uniform("uniform", key, shape, dtype);
+  Array scaled = f * (hi - lo) + lo;
+  if (dtype == DType::float32) {
+    // XLA contracts JAX's f * (hi - lo) + lo into one fused multiply-add (one rounding);
+    // float64 holds the product of two float32 exactly, so the sum rounds once to float64 and
+    // once to float32: JAX's bits (truncated_normal and bounded uniform) except for rare ties
+    // of that double rounding.
+    const Array wide = astype(f, DType::float64) * astype(hi - lo, DType::float64) + astype(lo, DType::float64);
+    scaled = astype(wide, DType::float32);
+  }
   // The max guards against rounding below minval when (hi - lo) * f + lo is inexact.
-  return broadcast_to(maximum(lo, f * (hi - lo) + lo), shape);
+  return broadcast_to(maximum(lo, scaled), shape);
 }
 
 Array normal(const Array& key, const Shape& shape, DType dtype) {

@@ -255,6 +255,55 @@ TEST(RowPhased, UserWrittenSoftmaxFamilyCompilesToOneLoopNest) {
   expect_row_phased("softmax f64", [](const std::vector<ts::Array>& a) { return softmax(a[0]); }, x64, 3, 1e-14);
 }
 
+/// Softmax rows of 300 points (18 lane chunks: the float lanes fold into float64 after 16 of
+/// them and keep accumulating, then a scalar tail of 12) with special values: a NaN, a +inf,
+/// every point -inf, huge and tiny magnitudes. The row-phased loop nest keeps its lanes in a
+/// vector register between chunks; its values equal the plain evaluation's, NaN for NaN.
+TEST(RowPhased, SoftmaxRowsWithNaNAndInfinitiesEqualThePlainEvaluation) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const int64_t rows = 64, cols = 300;  // above the fusion threshold (TESSEL_FUSION_MIN_ELEMENTS)
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> v(size_t(rows * cols));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> unit(-4, 4);
+  for (double& x : v) x = unit(rng);
+  v[0 * cols + 37] = std::numeric_limits<double>::quiet_NaN();  // row 0: a NaN among numbers
+  v[1 * cols + 290] = inf;                                     // row 1: +inf in the scalar tail
+  for (int64_t j = 0; j < cols; ++j) v[size_t(2 * cols + j)] = -inf;  // row 2: every point -inf
+  v[3 * cols + 5] = 1e30;                                      // row 3: one point dominates
+  for (int64_t j = 0; j < cols; ++j) v[size_t(4 * cols + j)] *= 1e-30;  // row 4: nearly uniform
+  v[5 * cols + 299] = std::numeric_limits<double>::quiet_NaN();  // row 5: NaN as the last point
+  for (ts::DType dt : {ts::f32, ts::f64}) {
+    const std::vector<ts::Array> x{ts::astype(ts::Array(v, {rows, cols}), dt)};
+    for (const auto& [what, f] : std::vector<std::pair<std::string, ArrayFn>>{
+             {"softmax", [](const std::vector<ts::Array>& a) { return softmax(a[0]); }},
+             {"nn::softmax", [](const std::vector<ts::Array>& a) { return ts::nn::softmax(a[0]); }},
+             {"log_softmax", [](const std::vector<ts::Array>& a) { return log_softmax(a[0]); }}}) {
+      auto jitted = ts::jit([f](const std::vector<ts::Array>& a) { return f(a); });
+      EXPECT_NE(jitted.lower(x).compile().as_text().find("fused_rows["), std::string::npos) << what;
+      const auto got = ts::astype(jitted(x), ts::f64).to_vector<double>();
+      const auto want = ts::astype(f(x), ts::f64).to_vector<double>();
+      ASSERT_EQ(got.size(), want.size());
+      const double tol = dt == ts::f32 ? 2e-6 : 1e-14;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << what << " " << ts::dtype_name(dt) << " point " << i;
+        } else if (std::isinf(want[i])) {
+          EXPECT_EQ(got[i], want[i]) << what << " " << ts::dtype_name(dt) << " point " << i;
+        } else {
+          ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << what << " " << ts::dtype_name(dt) << " " << i;
+        }
+      }
+      if (what == "softmax") {  // spot checks against the definition
+        EXPECT_TRUE(std::isnan(got[0]));                        // the NaN row is NaN throughout
+        EXPECT_TRUE(std::isnan(got[size_t(2 * cols)]));         // exp(-inf - -inf) = NaN, as in JAX
+        EXPECT_EQ(got[size_t(3 * cols + 5)], 1.0);              // the dominating point takes it all
+        EXPECT_NEAR(got[size_t(4 * cols + 1)], 1.0 / cols, 1e-6);
+      }
+    }
+  }
+}
+
 TEST(RowPhased, UserWrittenLayerAndRmsNormCompileToOneLoopNest) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
   auto a = normal({{8, 64, 512}, {512}, {512}}, 3);

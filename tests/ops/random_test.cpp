@@ -77,6 +77,58 @@ TEST(Random, ThreefryBroadcastsRankZeroOperandsAndReadsSlicedInputs) {
   }
 }
 
+TEST(Random, ThreefryLaneBlocksAndThreadSplitsEqualTheScalarReference) {
+  // The kernel hashes blocks of 64 lanes with vector code and splits the points over the
+  // intra-op arena: sizes around a block (63, 64, 65), a ragged tail over several blocks and
+  // one over many parallel chunks, with per-point keys (as a vmapped split) and with the
+  // rank-0 mixes of a draw (scalar key words and high counter word), under jit and eagerly.
+  for (int64_t n : {int64_t(1), int64_t(63), int64_t(64), int64_t(65), int64_t(1000), int64_t(300001)}) {
+    const size_t count = static_cast<size_t>(n);
+    std::vector<uint32_t> k0(count), k1(count), x0(count), x1(count);
+    for (int64_t i = 0; i < n; ++i) {
+      k0[size_t(i)] = uint32_t(i * 2654435761u);
+      k1[size_t(i)] = uint32_t(~i);
+      x0[size_t(i)] = uint32_t(i >> 3);
+      x1[size_t(i)] = uint32_t(i * 40503u + 17);
+    }
+    auto u32s = [n](const std::vector<uint32_t>& v) { return ts::Array(v, {n}); };
+    auto hash = [](const ts::Array& a, const ts::Array& b, const ts::Array& c, const ts::Array& d) {
+      auto [o0, o1] = tr::threefry2x32(a, b, c, d);
+      return std::vector<ts::Array>{o0, o1};
+    };
+    auto jitted = ts::jit([&](const ts::Array& a, const ts::Array& b, const ts::Array& c, const ts::Array& d) {
+      return hash(a, b, c, d);
+    });
+    for (bool use_jit : {false, true}) {
+      const auto per_point = use_jit ? jitted(u32s(k0), u32s(k1), u32s(x0), u32s(x1))
+                                     : hash(u32s(k0), u32s(k1), u32s(x0), u32s(x1));
+      const auto mixed = use_jit ? jitted(u32(11), u32(0xdeadbeefu), u32(0), u32s(x1))
+                                 : hash(u32(11), u32(0xdeadbeefu), u32(0), u32s(x1));
+      const auto a = per_point[0].to_vector<uint32_t>(), b = per_point[1].to_vector<uint32_t>();
+      const auto c = mixed[0].to_vector<uint32_t>(), d = mixed[1].to_vector<uint32_t>();
+      for (size_t i = 0; i < size_t(n); ++i) {
+        ASSERT_EQ(std::make_pair(a[i], b[i]), ref_threefry(k0[i], k1[i], x0[i], x1[i])) << "n " << n << " point " << i;
+        ASSERT_EQ(std::make_pair(c[i], d[i]), ref_threefry(11, 0xdeadbeefu, 0, x1[i])) << "n " << n << " point " << i;
+      }
+    }
+  }
+}
+
+TEST(Random, BoundedFloat32UniformRoundsLikeXlasFusedMultiplyAdd) {
+  // jax.random.uniform(PRNGKey(42), (8,), float32, -3.5, 1.25) under JAX 0.10.2: XLA fuses
+  // f * (maxval - minval) + minval into one multiply-add, and 5 of these 8 samples differ
+  // from the two-rounding product-then-sum.
+  const ts::Array u = tr::uniform(tr::key(42), {8}, ts::f32, ts::Array(-3.5f), ts::Array(1.25f));
+  EXPECT_EQ(ts::bitcast_convert_type(u, ts::u32).to_vector<uint32_t>(),
+            (std::vector<uint32_t>{0xbf96dd55u, 0xbe8abbb8u, 0xbf129d26u, 0xbf55cdf0u, 0xbfae0211u, 0xbf37964eu,
+                                   0xc0494208u, 0x3e3a3facu}));
+  auto jitted = ts::jit([](const ts::Array& k) {
+    return tr::uniform(k, {8}, ts::f32, ts::Array(-3.5f), ts::Array(1.25f));
+  });
+  EXPECT_EQ(ts::bitcast_convert_type(jitted(tr::key(42)), ts::u32).to_vector<uint32_t>(),
+            ts::bitcast_convert_type(u, ts::u32).to_vector<uint32_t>());
+}
+
 TEST(Random, KeyHoldsHighAndLowWordsOfTheSeed) {
   EXPECT_EQ(key_of(tr::key(0)), (std::vector<uint32_t>{0, 0}));
   EXPECT_EQ(key_of(tr::key(42)), (std::vector<uint32_t>{0, 42}));
