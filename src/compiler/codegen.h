@@ -87,8 +87,19 @@ inline constexpr int64_t kRowAlignment = 64;
 /// The C++ source of `extern "C" void <name>(void* const* bufs, int64_t r0, int64_t r1)`
 /// computing the group's outputs at the points whose first domain index lies in [r0, r1)
 /// (all of them for a rank-0 domain: [0, 1)). `bufs` holds the group's inputs, then its
-/// outputs, as dense row-major arrays. Every output of `group` must have the domain's shape.
+/// outputs, as dense row-major arrays, then (kernels over a domain of rank >= 2) a pointer
+/// to one row mask per input and output, or null: the kernel reads row r of a buffer that
+/// ring_indexable allows at row `r & mask` (-1 for a full-size buffer; a ring of 2^k rows
+/// of a streamed chain's intermediate: 2^k - 1, so row r lives in slot r mod 2^k). Every
+/// output of `group` must have the domain's shape.
 std::string generate_kernel(const ir::Program& group, const std::string& name);
+
+/// Whether generate_kernel's kernel over `shape` indexes a buffer of type `buffer` (an
+/// input, or an output when `output`) at its row modulo the buffer's row mask: a domain
+/// and a buffer of rank >= 2, and for an output no reduction (its rows are the domain's).
+inline bool ring_indexable(const GroupShape& shape, const Aval& buffer, bool output) {
+  return shape.domain.size() >= 2 && buffer.shape.size() >= 2 && (!output || shape.kept == shape.domain.size());
+}
 
 // ---- row-phased loop nests (docs/performance.md, "Normalizations") ----
 //

@@ -93,9 +93,10 @@ bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, c
 void fused_kernel(const ir::KernelCall& c) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
-  bufs.reserve(c.ins.size() + c.outs.size());
+  bufs.reserve(c.ins.size() + c.outs.size() + 1);
   for (const void* p : c.ins) bufs.push_back(const_cast<void*>(p));
   for (void* p : c.outs) bufs.push_back(p);
+  bufs.push_back(nullptr);  // no row masks: full-size buffers (codegen.h's generate_kernel)
   const Shape& domain = k.shape().domain;
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
