@@ -499,11 +499,13 @@ ir::Program phased_program(const Unit& u, const std::string& name) {
 
 }  // namespace
 
-FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
+FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape,
+                         std::vector<bool> ring_buffers)
     : lib_(std::move(lib)),
       fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
       name_(std::move(name)),
-      shape_(std::move(shape)) {}
+      shape_(std::move(shape)),
+      ring_buffers_(std::move(ring_buffers)) {}
 
 size_t FusedKernel::hash() const { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
 
@@ -538,16 +540,45 @@ FusionOptions fusion_options() {
 
 namespace {
 
+/// The values a streamed chain may keep in a ring of rows (streaming.cpp): those that loop
+/// nests compute and only other single loop nests read (no unfused equation, row-phased loop
+/// nest or the program's result). Their kernels index them at their row modulo a mask; the
+/// other buffers are indexed plainly (a mask costs a little in the scalar edge bodies).
+VarSet ring_candidates(const ir::Program& p, const std::vector<Unit>& units) {
+  VarSet computed, excluded;
+  for (const ir::Atom& a : p.outvars)
+    if (!a.is_literal()) excluded.insert(a.var().get());
+  for (const Unit& u : units) {
+    if (u.groups.size() == 1) {
+      for (const ir::Atom& a : u.groups[0].outvars)
+        if (!a.is_literal()) computed.insert(a.var().get());
+      continue;
+    }
+    if (u.groups.empty()) {
+      for (const ir::Atom& a : p.eqns[u.eqn].inputs)
+        if (!a.is_literal()) excluded.insert(a.var().get());
+    } else {
+      for (const ir::Var& v : u.invars) excluded.insert(v.get());
+    }
+  }
+  VarSet r;
+  for (const ir::VarNode* v : computed)
+    if (!excluded.count(v)) r.insert(v);
+  return r;
+}
+
 ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
   Plan plan(p);
   plan_materialization(plan, opt);
   std::vector<Unit> units = phase_rows(plan, schedule(plan, opt));
+  // (Also when not streaming: the same kernels, so the same bits, either way.)
+  const VarSet rings = ring_candidates(p, units);
   std::string source = kernel_prelude();
   size_t k = 0;
   for (const Unit& u : units) {
     if (u.groups.empty()) continue;
     const std::string name = "tessel_fused_" + std::to_string(k++);
-    source += "\n" + (u.groups.size() == 1 ? generate_kernel(u.groups[0], name)
+    source += "\n" + (u.groups.size() == 1 ? generate_kernel(u.groups[0], name, rings)
                                            : generate_row_phased_kernel(u.groups, u.invars, u.outvars, name));
   }
   if (k == 0) return p;
@@ -569,7 +600,8 @@ ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
     auto g = std::make_shared<const ir::Program>(phased ? phased_program(u, p.name + "_fused") : std::move(u.groups[0]));
     GroupShape shape = group_shape(phased ? u.groups[0] : *g);
     if (phased) shape.kept = shape.domain.size() - 1;
-    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), shape);
+    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), shape,
+                                                      phased ? std::vector<bool>{} : ring_buffers(*g, rings));
     ++k;
     ir::Params params{{"program", ir::ProgramRef(g)}, {"kernel", std::shared_ptr<const ir::ParamObject>(kernel)}};
     if (phased) params.set("phases", int64_t(u.groups.size()));

@@ -678,11 +678,14 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
   // modulo a mask (no copies as bands advance).
   for (auto& [v, w] : window_pos) {
     WindowSpec& spec = windows[w];
-    spec.ring = ring_indexable(kernel_of(p.eqns[chain.members()[spec.producer]]).shape(), v->aval, true);
+    const ir::Equation& producer = p.eqns[chain.members()[spec.producer]];
+    spec.ring = false;
+    for (size_t o = 0; o < producer.outputs.size(); ++o)
+      if (producer.outputs[o].get() == v) spec.ring = kernel_of(producer).ring_buffer(producer.inputs.size() + o);
     for (size_t k = spec.producer + 1; k < chain.size(); ++k) {
       const ir::Equation& e = p.eqns[chain.members()[k]];
-      for (const ir::Atom& a : e.inputs)
-        if (!a.is_literal() && a.var().get() == v) spec.ring &= ring_indexable(kernel_of(e).shape(), v->aval, false);
+      for (size_t i = 0; i < e.inputs.size(); ++i)
+        if (!e.inputs[i].is_literal() && e.inputs[i].var().get() == v) spec.ring &= kernel_of(e).ring_buffer(i);
     }
   }
   const int64_t band_rows = std::max<int64_t>(1, band_bytes / std::max<int64_t>(1, bytes_per_row));
