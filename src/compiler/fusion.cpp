@@ -201,6 +201,14 @@ bool reads_large_inline_value(const Plan& plan, size_t i, int64_t min_elements) 
   return false;
 }
 
+/// The recompute budget of the loop nest computing `root` (FusionOptions::small_point_cost).
+int64_t point_budget(const ir::Equation& root, const FusionOptions& opt) {
+  if (!opt.stream) return opt.max_point_cost;
+  const Aval& out = root.outputs[0]->aval;
+  const int64_t bytes = group_points(root) * int64_t(itemsize(out.dtype));
+  return bytes <= kSmallDomainBytes ? std::min(opt.max_point_cost, opt.small_point_cost) : opt.max_point_cost;
+}
+
 /// Decides what fuses: stores every value a non-fused consumer or the program's output
 /// needs; demotes roots too small to be worth a kernel; and, where a group would recompute
 /// more than `max_point_cost` per point, stores the value whose recomputation costs most.
@@ -255,9 +263,10 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
     for (size_t i = 0; i < p.eqns.size(); ++i) {
       if (!plan.is_root(i)) continue;
       const ir::VarNode* root = p.eqns[i].outputs[0].get();
+      const int64_t budget = point_budget(p.eqns[i], opt);
       for (;;) {
         GroupCost cost = group_cost(plan.group({root}));
-        if (cost.total <= opt.max_point_cost) break;
+        if (cost.total <= budget) break;
         const ir::VarNode* best = nullptr;
         double best_saving = 0;
         for (const auto& [v, c] : cost.vars) {
@@ -532,6 +541,7 @@ FusionOptions fusion_options() {
   FusionOptions o;
   o.min_elements = config::get_int(config::kFusionMinElements);
   o.max_point_cost = config::get_int(config::kFusionMaxPointCost);
+  o.small_point_cost = config::get_int(config::kFusionSmallPointCost);
   o.max_outputs = std::max<int64_t>(1, config::get_int(config::kFusionMaxOutputs));
   o.stream = config::get_flag(config::kFusionStream);
   o.stream_band_bytes = config::get_int(config::kFusionStreamBandBytes);
