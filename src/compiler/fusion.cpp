@@ -203,7 +203,6 @@ bool reads_large_inline_value(const Plan& plan, size_t i, int64_t min_elements) 
 
 /// The recompute budget of the loop nest computing `root` (FusionOptions::small_point_cost).
 int64_t point_budget(const ir::Equation& root, const FusionOptions& opt) {
-  if (!opt.stream) return opt.max_point_cost;
   const Aval& out = root.outputs[0]->aval;
   const int64_t bytes = group_points(root) * int64_t(itemsize(out.dtype));
   return bytes <= kSmallDomainBytes ? std::min(opt.max_point_cost, opt.small_point_cost) : opt.max_point_cost;

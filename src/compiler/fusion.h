@@ -17,10 +17,11 @@ struct FusionOptions {
   /// before the most recomputed one is stored instead (TESSEL_FUSION_MAX_POINT_COST,
   /// default 256; the unit is one arithmetic operation).
   int64_t max_point_cost = 256;
-  /// The budget of a group whose domain takes at most kSmallDomainBytes when `stream`
-  /// (the lower of the two applies; TESSEL_FUSION_SMALL_POINT_COST, default 32): its stored
-  /// values then live in rings of rows of a streamed chain, and a step of such arrays stays
-  /// in cache, so storing a value read at several offsets costs less than recomputing it.
+  /// The budget of a group whose domain takes at most kSmallDomainBytes (the lower of the
+  /// two applies; TESSEL_FUSION_SMALL_POINT_COST, default 32): a step of such arrays stays
+  /// in cache, and its stored values live in rings of rows of a streamed chain, so storing
+  /// a value read at several offsets costs less than recomputing it. The same whether
+  /// chains stream or not, so that both run the same loop nests (and give the same bits).
   int64_t small_point_cost = 32;
   /// Most outputs one loop nest computes (TESSEL_FUSION_MAX_OUTPUTS, default 8).
   int64_t max_outputs = 8;

@@ -118,8 +118,8 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "full-size buffer: [performance.md](performance.md#streaming-across-loop-nests))."},
     {.var = Var::kFusionSmallPointCost, .name = "TESSEL_FUSION_SMALL_POINT_COST", .kind = Kind::kInteger,
      .when = When::kEachCompilation, .min = 0, .default_int = 32,
-     .doc = "The same budget (the lower of the two) for a loop nest whose domain takes at most 1 MiB, when chains "
-            "stream: what it stores then lives in rings of rows and the whole step in cache, so storing costs "
+     .doc = "The same budget (the lower of the two) for a loop nest whose domain takes at most 1 MiB: its "
+            "arrays stay in cache and what it stores lives in rings of rows of a streamed chain, so storing costs "
             "less than recomputing ([performance.md](performance.md#rings-of-rows-and-the-recompute-budget)). "
             "Set it to `TESSEL_FUSION_MAX_POINT_COST`'s value to treat every size alike."},
     {.var = Var::kFusionMaxOutputs, .name = "TESSEL_FUSION_MAX_OUTPUTS", .kind = Kind::kInteger,
