@@ -141,6 +141,11 @@ class BodyEmitter {
     scopes_.emplace_back();
   }
 
+  /// Buffers of rank >= 2 are indexed at their row modulo a ring (codegen.h's
+  /// ring_indexable): the row index is and-ed with the buffer's row mask (`rmi<k>`,
+  /// `rmo<k>`, declared by generate_kernel).
+  void mask_rows(const std::vector<bool>& masked) { masked_ = masked; }
+
   /// Reductions fold into lane l_ of their lanes (`lane<k>[l_]`, generate_kernel's vectorized
   /// reduction loop) instead of their accumulator.
   void fold_into_lanes() { lanes_ = true; }
@@ -182,7 +187,8 @@ class BodyEmitter {
       }
       std::string v = value(g_.outvars[k], identity);
       if (targets_.empty()) {
-        line("out" + std::to_string(k) + "[" + flat_index(domain, identity) + "] = " + v + ";");
+        line("out" + std::to_string(k) + "[" + flat_index(domain, identity, nullptr, row_mask("rmo", k)) +
+             "] = " + v + ";");
         continue;
       }
       for (const Source& t : targets_[k])
@@ -197,15 +203,23 @@ class BodyEmitter {
 
   std::string fresh() { return "v" + std::to_string(next_++); }
 
+  /// The name of the row mask of buffer `prefix`<k> ("in" k or "out" k; "" when not masked).
+  std::string row_mask(const char* prefix, size_t k) const {
+    const size_t position = prefix[2] == 'i' ? k : g_.invars.size() + k;
+    return position < masked_.size() && masked_[position] ? prefix + std::to_string(k) : std::string();
+  }
+
   /// The flat offset of index `m` in a dense array of `shape`, plus `offsets[d]` (names of
   /// run-time values; empty entries add nothing) in each dimension when given.
-  std::string flat_index(const Shape& shape, const IndexMap& m, const std::vector<std::string>* offsets = nullptr) {
+  std::string flat_index(const Shape& shape, const IndexMap& m, const std::vector<std::string>* offsets = nullptr,
+                         const std::string& row_mask = "") {
     std::string s;
     int64_t stride = 1;
     for (size_t d = shape.size(); d-- > 0;) {
       if (shape[d] != 1) {
         std::string term = affine_text(m[d]);
         if (offsets && !(*offsets)[d].empty()) term = "(" + term + " + " + (*offsets)[d] + ")";
+        if (d == 0 && !row_mask.empty()) term = "((" + term + ") & " + row_mask + ")";
         if (stride != 1) term += " * " + std::to_string(stride);
         s = s.empty() ? term : term + " + " + s;
       }
@@ -310,8 +324,9 @@ class BodyEmitter {
       if (src != sources_.end() && src->second.kind == Source::kScalar) return memo(key, src->second.name);
       std::string name = fresh();
       const std::string array = src != sources_.end() ? src->second.name : "in" + std::to_string(it->second);
-      const std::string at = src != sources_.end() && src->second.kind == Source::kRow ? affine_text(m.back())
-                                                                                         : flat_index(var->aval.shape, m);
+      const std::string at = src != sources_.end() && src->second.kind == Source::kRow
+                                 ? affine_text(m.back())
+                                 : flat_index(var->aval.shape, m, nullptr, row_mask("rmi", it->second));
       line("const " + type + " " + name + " = " + array + "[" + at + "];");
       return memo(key, name);
     }
@@ -434,7 +449,8 @@ class BodyEmitter {
     note_row_read(input_.at(x.var().get()), read, run_time_row);
     if (input_maps_) (*input_maps_)[x.var().get()].push_back(IndexMap{});
     const std::string name = fresh();
-    line("const " + type + " " + name + " = in" + in + "[" + flat_index(x.aval().shape, c.at, &offsets) + "];");
+    line("const " + type + " " + name + " = in" + in + "[" +
+         flat_index(x.aval().shape, c.at, &offsets, row_mask("rmi", input_.at(x.var().get()))) + "];");
     return name;
   }
 
@@ -486,6 +502,7 @@ class BodyEmitter {
   int indent_ = 0;
   int next_ = 0;
   bool lanes_ = false;
+  std::vector<bool> masked_;  // per input then output: indexed at its row & its mask
   std::unordered_map<const ir::VarNode*, Source> sources_;
   std::vector<std::vector<Source>> targets_;
   std::string prefix_;
@@ -555,12 +572,14 @@ namespace {
 /// The generic body (over the whole domain), and the interior box its tests leave. The
 /// declarations of the run-time offsets it reads are added to `prologue`.
 std::string generic_body(const ir::Program& g, int indent, std::vector<int64_t>& lo, std::vector<int64_t>& hi,
-                         std::map<std::string, std::string>* prologue = nullptr) {
+                         std::map<std::string, std::string>* prologue = nullptr,
+                         const std::vector<bool>& masked = {}) {
   const Shape domain = group_shape(g).domain;
   std::vector<std::vector<int64_t>> cuts(domain.size());
   lo.assign(domain.size(), 0);
   hi.assign(domain.begin(), domain.end());
   BodyEmitter emitter(g, lo, hi, &cuts);
+  emitter.mask_rows(masked);
   std::string body = emitter.emit(indent);
   if (prologue) prologue->insert(emitter.prologue().begin(), emitter.prologue().end());
   interior_box(domain, cuts, lo, hi);
@@ -852,16 +871,29 @@ std::string generate_row_phased_kernel(const std::vector<ir::Program>& phases, c
   return s + loops + "}\n";
 }
 
-std::string generate_kernel(const ir::Program& g, const std::string& name) {
+std::vector<bool> ring_buffers(const ir::Program& g, const std::unordered_set<const ir::VarNode*>& ring_values) {
+  const GroupShape shape = group_shape(g);
+  std::vector<bool> r;
+  for (const ir::Var& v : g.invars) r.push_back(ring_values.count(v.get()) && ring_indexable(shape, v->aval, false));
+  for (const ir::Atom& a : g.outvars)
+    r.push_back(!a.is_literal() && ring_values.count(a.var().get()) && ring_indexable(shape, a.aval(), true));
+  return r;
+}
+
+std::string generate_kernel(const ir::Program& g, const std::string& name,
+                            const std::unordered_set<const ir::VarNode*>& ring_values) {
   const auto [domain, kept] = group_shape(g);
   const size_t rank = domain.size();
   const size_t outer = rank == 0 ? 0 : rank - 1;  // loops before the split last dimension
   std::vector<int64_t> lo, hi;
   std::map<std::string, std::string> prologue;
-  std::string generic = generic_body(g, 4, lo, hi, &prologue);
+  // Buffers indexed at their row modulo a ring (ring_indexable).
+  const std::vector<bool> masked = ring_buffers(g, ring_values);
+  std::string generic = generic_body(g, 4, lo, hi, &prologue, masked);
   std::string special;
   if (rank > 0) {
     BodyEmitter emitter(g, lo, hi, nullptr);
+    emitter.mask_rows(masked);
     special = emitter.emit(2 * int(rank) + 6);
     prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
   }
@@ -880,6 +912,7 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
       box_lo[rank - 1] = edges[side].first;
       box_hi[rank - 1] = edges[side].second;
       BodyEmitter emitter(g, box_lo, box_hi, nullptr);
+      emitter.mask_rows(masked);
       edge_body[side] = emitter.emit(2 * int(rank) + 6);
       prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
     }
@@ -894,6 +927,19 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
          str(int64_t(k)) + "]);\n";
   }
   for (const auto& [offset, init] : prologue) s += "  const int64_t " + offset + " = " + init + ";\n";
+  if (std::count(masked.begin(), masked.end(), true) > 0) {
+    // Row masks (ring_buffers), from the array after the outputs; none: every mask is -1
+    // (all rows of a full-size buffer).
+    const size_t n = g.invars.size() + g.outvars.size();
+    s += "  const int64_t* rm_ = static_cast<const int64_t*>(bufs[" + str(int64_t(n)) + "]);\n";
+    for (size_t position = 0; position < n; ++position) {
+      if (!masked[position]) continue;
+      const bool in = position < g.invars.size();
+      const size_t k = in ? position : position - g.invars.size();
+      s += "  const int64_t " + std::string(in ? "rmi" : "rmo") + str(int64_t(k)) + " = rm_ ? rm_[" +
+           str(int64_t(position)) + "] : -1;\n";
+    }
+  }
   // Reductions (over the trailing dimensions from `kept` on) accumulate in locals, reset
   // when the kept indices change and stored after the reduced loops.
   std::string acc_init, acc_store;
@@ -957,6 +1003,7 @@ std::string generate_kernel(const ir::Program& g, const std::string& name) {
   std::string interior = loop(from, to, "{\n" + special + ind(indent + 2) + "}\n", true);
   if (kept < rank && has_lanes(g)) {
     BodyEmitter emitter(g, lo, hi, nullptr);
+    emitter.mask_rows(masked);
     emitter.fold_into_lanes();
     interior = lane_loop(g, il, from, to, emitter.emit(indent + 8), special, indent + 2);
   }

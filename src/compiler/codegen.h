@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/program.h"
@@ -95,8 +96,30 @@ inline constexpr int64_t kRowAlignment = 64;
 /// The C++ source of `extern "C" void <name>(void* const* bufs, int64_t r0, int64_t r1)`
 /// computing the group's outputs at the points whose first domain index lies in [r0, r1)
 /// (all of them for a rank-0 domain: [0, 1)). `bufs` holds the group's inputs, then its
-/// outputs, as dense row-major arrays. Every output of `group` must have the domain's shape.
-std::string generate_kernel(const ir::Program& group, const std::string& name);
+/// outputs, as dense row-major arrays, then (kernels over a domain of rank >= 2) a pointer
+/// to one row mask per input and output, or null: the kernel reads row r of a buffer that
+/// ring_indexable allows and `ring_values` holds at row `r & mask` (-1 for a full-size
+/// buffer; a ring of 2^k rows of a streamed chain's intermediate: 2^k - 1, so row r lives in
+/// slot r mod 2^k); the other buffers' masks are ignored. Every output of `group` must have
+/// the domain's shape.
+std::string generate_kernel(const ir::Program& group, const std::string& name,
+                            const std::unordered_set<const ir::VarNode*>& ring_values = {});
+
+/// Per input then output of `group`: whether generate_kernel(group, name, ring_values)
+/// indexes it at its row modulo its mask.
+std::vector<bool> ring_buffers(const ir::Program& group, const std::unordered_set<const ir::VarNode*>& ring_values);
+
+/// Whether generate_kernel's kernel over `shape` may index a buffer of type `buffer` (an
+/// input, or an output when `output`) at its row modulo the buffer's row mask: a domain
+/// and a buffer of rank >= 2 whose rows have kRowAlignment points or more (shorter rows may
+/// be vectorized across rows, which a mask would prevent), and for an output no reduction
+/// (its rows are the domain's).
+inline bool ring_indexable(const GroupShape& shape, const Aval& buffer, bool output) {
+  if (shape.domain.size() < 2 || buffer.shape.size() < 2 || (output && shape.kept != shape.domain.size())) return false;
+  int64_t row_points = 1;
+  for (size_t d = 1; d < shape.domain.size(); ++d) row_points *= shape.domain[d];
+  return row_points >= kRowAlignment;
+}
 
 // ---- row-phased loop nests (docs/performance.md, "Normalizations") ----
 //

@@ -15,14 +15,18 @@
 namespace tessel::compiler {
 
 /// A generated loop nest: computes rows [r0, r1) of its domain's first dimension
-/// (codegen.h's generate_kernel); `bufs` holds its inputs, then its outputs.
+/// (codegen.h's generate_kernel); `bufs` holds its inputs, then its outputs, then its row
+/// masks (or null: full-size buffers).
 using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
 
 /// A loaded kernel (its library stays loaded while it lives), the `kernel` parameter of a
 /// `fused` equation.
 class FusedKernel final : public ir::ParamObject {
  public:
-  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape);
+  /// `ring_buffers`: per input then output, whether the kernel indexes it at its row modulo
+  /// its mask (codegen.h's ring_buffers; empty: none).
+  FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape,
+              std::vector<bool> ring_buffers = {});
   size_t hash() const override;
   bool equals(const ir::ParamObject& o) const override;
   std::string to_string() const override { return name_; }
@@ -30,12 +34,15 @@ class FusedKernel final : public ir::ParamObject {
   void write(ir::Writer&) const override;
   KernelFnPtr fn() const { return fn_; }
   const GroupShape& shape() const { return shape_; }
+  /// Whether buffer `position` (inputs, then outputs) may be a ring of rows.
+  bool ring_buffer(size_t position) const { return position < ring_buffers_.size() && ring_buffers_[position]; }
 
  private:
   std::shared_ptr<KernelLibrary> lib_;
   KernelFnPtr fn_;
   std::string name_;
   GroupShape shape_;
+  std::vector<bool> ring_buffers_;
 };
 
 /// Whether `e` is a `fused` equation (one generated loop nest).

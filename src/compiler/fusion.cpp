@@ -94,9 +94,10 @@ bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, c
 void fused_rows_range(const ir::KernelCall& c, int64_t r0, int64_t r1) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
-  bufs.reserve(c.ins.size() + c.outs.size());
+  bufs.reserve(c.ins.size() + c.outs.size() + 1);
   for (const void* p : c.ins) bufs.push_back(const_cast<void*>(p));
   for (void* p : c.outs) bufs.push_back(p);
+  bufs.push_back(nullptr);  // no row masks: full-size buffers (codegen.h's generate_kernel)
   const Shape& domain = k.shape().domain;
   const int64_t rows = domain.empty() ? 1 : domain[0];
   int64_t row_points = 1;
@@ -206,6 +207,13 @@ bool reads_large_inline_value(const Plan& plan, size_t i, int64_t min_elements) 
   return false;
 }
 
+/// The recompute budget of the loop nest computing `root` (FusionOptions::small_point_cost).
+int64_t point_budget(const ir::Equation& root, const FusionOptions& opt) {
+  const Aval& out = root.outputs[0]->aval;
+  const int64_t bytes = group_points(root) * int64_t(itemsize(out.dtype));
+  return bytes <= kSmallDomainBytes ? std::min(opt.max_point_cost, opt.small_point_cost) : opt.max_point_cost;
+}
+
 /// Decides what fuses: stores every value a non-fused consumer or the program's output
 /// needs; demotes roots too small to be worth a kernel; and, where a group would recompute
 /// more than `max_point_cost` per point, stores the value whose recomputation costs most.
@@ -260,9 +268,10 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
     for (size_t i = 0; i < p.eqns.size(); ++i) {
       if (!plan.is_root(i)) continue;
       const ir::VarNode* root = p.eqns[i].outputs[0].get();
+      const int64_t budget = point_budget(p.eqns[i], opt);
       for (;;) {
         GroupCost cost = group_cost(plan.group({root}));
-        if (cost.total <= opt.max_point_cost) break;
+        if (cost.total <= budget) break;
         const ir::VarNode* best = nullptr;
         double best_saving = 0;
         for (const auto& [v, c] : cost.vars) {
@@ -504,11 +513,13 @@ ir::Program phased_program(const Unit& u, const std::string& name) {
 
 }  // namespace
 
-FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape)
+FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape,
+                         std::vector<bool> ring_buffers)
     : lib_(std::move(lib)),
       fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
       name_(std::move(name)),
-      shape_(std::move(shape)) {}
+      shape_(std::move(shape)),
+      ring_buffers_(std::move(ring_buffers)) {}
 
 size_t FusedKernel::hash() const { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
 
@@ -537,6 +548,7 @@ FusionOptions fusion_options() {
   FusionOptions o;
   o.min_elements = config::get_int(config::kFusionMinElements);
   o.max_point_cost = config::get_int(config::kFusionMaxPointCost);
+  o.small_point_cost = config::get_int(config::kFusionSmallPointCost);
   o.max_outputs = std::max<int64_t>(1, config::get_int(config::kFusionMaxOutputs));
   o.stream = config::get_flag(config::kFusionStream);
   o.stream_band_bytes = config::get_int(config::kFusionStreamBandBytes);
@@ -545,16 +557,45 @@ FusionOptions fusion_options() {
 
 namespace {
 
+/// The values a streamed chain may keep in a ring of rows (streaming.cpp): those that loop
+/// nests compute and only other single loop nests read (no unfused equation, row-phased loop
+/// nest or the program's result). Their kernels index them at their row modulo a mask; the
+/// other buffers are indexed plainly (a mask costs a little in the scalar edge bodies).
+VarSet ring_candidates(const ir::Program& p, const std::vector<Unit>& units) {
+  VarSet computed, excluded;
+  for (const ir::Atom& a : p.outvars)
+    if (!a.is_literal()) excluded.insert(a.var().get());
+  for (const Unit& u : units) {
+    if (u.groups.size() == 1) {
+      for (const ir::Atom& a : u.groups[0].outvars)
+        if (!a.is_literal()) computed.insert(a.var().get());
+      continue;
+    }
+    if (u.groups.empty()) {
+      for (const ir::Atom& a : p.eqns[u.eqn].inputs)
+        if (!a.is_literal()) excluded.insert(a.var().get());
+    } else {
+      for (const ir::Var& v : u.invars) excluded.insert(v.get());
+    }
+  }
+  VarSet r;
+  for (const ir::VarNode* v : computed)
+    if (!excluded.count(v)) r.insert(v);
+  return r;
+}
+
 ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
   Plan plan(p);
   plan_materialization(plan, opt);
   std::vector<Unit> units = phase_rows(plan, schedule(plan, opt));
+  // (Also when not streaming: the same kernels, so the same bits, either way.)
+  const VarSet rings = ring_candidates(p, units);
   std::string source = kernel_prelude();
   size_t k = 0;
   for (const Unit& u : units) {
     if (u.groups.empty()) continue;
     const std::string name = "tessel_fused_" + std::to_string(k++);
-    source += "\n" + (u.groups.size() == 1 ? generate_kernel(u.groups[0], name)
+    source += "\n" + (u.groups.size() == 1 ? generate_kernel(u.groups[0], name, rings)
                                            : generate_row_phased_kernel(u.groups, u.invars, u.outvars, name));
   }
   if (k == 0) return p;
@@ -576,7 +617,8 @@ ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
     auto g = std::make_shared<const ir::Program>(phased ? phased_program(u, p.name + "_fused") : std::move(u.groups[0]));
     GroupShape shape = group_shape(phased ? u.groups[0] : *g);
     if (phased) shape.kept = shape.domain.size() - 1;
-    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), shape);
+    auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), shape,
+                                                      phased ? std::vector<bool>{} : ring_buffers(*g, rings));
     ++k;
     ir::Params params{{"program", ir::ProgramRef(g)}, {"kernel", std::shared_ptr<const ir::ParamObject>(kernel)}};
     if (phased) params.set("phases", int64_t(u.groups.size()));

@@ -17,6 +17,12 @@ struct FusionOptions {
   /// before the most recomputed one is stored instead (TESSEL_FUSION_MAX_POINT_COST,
   /// default 256; the unit is one arithmetic operation).
   int64_t max_point_cost = 256;
+  /// The budget of a group whose domain takes at most kSmallDomainBytes (the lower of the
+  /// two applies; TESSEL_FUSION_SMALL_POINT_COST, default 32): a step of such arrays stays
+  /// in cache, and its stored values live in rings of rows of a streamed chain, so storing
+  /// a value read at several offsets costs less than recomputing it. The same whether
+  /// chains stream or not, so that both run the same loop nests (and give the same bits).
+  int64_t small_point_cost = 32;
   /// Most outputs one loop nest computes (TESSEL_FUSION_MAX_OUTPUTS, default 8).
   int64_t max_outputs = 8;
   /// Chains of loop nests over the same rows run band by band (streaming.h;
@@ -29,6 +35,12 @@ struct FusionOptions {
   int64_t stream_block_rows = 0;
 };
 FusionOptions fusion_options();
+
+/// Loop nests whose domain (its points times the bytes of an element of the root) takes at
+/// most this many bytes take FusionOptions::small_point_cost: measured on the shallow-water step, storing more paid at
+/// 360x180 and 480x240 (arrays of 0.26 and 0.46 MB) and not at 1800x900 (6.5 MB), where
+/// fewer, heavier loop nests overlap the memory stream with arithmetic.
+inline constexpr int64_t kSmallDomainBytes = int64_t(1) << 20;
 
 /// `p` with fusion groups replaced by `fused` equations whose kernels are compiled and
 /// loaded, and chains of them that can stream replaced by `fused_chain` equations

@@ -21,10 +21,12 @@
 #include "compiler/streaming.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <memory>
+#include <new>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
@@ -80,11 +82,29 @@ struct HeldRows {
 };
 
 /// An intermediate of a chain that only later loop nests of the chain read (no buffer of the
-/// program): the loop nest writing it and the bytes of one of its rows.
+/// program): the loop nest writing it, the bytes of one of its rows, and whether it lives in
+/// a ring of rows (every loop nest touching it indexes it at its row modulo a mask:
+/// codegen.h's ring_indexable) rather than a Window.
 struct WindowSpec {
   size_t producer = 0;
   int64_t row_bytes = 0;
+  bool ring = false;
 };
+
+/// Scratch memory of the calling thread for its rings of rows, kept between chain runs (a
+/// step's rings take the same bytes every time: no allocation, no fresh pages per step).
+std::byte* ring_scratch(size_t bytes) {
+  struct Free {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  thread_local std::unique_ptr<std::byte[], Free> data;
+  thread_local size_t size = 0;
+  if (bytes > size) {
+    data.reset(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t(64))));
+    size = bytes;
+  }
+  return data.get();
+}
 
 /// The rows [base, base + rows) of an intermediate a thread keeps while its chain runs: the
 /// rows computed that a reader has yet to read, and room for the next band's. Its loop
@@ -152,7 +172,9 @@ class ChainSchedule final : public ir::ParamObject {
     std::string s = std::to_string(members_.size()) + " loop nests over " + std::to_string(rows_) +
                     " rows in bands of " + std::to_string(band_rows_) + ", rows recomputed below/above a block:";
     for (const Member& m : members_) s += " " + std::to_string(m.below) + "/" + std::to_string(m.above);
-    return s + ", " + std::to_string(windows_.size()) + " intermediates in windows of rows";
+    const auto rings = std::count_if(windows_.begin(), windows_.end(), [](const WindowSpec& w) { return w.ring; });
+    return s + ", " + std::to_string(windows_.size()) + " intermediates in windows of rows (" + std::to_string(rings) +
+           " in rings)";
   }
   void write(ir::Writer&) const override {
     throw ValueError("a streamed chain of compiled kernels is machine code loaded in this process; serialize the "
@@ -420,6 +442,28 @@ class ChainSchedule final : public ir::ParamObject {
                 std::vector<HeldRows>* held, const std::vector<void*>& all, int64_t b0, int64_t b1) const {
     if (b0 >= b1) return;
     const size_t n = members_.size();
+    // Row masks per member and buffer (generate_kernel): -1 but for rings.
+    std::vector<std::vector<int64_t>> masks(n);
+    for (size_t k = 0; k < n; ++k) {
+      masks[k].assign(bufs[k].size(), -1);
+      bufs[k].push_back(masks[k].data());
+    }
+    // Rings of rows: 2^j rows each, at least the most rows a band keeps and computes
+    // (ring_rows), at fixed places for the whole block.
+    const std::vector<int64_t> ring_rows = this->ring_rows(b0, b1, outside);
+    size_t ring_bytes = 0;
+    for (size_t w = 0; w < windows_.size(); ++w) ring_bytes += size_t(ring_rows[w] * windows_[w].row_bytes + 63) / 64 * 64;
+    std::byte* ring = ring_bytes > 0 ? ring_scratch(ring_bytes) : nullptr;
+    for (size_t w = 0; w < windows_.size(); ++w) {
+      if (ring_rows[w] == 0) continue;
+      for (size_t c = windows_[w].producer; c < n; ++c)
+        for (size_t b = 0; b + 1 < bufs[c].size(); ++b)
+          if (members_[c].bufs[b] == outside + w) {
+            bufs[c][b] = ring;
+            masks[c][b] = ring_rows[w] - 1;
+          }
+      ring += size_t(ring_rows[w] * windows_[w].row_bytes + 63) / 64 * 64;
+    }
     std::vector<Window> windows;
     for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
     std::vector<Window> stages;  // of the outputs written over inputs
@@ -436,13 +480,8 @@ class ChainSchedule final : public ir::ParamObject {
       for (size_t k = 0; k < n; ++k) {
         if (hi[k] <= done[k]) continue;
         for (size_t w = 0; w < windows_.size(); ++w) {
-          if (windows_[w].producer != k) continue;
-          // Rows a reader has yet to read start at its next row plus its least offset.
-          int64_t keep = done[k];
-          for (size_t c = k + 1; c < n; ++c)
-            for (const Read& r : members_[c].reads)
-              if (r.producer == k && reads_window(c, w, outside)) keep = std::min(keep, std::max<int64_t>(0, done[c] + r.min));
-          windows[w].reserve(keep, done[k], hi[k]);
+          if (windows_[w].producer != k || ring_rows[w] > 0) continue;
+          windows[w].reserve(window_keep(w, done, outside), done[k], hi[k]);
           for (size_t c = k; c < n; ++c)
             for (size_t b = 0; b < members_[c].bufs.size(); ++b)
               if (members_[c].bufs[b] == outside + w) bufs[c][b] = windows[w].origin();
@@ -473,6 +512,43 @@ class ChainSchedule final : public ir::ParamObject {
         written[w] = std::max(written[w], to);
       }
     }
+  }
+
+  /// The first row of window `w` that a reader has yet to read (its next row plus its least
+  /// offset), or its producer's next row: rows before it are no longer needed.
+  int64_t window_keep(size_t w, const std::vector<int64_t>& done, size_t outside) const {
+    const size_t k = windows_[w].producer;
+    int64_t keep = done[k];
+    for (size_t c = k + 1; c < members_.size(); ++c)
+      for (const Read& r : members_[c].reads)
+        if (r.producer == k && reads_window(c, w, outside)) keep = std::min(keep, std::max<int64_t>(0, done[c] + r.min));
+    return keep;
+  }
+
+  /// Rows of the ring of each ring window (0 for the others) for a block [b0, b1): the
+  /// least power of two holding, at every band, the rows its producer computes and those
+  /// before them its readers have yet to read (run_rows' bands, walked without running).
+  /// Rows r and r + 2^j then never share a slot while both are needed.
+  std::vector<int64_t> ring_rows(int64_t b0, int64_t b1, size_t outside) const {
+    std::vector<int64_t> span(windows_.size(), 0);
+    bool any = false;
+    for (const WindowSpec& w : windows_) any |= w.ring;
+    if (!any) return span;
+    std::vector<int64_t> done = first_rows(b0);
+    for (int64_t e = b0; e < b1;) {
+      e = std::min(b1, e + band_rows_);
+      const std::vector<int64_t> hi = band_ends(e);
+      for (size_t k = 0; k < members_.size(); ++k) {
+        if (hi[k] <= done[k]) continue;
+        for (size_t w = 0; w < windows_.size(); ++w)
+          if (windows_[w].ring && windows_[w].producer == k)
+            span[w] = std::max(span[w], hi[k] - window_keep(w, done, outside));
+        done[k] = hi[k];
+      }
+    }
+    for (int64_t& s : span)
+      if (s > 0) s = int64_t(std::bit_ceil(uint64_t(s)));
+    return span;
   }
 
   /// Whether member `c` reads window `w`.
@@ -674,6 +750,20 @@ ir::Equation chain_equation(const ir::Program& p, const Chain& chain, int64_t ba
     m.below = chain.below()[k];
     m.above = chain.above()[k];
     members.push_back(std::move(m));
+  }
+  // A window lives in a ring of rows when every loop nest touching it indexes it at its row
+  // modulo a mask (no copies as bands advance).
+  for (auto& [v, w] : window_pos) {
+    WindowSpec& spec = windows[w];
+    const ir::Equation& producer = p.eqns[chain.members()[spec.producer]];
+    spec.ring = false;
+    for (size_t o = 0; o < producer.outputs.size(); ++o)
+      if (producer.outputs[o].get() == v) spec.ring = kernel_of(producer).ring_buffer(producer.inputs.size() + o);
+    for (size_t k = spec.producer + 1; k < chain.size(); ++k) {
+      const ir::Equation& e = p.eqns[chain.members()[k]];
+      for (size_t i = 0; i < e.inputs.size(); ++i)
+        if (!e.inputs[i].is_literal() && e.inputs[i].var().get() == v) spec.ring &= kernel_of(e).ring_buffer(i);
+    }
   }
   const int64_t band_rows = std::max<int64_t>(1, band_bytes / std::max<int64_t>(1, bytes_per_row));
   auto schedule = std::make_shared<const ChainSchedule>(std::move(members), std::move(windows), chain.rows(), band_rows,

@@ -116,6 +116,12 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "recomputing values it reads at several offsets before the costliest one is stored instead (a stored value "
             "that only later loop nests of a streamed chain read lives in per-thread windows of rows, not in a "
             "full-size buffer: [performance.md](performance.md#streaming-across-loop-nests))."},
+    {.var = Var::kFusionSmallPointCost, .name = "TESSEL_FUSION_SMALL_POINT_COST", .kind = Kind::kInteger,
+     .when = When::kEachCompilation, .min = 0, .default_int = 32,
+     .doc = "The same budget (the lower of the two) for a loop nest whose domain takes at most 1 MiB: its "
+            "arrays stay in cache and what it stores lives in rings of rows of a streamed chain, so storing costs "
+            "less than recomputing ([performance.md](performance.md#rings-of-rows-and-the-recompute-budget)). "
+            "Set it to `TESSEL_FUSION_MAX_POINT_COST`'s value to treat every size alike."},
     {.var = Var::kFusionMaxOutputs, .name = "TESSEL_FUSION_MAX_OUTPUTS", .kind = Kind::kInteger,
      .when = When::kEachCompilation, .min = 0, .default_int = 8,
      .doc = "Most outputs one loop nest computes (`0` counts as 1)."},
@@ -193,7 +199,7 @@ constexpr bool agrees(Key<K> key) {
 }
 static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
                   agrees(kAllocatorCacheBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
-                  agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
+                  agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionSmallPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&
                   agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) && agrees(kPeerTimeoutMs) &&
                   agrees(kMpiMaxCount) && agrees(kPipelineTrace) && agrees(kLog),

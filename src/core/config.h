@@ -27,6 +27,7 @@ enum class Var {
   kCacheDir,
   kFusionMinElements,
   kFusionMaxPointCost,
+  kFusionSmallPointCost,
   kFusionMaxOutputs,
   kFusionStream,
   kFusionStreamBandBytes,
@@ -105,6 +106,7 @@ inline constexpr StringKey kCxx{Var::kCxx};
 inline constexpr PathKey kCacheDir{Var::kCacheDir};
 inline constexpr IntKey kFusionMinElements{Var::kFusionMinElements};
 inline constexpr IntKey kFusionMaxPointCost{Var::kFusionMaxPointCost};
+inline constexpr IntKey kFusionSmallPointCost{Var::kFusionSmallPointCost};
 inline constexpr IntKey kFusionMaxOutputs{Var::kFusionMaxOutputs};
 inline constexpr FlagKey kFusionStream{Var::kFusionStream};
 inline constexpr IntKey kFusionStreamBandBytes{Var::kFusionStreamBandBytes};

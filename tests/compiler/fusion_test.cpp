@@ -28,11 +28,12 @@ using fusion_test::Fn;
 using fusion_test::lower;
 using fusion_test::run;
 
-/// Options that fuse every group, however small.
+/// Options that fuse every group, however small, with one recompute budget at every size.
 ts::compiler::FusionOptions fuse_everything(int64_t max_point_cost = 96) {
   ts::compiler::FusionOptions o;
   o.min_elements = 0;
   o.max_point_cost = max_point_cost;
+  o.small_point_cost = max_point_cost;
   return o;
 }
 
@@ -348,6 +349,7 @@ TEST(Fusion, OptionDefaultsAreTheConfigTables) {
   const ts::compiler::FusionOptions o;
   EXPECT_EQ(o.min_elements, ts::config::entry(ts::config::Var::kFusionMinElements).default_int);
   EXPECT_EQ(o.max_point_cost, ts::config::entry(ts::config::Var::kFusionMaxPointCost).default_int);
+  EXPECT_EQ(o.small_point_cost, ts::config::entry(ts::config::Var::kFusionSmallPointCost).default_int);
   EXPECT_EQ(o.max_outputs, ts::config::entry(ts::config::Var::kFusionMaxOutputs).default_int);
 }
 

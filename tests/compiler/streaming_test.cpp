@@ -236,10 +236,22 @@ size_t windowed_values(const ts::ir::Program& p) {
   return n;
 }
 
+/// Windows of the chains of `p` kept in rings of rows (the schedules' "(N in rings)").
+size_t ring_windows(const ts::ir::Program& p) {
+  const std::string text = ts::ir::print_program(p);
+  size_t n = 0;
+  for (size_t at = text.find(" in rings)"); at != std::string::npos; at = text.find(" in rings)", at + 1)) {
+    const size_t open = text.rfind('(', at);
+    n += std::stoul(text.substr(open + 1, at - open - 1));
+  }
+  return n;
+}
+
 // Only the last stage is returned and every value read at several offsets is stored (a
 // recompute budget of 1): the stages in between are loop nests that only later loop nests
-// of the chain read, kept by each thread in windows of rows. The results are the same bits
-// as the loop nests run one after the other over full-size buffers.
+// of the chain read, kept by each thread in windows of rows, rings of rows where the rows
+// are long enough. The results are the same bits as the loop nests run one after the
+// other over full-size buffers (a ring one power of two too small fails this).
 TEST_P(StreamingRandomChains, IntermediatesInWindowsOfRowsEqualFullBuffers) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
   const ChainCase c = GetParam();
@@ -249,15 +261,21 @@ TEST_P(StreamingRandomChains, IntermediatesInWindowsOfRowsEqualFullBuffers) {
     const ts::ir::Program p = lower(chain, args);
     ts::compiler::FusionOptions plain_options = options(false);
     plain_options.max_point_cost = 1;
+    plain_options.small_point_cost = 1;
     const auto want = run(ts::compiler::fuse(p, plain_options), args);
     expect_close(want, run(p, args), "loop nests against the unfused kernels");
     for (int64_t band : {int64_t(1), int64_t(3 * 8 * c.cols), int64_t(512 << 10)})
       for (int64_t block : {int64_t(0), int64_t(1), int64_t(5)}) {
         ts::compiler::FusionOptions o = options(true, band, block);
         o.max_point_cost = 1;
+        o.small_point_cost = 1;
         const ts::ir::Program streamed = ts::compiler::fuse(p, o);
         if (c.rows > 1) {
           EXPECT_GE(windowed_values(streamed), 1u) << ts::ir::print_program(streamed);
+        }
+        // Rows of 64 points or more: windows are rings of rows (indexed at row & mask).
+        if (c.rows > 1 && c.cols >= 64) {
+          EXPECT_GE(ring_windows(streamed), 1u) << ts::ir::print_program(streamed);
         }
         const std::string what = "seed " + std::to_string(seed) + ", band " + std::to_string(band) + " bytes, blocks of " +
                                  std::to_string(block) + " rows";
@@ -634,9 +652,18 @@ TEST(Streaming, ShallowWaterStepIsOneChain) {
   auto step = make();
   const sw::State s0 = model.initial_state();
   const std::string text = step.lower(s0, false).compile().as_text();
-  // The step's three loop nests run as one chain: one kernel step.
+  // Arrays of 82 KB (TESSEL_FUSION_SMALL_POINT_COST): the fluxes, vorticity, kinetic
+  // energy and updated fields are stored, each computed once into a ring of rows, and the
+  // step's eight loop nests run as one chain: one kernel step.
   EXPECT_NE(text.find("1 kernel steps"), std::string::npos) << text;
-  EXPECT_NE(text.find("3 loop nests over 102 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find("8 loop nests over 102 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find("9 intermediates in windows of rows (9 in rings)"), std::string::npos) << text;
+  {
+    // With the default budget of larger arrays it recomputes them: three loop nests.
+    ScopedEnv budget("TESSEL_FUSION_SMALL_POINT_COST", "256");
+    const std::string recomputing = make().lower(s0, false).compile().as_text();
+    EXPECT_NE(recomputing.find("3 loop nests over 102 rows"), std::string::npos) << recomputing;
+  }
   sw::State on = step(step(s0, true), false), off;
   {
     ScopedEnv env("TESSEL_FUSION_STREAM", "0");
