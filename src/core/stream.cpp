@@ -99,6 +99,28 @@ bool Stream::run_inline_or_enqueue(Task task) {
   return true;
 }
 
+bool Stream::run_if_idle(void (*fn)(void*), void* ctx) {
+  if (t_running == this) {
+    fn(ctx);
+    return true;
+  }
+  std::unique_lock lock(mu_);
+  if (stop_ || !queue_.empty() || busy_) return false;
+  busy_ = true;
+  lock.unlock();
+  {
+    Running running(this);
+    fn(ctx);  // like a task, fn records its errors in its output buffers
+  }
+  lock.lock();
+  busy_ = false;
+  bool more = !queue_.empty();
+  lock.unlock();
+  if (more) cv_.notify_one();
+  idle_cv_.notify_all();
+  return true;
+}
+
 void Stream::synchronize() {
   if (t_running == this) return;  // inside one of its tasks: the work before it is done
   std::unique_lock lock(mu_);
