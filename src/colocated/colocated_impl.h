@@ -49,6 +49,9 @@ Array make_pending(const OutputTemplate& out, const std::vector<int>& remote, ui
 /// Gives the pending outputs the results' local pieces (or records the error there): a
 /// result piece nobody else holds is adopted, not copied.
 void fill(const std::vector<Array>& pending, std::vector<Array>&& results, std::exception_ptr error);
+/// Runs `run` now and fills `pending` with its results, checked against `expected` (or
+/// with its error).
+void run_and_fill(const std::function<Outputs()>& run, const std::vector<Array>& pending, const Expected& expected);
 /// The task that runs `run` and fills `pending` with its results, checked against `expected`.
 std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending,
                               std::shared_ptr<const Expected> expected);

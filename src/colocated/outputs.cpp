@@ -94,21 +94,25 @@ void fill(const std::vector<Array>& pending, std::vector<Array>&& results, std::
   }
 }
 
+void run_and_fill(const std::function<Outputs()>& run, const std::vector<Array>& pending, const Expected& expected) {
+  Outputs results;
+  std::exception_ptr error;
+  try {
+    results = run();
+    check_results(expected.name, results.leaves, expected.specs);
+    check_structure(expected.name, results.structure, expected.structure);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  fill(pending, std::move(results.leaves), error);
+}
+
 // The task that runs `run` and fills `pending` with its results, which must be as `expected`
 // says (its specs, and its structure when not empty).
 std::function<void()> filling(std::function<Outputs()> run, std::vector<Array> pending,
                               std::shared_ptr<const Expected> expected) {
   return [run = std::move(run), pending = std::move(pending), expected = std::move(expected)] {
-    Outputs results;
-    std::exception_ptr error;
-    try {
-      results = run();
-      check_results(expected->name, results.leaves, expected->specs);
-      check_structure(expected->name, results.structure, expected->structure);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    fill(pending, std::move(results.leaves), error);
+    run_and_fill(run, pending, *expected);
   };
 }
 

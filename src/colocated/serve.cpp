@@ -168,12 +168,27 @@ CallMessage read_call(ir::Reader& r) {
       if (frame->error) std::rethrow_exception(frame->error);
       std::vector<Array> leaves(r.count(8));
       for (auto& a : leaves) a = ctl::lookup(r.u64(), "colocated call");
+      SerialQueue& q = remote_caller_queue(caller);
+      if (frame->target.fn && q.claim_if_idle()) {
+        // An idle queue runs a function on this thread while another serves: no hand-over,
+        // and nothing packaged for a queue. Each closure holds one or two references (no
+        // std::function allocates for them); they all end before this handler returns.
+        struct Direct {
+          const CallFrame& frame;
+          const std::vector<Array>& leaves;
+          const std::vector<Array>& pending;
+          SerialQueue& queue;
+        } d{*frame, leaves, pending, q};
+        const std::function<Outputs()> run = [&d] { return d.frame.target.fn(d.leaves, d.frame.arg_structures); };
+        const std::function<void()> task = [&d, &run] { run_and_fill(run, d.pending, *d.frame.expected); };
+        ctl::run_while_others_serve([&d, &task] { d.queue.run_claimed(task); });
+        return;
+      }
       std::function<Outputs()> run =
           frame->target.fn ? [frame, leaves = std::move(leaves)] { return frame->target.fn(leaves, frame->arg_structures); }
                            : bind_target(frame->target, std::move(leaves), frame->arg_structures);
       // An idle queue runs the call on this thread while another serves: no hand-over.
       auto task = filling(std::move(run), std::move(pending), frame->expected);
-      SerialQueue& q = remote_caller_queue(caller);
       if (q.claim_if_idle()) ctl::run_while_others_serve([&] { q.run_claimed(task); });
       else q.push(std::move(task));
     } catch (...) {

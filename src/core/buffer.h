@@ -34,7 +34,9 @@ class Memory {
   /// ResourceExhaustedError naming the bytes, the shape and dtype, and the device.
   static Memory for_value(size_t nbytes, DeviceImpl* device, const ShapeDtype* aval);
   ~Memory() { reset(); }
-  Memory(Memory&& o) noexcept : ptr_(o.ptr_), capacity_(o.capacity_) { o.ptr_ = nullptr, o.capacity_ = 0; }
+  Memory(Memory&& o) noexcept : ptr_(o.ptr_), base_(o.base_), capacity_(o.capacity_) {
+    o.ptr_ = o.base_ = nullptr, o.capacity_ = 0;
+  }
   Memory& operator=(Memory&& o) noexcept;
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
@@ -47,6 +49,7 @@ class Memory {
 
  private:
   void* ptr_ = nullptr;
+  void* base_ = nullptr;  // what malloc gave (ptr_ rounded up to the alignment), for free()
   size_t capacity_ = 0;
 };
 

@@ -70,10 +70,20 @@ const Sharding& DeviceImpl::sharding() {
   return sharding_;
 }
 
-void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task) {
+namespace {
+long eager_inline_bytes() {
   static const long inline_bytes = config::get_int(config::kEagerInlineBytes);
-  if (long(work_bytes) <= inline_bytes) dev->stream().run_inline_or_enqueue(std::move(task));
+  return inline_bytes;
+}
+}  // namespace
+
+void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task) {
+  if (long(work_bytes) <= eager_inline_bytes()) dev->stream().run_inline_or_enqueue(std::move(task));
   else dev->stream().enqueue(std::move(task));
+}
+
+bool run_inline_if_idle(DeviceImpl* dev, size_t work_bytes, void (*fn)(void*), void* ctx) {
+  return long(work_bytes) <= eager_inline_bytes() && dev->stream().run_if_idle(fn, ctx);
 }
 
 Stream& DeviceImpl::stream() {

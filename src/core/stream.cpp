@@ -72,23 +72,27 @@ void Stream::enqueue(Task task) {
 }
 
 bool Stream::run_inline_or_enqueue(Task task) {
+  if (run_if_idle([](void* t) { (*static_cast<Task*>(t))(); }, &task)) return true;
+  enqueue(std::move(task));
+  return false;
+}
+
+bool Stream::run_if_idle(void (*fn)(void*), void* ctx) {
   if (t_running == this) {
-    task();
+    fn(ctx);
     return true;
   }
   std::unique_lock lock(mu_);
-  if (stop_) {  // stopped at exit: run it here, after what was queued before and in order
+  if (stop_) {  // stopped at exit: nothing runs the queue any more; run here, after what was queued
     idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
   } else if (!queue_.empty() || busy_) {
-    lock.unlock();
-    enqueue(std::move(task));
     return false;
   }
   busy_ = true;
   lock.unlock();
   {
     Running running(this);
-    task();  // tasks catch their own errors and record them in their output buffers
+    fn(ctx);  // like a task, fn records its errors in its output buffers
   }
   lock.lock();
   busy_ = false;

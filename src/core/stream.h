@@ -26,6 +26,11 @@ class Stream {
   /// Runs `task` on the calling thread when the stream is idle (keeps order, saves the
   /// thread hand-off for tiny work); otherwise enqueues it. Returns true if run inline.
   bool run_inline_or_enqueue(Task task);
+  /// Runs `fn(ctx)` on the calling thread if the stream is idle and returns true; otherwise
+  /// runs nothing and returns false (the caller then enqueues a task). Unlike
+  /// run_inline_or_enqueue it needs no std::function, so a tiny eager operation packages
+  /// nothing when it can run at once.
+  bool run_if_idle(void (*fn)(void*), void* ctx);
   /// Waits until every task enqueued so far has run.
   void synchronize();
   /// True when no task is queued or running, but for the caller's own (a task asking).

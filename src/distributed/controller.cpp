@@ -746,8 +746,10 @@ uint64_t new_id() { return state().next_id.fetch_add(1); }
 std::string write_message(const MessageHeader& h, std::string_view payload) {
   std::string out;
   out.reserve(8 + h.kind.size() + 4 + 8 + 8 * h.deletes.size() + payload.size());
-  auto le = [&out](auto v) {
-    for (size_t i = 0; i < sizeof(v); ++i) out.push_back(char(uint8_t(uint64_t(v) >> (8 * i))));
+  auto le = [&out](auto v) {  // one append per integer (the byte loop compiles to one store)
+    char bytes[sizeof(v)];
+    for (size_t i = 0; i < sizeof(v); ++i) bytes[i] = char(uint8_t(uint64_t(v) >> (8 * i)));
+    out.append(bytes, sizeof(v));
   };
   le(uint64_t(h.kind.size()));
   out += h.kind;

@@ -33,11 +33,17 @@ enum class Promote {
 
 /// The operands promoted, checked against the dtype classes `mask` and broadcast.
 std::vector<Array> promoted(const std::string& op, const Array& a, const Array& b, Promote how, uint8_t mask) {
-  PromotedType t = result_type({a, b});
+  PromotedType t = promote_types(a.dtype(), a.weak_type(), b.dtype(), b.weak_type());
   if (how == Promote::kInexact) t.dtype = to_inexact(t.dtype);
   if (how == Promote::kNumeric && is_bool(t.dtype)) t = {default_int, false};
   check_class(op, t.dtype, mask);
-  return broadcast_all(op, {convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)});
+  std::vector<Array> xs{convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)};
+  // Equal shapes, or a scalar operand (the kernels take rank-0 operands as they are), need
+  // no broadcast: the common small case skips the shape vectors broadcast_all builds.
+  const Shape& sa = xs[0].shape();
+  const Shape& sb = xs[1].shape();
+  if (sa == sb || sa.empty() || sb.empty()) return xs;
+  return broadcast_all(op, std::move(xs));
 }
 
 Array binary(const Elementwise& e, const std::string& op, const Array& a, const Array& b,

@@ -2,6 +2,8 @@
 // cache of abstract evaluation results; tiny ops run inline when the stream is idle.
 #include <memory>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "core/array_impl.h"
 #include "core/config.h"
@@ -99,23 +101,71 @@ OpRef lookup(const ir::Primitive& p, std::span<const Array> ins, const ir::Param
 
 }  // namespace
 
+namespace {
+
+// Runs the kernel on buffers whose inputs are computed (or waits for them: rethrows an
+// input's error), then marks the outputs ready, or failed with the kernel's error.
+void run_kernel(const ir::Primitive& p, const std::vector<Aval>& in_avals, const std::vector<Aval>& out_avals,
+                const ir::Params& params, std::span<const std::shared_ptr<Buffer>> in_bufs,
+                std::span<const std::shared_ptr<Buffer>> out_bufs, DeviceImpl* dev) {
+  constexpr size_t kOnStack = 8;
+  const void* in_stack[kOnStack];
+  void* out_stack[kOnStack];
+  std::vector<const void*> in_heap;
+  std::vector<void*> out_heap;
+  if (in_bufs.size() > kOnStack) in_heap.resize(in_bufs.size());
+  if (out_bufs.size() > kOnStack) out_heap.resize(out_bufs.size());
+  const void** ins = in_heap.empty() ? in_stack : in_heap.data();
+  void** outs = out_heap.empty() ? out_stack : out_heap.data();
+  try {
+    for (size_t i = 0; i < in_bufs.size(); ++i) {
+      in_bufs[i]->wait();  // orders work across streams; rethrows an input's error
+      ins[i] = in_bufs[i]->data();
+    }
+    for (size_t i = 0; i < out_bufs.size(); ++i) outs[i] = out_bufs[i]->data();
+    p.cpu_kernel(ir::KernelCall{in_avals, std::span<const void* const>(ins, in_bufs.size()), out_avals,
+                                std::span<void* const>(outs, out_bufs.size()), params, dev});
+    for (auto& b : out_bufs) b->set_ready();
+  } catch (...) {
+    for (auto& b : out_bufs) b->set_error(std::current_exception());
+  }
+}
+
+// What a kernel run at once on the caller's thread reads (nothing is copied or packaged).
+struct InlineRun {
+  const ir::Primitive* prim;
+  const OpEntry* entry;
+  std::span<const std::shared_ptr<Buffer>> ins, outs;
+  DeviceImpl* dev;
+  static void run(void* self) {
+    const auto& r = *static_cast<const InlineRun*>(self);
+    run_kernel(*r.prim, r.entry->in_avals, r.entry->out_avals, r.entry->params, r.ins, r.outs, r.dev);
+  }
+};
+
+}  // namespace
+
 std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
   if (p.eager_impl) return p.eager_impl(ins, params);
   if (!p.cpu_kernel) throw NotImplementedError(p.name + ": this primitive has no CPU kernel");
   OpRef entry = lookup(p, ins, params);
   const OpEntry& e = *entry;
   DeviceImpl* dev = result_device(p.name, ins);
-  bool committed = false;
+  bool committed = false, inputs_ready = true;
   std::vector<std::shared_ptr<Buffer>> in_bufs;
   in_bufs.reserve(ins.size());
   for (const Array& a : ins) {
     auto* c = static_cast<ConcreteArray*>(a.impl().get());
-    c->buffer()->check_not_donated();
+    const std::shared_ptr<Buffer>& b = c->buffer();
+    b->check_not_donated();
     committed |= c->committed;
-    in_bufs.push_back(c->buffer());
+    inputs_ready &= b->ready() && !b->failed();
+    in_bufs.push_back(b);
   }
   std::vector<Array> outs;
+  outs.reserve(e.out_avals.size());
   std::vector<std::shared_ptr<Buffer>> out_bufs;
+  out_bufs.reserve(e.out_avals.size());
   size_t out_bytes = 0;
   for (const Aval& av : e.out_avals) {
     out_bufs.push_back(Buffer::allocate(av.nbytes(), dev, &av));
@@ -125,6 +175,12 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   TESSEL_DEBUG_LOG("dispatch " + p.name + " " + (e.params.empty() ? "" : "[" + e.params.to_string() + "] ") +
                    std::to_string(ins.size()) + " inputs -> " + e.out_avals[0].to_string() + " on cpu:" +
                    std::to_string(dev->id()));
+  // A small operation on computed inputs and an idle stream runs here and now, without the
+  // task (its closure, the shared launch record, the std::function) that a queued one needs.
+  if (inputs_ready) {
+    InlineRun run{&p, &e, in_bufs, out_bufs, dev};
+    if (run_inline_if_idle(dev, out_bytes, &InlineRun::run, &run)) return outs;
+  }
   launch_kernel(dev, out_bytes, KernelLaunch{&p, &e.in_avals, &e.out_avals, &e.params, std::move(in_bufs),
                                              std::move(out_bufs), std::move(entry)});
   return outs;
@@ -152,19 +208,7 @@ DeviceImpl* result_device(const std::string& op, std::span<const Array> ins) {
 
 void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch) {
   auto task = [l = std::make_shared<KernelLaunch>(std::move(launch)), dev] {
-    try {
-      std::vector<const void*> ins;
-      for (auto& b : l->ins) {
-        b->wait();  // orders work across streams; rethrows an input's error
-        ins.push_back(b->data());
-      }
-      std::vector<void*> outs;
-      for (auto& b : l->outs) outs.push_back(b->data());
-      l->prim->cpu_kernel(ir::KernelCall{*l->in_avals, ins, *l->out_avals, outs, *l->params, dev});
-      for (auto& b : l->outs) b->set_ready();
-    } catch (...) {
-      for (auto& b : l->outs) b->set_error(std::current_exception());
-    }
+    run_kernel(*l->prim, *l->in_avals, *l->out_avals, *l->params, l->ins, l->outs, dev);
   };
   run_on_stream(dev, out_bytes, std::move(task));
 }
