@@ -4,6 +4,7 @@
 #include "tessel/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -20,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "checkpoint/crc32c.h"
 #include "checkpoint/h5.h"
 #include "core/array_impl.h"
 #include "distributed/mpi.h"
@@ -41,17 +43,19 @@ namespace {
 
 constexpr int64_t kFormatVersion = 1;
 // The file starts with an HDF5 user block (ignored by HDF5 and h5py) holding tessel's own
-// header: a magic, the length the file had when committed and a CRC-32 of everything after
-// the block, so that truncation is found before HDF5 parses anything and damage by verify().
+// header: a magic, the length the file had when committed and a checksum of everything after
+// the block, so that truncation and damage are found before HDF5 parses anything.
 constexpr size_t kUserBlock = 512;
 constexpr char kMagic[8] = {'T', 'S', 'L', 'C', 'K', 'P', 'T', '1'};
 struct Header {
   char magic[8];
   uint64_t file_length;
-  uint32_t crc;        // CRC-32 (zlib) of bytes [kUserBlock, file_length)
-  uint32_t has_crc;    // 0 when saved with checksum = false
-  uint32_t block_crc;  // CRC-32 of the whole user block with this field 0
+  uint32_t crc;        // checksum of bytes [kUserBlock, file_length), of kind has_crc
+  uint32_t has_crc;    // a Checksum: none (checksum = false), CRC-32 (files of tessel 0.1's
+                       // first checkpoints) or CRC-32C (written now)
+  uint32_t block_crc;  // CRC-32 (zlib) of the whole user block with this field 0
 };
+enum Checksum : uint32_t { kNoChecksum = 0, kCrc32 = 1, kCrc32c = 2 };
 
 uint32_t block_crc(const unsigned char* block) {
   unsigned char copy[kUserBlock];
@@ -271,21 +275,39 @@ class Fd {
   int fd_;
 };
 
-uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, const std::string& what) {
-  std::vector<unsigned char> buf(size_t(8) << 20);
-  uLong crc = crc32_z(0L, Z_NULL, 0);
+// The checksum of kind `kind` of bytes [from, to) of the file: mapped, not copied (at save
+// time the file is still in the page cache), 64 MiB at a time.
+uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, Checksum kind, const std::string& what) {
+  constexpr uint64_t kWindow = uint64_t(64) << 20;
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  uint32_t crc = 0;
   for (uint64_t off = from; off < to;) {
-    ssize_t n = pread(fd, buf.data(), std::min<uint64_t>(buf.size(), to - off), off_t(off));
-    if (n <= 0) throw Error(what + ": reading the file back for its checksum failed: " + std::strerror(errno));
-    crc = crc32_z(crc, buf.data(), size_t(n));
-    off += uint64_t(n);
+    const uint64_t base = off / page * page, end = std::min(to, base + kWindow);
+    void* map = ::mmap(nullptr, size_t(end - base), PROT_READ, MAP_SHARED | MAP_POPULATE, fd, off_t(base));
+    if (map == MAP_FAILED) {  // a file system without mmap: read it
+      std::vector<unsigned char> buf(size_t(end - off));
+      for (size_t got = 0; got < buf.size();) {
+        ssize_t n = pread(fd, buf.data() + got, buf.size() - got, off_t(off + got));
+        if (n <= 0) throw Error(what + ": reading the file back for its checksum failed: " + std::strerror(errno));
+        got += size_t(n);
+      }
+      crc = kind == kCrc32c ? crc32c::extend(crc, buf.data(), buf.size()) : uint32_t(crc32_z(crc, buf.data(), buf.size()));
+      off = end;
+      continue;
+    }
+    ::madvise(map, size_t(end - base), MADV_SEQUENTIAL);
+    const auto* bytes = static_cast<const unsigned char*>(map) + (off - base);
+    crc = kind == kCrc32c ? crc32c::extend(crc, bytes, size_t(end - off)) : uint32_t(crc32_z(crc, bytes, size_t(end - off)));
+    ::munmap(map, size_t(end - base));
+    off = end;
   }
-  return uint32_t(crc);
+  return crc;
 }
 
-// CRC-32 of bytes [kUserBlock, length) of `path`, each process reading one slice (combined
-// with crc32_combine); collective. A tessel::Error on every process when one failed.
-uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, const std::string& what) {
+// The checksum of kind `kind` of bytes [kUserBlock, length) of `path`, each process reading
+// one slice (the slices' CRCs combined); collective. A tessel::Error on every process when
+// one failed.
+uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, Checksum kind, const std::string& what) {
   const uint64_t body = length > kUserBlock ? length - kUserBlock : 0;
   const uint64_t per = (body + uint64_t(g.size) - 1) / uint64_t(g.size);
   const uint64_t from = kUserBlock + std::min(body, per * uint64_t(g.rank));
@@ -294,7 +316,7 @@ uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, cons
   std::string error;
   try {
     Fd fd = Fd::open(path, O_RDONLY, what);
-    mine[0] = crc_of_file(fd.get(), from, to, what);
+    mine[0] = crc_of_file(fd.get(), from, to, kind, what);
   } catch (const std::exception& e) {
     mine[2] = 0;
     error = e.what();
@@ -304,13 +326,15 @@ uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, cons
     all.resize(3 * size_t(g.size));
     distributed::mpi::check(MPI_Allgather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, g.comm), "MPI_Allgather", what);
   }
-  uLong crc = crc32_z(0L, Z_NULL, 0);
+  uint32_t crc = 0;
   for (int r = 0; r < g.size; ++r) {
     if (all[3 * size_t(r) + 2] == 0)
       throw Error(error.empty() ? what + ": process " + std::to_string(r) + " could not read '" + path + "'" : error);
-    crc = crc32_combine(crc, uLong(all[3 * size_t(r)]), z_off_t(all[3 * size_t(r) + 1]));
+    const auto piece = uint32_t(all[3 * size_t(r)]);
+    const uint64_t n = all[3 * size_t(r) + 1];
+    crc = kind == kCrc32c ? crc32c::combine(crc, piece, n) : uint32_t(crc32_combine(crc, piece, z_off_t(n)));
   }
-  return uint32_t(crc);
+  return crc;
 }
 
 // Writes the header (`length` bytes in all, CRC `crc`) into the file about to be committed
@@ -320,7 +344,7 @@ void seal(const std::string& tmp, uint64_t length, std::optional<uint32_t> crc, 
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.file_length = length;
-  h.has_crc = crc ? 1 : 0;
+  h.has_crc = crc ? kCrc32c : kNoChecksum;
   h.crc = crc.value_or(0);
   unsigned char block[kUserBlock] = {};
   std::memcpy(block, &h, sizeof h);
@@ -520,7 +544,7 @@ void run_save(const SaveJob& job) {
     try {
       if (length < kUserBlock) throw Error(what + ": '" + job.tmp + "' is shorter than its header after writing");
       std::optional<uint32_t> crc;
-      if (job.options.checksum) crc = file_crc(g, job.tmp, length, what);
+      if (job.options.checksum) crc = file_crc(g, job.tmp, length, kCrc32c, what);
       if (g.rank == 0) {
         seal(job.tmp, length, crc, what);
         if (std::rename(job.tmp.c_str(), job.path.c_str()) != 0)
@@ -633,7 +657,9 @@ OpenFile open_checkpoint(const std::string& path, const std::string& what, const
   // The whole file is checked before HDF5 parses any of it: HDF5 is not hardened against
   // damaged input (its global heap and raw data carry no checksum).
   Header h = read_header(path, what);
-  if (h.has_crc && file_crc(g, path, h.file_length, what) != h.crc)
+  if (h.has_crc != kNoChecksum && h.has_crc != kCrc32 && h.has_crc != kCrc32c)
+    throw Error(what + ": '" + path + "' is damaged: its header names checksum kind " + std::to_string(h.has_crc));
+  if (h.has_crc != kNoChecksum && file_crc(g, path, h.file_length, Checksum(h.has_crc), what) != h.crc)
     throw Error(what + ": '" + path + "' is damaged: its checksum does not match its contents");
   Handle fapl = file_access(g, what);
   OpenFile f{own(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "H5Fopen", what), what};
