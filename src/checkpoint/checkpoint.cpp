@@ -176,9 +176,15 @@ Handle file_access(const Group& g, const std::string& what) {
   return fapl;
 }
 
-Handle transfer(const Group& g, const std::string& what) {
+// Collective transfers. With `individual`, every process still makes the collective call
+// but moves its own bytes itself (MPI-IO's two-phase aggregation skipped): for blocks that
+// are contiguous in the file, one plain write or read each, at the disk's speed.
+Handle transfer(const Group& g, bool individual, const std::string& what) {
   Handle dxpl = own(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate", what);
-  if (g.parallel) check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio", what);
+  if (g.parallel) {
+    check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio", what);
+    if (individual) check(H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO), "H5Pset_dxpl_mpio_collective_opt", what);
+  }
   return dxpl;
 }
 
@@ -208,6 +214,16 @@ int64_t range_size(const Range& r) {
   int64_t n = 1;
   for (auto [a, b] : r) n *= std::max<int64_t>(0, b - a);
   return n;
+}
+
+// True when block `r` of an array of `shape` is one contiguous run of its row-major bytes:
+// single indices, then one range, then whole dimensions (rows split: yes; columns: no).
+bool contiguous(const Range& r, const Shape& shape) {
+  size_t k = 0;
+  while (k < r.size() && r[k].second - r[k].first == 1) ++k;
+  for (size_t j = k + 1; j < r.size(); ++j)
+    if (r[j].first != 0 || r[j].second != shape[j]) return false;
+  return true;
 }
 
 // How many pieces the busiest process handles (the number of collective calls all make).
@@ -391,7 +407,8 @@ struct LeafPlan {
   std::string path;
   ShapeDtype aval;
   std::vector<OwnedPiece> mine;
-  size_t calls = 0;  // collective write calls every process makes for this leaf
+  size_t calls = 0;         // collective write calls every process makes for this leaf
+  bool contiguous = false;  // every piece is one run of the file's bytes (the same on every process)
 };
 
 struct SaveJob {
@@ -415,9 +432,10 @@ SaveJob plan_save(const std::string& path, const std::string& structure, const s
     if (!a.valid()) throw ValueError(what + ": the leaf " + paths[i] + " is an empty Array handle");
     if (a.is_tracer())
       throw ConcretizationError(what + ": the leaf " + paths[i] + " is a tracer; save concrete arrays, outside jit");
-    LeafPlan plan{paths[i], a.aval(), {}, 0};
+    LeafPlan plan{paths[i], a.aval(), {}, 0, false};
     std::vector<Piece> pieces = distinct_pieces(a.sharding(), a.shape());
     plan.calls = g.parallel ? max_per_process(pieces) : pieces.size();
+    plan.contiguous = std::all_of(pieces.begin(), pieces.end(), [&](const Piece& p) { return contiguous(p.index, a.shape()); });
     std::vector<Shard> shards = a.addressable_shards();
     for (const Piece& p : pieces) {
       auto it = std::find_if(shards.begin(), shards.end(), [&](const Shard& s) { return s.device == p.device; });
@@ -479,7 +497,7 @@ void write_file(const SaveJob& job, const Group& g) {
   Handle dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", what);
   check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time", what);  // written once, by the pieces
   if (g.parallel) check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time", what);
-  Handle dxpl = transfer(g, what);
+  Handle collective = transfer(g, false, what), individual = transfer(g, true, what);
   for (size_t i = 0; i < job.leaves.size(); ++i) {
     const LeafPlan& leaf = job.leaves[i];
     const std::string lw = what + " leaf " + leaf.path;
@@ -496,7 +514,7 @@ void write_file(const SaveJob& job, const Group& g) {
         data = p->buffer->data();
       }
       auto [fsel, msel] = selection(space, leaf.aval.shape, p ? &p->index : nullptr, lw);
-      check(H5Dwrite(ds, type, msel, fsel, dxpl, data), "H5Dwrite", lw);
+      check(H5Dwrite(ds, type, msel, fsel, leaf.contiguous ? individual : collective, data), "H5Dwrite", lw);
     }
     ds.close(lw);
   }
@@ -714,7 +732,7 @@ Metadata metadata_of(hid_t file, const std::string& what) {
 }
 
 Array read_leaf(hid_t file, const std::string& leaf, const ShapeDtype& aval, const LeafTarget& target, const Group& g,
-                hid_t dxpl, const std::string& what) {
+                hid_t collective, hid_t individual, const std::string& what) {
   const std::string lw = what + " leaf " + leaf;
   Handle ds = own(H5Dopen2(file, leaf.c_str(), H5P_DEFAULT), "H5Dopen2", lw);
   Handle type = h5::type_of(aval.dtype);
@@ -732,6 +750,8 @@ Array read_leaf(hid_t file, const std::string& leaf, const ShapeDtype& aval, con
   }
   size_t calls = 0;
   for (auto& [p, list] : per_process) calls = std::max(calls, list.size());
+  const bool runs = std::all_of(indices.begin(), indices.end(), [&](const Range& r) { return contiguous(r, target.shape); });
+  const hid_t dxpl = runs ? individual : collective;
   if (!g.parallel) {
     for (const Device& d : devices)
       if (d.process_index() != process_index())
@@ -835,10 +855,10 @@ std::vector<Array> restore_leaves(const std::string& path, const std::string& st
                        " in the file but " + dtype_name(targets[i].dtype) + " in the target; restore as the saved "
                        "dtype and convert with astype");
   }
-  Handle dxpl = transfer(g, what);
+  Handle collective = transfer(g, false, what), individual = transfer(g, true, what);
   std::vector<Array> out;
   for (size_t i = 0; i < targets.size(); ++i)
-    out.push_back(read_leaf(f.file, m.leaf_paths[i], m.leaves[i], targets[i], g, dxpl, what));
+    out.push_back(read_leaf(f.file, m.leaf_paths[i], m.leaves[i], targets[i], g, collective, individual, what));
   f.file.close(what);
   return out;
 }
