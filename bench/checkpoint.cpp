@@ -10,6 +10,7 @@
 //  - Orbax (orbax.checkpoint.StandardCheckpointer, bench/baselines/orbax_checkpoint.py) on the
 //    same bytes split over 2 devices of one JAX process, when $TESSEL_JAX_PYTHON imports it.
 // Also the cost of asynchronous saves every 10 steps of a loop (checkpoint.async_step_overhead).
+// Each figure is the best of TESSEL_CHECKPOINT_BENCH_ROUNDS (default 3) runs.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -141,14 +142,16 @@ int measure() {
   const double gb = double(block_rows * int64_t(mesh_devices.size())) * 4096 * 4 * 4 / 1e9;
   const std::string path = (dir / "state.h5").string();
 
-  // Alternated, so that other work on the machine weighs on both alike.
+  // Alternated, so that other work on the machine weighs on both alike; the best of
+  // TESSEL_CHECKPOINT_BENCH_ROUNDS (default 3) each.
+  const int rounds = int(std::max<int64_t>(1, env_int("TESSEL_CHECKPOINT_BENCH_ROUNDS", 3)));
   double save = 1e30, save_nocrc = 1e30;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     save_nocrc = std::min(save_nocrc, best_of(1, [&] { ck::save(path, state, {.overwrite = true, .checksum = false}); }));
     save = std::min(save, best_of(1, [&] { ck::save(path, state, {.overwrite = true}); }));
   }
   ck::save(path, state, {.overwrite = true});
-  double restore = best_of(3, [&] {
+  double restore = best_of(rounds, [&] {
     for (auto& a : ck::restore(path, state)) a.block_until_ready();
   });
 
@@ -159,12 +162,12 @@ int measure() {
   std::memset(bytes.data(), 1, bytes.size());
   const std::string mine = (dir / ("raw_" + std::to_string(ts::process_index()) + ".bin")).string();
   const std::string whole = (dir / "raw_all.bin").string();
-  double write_each = best_of(3, [&] { write_file(mine, bytes.data(), share); });
-  double read_each = best_of(3, [&] { read_file(mine, bytes.data(), share); });
+  double write_each = best_of(rounds, [&] { write_file(mine, bytes.data(), share); });
+  double read_each = best_of(rounds, [&] { read_file(mine, bytes.data(), share); });
   double write_one = write_each, read_one = read_each;
   if (ts::process_count() > 1) {
-    write_one = best_of(3, [&] { if (root) write_file(whole, bytes.data(), total); });
-    read_one = best_of(3, [&] { if (root) read_file(whole, bytes.data(), total); });
+    write_one = best_of(rounds, [&] { if (root) write_file(whole, bytes.data(), total); });
+    read_one = best_of(rounds, [&] { if (root) read_file(whole, bytes.data(), total); });
   }
   const double write_s = std::min(write_each, write_one), read_s = std::min(read_each, read_one);
   if (root) {
