@@ -310,7 +310,8 @@ int main(int argc, char** argv) try {
     first_k = checkpoints->latest_step();
     const std::string saved = ts::checkpoints::read_metadata(checkpoints->path(first_k)).metadata_json;
     if (saved != layout)
-      throw ts::ValueError("shallow_water --restart: the checkpoint " + checkpoints->path(first_k) + " holds " + saved +
+      throw ts::ValueError("shallow_water --restart: the checkpoint " + checkpoints->path(first_k) + " holds " +
+                           (saved.empty() ? std::string("no layout record (an older demo wrote it)") : saved) +
                            " but this run is " + layout +
                            "; restart with the same grid, dtype and decomposition (mpirun -np, --halo); "
                            "--shard N checkpoints hold whole fields, which restart on any number of processes");

@@ -291,13 +291,18 @@ class Fd {
   int fd_;
 };
 
-// The checksum of kind `kind` of bytes [from, to) of the file: mapped, not copied (at save
-// time the file is still in the page cache), 64 MiB at a time.
-uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, Checksum kind, const std::string& what) {
+// The checksum of kind `kind` (0 for none) of bytes [from, to) of the file: mapped, not
+// copied (at save time the file is still in the page cache), 64 MiB at a time. With `flush`
+// (at save time) the range's dirty pages are handed to the disk first and waited for after
+// the checksum, which runs meanwhile: every process flushes its own slice, in parallel, as
+// separate writers of separate files would, and the commit's fsync has little left.
+uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, Checksum kind, bool flush, const std::string& what) {
   constexpr uint64_t kWindow = uint64_t(64) << 20;
   const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  // Failures to flush are left to the commit's fsync, which reports them.
+  if (flush && to > from) sync_file_range(fd, off_t(from), off_t(to - from), SYNC_FILE_RANGE_WRITE);
   uint32_t crc = 0;
-  for (uint64_t off = from; off < to;) {
+  for (uint64_t off = kind == kNoChecksum ? to : from; off < to;) {
     const uint64_t base = off / page * page, end = std::min(to, base + kWindow);
     void* map = ::mmap(nullptr, size_t(end - base), PROT_READ, MAP_SHARED | MAP_POPULATE, fd, off_t(base));
     if (map == MAP_FAILED) {  // a file system without mmap: read it
@@ -317,13 +322,17 @@ uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, Checksum kind, const st
     ::munmap(map, size_t(end - base));
     off = end;
   }
+  if (flush && to > from)
+    sync_file_range(fd, off_t(from), off_t(to - from),
+                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
   return crc;
 }
 
 // The checksum of kind `kind` of bytes [kUserBlock, length) of `path`, each process reading
-// one slice (the slices' CRCs combined); collective. A tessel::Error on every process when
-// one failed.
-uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, Checksum kind, const std::string& what) {
+// one slice (the slices' CRCs combined); with `flush`, each also flushes its slice to the
+// disk (crc_of_file). Collective. A tessel::Error on every process when one failed.
+uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, Checksum kind, bool flush,
+                  const std::string& what) {
   const uint64_t body = length > kUserBlock ? length - kUserBlock : 0;
   const uint64_t per = (body + uint64_t(g.size) - 1) / uint64_t(g.size);
   const uint64_t from = kUserBlock + std::min(body, per * uint64_t(g.rank));
@@ -332,7 +341,7 @@ uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, Chec
   std::string error;
   try {
     Fd fd = Fd::open(path, O_RDONLY, what);
-    mine[0] = crc_of_file(fd.get(), from, to, kind, what);
+    mine[0] = crc_of_file(fd.get(), from, to, kind, flush, what);
   } catch (const std::exception& e) {
     mine[2] = 0;
     error = e.what();
@@ -562,7 +571,8 @@ void run_save(const SaveJob& job) {
     try {
       if (length < kUserBlock) throw Error(what + ": '" + job.tmp + "' is shorter than its header after writing");
       std::optional<uint32_t> crc;
-      if (job.options.checksum) crc = file_crc(g, job.tmp, length, kCrc32c, what);
+      const uint32_t sum = file_crc(g, job.tmp, length, job.options.checksum ? kCrc32c : kNoChecksum, true, what);
+      if (job.options.checksum) crc = sum;
       if (g.rank == 0) {
         seal(job.tmp, length, crc, what);
         if (std::rename(job.tmp.c_str(), job.path.c_str()) != 0)
@@ -677,7 +687,7 @@ OpenFile open_checkpoint(const std::string& path, const std::string& what, const
   Header h = read_header(path, what);
   if (h.has_crc != kNoChecksum && h.has_crc != kCrc32 && h.has_crc != kCrc32c)
     throw Error(what + ": '" + path + "' is damaged: its header names checksum kind " + std::to_string(h.has_crc));
-  if (h.has_crc != kNoChecksum && file_crc(g, path, h.file_length, Checksum(h.has_crc), what) != h.crc)
+  if (h.has_crc != kNoChecksum && file_crc(g, path, h.file_length, Checksum(h.has_crc), false, what) != h.crc)
     throw Error(what + ": '" + path + "' is damaged: its checksum does not match its contents");
   Handle fapl = file_access(g, what);
   OpenFile f{own(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "H5Fopen", what), what};
