@@ -185,6 +185,8 @@ int measure() {
       report("checkpoint.disk_write_one_process_gbps", gb / write_one, "GB/s");
     }
     report("checkpoint.save_fraction_of_disk", write_s / save, "x");
+    if (ts::process_count() > 1)  // against one sequential writer of all the bytes
+      report("checkpoint.save_fraction_of_one_writer", write_one / save, "x");
     report("checkpoint.save_nochecksum_fraction_of_disk", write_s / save_nocrc, "x");
     report("checkpoint.restore_fraction_of_disk", read_s / restore, "x");
     report("checkpoint.save_seconds", save, "s");
