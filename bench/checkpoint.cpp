@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,8 +51,11 @@ int64_t env_int(const char* name, int64_t fallback) {
 const fs::path& work_dir() {
   static const fs::path dir = [] {
     const char* tmp = std::getenv("TMPDIR");
-    const char* tag = std::getenv("TESSEL_CHECKPOINT_BENCH_TAG");  // shared by the processes of one run
-    return fs::path(tmp ? tmp : "/tmp") / ("tessel_bench_checkpoint_" + (tag ? std::string(tag) : std::to_string(getpid())));
+    // One directory for the processes of one run: the launcher's tag, else (started by hand
+    // under mpirun) the pid of mpirun, the processes' common parent on one host.
+    const char* tag = std::getenv("TESSEL_CHECKPOINT_BENCH_TAG");
+    const std::string id = tag ? std::string(tag) : std::to_string(std::getenv("OMPI_COMM_WORLD_SIZE") ? getppid() : getpid());
+    return fs::path(tmp ? tmp : "/tmp") / ("tessel_bench_checkpoint_" + id);
   }();
   return dir;
 }
@@ -74,11 +78,17 @@ template <class F> double best_of(int n, F f) {
   return best;
 }
 
+[[noreturn]] void fail(const char* what, const std::string& path) {
+  std::fprintf(stderr, "bench_checkpoint: %s '%s' failed: %s\n", what, path.c_str(), std::strerror(errno));
+  std::exit(1);
+}
+
 void write_file(const std::string& path, const char* data, size_t n) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) fail("creating", path);
   for (size_t off = 0; off < n;) {
     ssize_t w = ::write(fd, data + off, std::min<size_t>(size_t(1) << 26, n - off));
-    if (w <= 0) std::abort();
+    if (w <= 0) fail("writing", path);
     off += size_t(w);
   }
   fsync(fd);
@@ -87,9 +97,10 @@ void write_file(const std::string& path, const char* data, size_t n) {
 
 void read_file(const std::string& path, char* data, size_t n) {
   int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) fail("opening", path);
   for (size_t off = 0; off < n;) {
     ssize_t r = ::read(fd, data + off, std::min<size_t>(size_t(1) << 26, n - off));
-    if (r <= 0) std::abort();
+    if (r <= 0) fail("reading", path);
     off += size_t(r);
   }
   ::close(fd);
