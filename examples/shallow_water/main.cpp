@@ -20,6 +20,16 @@
 // rows split over N devices by a NamedSharding: the partitioner exchanges the halo rows.
 // Alone, N virtual devices; under mpirun, a mesh over the processes' devices.
 //
+// --checkpoint-every K saves the model state every K steps (ts::checkpoints, asynchronous,
+// the last 2 kept in --checkpoint-dir) and --restart resumes from the latest: N steps, then
+// a restart up to N + M, gives the same fields bit for bit as N + M steps in one go. Alone
+// and with --shard the checkpoint holds the whole fields (restorable on any layout);
+// decomposed, each process's block with its halo (restart with the same mpirun -np and --halo).
+//
+// --netcdf FILE.nc writes h, u and v every --netcdf-every K steps (default: as the
+// animation's frames) to a NetCDF-4 file following the CF conventions (netcdf_output.h), in
+// parallel when decomposed: each process writes its own block.
+//
 // A progress bar on process 0 is drawn by an id_tap inside the jitted step (the device hands
 // the step number to the host and goes on; --no-progress turns it off): model days done and
 // an estimate of the time left. Prints progress lines, `compile_seconds <t>` (tracing the two
@@ -46,6 +56,7 @@
 #include <vector>
 
 #include "gif.h"
+#include "netcdf_output.h"
 #include "npy.h"
 #include "tessel/checkpoint.h"
 #include "plot.h"
@@ -73,6 +84,8 @@ struct Options {
   int64_t checkpoint_every = 0;  // > 0: save the state every this many steps (ts::checkpoints)
   std::string checkpoint_dir = "shallow_water_checkpoints";
   bool restart = false;  // resume from the latest checkpoint in checkpoint_dir
+  std::string netcdf;         // CF NetCDF-4 output of h, u, v
+  int64_t netcdf_every = 0;   // a frame every this many steps (0: as the animation's)
 };
 
 [[noreturn]] void usage(const std::string& error) {
@@ -82,6 +95,7 @@ struct Options {
                "                     [--eta-range M (0: auto)] [--no-jit] [--check]\n"
                "                     [--halo ROWS] [--print-program] [--no-progress] [--shard N]\n"
                "                     [--checkpoint-every K] [--checkpoint-dir DIR] [--restart]\n"
+               "                     [--netcdf FILE.nc [--netcdf-every K]]\n"
                "       under mpirun -np N: the paper's domain decomposition over N processes\n"
                "       --shard N: the one-domain model with rows split over N devices by a NamedSharding\n"
                "                  (virtual devices of this process, or under mpirun the devices of all processes)\n",
@@ -127,6 +141,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--checkpoint-every") o.checkpoint_every = integer(1);
     else if (a == "--checkpoint-dir") o.checkpoint_dir = value();
     else if (a == "--restart") o.restart = true;
+    else if (a == "--netcdf") o.netcdf = value();
+    else if (a == "--netcdf-every") o.netcdf_every = integer(1);
     else if (a == "--dtype") {
       const std::string d = value();
       if (d == "float32") o.dtype = ts::f32;
@@ -213,6 +229,7 @@ int main(int argc, char** argv) try {
     check_writable("--out", opt.out);
     check_writable("--png", opt.png);
     check_writable("--gif", opt.gif);
+    check_writable("--netcdf", opt.netcdf);
   }
   const sw::ShallowWater model({.nx = opt.nx, .ny = opt.ny, .dtype = opt.dtype}, decomposition);
   const double dt = sw::ShallowWater::dt();
@@ -240,17 +257,65 @@ int main(int argc, char** argv) try {
     for (ts::Array* f : {&state.h, &state.u, &state.v, &state.dh, &state.du, &state.dv}) *f = laid_out(*f, ts::P("y", ts::none));
   // Checkpoints of the whole state (docs/checkpoint.md): every --checkpoint-every steps, and
   // --restart resumes from the latest, so N steps + restart + M steps equal N + M steps.
+  // Decomposed, each process's block (interior and halo, of one shape on every process)
+  // is piece p of a (processes, rows, cols) array over one device per process, which the
+  // checkpoint writes block by block; the layout is recorded and checked on restart.
+  std::optional<ts::Sharding> per_process;
+  if (decomposed) {
+    std::vector<ts::Device> one_each;
+    for (int p = 0; p < ts::process_count(); ++p)
+      for (const ts::Device& d : ts::devices())
+        if (d.process_index() == p) {
+          one_each.push_back(d);
+          break;
+        }
+    per_process = ts::NamedSharding(ts::Mesh(one_each, {int64_t(one_each.size())}, {"p"}), ts::P("p", ts::none, ts::none));
+  }
+  auto to_checkpoint = [&](const sw::State& s) {
+    if (!per_process) return s;
+    sw::State out = s;
+    const ts::Device mine = per_process->device_set()[size_t(ts::process_index())];
+    for (ts::Array* f : {&out.h, &out.u, &out.v, &out.dh, &out.du, &out.dv}) {
+      const ts::Shape shape = f->shape();
+      const ts::Array block = ts::reshape(ts::device_put(*f, ts::SingleDeviceSharding(mine)), {1, shape[0], shape[1]});
+      *f = ts::make_array_from_single_device_arrays({int64_t(ts::process_count()), shape[0], shape[1]}, *per_process, {block});
+    }
+    return out;
+  };
+  auto from_checkpoint = [&](const sw::State& stacked, const sw::State& like) {
+    if (!per_process) return stacked;
+    sw::State out = like;
+    const ts::Array* from[] = {&stacked.h, &stacked.u, &stacked.v, &stacked.dh, &stacked.du, &stacked.dv};
+    ts::Array* to[] = {&out.h, &out.u, &out.v, &out.dh, &out.du, &out.dv};
+    for (size_t i = 0; i < 6; ++i) {
+      const ts::Array block = from[i]->addressable_shards().at(0).data;
+      *to[i] = ts::device_put(ts::reshape(block, to[i]->shape()), to[i]->sharding());
+    }
+    return out;
+  };
+  // What a checkpoint must match to restart this run.
+  const std::string layout = std::string("{\"nx\": ") + std::to_string(opt.nx) + ", \"ny\": " + std::to_string(opt.ny) +
+                             ", \"dtype\": \"" + ts::dtype_name(opt.dtype) + "\", \"layout\": \"" +
+                             (decomposed ? "blocks of " + std::to_string(decomposition.size()) + " processes, halo " +
+                                               std::to_string(decomposition.halo)
+                                         : std::string("whole fields")) +
+                             "\"}";
   std::optional<ts::checkpoints::CheckpointManager> checkpoints;
   int64_t first_k = 0;
   if (opt.checkpoint_every > 0 || opt.restart) {
-    if (decomposed)
-      usage("--checkpoint-every/--restart need whole fields: under mpirun use --shard N (rows split over the processes)");
     checkpoints.emplace(opt.checkpoint_dir, ts::checkpoints::ManagerOptions{
                                                 .max_to_keep = 2, .save_interval_steps = std::max<int64_t>(1, opt.checkpoint_every), .async = true});
   }
   if (opt.restart && checkpoints->latest_step() >= 0) {
     first_k = checkpoints->latest_step();
-    state = checkpoints->restore(first_k, state);
+    const std::string saved = ts::checkpoints::read_metadata(checkpoints->path(first_k)).metadata_json;
+    if (saved != layout)
+      throw ts::ValueError("shallow_water --restart: the checkpoint " + checkpoints->path(first_k) + " holds " +
+                           (saved.empty() ? std::string("no layout record (an older demo wrote it)") : saved) +
+                           " but this run is " + layout +
+                           "; restart with the same grid, dtype and decomposition (mpirun -np, --halo); "
+                           "--shard N checkpoints hold whole fields, which restart on any number of processes");
+    state = from_checkpoint(checkpoints->restore(first_k, to_checkpoint(state)), state);
     if (root) std::printf("restart: from step %lld of %s\n", (long long)first_k, opt.checkpoint_dir.c_str());
   }
   state.h.block_until_ready();
@@ -315,7 +380,40 @@ int main(int argc, char** argv) try {
     }
     frame_seconds += since(f0);
   };
-  add_frame(state, 0);
+  add_frame(state, first_k);
+
+  // The NetCDF output: each frame's blocks written by their processes (decomposed, parallel
+  // NetCDF), else the whole fields by process 0. HDF5 is not thread-safe, so a frame waits
+  // for an asynchronous checkpoint save in flight (whose writer calls HDF5 too). A restarted
+  // run writes its own file, from the restart step on.
+  std::unique_ptr<sw::NetcdfWriter> netcdf;
+  const int64_t netcdf_every = opt.netcdf_every > 0 ? opt.netcdf_every : frame_every;
+  const bool netcdf_blocks = decomposed && sw::NetcdfWriter::parallel();
+  double netcdf_seconds = 0;
+  auto add_netcdf_frame = [&](const sw::State& s, int64_t steps_done) {
+    const auto f0 = std::chrono::steady_clock::now();
+    sw::Block block;
+    ts::Array fh, fu, fv;
+    if (netcdf_blocks) {
+      fh = model.block_interior(s.h), fu = model.block_interior(s.u), fv = model.block_interior(s.v);
+      block = {.row0 = decomposition.py * model.ny_local(), .col0 = decomposition.px * model.nx_local(),
+               .rows = model.ny_local(), .cols = model.nx_local()};
+    } else {
+      fh = model.gather_interior(whole(s.h)), fu = model.gather_interior(whole(s.u)), fv = model.gather_interior(whole(s.v));
+      if (root) block = {.row0 = 0, .col0 = 0, .rows = opt.ny, .cols = opt.nx};
+    }
+    if (checkpoints) checkpoints->wait_until_finished();
+    if (netcdf)  // every process when collective, else process 0
+      netcdf->write_frame(double(steps_done) * dt / sw::kDayInSeconds, block, block.rows ? host(fh) : std::vector<double>{},
+                          block.rows ? host(fu) : std::vector<double>{}, block.rows ? host(fv) : std::vector<double>{});
+    netcdf_seconds += since(f0);
+  };
+  if (!opt.netcdf.empty()) {
+    // Every process opens the file when the build writes in parallel, else process 0 alone.
+    const bool collective = ts::process_count() > 1 && sw::NetcdfWriter::parallel();
+    if (collective || root) netcdf = std::make_unique<sw::NetcdfWriter>(opt.netcdf, model.config(), collective);
+    add_netcdf_frame(state, first_k);
+  }
 
   // The range of h over the whole domain (every process takes part when decomposed).
   auto h_range = [&](const sw::State& s) {
@@ -342,7 +440,9 @@ int main(int argc, char** argv) try {
   auto window_start = std::chrono::steady_clock::now();
   for (int64_t k = first_k; k < opt.steps; ++k) {
     state = step(state, k == 0, k);
-    if (checkpoints && opt.checkpoint_every > 0) checkpoints->save(k + 1, state);
+    if (checkpoints && opt.checkpoint_every > 0 && checkpoints->should_save(k + 1))
+      checkpoints->save(k + 1, to_checkpoint(state), layout);
+    if (!opt.netcdf.empty() && ((k + 1) % netcdf_every == 0 || k + 1 == opt.steps)) add_netcdf_frame(state, k + 1);
     if ((k + 1) % sync_every == 0) {
       state.h.block_until_ready();
       const double per_step = since(window_start) / double(sync_every);
@@ -364,10 +464,11 @@ int main(int argc, char** argv) try {
   for (const ts::Array& a : ts::tree_leaves(state)) a.block_until_ready();
   if (checkpoints) checkpoints->wait_until_finished();
   if (decomposed) ts::comm::barrier(decomposition.comm);
-  const double seconds = since(t0) - frame_seconds;
+  const double seconds = since(t0) - frame_seconds - netcdf_seconds;
   if (root) {
     std::printf("seconds %.4f\n", seconds);
     if (gif) std::printf("frame_seconds %.4f\n", frame_seconds);
+    if (netcdf) std::printf("netcdf_seconds %.4f\n", netcdf_seconds);
     std::printf("ms_per_step %.4f\n", 1e3 * seconds / double(opt.steps));
     if (best_window > 0) std::printf("best_window_ms_per_step %.4f\n", 1e3 * best_window);
   }
@@ -415,6 +516,10 @@ int main(int argc, char** argv) try {
                        .eta_range = opt.eta_range, .time_days = double(opt.steps) * dt / sw::kDayInSeconds};
     sw::write_png(opt.png, sw::plot_surface(plot));
     std::printf("wrote %s\n", opt.png.c_str());
+  }
+  if (netcdf) {
+    netcdf->close();
+    if (root) std::printf("wrote %s (%lld frames)\n", opt.netcdf.c_str(), (long long)netcdf->frames());
   }
   if (gif) {
     gif->close();

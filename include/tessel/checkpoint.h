@@ -32,8 +32,8 @@ struct SaveOptions {
   bool async = false;
   /// Replace an existing checkpoint at the path (else a ValueError).
   bool overwrite = false;
-  /// Store a CRC-32 of the file in its header, for verify() (one more read of the file by
-  /// process 0 before the commit).
+  /// Store a CRC-32C of the file in its header, checked by restore, read_metadata and verify
+  /// (each process reads back its slice of the file, from the page cache, before the commit).
   bool checksum = true;
 };
 

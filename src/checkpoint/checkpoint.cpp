@@ -4,6 +4,7 @@
 #include "tessel/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -20,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "checkpoint/crc32c.h"
 #include "checkpoint/h5.h"
 #include "core/array_impl.h"
 #include "distributed/mpi.h"
@@ -41,17 +43,19 @@ namespace {
 
 constexpr int64_t kFormatVersion = 1;
 // The file starts with an HDF5 user block (ignored by HDF5 and h5py) holding tessel's own
-// header: a magic, the length the file had when committed and a CRC-32 of everything after
-// the block, so that truncation is found before HDF5 parses anything and damage by verify().
+// header: a magic, the length the file had when committed and a checksum of everything after
+// the block, so that truncation and damage are found before HDF5 parses anything.
 constexpr size_t kUserBlock = 512;
 constexpr char kMagic[8] = {'T', 'S', 'L', 'C', 'K', 'P', 'T', '1'};
 struct Header {
   char magic[8];
   uint64_t file_length;
-  uint32_t crc;        // CRC-32 (zlib) of bytes [kUserBlock, file_length)
-  uint32_t has_crc;    // 0 when saved with checksum = false
-  uint32_t block_crc;  // CRC-32 of the whole user block with this field 0
+  uint32_t crc;        // checksum of bytes [kUserBlock, file_length), of kind has_crc
+  uint32_t has_crc;    // a Checksum: none (checksum = false), CRC-32 (files of tessel 0.1's
+                       // first checkpoints) or CRC-32C (written now)
+  uint32_t block_crc;  // CRC-32 (zlib) of the whole user block with this field 0
 };
+enum Checksum : uint32_t { kNoChecksum = 0, kCrc32 = 1, kCrc32c = 2 };
 
 uint32_t block_crc(const unsigned char* block) {
   unsigned char copy[kUserBlock];
@@ -172,9 +176,15 @@ Handle file_access(const Group& g, const std::string& what) {
   return fapl;
 }
 
-Handle transfer(const Group& g, const std::string& what) {
+// Collective transfers. With `individual`, every process still makes the collective call
+// but moves its own bytes itself (MPI-IO's two-phase aggregation skipped): for blocks that
+// are contiguous in the file, one plain write or read each, at the disk's speed.
+Handle transfer(const Group& g, bool individual, const std::string& what) {
   Handle dxpl = own(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate", what);
-  if (g.parallel) check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio", what);
+  if (g.parallel) {
+    check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio", what);
+    if (individual) check(H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO), "H5Pset_dxpl_mpio_collective_opt", what);
+  }
   return dxpl;
 }
 
@@ -204,6 +214,16 @@ int64_t range_size(const Range& r) {
   int64_t n = 1;
   for (auto [a, b] : r) n *= std::max<int64_t>(0, b - a);
   return n;
+}
+
+// True when block `r` of an array of `shape` is one contiguous run of its row-major bytes:
+// single indices, then one range, then whole dimensions (rows split: yes; columns: no).
+bool contiguous(const Range& r, const Shape& shape) {
+  size_t k = 0;
+  while (k < r.size() && r[k].second - r[k].first == 1) ++k;
+  for (size_t j = k + 1; j < r.size(); ++j)
+    if (r[j].first != 0 || r[j].second != shape[j]) return false;
+  return true;
 }
 
 // How many pieces the busiest process handles (the number of collective calls all make).
@@ -271,21 +291,48 @@ class Fd {
   int fd_;
 };
 
-uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, const std::string& what) {
-  std::vector<unsigned char> buf(size_t(8) << 20);
-  uLong crc = crc32_z(0L, Z_NULL, 0);
-  for (uint64_t off = from; off < to;) {
-    ssize_t n = pread(fd, buf.data(), std::min<uint64_t>(buf.size(), to - off), off_t(off));
-    if (n <= 0) throw Error(what + ": reading the file back for its checksum failed: " + std::strerror(errno));
-    crc = crc32_z(crc, buf.data(), size_t(n));
-    off += uint64_t(n);
+// The checksum of kind `kind` (0 for none) of bytes [from, to) of the file: mapped, not
+// copied (at save time the file is still in the page cache), 64 MiB at a time. With `flush`
+// (at save time) the range's dirty pages are handed to the disk first and waited for after
+// the checksum, which runs meanwhile: every process flushes its own slice, in parallel, as
+// separate writers of separate files would, and the commit's fsync has little left.
+uint32_t crc_of_file(int fd, uint64_t from, uint64_t to, Checksum kind, bool flush, const std::string& what) {
+  constexpr uint64_t kWindow = uint64_t(64) << 20;
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  // Failures to flush are left to the commit's fsync, which reports them.
+  if (flush && to > from) sync_file_range(fd, off_t(from), off_t(to - from), SYNC_FILE_RANGE_WRITE);
+  uint32_t crc = 0;
+  for (uint64_t off = kind == kNoChecksum ? to : from; off < to;) {
+    const uint64_t base = off / page * page, end = std::min(to, base + kWindow);
+    void* map = ::mmap(nullptr, size_t(end - base), PROT_READ, MAP_SHARED | MAP_POPULATE, fd, off_t(base));
+    if (map == MAP_FAILED) {  // a file system without mmap: read it
+      std::vector<unsigned char> buf(size_t(end - off));
+      for (size_t got = 0; got < buf.size();) {
+        ssize_t n = pread(fd, buf.data() + got, buf.size() - got, off_t(off + got));
+        if (n <= 0) throw Error(what + ": reading the file back for its checksum failed: " + std::strerror(errno));
+        got += size_t(n);
+      }
+      crc = kind == kCrc32c ? crc32c::extend(crc, buf.data(), buf.size()) : uint32_t(crc32_z(crc, buf.data(), buf.size()));
+      off = end;
+      continue;
+    }
+    ::madvise(map, size_t(end - base), MADV_SEQUENTIAL);
+    const auto* bytes = static_cast<const unsigned char*>(map) + (off - base);
+    crc = kind == kCrc32c ? crc32c::extend(crc, bytes, size_t(end - off)) : uint32_t(crc32_z(crc, bytes, size_t(end - off)));
+    ::munmap(map, size_t(end - base));
+    off = end;
   }
-  return uint32_t(crc);
+  if (flush && to > from)
+    sync_file_range(fd, off_t(from), off_t(to - from),
+                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+  return crc;
 }
 
-// CRC-32 of bytes [kUserBlock, length) of `path`, each process reading one slice (combined
-// with crc32_combine); collective. A tessel::Error on every process when one failed.
-uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, const std::string& what) {
+// The checksum of kind `kind` of bytes [kUserBlock, length) of `path`, each process reading
+// one slice (the slices' CRCs combined); with `flush`, each also flushes its slice to the
+// disk (crc_of_file). Collective. A tessel::Error on every process when one failed.
+uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, Checksum kind, bool flush,
+                  const std::string& what) {
   const uint64_t body = length > kUserBlock ? length - kUserBlock : 0;
   const uint64_t per = (body + uint64_t(g.size) - 1) / uint64_t(g.size);
   const uint64_t from = kUserBlock + std::min(body, per * uint64_t(g.rank));
@@ -294,7 +341,7 @@ uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, cons
   std::string error;
   try {
     Fd fd = Fd::open(path, O_RDONLY, what);
-    mine[0] = crc_of_file(fd.get(), from, to, what);
+    mine[0] = crc_of_file(fd.get(), from, to, kind, flush, what);
   } catch (const std::exception& e) {
     mine[2] = 0;
     error = e.what();
@@ -304,13 +351,15 @@ uint32_t file_crc(const Group& g, const std::string& path, uint64_t length, cons
     all.resize(3 * size_t(g.size));
     distributed::mpi::check(MPI_Allgather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, g.comm), "MPI_Allgather", what);
   }
-  uLong crc = crc32_z(0L, Z_NULL, 0);
+  uint32_t crc = 0;
   for (int r = 0; r < g.size; ++r) {
     if (all[3 * size_t(r) + 2] == 0)
       throw Error(error.empty() ? what + ": process " + std::to_string(r) + " could not read '" + path + "'" : error);
-    crc = crc32_combine(crc, uLong(all[3 * size_t(r)]), z_off_t(all[3 * size_t(r) + 1]));
+    const auto piece = uint32_t(all[3 * size_t(r)]);
+    const uint64_t n = all[3 * size_t(r) + 1];
+    crc = kind == kCrc32c ? crc32c::combine(crc, piece, n) : uint32_t(crc32_combine(crc, piece, z_off_t(n)));
   }
-  return uint32_t(crc);
+  return crc;
 }
 
 // Writes the header (`length` bytes in all, CRC `crc`) into the file about to be committed
@@ -320,7 +369,7 @@ void seal(const std::string& tmp, uint64_t length, std::optional<uint32_t> crc, 
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.file_length = length;
-  h.has_crc = crc ? 1 : 0;
+  h.has_crc = crc ? kCrc32c : kNoChecksum;
   h.crc = crc.value_or(0);
   unsigned char block[kUserBlock] = {};
   std::memcpy(block, &h, sizeof h);
@@ -367,7 +416,8 @@ struct LeafPlan {
   std::string path;
   ShapeDtype aval;
   std::vector<OwnedPiece> mine;
-  size_t calls = 0;  // collective write calls every process makes for this leaf
+  size_t calls = 0;         // collective write calls every process makes for this leaf
+  bool contiguous = false;  // every piece is one run of the file's bytes (the same on every process)
 };
 
 struct SaveJob {
@@ -391,9 +441,10 @@ SaveJob plan_save(const std::string& path, const std::string& structure, const s
     if (!a.valid()) throw ValueError(what + ": the leaf " + paths[i] + " is an empty Array handle");
     if (a.is_tracer())
       throw ConcretizationError(what + ": the leaf " + paths[i] + " is a tracer; save concrete arrays, outside jit");
-    LeafPlan plan{paths[i], a.aval(), {}, 0};
+    LeafPlan plan{paths[i], a.aval(), {}, 0, false};
     std::vector<Piece> pieces = distinct_pieces(a.sharding(), a.shape());
     plan.calls = g.parallel ? max_per_process(pieces) : pieces.size();
+    plan.contiguous = std::all_of(pieces.begin(), pieces.end(), [&](const Piece& p) { return contiguous(p.index, a.shape()); });
     std::vector<Shard> shards = a.addressable_shards();
     for (const Piece& p : pieces) {
       auto it = std::find_if(shards.begin(), shards.end(), [&](const Shard& s) { return s.device == p.device; });
@@ -455,7 +506,7 @@ void write_file(const SaveJob& job, const Group& g) {
   Handle dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", what);
   check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time", what);  // written once, by the pieces
   if (g.parallel) check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time", what);
-  Handle dxpl = transfer(g, what);
+  Handle collective = transfer(g, false, what), individual = transfer(g, true, what);
   for (size_t i = 0; i < job.leaves.size(); ++i) {
     const LeafPlan& leaf = job.leaves[i];
     const std::string lw = what + " leaf " + leaf.path;
@@ -472,7 +523,7 @@ void write_file(const SaveJob& job, const Group& g) {
         data = p->buffer->data();
       }
       auto [fsel, msel] = selection(space, leaf.aval.shape, p ? &p->index : nullptr, lw);
-      check(H5Dwrite(ds, type, msel, fsel, dxpl, data), "H5Dwrite", lw);
+      check(H5Dwrite(ds, type, msel, fsel, leaf.contiguous ? individual : collective, data), "H5Dwrite", lw);
     }
     ds.close(lw);
   }
@@ -520,7 +571,8 @@ void run_save(const SaveJob& job) {
     try {
       if (length < kUserBlock) throw Error(what + ": '" + job.tmp + "' is shorter than its header after writing");
       std::optional<uint32_t> crc;
-      if (job.options.checksum) crc = file_crc(g, job.tmp, length, what);
+      const uint32_t sum = file_crc(g, job.tmp, length, job.options.checksum ? kCrc32c : kNoChecksum, true, what);
+      if (job.options.checksum) crc = sum;
       if (g.rank == 0) {
         seal(job.tmp, length, crc, what);
         if (std::rename(job.tmp.c_str(), job.path.c_str()) != 0)
@@ -633,7 +685,9 @@ OpenFile open_checkpoint(const std::string& path, const std::string& what, const
   // The whole file is checked before HDF5 parses any of it: HDF5 is not hardened against
   // damaged input (its global heap and raw data carry no checksum).
   Header h = read_header(path, what);
-  if (h.has_crc && file_crc(g, path, h.file_length, what) != h.crc)
+  if (h.has_crc != kNoChecksum && h.has_crc != kCrc32 && h.has_crc != kCrc32c)
+    throw Error(what + ": '" + path + "' is damaged: its header names checksum kind " + std::to_string(h.has_crc));
+  if (h.has_crc != kNoChecksum && file_crc(g, path, h.file_length, Checksum(h.has_crc), false, what) != h.crc)
     throw Error(what + ": '" + path + "' is damaged: its checksum does not match its contents");
   Handle fapl = file_access(g, what);
   OpenFile f{own(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "H5Fopen", what), what};
@@ -688,7 +742,7 @@ Metadata metadata_of(hid_t file, const std::string& what) {
 }
 
 Array read_leaf(hid_t file, const std::string& leaf, const ShapeDtype& aval, const LeafTarget& target, const Group& g,
-                hid_t dxpl, const std::string& what) {
+                hid_t collective, hid_t individual, const std::string& what) {
   const std::string lw = what + " leaf " + leaf;
   Handle ds = own(H5Dopen2(file, leaf.c_str(), H5P_DEFAULT), "H5Dopen2", lw);
   Handle type = h5::type_of(aval.dtype);
@@ -706,6 +760,8 @@ Array read_leaf(hid_t file, const std::string& leaf, const ShapeDtype& aval, con
   }
   size_t calls = 0;
   for (auto& [p, list] : per_process) calls = std::max(calls, list.size());
+  const bool runs = std::all_of(indices.begin(), indices.end(), [&](const Range& r) { return contiguous(r, target.shape); });
+  const hid_t dxpl = runs ? individual : collective;
   if (!g.parallel) {
     for (const Device& d : devices)
       if (d.process_index() != process_index())
@@ -809,10 +865,10 @@ std::vector<Array> restore_leaves(const std::string& path, const std::string& st
                        " in the file but " + dtype_name(targets[i].dtype) + " in the target; restore as the saved "
                        "dtype and convert with astype");
   }
-  Handle dxpl = transfer(g, what);
+  Handle collective = transfer(g, false, what), individual = transfer(g, true, what);
   std::vector<Array> out;
   for (size_t i = 0; i < targets.size(); ++i)
-    out.push_back(read_leaf(f.file, m.leaf_paths[i], m.leaves[i], targets[i], g, dxpl, what));
+    out.push_back(read_leaf(f.file, m.leaf_paths[i], m.leaves[i], targets[i], g, collective, individual, what));
   f.file.close(what);
   return out;
 }

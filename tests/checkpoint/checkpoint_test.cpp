@@ -11,6 +11,7 @@
 #include <random>
 
 #include "checkpoint/checkpoint_test_util.h"
+#include "checkpoint/crc32c.h"
 #include "expect_error.h"
 #include "tessel/device.h"
 #include "tessel/error.h"
@@ -193,6 +194,31 @@ TEST_F(CheckpointIo, AFailedSaveKeepsThePreviousCheckpoint) {
 // Mutation fuzzing of the reader: truncations and byte flips of a small checkpoint. Every
 // change is a tessel::Error from restore and from verify (the file's checksum is checked
 // before HDF5 parses it), never a crash. Reproducible by seed; TESSEL_CHECKPOINT_FUZZ=n runs more.
+// The file checksum: CRC-32C's check value, the hardware path (three interleaved streams
+// joined by multiplication modulo P) equal to the table on lengths around its block size,
+// and pieces combined as the processes' slices are.
+TEST(CheckpointCrc32c, KnownValuesStreamsAndCombine) {
+  namespace crc = ck::crc32c;
+  EXPECT_EQ(crc::extend(0, "123456789", 9), 0xE3069283u);
+  EXPECT_EQ(crc::extend(0, "", 0), 0u);
+  // 32 bytes of zeros and of 0xFF: RFC 3720's iSCSI test vectors.
+  std::vector<unsigned char> zeros(32, 0), ones(32, 0xFF);
+  EXPECT_EQ(crc::extend(0, zeros.data(), 32), 0x8A9136AAu);
+  EXPECT_EQ(crc::extend(0, ones.data(), 32), 0x62A8AB43u);
+  std::mt19937_64 rng(7);
+  std::vector<unsigned char> data(3 * 8192 * 2 + 1000);
+  for (auto& b : data) b = static_cast<unsigned char>(rng());
+  const uint32_t whole = crc::extend(0, data.data(), data.size());
+  uint32_t bytewise = 0;  // one byte at a time never takes the interleaved path
+  for (unsigned char b : data) bytewise = crc::extend(bytewise, &b, 1);
+  EXPECT_EQ(whole, bytewise);
+  for (size_t cut : {size_t(0), size_t(1), size_t(8191), size_t(3 * 8192), data.size() - 3, data.size()}) {
+    const uint32_t a = crc::extend(0, data.data(), cut), b = crc::extend(0, data.data() + cut, data.size() - cut);
+    EXPECT_EQ(crc::extend(a, data.data() + cut, data.size() - cut), whole) << cut;
+    EXPECT_EQ(crc::combine(a, b, data.size() - cut), whole) << cut;
+  }
+}
+
 TEST_F(CheckpointIo, DamagedFilesGiveErrorsNeverCrashes) {
   std::map<std::string, ts::Array> tree{{"w", ts::arange(12, ts::f32).reshape({3, 4})}, {"b", ts::ones({3}, ts::bf16)}};
   ck::save(file("good.h5"), tree, {.step = 3, .metadata_json = "{}"});
