@@ -5,6 +5,9 @@
 //   checkpoint_crash full DIR: with the file size limited (RLIMIT_FSIZE, as a full disk
 //     answers EFBIG/ENOSPC), a save fails with a tessel::Error naming the file and the previous
 //     checkpoint still restores.
+//   checkpoint_crash nospace DIR: the same on a real full file system (DIR inside a small
+//     tmpfs, see checkpoint_nospace.sh): after step 1, a filler file takes all but 64 KiB of
+//     it, so step 2's save meets ENOSPC.
 // Prints "checkpoint_crash: <mode> ok".
 #include <signal.h>
 #include <sys/resource.h>
@@ -16,6 +19,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint_test_util.h"
 #include "tessel/checkpoint.h"
@@ -55,11 +59,24 @@ int check_all(const std::string& dir, int run) {
   return bad;
 }
 
+// Fills the file system holding `path` with one file, leaving `keep_free` bytes.
+bool fill_disk(const std::string& path, size_t keep_free) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  std::vector<char> chunk(1 << 16, 'x');
+  size_t written = 0;
+  for (size_t n = chunk.size(); n >= 512; n /= 2)  // smaller writes as space runs out
+    while (std::fwrite(chunk.data(), 1, n, f) == n && std::fflush(f) == 0) written += n;
+  std::fclose(f);
+  std::filesystem::resize_file(path, written > keep_free ? written - keep_free : 0);
+  return written > keep_free;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: checkpoint_crash kill DIR RUNS | full DIR | writer DIR\n");
+    std::fprintf(stderr, "usage: checkpoint_crash kill DIR RUNS | full DIR | nospace DIR | writer DIR\n");
     return 2;
   }
   const std::string mode = argv[1], dir = argv[2];
@@ -88,23 +105,28 @@ int main(int argc, char** argv) {
     std::printf("checkpoint_crash: kill ok (%d runs, latest step %lld)\n", runs, (long long)ck::CheckpointManager(dir).latest_step());
     return 0;
   }
-  if (mode == "full") {
+  if (mode == "full" || mode == "nospace") {
     std::filesystem::remove_all(dir);
     ck::CheckpointManager mgr(dir);
     mgr.save(1, std::vector<ts::Array>{on_device(state(1))});
-    signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead of killing
-    rlimit lim{600 * 1024, 600 * 1024};
-    setrlimit(RLIMIT_FSIZE, &lim);
+    if (mode == "full") {
+      signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead of killing
+      rlimit lim{600 * 1024, 600 * 1024};
+      setrlimit(RLIMIT_FSIZE, &lim);
+    } else if (!fill_disk((std::filesystem::path(dir).parent_path() / "filler").string(), 64 * 1024)) {
+      std::fprintf(stderr, "nospace: could not fill the file system of %s\n", dir.c_str());
+      return 1;
+    }
     try {
       mgr.save(2, std::vector<ts::Array>{on_device(state(2))});
-      std::fprintf(stderr, "full: the save past the limit succeeded\n");
+      std::fprintf(stderr, "%s: the save past the limit succeeded\n", mode.c_str());
       return 1;
     } catch (const ts::Error& e) {
-      std::printf("full: the save failed: %s\n", e.what());
+      std::printf("%s: the save failed: %s\n", mode.c_str(), e.what());
       if (!std::strstr(e.what(), "ckpt_2.h5")) return 1;
     }
     if (mgr.all_steps() != std::vector<int64_t>{1} || check_all(dir, 0) != 0) return 1;
-    std::printf("checkpoint_crash: full ok\n");
+    std::printf("checkpoint_crash: %s ok\n", mode.c_str());
     return 0;
   }
   return 2;
