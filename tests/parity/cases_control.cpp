@@ -27,6 +27,13 @@ const std::vector<Branch>& branches() {
   return b;
 }
 Out pair_out(std::pair<Array, Array> v) { return {std::move(v.first), std::move(v.second)}; }
+/// cases_control.py's dense_solve: the matrix from matvec's columns, then LU.
+Array dense_solve(const Fn1& matvec, const Array& r) {
+  const int64_t n = r.shape().at(0);
+  std::vector<Array> cols;
+  for (int64_t i = 0; i < n; ++i) cols.push_back(matvec(ts::eye(n, std::nullopt, 0, r.dtype())[{i}]));
+  return ts::linalg::solve(ts::stack(cols, 1), r);
+}
 /// fori_loop's body: c * 0.9 + sin(c) * i.
 Array fori_body(const Array& i, const Array& c) { return c * 0.9 + ts::sin(c) * i; }
 }  // namespace
@@ -103,11 +110,8 @@ TESSEL_PARITY_CASES(control) {
   });
 
   reg("lax.custom_linear_solve", [](const In& x, const Params& p) {
-    const Array a = x[0];
     auto matvec = [](const std::vector<Array>& params, const Array& v) { return ts::matmul(params[0], v); };
-    auto solve = [a](const Fn1&, const Array& r) { return ts::linalg::solve(a, r); };
-    auto transpose_solve = [a](const Fn1&, const Array& r) { return ts::linalg::solve(ts::transpose(a), r); };
-    return out(lax::custom_linear_solve(matvec, {a}, x[1], solve, transpose_solve, p.flag("symmetric")));
+    return out(lax::custom_linear_solve(matvec, {x[0]}, x[1], dense_solve, dense_solve, p.flag("symmetric")));
   });
   reg("lax.custom_root", [](const In& x, const Params&) {
     auto f = [](const std::vector<Array>& params, const Array& v) { return v * v - params[0]; };

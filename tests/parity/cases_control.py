@@ -17,6 +17,10 @@ from parity_lib import FLOATS, MATH_TOL, SUM_TOL, rand
 # but libm's sin and tessel's differ by an ulp now and then.
 LOOP_TOL = {"float32": (2e-5, 1e-6), "float64": (1e-13, 1e-15)}
 
+# Five steps of c * 0.9 + sin(c) * i with i up to 5 amplify an ulp of sin by up to 5^5 near a
+# cancellation (one element of fori_loop_dynamic lands 3e-5 relative apart in float32).
+AMPLIFIED_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-12, 1e-13)}
+
 BRANCHES = [lambda x, y: jnp.sin(x) * y, lambda x, y: jnp.cos(x) + y, lambda x, y: x * x - y]
 
 
@@ -66,7 +70,7 @@ def fori_loops(s):
         # Bounds as arrays: JAX runs a while_loop (values only).
         s.case("fori_loop", lambda lower, upper, v: lax.fori_loop(lower, upper,
                                                                  lambda i, c: c * 0.9 + jnp.sin(c) * i, v),
-               [np.array(1, np.int32), np.array(6, np.int32), x], tol=LOOP_TOL, name=f"fori_loop_dynamic_{dt}")
+               [np.array(1, np.int32), np.array(6, np.int32), x], tol=AMPLIFIED_TOL, name=f"fori_loop_dynamic_{dt}")
 
 
 def scans(s):
@@ -106,11 +110,14 @@ def others(s):
         a = rand((4, 4), dt, 41) + 4.0 * np.eye(4, dtype=dt)
         b = rand((4,), dt, 42)
 
+        def dense_solve(matvec, r):
+            """Solves through matvec alone: the matrix from its columns, then LU (tessel's solvers
+            may not capture the differentiated matrix, so both sides solve this way)."""
+            cols = jnp.stack([matvec(e) for e in jnp.eye(r.shape[0], dtype=r.dtype)], axis=1)
+            return jnp.linalg.solve(cols, r)
+
         def solve(m, v, symmetric):
-            def mv(u):
-                return m @ u
-            return lax.custom_linear_solve(mv, v, lambda f, r: jnp.linalg.solve(m, r),
-                                           lambda f, r: jnp.linalg.solve(m.T, r), symmetric=symmetric)
+            return lax.custom_linear_solve(lambda u: m @ u, v, dense_solve, dense_solve, symmetric=symmetric)
         s.case("lax.custom_linear_solve", lambda m, v, symmetric: solve(m, v, symmetric), [a, b],
                {"symmetric": False}, tol={"float32": (1e-5, 1e-6), "float64": (1e-13, 1e-15)}, grad=True)
         spd = a @ a.T

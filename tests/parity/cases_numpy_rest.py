@@ -178,14 +178,15 @@ def dtype_queries(s):
             s.case("issubdtype", lambda a, category: np.array(jnp.issubdtype(jnp.dtype(a), typ)), [],
                    {"a": a, "category": cat}, name=f"issubdtype_{a}_{cat}", x64=True)
     # result_type of arrays: strong dtypes only (a C++ Array is never weakly typed), with x64
-    # on when a 64-bit input asks for it (JAX's x64-off rule then canonicalizes to 32 bits);
-    # no float16/bfloat16 inputs (the data format has no such arrays: promote_types covers them).
+    # on: tessel always has the 64-bit dtypes (docs/arrays.md), so uint32 with int32 is int64
+    # as in JAX with x64 (without x64 JAX canonicalizes it to int32). No float16/bfloat16
+    # inputs (the data format has no such arrays: promote_types covers them).
     groups = [["int32", "float32"], ["uint8", "int8"], ["bool", "int16"], ["uint32", "int32"],
               ["int64", "float32"], ["uint64", "int64"], ["complex64", "float64"], ["bool"], ["uint8", "uint16", "int8"],
               ["float32", "complex64", "int8"], ["uint16", "float32"]]
     for g in groups:
         s.case("result_type", lambda *xs: dtype_code(jnp.result_type(*xs)),
-               [np.zeros((2,), np.dtype(jnp.dtype(d))) for d in g], name="result_type_" + "_".join(g))
+               [np.zeros((2,), np.dtype(jnp.dtype(d))) for d in g], name="result_type_" + "_".join(g), x64=True)
 
 
 def concrete_sets(s):
