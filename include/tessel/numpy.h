@@ -370,8 +370,9 @@ TESSEL_API Array unpackbits(const Array& a, std::optional<int64_t> axis = std::n
 /// The dtype jax.numpy's promotion gives the arrays together (jnp.result_type).
 TESSEL_API DType result_type(const std::vector<Array>& xs);
 /// Whether values of `from` convert to `to` under the numpy casting rule "no", "equiv",
-/// "safe" (default: no information lost under JAX's promotion), "same_kind" or "unsafe"
-/// (jnp.can_cast).
+/// "safe" (default: every value of `from` is exact in `to`, as numpy counts it: int64 ->
+/// float64 is safe, int32 -> float32 is not), "same_kind" or "unsafe" (jnp.can_cast, which
+/// is numpy's, with ml_dtypes' bfloat16 rules).
 TESSEL_API bool can_cast(DType from, DType to, const std::string& casting = "safe");
 /// Whether d is of the array-API kind "bool", "signed integer", "unsigned integer",
 /// "integral", "real floating", "complex floating" or "numeric" (jnp.isdtype).

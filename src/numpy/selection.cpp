@@ -237,16 +237,55 @@ DType result_type(const std::vector<Array>& xs) {
   return ops::result_type(xs).dtype;
 }
 
+namespace {
+/// Float precision ranks for numpy's safe casts: float16 and bfloat16 hold 8-bit integers,
+/// float32 16-bit ones, float64 everything wider (numpy counts int64 -> float64 as safe).
+int float_rank(DType d) {
+  switch (d) {
+    case DType::float16: case DType::bfloat16: return 1;
+    case DType::float32: case DType::complex64: return 2;
+    default: return 3;  // float64, complex128
+  }
+}
+int int_bits(DType d) { return int(itemsize(d)) * 8; }
+
+/// numpy's can_cast(from, to, "safe") (jnp.can_cast is numpy's, with ml_dtypes' bfloat16).
+bool safe_cast(DType from, DType to) {
+  if (from == to || is_bool(from)) return true;
+  if (is_bool(to)) return false;
+  if (is_integer(from)) {
+    if (is_integer(to)) {
+      if (is_unsigned_int(from)) return is_unsigned_int(to) ? int_bits(to) >= int_bits(from) : int_bits(to) > int_bits(from);
+      return is_signed_int(to) && int_bits(to) >= int_bits(from);
+    }
+    // An integer of w bits needs a float whose rank holds it (bfloat16 holds 8 bits as float16 does).
+    const int need = int_bits(from) == 8 ? 1 : int_bits(from) == 16 ? 2 : 3;
+    return float_rank(to) >= need;
+  }
+  if (is_integer(to)) return false;
+  if (is_floating(from)) {
+    if (is_complex(to)) return float_rank(to) >= float_rank(from);
+    return float_rank(to) > float_rank(from);  // float16 and bfloat16 do not hold each other
+  }
+  return is_complex(to) && float_rank(to) > float_rank(from);  // complex64 -> complex128
+}
+}  // namespace
+
 bool can_cast(DType from, DType to, const std::string& casting) {
   if (casting == "unsafe") return true;
   if (casting == "no" || casting == "equiv") return from == to;
   if (casting == "same_kind") {
+    if (safe_cast(from, to)) return true;
+    // ml_dtypes registers bfloat16 as castable from complex (and float16 not from bfloat16)
+    // within the kind; numpy's same_kind, which jnp.can_cast is, follows its registrations.
+    if (to == DType::bfloat16 && is_complex(from)) return true;
+    if (from == DType::bfloat16 && to == DType::float16) return false;
     const auto kind = [](DType d) { return is_bool(d) ? 0 : is_unsigned_int(d) ? 1 : is_signed_int(d) ? 2 : is_floating(d) ? 3 : 4; };
     // Unsigned integers may go to signed ones (a wider kind); otherwise a kind may not shrink.
     return kind(from) <= kind(to);
   }
   if (casting != "safe") throw ValueError("can_cast: casting '" + casting + "' is not one of 'no', 'equiv', 'safe', 'same_kind', 'unsafe'");
-  return promote_types(from, to) == to;
+  return safe_cast(from, to);
 }
 
 bool isdtype(DType d, const std::string& kind) {

@@ -159,21 +159,19 @@ TESSEL_PARITY_CASES(lax) {
   // ---- products ----
   reg("lax.batch_matmul", binary(lax::batch_matmul));
   reg("lax.ragged_dot", [](const In& x, const Params&) { return out(lax::ragged_dot(x[0], x[1], x[2])); });
-  reg("lax.ragged_dot_contracting", [](const In& x, const Params&) {
+  reg("lax.ragged_dot_general", [](const In& x, const Params& p) {
     lax::RaggedDotDimensionNumbers dn;
-    dn.dot_dimension_numbers.lhs_contracting = {1};
-    dn.dot_dimension_numbers.rhs_contracting = {0};
     dn.lhs_ragged_dimensions = {1};
-    return out(lax::ragged_dot_general(x[0], x[1], x[2], dn));
-  });
-  reg("lax.ragged_dot_batched", [](const In& x, const Params&) {
-    lax::RaggedDotDimensionNumbers dn;
-    dn.dot_dimension_numbers.lhs_contracting = {2};
-    dn.dot_dimension_numbers.rhs_contracting = {2};
-    dn.dot_dimension_numbers.lhs_batch = {0};
-    dn.dot_dimension_numbers.rhs_batch = {0};
-    dn.lhs_ragged_dimensions = {1};
-    dn.rhs_group_dimensions = {1};
+    if (p.s("dims") == "contracting") {
+      dn.dot_dimension_numbers.lhs_contracting = {1};
+      dn.dot_dimension_numbers.rhs_contracting = {0};
+    } else {  // batched: batch 0, ragged dimension 1, groups of rhs along 1
+      dn.dot_dimension_numbers.lhs_contracting = {2};
+      dn.dot_dimension_numbers.rhs_contracting = {2};
+      dn.dot_dimension_numbers.lhs_batch = {0};
+      dn.dot_dimension_numbers.rhs_batch = {0};
+      dn.rhs_group_dimensions = {1};
+    }
     return out(lax::ragged_dot_general(x[0], x[1], x[2], dn));
   });
   reg("lax.scatter_mul_unique", [](const In& x, const Params&) {

@@ -263,14 +263,15 @@ def products(s):
            [rand((7, 3), np.float32, 72), rand((3, 3, 4), np.float32, 73), gs], tol=SUM_TOL, grad=True)
     rdn = lax.RaggedDotDimensionNumbers(dot_dimension_numbers=(((1,), (0,)), ((), ())), lhs_ragged_dimensions=(1,),
                                         rhs_group_dimensions=())
-    s.case("lax.ragged_dot_contracting", lambda a, b, g: lax.ragged_dot_general(a, b, g, rdn),
+    s.case("lax.ragged_dot_general", lambda a, b, g, dims: lax.ragged_dot_general(a, b, g, rdn),
            [rand((4, 6), np.float32, 74), rand((6, 5), np.float32, 75), np.array([2, 3], np.int32)],
-           tol=SUM_TOL)
+           {"dims": "contracting"}, tol=SUM_TOL, name="lax_ragged_dot_contracting_float32_int32")
     bdn = lax.RaggedDotDimensionNumbers(dot_dimension_numbers=(((2,), (2,)), ((0,), (0,))), lhs_ragged_dimensions=(1,),
                                         rhs_group_dimensions=(1,))
     for g in (np.array([2, 2, 1], np.int32), np.array([[2, 2, 1], [1, 0, 3]], np.int32)):
-        s.case("lax.ragged_dot_batched", lambda a, b, g: lax.ragged_dot_general(a, b, g, bdn),
-               [rand((2, 5, 3), np.float32, 77), rand((2, 3, 3, 4), np.float32, 78), g], tol=SUM_TOL, grad=True)
+        s.case("lax.ragged_dot_general", lambda a, b, g, dims: lax.ragged_dot_general(a, b, g, bdn),
+               [rand((2, 5, 3), np.float32, 77), rand((2, 3, 3, 4), np.float32, 78), g], {"dims": "batched"},
+               tol=SUM_TOL, grad=True, name=f"lax_ragged_dot_batched_{g.ndim}d_groups")
     x = rand((3, 10), np.float32, 76)
     for dim in (-1, 0):
         for k in (1, 3):

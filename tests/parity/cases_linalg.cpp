@@ -33,6 +33,11 @@ Out fix_svd(const Array& u, const Array& s, const Array& vh) {
   Array c = column_phase(u);
   return {u * c, s, vh * ts::conj(ts::swapaxes(c, -1, -2))};
 }
+/// T and Z with each Schur vector's phase fixed as fix_columns does (T -> D^H T D).
+Out fix_schur(const Array& t, const Array& z) {
+  Array d = column_phase(z);  // (..., 1, n)
+  return {ts::conj(ts::swapaxes(d, -1, -2)) * t * d, z * d};
+}
 /// jnp.linalg's `ord` parameter: a number, "inf", or a name ("fro", "nuc").
 la::NormOrd norm_ord(const Params& p) {
   if (p.type("ord") == "int") return la::NormOrd(int(p.i("ord")));
@@ -169,5 +174,18 @@ TESSEL_PARITY_CASES(linalg) {
     if (!p.flag("compute_uv")) return out(lla::svd(x[0], false, false).s);
     auto r = lla::svd(x[0], false);
     return fix_svd(r.u, r.s, r.vh);
+  });
+  reg("lax.linalg.eig", [](const In& x, const Params& p) {
+    if (p.has("compute_left_eigenvectors")) return out(lla::eig(x[0], false, false).eigenvalues);
+    auto r = lla::eig(x[0]);
+    return Out{r.eigenvalues, fix_columns(r.left_eigenvectors), fix_columns(r.right_eigenvectors)};
+  });
+  reg("lax.linalg.schur", [](const In& x, const Params&) {
+    auto r = lla::schur(x[0]);
+    return fix_schur(r.t, r.z);
+  });
+  reg("scipy.linalg.schur", [](const In& x, const Params& p) {
+    auto r = sla::schur(x[0], p.s("output"));
+    return fix_schur(r.t, r.z);
   });
 }

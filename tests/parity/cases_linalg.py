@@ -214,8 +214,33 @@ def tridiagonal_and_roots(s):
         s.case("scipy.linalg.sqrtm", jsl.sqrtm, [spd((4, 4), dt, 305 + i)], tol=T)
 
 
+def fix_schur(t, z):
+    """T and Z with each Schur vector's phase fixed as in fix_columns (T -> D^H T D)."""
+    d = column_phase(z)[..., 0, :]
+    return jnp.conj(d)[..., :, None] * t * d[..., None, :], z * d[..., None, :]
+
+
+def eig_and_schur(s):
+    """lax.linalg.eig with both eigenvector sets, and the Schur decompositions of lax.linalg
+    and jax.scipy.linalg (gees on both sides; vectors compared after the phase fix)."""
+    T = LINALG_TOL
+    for i, dt in enumerate(DTYPES):
+        a = rand((4, 4), dt, 400 + i)
+        s.case("lax.linalg.eig", lambda x: (lambda w, vl, vr: (w, fix_columns(vl), fix_columns(vr)))(
+            *lax.linalg.eig(x)), [a], tol=T)
+        s.case("lax.linalg.eig", lambda x, compute_left_eigenvectors: lax.linalg.eig(
+            x, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0], [rand((2, 3, 3), dt, 410 + i)],
+            {"compute_left_eigenvectors": False}, tol=T)
+        s.case("lax.linalg.schur", lambda x: fix_schur(*lax.linalg.schur(x)), [a], tol=T)
+        for output in ["real", "complex"]:
+            if output == "real" or dt != "complex64":
+                s.case("scipy.linalg.schur", lambda x, output: fix_schur(*jsl.schur(x, output=output)),
+                       [rand((2, 4, 4), dt, 420 + i)], {"output": output}, tol=T)
+
+
 def cases(s):
     numpy_linalg(s)
     scipy_linalg(s)
     lax_linalg(s)
     tridiagonal_and_roots(s)
+    eig_and_schur(s)

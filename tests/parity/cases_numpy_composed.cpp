@@ -146,7 +146,7 @@ TESSEL_PARITY_CASES(numpy_composed) {
   });
   reg("resize", [](const In& x, const Params& p) { return out(ts::resize(x[0], p.ints("new_shape"))); });
   reg("rollaxis", [](const In& x, const Params& p) { return out(ts::rollaxis(x[0], p.i("axis"), p.i("start"))); });
-  reg("delete", [](const In& x, const Params& p) { return out(ts::delete_(x[0], p.ints("obj"), p.opt_i("axis"))); });
+  reg("delete_", [](const In& x, const Params& p) { return out(ts::delete_(x[0], p.ints("obj"), p.opt_i("axis"))); });
   reg("insert", [](const In& x, const Params& p) { return out(ts::insert(x[0], p.i("obj"), x[1], p.opt_i("axis"))); });
   reg("append", [](const In& x, const Params& p) { return out(ts::append(x[0], x[1], p.opt_i("axis"))); });
   reg("broadcast_arrays", [](const In& x, const Params&) { return outs(ts::broadcast_arrays(x)); });

@@ -204,8 +204,8 @@ def shapes(s):
     s.case("resize", jnp.resize, [m1], {"new_shape": (4, 4)})
     s.case("rollaxis", jnp.rollaxis, [x], {"axis": 2, "start": 0})
     s.case("rollaxis", jnp.rollaxis, [x], {"axis": 0, "start": 3}, name="np_rollaxis_end")
-    s.case("delete", lambda a, obj, axis: jnp.delete(a, np.array(obj), axis), [x], {"obj": (0, -1, 2), "axis": 0})
-    s.case("delete", lambda a, obj, axis: jnp.delete(a, np.array(obj), axis), [m1], {"obj": (1,), "axis": None},
+    s.case("delete_", lambda a, obj, axis: jnp.delete(a, np.array(obj), axis), [x], {"obj": (0, -1, 2), "axis": 0})
+    s.case("delete_", lambda a, obj, axis: jnp.delete(a, np.array(obj), axis), [m1], {"obj": (1,), "axis": None},
            name="np_delete_flat")
     s.case("insert", lambda a, v, obj, axis: jnp.insert(a, obj, v, axis), [m1, np.float32(9)], {"obj": 1, "axis": 1})
     s.case("insert", lambda a, v, obj, axis: jnp.insert(a, obj, v, axis), [m1, a1[:2]], {"obj": 3, "axis": None},

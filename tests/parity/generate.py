@@ -21,6 +21,8 @@ import os
 import sys
 
 import parity_lib  # sets up JAX (x64 on, CPU) before the case modules import it
+import cases_collectives
+import cases_control
 import cases_conv
 import cases_fft
 import cases_lax
@@ -28,6 +30,7 @@ import cases_linalg
 import cases_nn
 import cases_numpy
 import cases_numpy_composed
+import cases_numpy_rest
 import cases_random
 import cases_sort
 import cases_special
@@ -39,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = {
     "numpy": cases_numpy.cases,
     "numpy_composed": cases_numpy_composed.cases,
+    "numpy_rest": cases_numpy_rest.cases,
     "fft": cases_fft.cases,
     "random": cases_random.cases,
     "linalg": cases_linalg.cases,
@@ -47,6 +51,8 @@ MODULES = {
     "conv": cases_conv.cases,
     "lax": cases_lax.cases,
     "special": cases_special.cases,
+    "control": cases_control.cases,
+    "collectives": cases_collectives.cases,
 }
 
 

@@ -67,6 +67,17 @@ const std::map<std::string, Fn>& registry();
 void known_difference(const std::string& func, const std::string& reason);
 /// The reason `func` is marked, or null.
 const std::string* known_difference_reason(const std::string& func);
+/// Runs `func`'s cases eagerly only, saying why: for functions JAX itself evaluates only on
+/// concrete values (a result size that depends on the values, without a static `size`),
+/// which neither jit nor vmap can trace, in tessel as in JAX.
+void eager_only(const std::string& func, const std::string& reason);
+/// The reason `func` runs eagerly only, or null.
+const std::string* eager_only_reason(const std::string& func);
+/// Checks `func`'s recorded derivatives through vjp only, saying why: for tessel functions
+/// defined with a custom vjp rule, which (as every custom_vjp function) have no forward mode.
+void reverse_mode_only(const std::string& func, const std::string& reason);
+/// The reason `func`'s jvp is not checked, or null.
+const std::string* reverse_mode_only_reason(const std::string& func);
 
 /// One output.
 inline Out out(Array a) { return {std::move(a)}; }
