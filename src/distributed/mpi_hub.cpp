@@ -711,16 +711,7 @@ uint64_t MpiGroup::permute_start(int rank, const void* in, size_t bytes, int sou
 // process ends the wait with an error instead of a hang) and copies the received rows out.
 void MpiGroup::permute_done(int rank, uint64_t ticket, void* out) {
   if (!tags_fit_) return CollectiveGroup::permute_done(rank, ticket, out);
-  PendingPermute p;
-  {
-    std::lock_guard lock(permute_mu_);
-    auto it = pending_.find({rank, ticket});
-    if (it == pending_.end())
-      throw Error("internal: permute_done of member " + std::to_string(rank) + " names ticket " +
-                  std::to_string(ticket) + ", which it has not started or already finished");
-    p = std::move(it->second);
-    pending_.erase(it);
-  }
+  PendingPermute p = take_pending_permute(permute_mu_, pending_, rank, ticket);
   if (!p.reqs.empty())
     wait_all(p.reqs, "collective_permute", [&] {
       (void)p.send.release();
