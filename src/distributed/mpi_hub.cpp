@@ -678,8 +678,11 @@ uint64_t MpiGroup::permute_start(int rank, const void* in, size_t bytes, int sou
   PendingPermute p;
   p.source = source;
   p.bytes = bytes;
+  // Every member asks for the communicator, pairs or not: its first use is collective over
+  // the group's processes (MPI_Comm_create_group), so a process whose members exchange
+  // nothing must still take part.
+  const MPI_Comm c = comm("collective_permute");
   if (bytes && (source >= 0 || dest >= 0)) {
-    const MPI_Comm c = comm("collective_permute");
     const mpi::Block block(MPI_BYTE, int64_t(bytes));  // freeing it leaves the posted requests intact
     if (source >= 0) {
       p.recv = std::make_unique_for_overwrite<char[]>(bytes);
