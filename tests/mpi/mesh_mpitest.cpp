@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <complex>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -279,26 +281,37 @@ TEST(MeshHub, OnlyLocalParticipantsNeedNoMpi) {
   for (const auto& o : out) EXPECT_EQ(o, (std::vector<float>{1, 2}));
 }
 
-TEST(MeshHub, AbortWakesLocalMembersWaitingForAPeer) {
-  const int P = ts::process_count(), me = ts::process_index();
-  if (P < 2) GTEST_SKIP() << "needs 2 processes";
-  // Two local members and one remote; the second local member fails instead of arriving.
-  std::vector<dist::Participant> parts{{me, 200000}, {me, 200001}, {(me + 1) % P, 200002}};
-  auto hub = dist::make_hub(parts, me);
-  std::promise<std::string> caught;
+/// Runs `wait` (a collective that waits for a peer) on a thread, fails participant
+/// `position` with ValueError("boom") 50 ms later, and returns the message of the Error the
+/// wait ended with ("no error" if none; the process aborts if it does not end within 20 s).
+std::string error_after_abort(dist::CollectiveHub& hub, int position, const std::function<void()>& wait) {
   auto waiter = std::async(std::launch::async, [&] {
-    float x = 1, y = 0;
     try {
-      hub->group({0, 1, 2}).all_reduce(0, &x, &y, 1, ts::f32, ir::Combine::kSum);
+      wait();
     } catch (const ts::Error& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  hub->abort(1, std::make_exception_ptr(ts::ValueError("boom")));
-  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the local member hangs";
-  const std::string msg = waiter.get();
+  hub.abort(position, std::make_exception_ptr(ts::ValueError("boom")));
+  if (waiter.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::fprintf(stderr, "error_after_abort: the waiting member hangs after participant %d failed\n", position);
+    std::abort();  // its thread can never be joined
+  }
+  return waiter.get();
+}
+
+TEST(MeshHub, AbortWakesLocalMembersWaitingForAPeer) {
+  const int P = ts::process_count(), me = ts::process_index();
+  if (P < 2) GTEST_SKIP() << "needs 2 processes";
+  // Two local members and one remote; the second local member fails instead of arriving.
+  std::vector<dist::Participant> parts{{me, 200000}, {me, 200001}, {(me + 1) % P, 200002}};
+  auto hub = dist::make_hub(parts, me);
+  const std::string msg = error_after_abort(*hub, 1, [&] {
+    float x = 1, y = 0;
+    hub->group({0, 1, 2}).all_reduce(0, &x, &y, 1, ts::f32, ir::Combine::kSum);
+  });
   EXPECT_NE(msg.find("mesh position 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("boom"), std::string::npos) << msg;
 }
@@ -611,18 +624,8 @@ TEST(MeshOverlap, AbortEndsAWaitForAPeersRows) {
     EXPECT_EQ(got, float(lo));  // sent by a member that had failed by then
     return;
   }
-  auto waiter = std::async(std::launch::async, [&] {
-    try {
-      g.permute_done(0, g.permute_start(0, &mine, sizeof mine, 1, 1), &got);
-    } catch (const ts::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  hub->abort(0, std::make_exception_ptr(ts::ValueError("kernel failed: boom")));
-  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the member hangs";
-  const std::string msg = waiter.get();
+  const std::string msg =
+      error_after_abort(*hub, 0, [&] { g.permute_done(0, g.permute_start(0, &mine, sizeof mine, 1, 1), &got); });
   EXPECT_NE(msg.find("mesh position 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("boom"), std::string::npos) << msg;
 }
