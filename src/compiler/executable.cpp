@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "compiler/fused_kernel.h"
+#include "compiler/jit_entry.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "ops/collectives.h"
@@ -515,6 +516,55 @@ void Executable::run_sync(std::span<const void* const> ins, std::span<void* cons
   }
 }
 
+namespace {
+/// Whether `p` (or a program nested in it) exchanges halo rows: only then can its
+/// executable overlap anything.
+bool has_permute(const ir::Program& p) {
+  for (const ir::Equation& e : p.eqns) {
+    if (detail::is_collective_permute(*e.prim)) return true;
+    bool nested = false;
+    ir::for_each_program(e.params, [&](const ir::Program& q) { nested = nested || has_permute(q); });
+    if (nested) return true;
+  }
+  return false;
+}
+}  // namespace
+
+// Which exchanges are posted early and which rows run before the wait, here and in the
+// nested programs' executables (a fori_loop's body overlaps in every iteration).
+void Executable::overlap_lines(std::ostream& lines, const std::string& prefix) const {
+  for (size_t t = 0; t < overlap_run_.size(); ++t) {
+    const OverlapStep& o = overlap_run_[t];
+    const std::string step = prefix + "step " + std::to_string(t) + " (" + steps_[t].prim->name + "): ";
+    switch (o.how) {
+      case Overlap::kRun: break;
+      case Overlap::kStart: lines << step << "posted; the steps after it run until its rows are needed\n"; break;
+      case Overlap::kDefer: lines << step << "postponed until the exchange finishes (reads received rows)\n"; break;
+      case Overlap::kFlush: lines << step << "waits for the posted exchanges first\n"; break;
+      case Overlap::kSplit: {
+        std::string edges;
+        if (o.begin > 0) edges = "[0, " + std::to_string(o.begin) + ")";
+        if (o.end < o.rows) edges += (edges.empty() ? "[" : " and [") + std::to_string(o.end) + ", " + std::to_string(o.rows) + ")";
+        lines << step << "interior rows [" << o.begin << ", " << o.end << ") of " << o.rows
+              << " run while the exchange is in flight; edge rows " << edges << " after it finishes\n";
+        break;
+      }
+    }
+  }
+  for (size_t t = 0; t < steps_.size(); ++t) {
+    if (!steps_[t].params) continue;
+    const std::string step = prefix + "step " + std::to_string(t) + " (" + steps_[t].prim->name + ") ";
+    auto nested = [&](const std::string& name, const ir::ProgramRef& q) {
+      if (q && has_permute(*q)) detail::call_executable(q)->overlap_lines(lines, step + name + ": ");
+    };
+    for (const auto& [key, v] : steps_[t].params->items()) {
+      if (auto* r = std::get_if<ir::ProgramRef>(&v)) nested(key, *r);
+      if (auto* rs = std::get_if<std::vector<ir::ProgramRef>>(&v))
+        for (size_t i = 0; i < rs->size(); ++i) nested(key + "[" + std::to_string(i) + "]", (*rs)[i]);
+    }
+  }
+}
+
 std::string Executable::to_text(const ir::EquationNote& note) const {
   const size_t n = slot_kind_.size();
   size_t n_in = 0, n_const = 0, n_mid = 0, live = 0, peak = 0, n_in_place = 0, n_reused = 0;
@@ -560,25 +610,7 @@ std::string Executable::to_text(const ir::EquationNote& note) const {
       held[size_t(s)] = 0;
     }
   }
-  // The overlap schedule (make_overlap): which exchanges are posted early and which rows run before the wait.
-  for (size_t t = 0; t < overlap_run_.size(); ++t) {
-    const OverlapStep& o = overlap_run_[t];
-    const std::string step = "#   step " + std::to_string(t) + " (" + steps_[t].prim->name + "): ";
-    switch (o.how) {
-      case Overlap::kRun: break;
-      case Overlap::kStart: lines << step << "posted; the steps after it run until its rows are needed\n"; break;
-      case Overlap::kDefer: lines << step << "postponed until the exchange finishes (reads received rows)\n"; break;
-      case Overlap::kFlush: lines << step << "waits for the posted exchanges first\n"; break;
-      case Overlap::kSplit: {
-        std::string edges;
-        if (o.begin > 0) edges = "[0, " + std::to_string(o.begin) + ")";
-        if (o.end < o.rows) edges += (edges.empty() ? "[" : " and [") + std::to_string(o.end) + ", " + std::to_string(o.rows) + ")";
-        lines << step << "interior rows [" << o.begin << ", " << o.end << ") of " << o.rows
-              << " run while the exchange is in flight; edge rows " << edges << " after it finishes\n";
-        break;
-      }
-    }
-  }
+  overlap_lines(lines, "#   ");
   std::ostringstream os;
   os << "# executable '" << program_->name << "' on cpu: " << steps_.size() << " kernel steps, " << n_in
      << " inputs, " << n_const << " constants, " << n_mid << " intermediate buffers, peak " << peak

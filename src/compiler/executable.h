@@ -3,6 +3,7 @@
 // buffer slots, with a buffer plan: which step writes in place into an input that dies
 // there, which output takes the memory of a buffer that died before, and when the rest is
 // freed. It runs as one task on the device stream.
+#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,6 +43,10 @@ class Executable : public std::enable_shared_from_this<Executable> {
   const ir::Program& program() const { return *program_; }
 
  private:
+  /// The overlap schedule's lines (make_overlap), each starting with `prefix`, then those of
+  /// the executables the steps' nested programs run as (a loop body, a cond branch: the
+  /// cached ones their kernels run), prefixed with the step and the program's name.
+  void overlap_lines(std::ostream& os, const std::string& prefix) const;
   enum class SlotKind { kInput, kConst, kIntermediate };
   struct Step {
     const ir::Primitive* prim;

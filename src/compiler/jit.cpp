@@ -48,6 +48,10 @@ std::shared_ptr<compiler::Executable> executable_for(const ir::ProgramRef& progr
 
 }  // namespace
 
+std::shared_ptr<compiler::Executable> call_executable(const ir::ProgramRef& program) {
+  return executable_for(program, /*fold=*/false);
+}
+
 void run_program_sync(const ir::ProgramRef& program, std::span<const void* const> ins, std::span<void* const> outs,
                       DeviceImpl* device) {
   executable_for(program, /*fold=*/false)->run_sync(ins, outs, device);

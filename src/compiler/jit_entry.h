@@ -48,6 +48,9 @@ inline bool needs_trace(std::span<const Array> args) {
   return false;
 }
 
+/// The cached executable `run_program_sync` runs `program` with (compiled on first use).
+std::shared_ptr<compiler::Executable> call_executable(const ir::ProgramRef& program);
+
 /// Runs `program` synchronously on dense buffers of `device` with its cached executable
 /// (control-flow bodies and calls inside a device task).
 void run_program_sync(const ir::ProgramRef& program, std::span<const void* const> ins, std::span<void* const> outs,

@@ -56,17 +56,13 @@ uint64_t CollectiveGroup::permute_start(int rank, const void* in, size_t bytes, 
   return ticket;
 }
 
+void throw_unknown_ticket(int rank, uint64_t ticket) {
+  throw Error("internal: permute_done of member " + std::to_string(rank) + " names ticket " + std::to_string(ticket) +
+              ", which it has not started or already finished");
+}
+
 void CollectiveGroup::permute_done(int rank, uint64_t ticket, void* out) {
-  PendingPermute p;
-  {
-    std::lock_guard lock(pending_mu_);
-    auto it = pending_.find({rank, ticket});
-    if (it == pending_.end())
-      throw Error("internal: permute_done of member " + std::to_string(rank) + " names ticket " +
-                  std::to_string(ticket) + ", which it has not started or already finished");
-    p = std::move(it->second);
-    pending_.erase(it);
-  }
+  PendingPermute p = take_pending_permute(pending_mu_, pending_, rank, ticket);
   permute(rank, p.rows.data(), out, p.rows.size(), p.source, p.dest);
 }
 

@@ -77,6 +77,24 @@ class CollectiveGroup {
   std::map<int, uint64_t> started_;  // permutes each member started
 };
 
+/// Throws the internal Error of a permute_done naming a ticket its member has not started
+/// or already finished.
+[[noreturn]] void throw_unknown_ticket(int rank, uint64_t ticket);
+
+/// Removes and returns the pending permute of `rank` and `ticket` from `pending` (under
+/// `mu`): the permute_done halves' bookkeeping. Throws an internal Error for a ticket the
+/// member has not started or already finished.
+template <class Pending>
+Pending take_pending_permute(std::mutex& mu, std::map<std::pair<int, uint64_t>, Pending>& pending, int rank,
+                             uint64_t ticket) {
+  std::lock_guard lock(mu);
+  auto it = pending.find({rank, ticket});
+  if (it == pending.end()) throw_unknown_ticket(rank, ticket);
+  Pending p = std::move(it->second);
+  pending.erase(it);
+  return p;
+}
+
 /// Time the members of in-process groups spent in permute_done until their source's rows
 /// were there, summed over all members since the process started: how long devices waited
 /// for halo rows (benchmarks print it; with the exchange overlapped, the wait starts after

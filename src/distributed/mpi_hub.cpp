@@ -10,8 +10,15 @@
 //      processes may run at once from different device threads);
 //   3. every local member copies its result out of the staging buffer, and waits until all
 //      have (so the next collective may reuse the staging buffer).
-// MPI only ever touches the staging buffer, never a member's own buffers: a member that
-// stops waiting (after an abort) leaves nothing of its own behind in a pending MPI call.
+// MPI only ever touches buffers the group owns, never a member's own: a member that stops
+// waiting (after an abort) leaves nothing of its own behind in a pending MPI call.
+//
+// collective_permute is the exception to the three steps: each member posts its own
+// MPI_Isend/MPI_Irecv at permute_start (a local peer is a message to this process's own
+// rank) and waits for them at permute_done, so the halo rows travel while the device
+// computes the rows that do not need them, and no member waits for the others of its
+// process. Its buffers are the group's too (the pending permute's), so the halo rows are
+// copied once into the send buffer and once out of the receive buffer.
 // The leader waits for MPI by polling, so an abort (a failed local participant) stops it too;
 // the communicator it abandons is marked broken, and later launches on it fail clearly.
 //
@@ -189,6 +196,9 @@ class MpiGroup final : public CollectiveGroup {
   void all_to_all(int rank, const void* in, void* out, size_t bytes) override;
   void reduce_scatter(int rank, const void* in, void* out, size_t count, DType dtype, ir::Combine op) override;
   void permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) override;
+  uint64_t permute_start(int rank, const void* in, size_t bytes, int source, int dest) override;
+  void permute_done(int rank, uint64_t ticket, void* out) override;
+  ~MpiGroup() override;
 
   /// Wakes the members waiting here (after an abort).
   void wake() {
@@ -213,8 +223,24 @@ class MpiGroup final : public CollectiveGroup {
   /// abort ends the wait.
   void await_stage(int stage, bool abortable);
   void set_stage(int stage);
-  /// Waits for MPI requests, polling so an abort can end the wait.
-  void wait_all(std::vector<MPI_Request>& reqs, const char* op);
+  /// Waits for MPI requests, polling so an abort or a silent process of the group can end
+  /// the wait; then marks the communicator broken, calls `abandon` (the requests stay
+  /// pending: it must keep their buffers alive) and throws.
+  template <class Abandon> void wait_all(std::vector<MPI_Request>& reqs, const char* op, Abandon abandon);
+  void wait_all(std::vector<MPI_Request>& reqs, const char* op) {
+    wait_all(reqs, op, [this] {
+      (void)staging_.release();
+      staging_bytes_ = 0;
+    });
+  }
+  /// The tag of a permute's message from member `from` to member `to` (one per pair, so
+  /// each member's thread posts its receives in the order its peer posts the sends).
+  int permute_tag(int from, int to) const { return from * int(n_) + to; }
+  /// ValueError when a permute names a source or destination outside the group.
+  void check_pair(int rank, int source, int dest) const;
+  /// The permute as one collective of the three steps (groups whose pairs' tags exceed
+  /// MPI_TAG_UB).
+  void permute_via_leaders(int rank, const void* in, void* out, size_t bytes, int source, int dest);
   /// reduce_scatter's exchange: reduces the runs of the send area (staging, n_ blocks of
   /// `count` elements in packed order) and leaves this process's run after them.
   void reduce_scatter_runs(MPI_Comm c, size_t count, DType dtype, ir::Combine op);
@@ -251,6 +277,20 @@ class MpiGroup final : public CollectiveGroup {
   int arrived_ = 0;
   uint64_t generation_ = 0;
   int stage_ = 0;
+
+  // Permutes started and not done: by (member, ticket). Each holds the MPI requests and the
+  // buffers they use; a member's tickets count its starts.
+  struct PendingPermute {
+    std::unique_ptr<char[]> send, recv;
+    std::vector<MPI_Request> reqs;
+    int source = -1;
+    size_t bytes = 0;
+  };
+  std::mutex permute_mu_;
+  std::map<std::pair<int, uint64_t>, PendingPermute> pending_;
+  std::vector<uint64_t> started_ = std::vector<uint64_t>(n_);
+  bool tags_fit_ = true;  // every pair's tag is below MPI_TAG_UB (else the base class's permute halves)
+  std::once_flag comm_made_;
 };
 
 class MpiHub final : public CollectiveHub {
@@ -327,6 +367,22 @@ MpiGroup::MpiGroup(MpiHub& hub, const std::vector<int>& members, const std::vect
     if (proc_of[r] == me) local_.push_back(int(r));
   my_slot_ = int(std::lower_bound(processes_.begin(), processes_.end(), me) - processes_.begin());
   uniform_ = std::all_of(count_.begin(), count_.end(), [&](int k) { return k == count_[0]; });
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  tags_fit_ = int64_t(n_) * int64_t(n_) <= (flag && ub && *ub > 0 ? int64_t(*ub) : 32767);
+}
+
+// A group destroyed with permutes still pending (a launch that failed between a start and
+// its done) leaves their buffers to MPI, which may still write them.
+MpiGroup::~MpiGroup() {
+  for (auto& [key, p] : pending_) {
+    bool active = false;
+    for (MPI_Request r : p.reqs) active |= r != MPI_REQUEST_NULL;
+    if (!active) continue;
+    (void)p.send.release();
+    (void)p.recv.release();
+  }
 }
 
 std::string MpiGroup::exchange_line(const char* op, const std::string& what) const {
@@ -341,7 +397,7 @@ void MpiGroup::check_rank(int rank) const {
 }
 
 MPI_Comm MpiGroup::comm(const char* op) {
-  if (!comm_) comm_ = &group_comm(devices_, processes_);
+  std::call_once(comm_made_, [&] { comm_ = &group_comm(devices_, processes_); });
   if (comm_->broken.load())
     throw Error(std::string(op) + ": an earlier collective over " + devices_text(devices_) +
                 " was abandoned after a failure, so the processes are out of step on these devices; restart the job");
@@ -383,7 +439,7 @@ void MpiGroup::await_stage(int stage, bool abortable) {
   if (stage_ < stage) hub_.throw_aborted();
 }
 
-void MpiGroup::wait_all(std::vector<MPI_Request>& reqs, const char* op) {
+template <class Abandon> void MpiGroup::wait_all(std::vector<MPI_Request>& reqs, const char* op, Abandon abandon) {
   for (int spins = 0;; ++spins) {
     int done = 0;
     mpi::check(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall", op);
@@ -395,11 +451,10 @@ void MpiGroup::wait_all(std::vector<MPI_Request>& reqs, const char* op) {
       for (int p : processes_)
         if (!liveness::silent(p).empty()) gone = p;
     if (hub_.aborted() || gone >= 0) {
-      // The requests stay pending on the staging buffer: keep it alive, and mark the
+      // The requests stay pending on their buffers: keep them alive, and mark the
       // communicator unusable (its processes no longer agree on the next collective).
       comm_->broken.store(true);
-      (void)staging_.release();
-      staging_bytes_ = 0;
+      abandon();
       if (gone >= 0) liveness::check(gone, op);
       hub_.throw_aborted();
     }
@@ -600,15 +655,80 @@ void MpiGroup::reduce_scatter_runs(MPI_Comm c, size_t count, DType dtype, ir::Co
   wait_all(reqs, "reduce_scatter");
 }
 
-// permute: the leader copies each local input bound for a local member straight into that
-// member's receive block (shared memory), and the rest into a send block; the leaders then
-// exchange only the blocks that cross processes, point to point (MPI_Isend/MPI_Irecv
-// pairs, tag: the sender's rank in the group).
-void MpiGroup::permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) {
+void MpiGroup::check_pair(int rank, int source, int dest) const {
   if (source >= size() || dest >= size())
     throw ValueError("collective_permute: member " + std::to_string(rank) + " names " +
                      (source >= size() ? "source " + std::to_string(source) : "destination " + std::to_string(dest)) +
                      " in a group of " + std::to_string(size()));
+}
+
+void MpiGroup::permute(int rank, const void* in, void* out, size_t bytes, int source, int dest) {
+  if (tags_fit_) return permute_done(rank, permute_start(rank, in, bytes, source, dest), out);
+  permute_via_leaders(rank, in, out, bytes, source, dest);
+}
+
+// permute_start: the member copies its rows into the pending permute's send buffer and
+// posts MPI_Isend of them and MPI_Irecv of its source's rows into the receive buffer (the
+// communicator's rank of the peer's process; tag: the pair), then returns at once.
+uint64_t MpiGroup::permute_start(int rank, const void* in, size_t bytes, int source, int dest) {
+  if (!tags_fit_) return CollectiveGroup::permute_start(rank, in, bytes, source, dest);
+  check_rank(rank);
+  check_pair(rank, source, dest);
+  if (hub_.aborted()) hub_.throw_aborted();
+  PendingPermute p;
+  p.source = source;
+  p.bytes = bytes;
+  // Every member asks for the communicator, pairs or not: its first use is collective over
+  // the group's processes (MPI_Comm_create_group), so a process whose members exchange
+  // nothing must still take part.
+  const MPI_Comm c = comm("collective_permute");
+  if (bytes && (source >= 0 || dest >= 0)) {
+    const mpi::Block block(MPI_BYTE, int64_t(bytes));  // freeing it leaves the posted requests intact
+    if (source >= 0) {
+      p.recv = std::make_unique_for_overwrite<char[]>(bytes);
+      p.reqs.emplace_back();
+      mpi::check(MPI_Irecv(p.recv.get(), block.count(), block.type(), slot_of_[size_t(source)],
+                           permute_tag(source, rank), c, &p.reqs.back()),
+                 "MPI_Irecv", "collective_permute");
+    }
+    if (dest >= 0) {
+      p.send = std::make_unique_for_overwrite<char[]>(bytes);
+      std::memcpy(p.send.get(), in, bytes);
+      p.reqs.emplace_back();
+      mpi::check(MPI_Isend(p.send.get(), block.count(), block.type(), slot_of_[size_t(dest)], permute_tag(rank, dest),
+                           c, &p.reqs.back()),
+                 "MPI_Isend", "collective_permute");
+    }
+    TESSEL_DEBUG_LOG(exchange_line("collective_permute",
+                                   "member " + std::to_string(rank) + " posts MPI_Isend/MPI_Irecv of " +
+                                       std::to_string(bytes) + " bytes (from " + std::to_string(source) + ", to " +
+                                       std::to_string(dest) + ")"));
+  }
+  std::lock_guard lock(permute_mu_);
+  const uint64_t ticket = started_[size_t(rank)]++;
+  pending_.emplace(std::pair{rank, ticket}, std::move(p));
+  return ticket;
+}
+
+// permute_done: waits for the member's two requests (polling: an abort or a silent peer
+// process ends the wait with an error instead of a hang) and copies the received rows out.
+void MpiGroup::permute_done(int rank, uint64_t ticket, void* out) {
+  if (!tags_fit_) return CollectiveGroup::permute_done(rank, ticket, out);
+  PendingPermute p = take_pending_permute(permute_mu_, pending_, rank, ticket);
+  if (!p.reqs.empty())
+    wait_all(p.reqs, "collective_permute", [&] {
+      (void)p.send.release();
+      (void)p.recv.release();
+    });
+  if (p.source >= 0 && p.bytes) std::memcpy(out, p.recv.get(), p.bytes);
+}
+
+// permute_via_leaders (groups too large for a tag per pair): the leader copies each local
+// input bound for a local member straight into that member's receive block (shared
+// memory), and the rest into a send block; the leaders then exchange only the blocks that
+// cross processes, point to point (MPI_Isend/MPI_Irecv pairs, tag: the sender's rank).
+void MpiGroup::permute_via_leaders(int rank, const void* in, void* out, size_t bytes, int source, int dest) {
+  check_pair(rank, source, dest);
   const size_t L = local_.size();
   auto is_local = [&](int r) { return slot_of_[size_t(r)] == my_slot_; };
   run(

@@ -6,9 +6,12 @@
 // np2/np4 runs every process has one device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <complex>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -278,26 +281,37 @@ TEST(MeshHub, OnlyLocalParticipantsNeedNoMpi) {
   for (const auto& o : out) EXPECT_EQ(o, (std::vector<float>{1, 2}));
 }
 
-TEST(MeshHub, AbortWakesLocalMembersWaitingForAPeer) {
-  const int P = ts::process_count(), me = ts::process_index();
-  if (P < 2) GTEST_SKIP() << "needs 2 processes";
-  // Two local members and one remote; the second local member fails instead of arriving.
-  std::vector<dist::Participant> parts{{me, 200000}, {me, 200001}, {(me + 1) % P, 200002}};
-  auto hub = dist::make_hub(parts, me);
-  std::promise<std::string> caught;
+/// Runs `wait` (a collective that waits for a peer) on a thread, fails participant
+/// `position` with ValueError("boom") 50 ms later, and returns the message of the Error the
+/// wait ended with ("no error" if none; the process aborts if it does not end within 20 s).
+std::string error_after_abort(dist::CollectiveHub& hub, int position, const std::function<void()>& wait) {
   auto waiter = std::async(std::launch::async, [&] {
-    float x = 1, y = 0;
     try {
-      hub->group({0, 1, 2}).all_reduce(0, &x, &y, 1, ts::f32, ir::Combine::kSum);
+      wait();
     } catch (const ts::Error& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  hub->abort(1, std::make_exception_ptr(ts::ValueError("boom")));
-  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the local member hangs";
-  const std::string msg = waiter.get();
+  hub.abort(position, std::make_exception_ptr(ts::ValueError("boom")));
+  if (waiter.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::fprintf(stderr, "error_after_abort: the waiting member hangs after participant %d failed\n", position);
+    std::abort();  // its thread can never be joined
+  }
+  return waiter.get();
+}
+
+TEST(MeshHub, AbortWakesLocalMembersWaitingForAPeer) {
+  const int P = ts::process_count(), me = ts::process_index();
+  if (P < 2) GTEST_SKIP() << "needs 2 processes";
+  // Two local members and one remote; the second local member fails instead of arriving.
+  std::vector<dist::Participant> parts{{me, 200000}, {me, 200001}, {(me + 1) % P, 200002}};
+  auto hub = dist::make_hub(parts, me);
+  const std::string msg = error_after_abort(*hub, 1, [&] {
+    float x = 1, y = 0;
+    hub->group({0, 1, 2}).all_reduce(0, &x, &y, 1, ts::f32, ir::Combine::kSum);
+  });
   EXPECT_NE(msg.find("mesh position 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("boom"), std::string::npos) << msg;
 }
@@ -558,6 +572,124 @@ TEST(MeshShardMap, GradThroughPsumAcrossProcesses) {
   ts::Array x = range_f32({N * 3});
   ts::Array g = ts::grad([&](const ts::Array& v) { return f(v); })(x);
   expect_pieces(g, x * 2.0f, "grad of psum(sum(x^2))");
+}
+
+// ---- halo exchanges overlapped across processes ----
+
+// Every member posts two permutes (a shift up and a shift down, the ends receiving nothing
+// from one of them) and overwrites its rows before it finishes either: the MPI backend's
+// permute_start posts each member's own MPI_Isend/MPI_Irecv (to a member of another process,
+// or to one of this process as a message to its own rank) and returns at once, so this
+// cannot deadlock, and each finish gets its own rows. Group ranks are interleaved over the
+// processes (InterleavedGroup).
+TEST(MeshOverlap, PermuteHalvesAcrossProcessesInterleaved) {
+  const InterleavedGroup ig;
+  const int n = ig.n;
+  std::vector<std::vector<float>> up(size_t(n), std::vector<float>(3, -1.0f)), down = up;
+  ig.run([&](int r) {
+    dist::CollectiveGroup& g = ig.group();
+    for (int round = 0; round < 3; ++round) {  // the tickets of later rounds match in order
+      std::vector<float> mine{float(10 * r + round), float(10 * r + 1), float(10 * r + 2)};
+      const size_t bytes = sizeof(float) * 3;
+      const uint64_t a = g.permute_start(r, mine.data(), bytes, r == 0 ? -1 : r - 1, r == n - 1 ? -1 : r + 1);
+      const uint64_t b = g.permute_start(r, mine.data(), bytes, r == n - 1 ? -1 : r + 1, r == 0 ? -1 : r - 1);
+      mine.assign(3, 99.0f);  // the rows were taken at the start
+      g.permute_done(r, a, up[size_t(r)].data());
+      g.permute_done(r, b, down[size_t(r)].data());
+      if (round < 2) continue;
+      for (int i = 0; i < 3; ++i) {
+        const float shift = i == 0 ? float(round) : 0.0f;
+        EXPECT_EQ(up[size_t(r)][size_t(i)], r == 0 ? -1.0f : float(10 * (r - 1) + i) + shift) << "member " << r;
+        EXPECT_EQ(down[size_t(r)][size_t(i)], r == n - 1 ? -1.0f : float(10 * (r + 1) + i) + shift) << "member " << r;
+      }
+    }
+  });
+}
+
+// A member waiting in permute_done for a peer process's rows stops waiting when a local
+// participant fails (the error names it), and the peer, which starts its permute late,
+// still gets its rows. Processes pair up (0 with 1, 2 with 3, ...); the lower one fails.
+TEST(MeshOverlap, AbortEndsAWaitForAPeersRows) {
+  const int P = ts::process_count(), me = ts::process_index(), partner = me ^ 1;
+  if (P < 2 || partner >= P) GTEST_SKIP() << "needs a partner process";
+  const int lo = std::min(me, partner), hi = std::max(me, partner), rank = me == lo ? 0 : 1;
+  auto hub = dist::make_hub({{lo, 500000 + lo}, {hi, 500000 + hi}}, me);
+  dist::CollectiveGroup& g = hub->group({0, 1});
+  float mine = float(me), got = -1.0f;
+  g.permute_done(rank, g.permute_start(rank, &mine, sizeof mine, 1 - rank, 1 - rank), &got);  // makes the communicator
+  EXPECT_EQ(got, float(partner));
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    g.permute_done(rank, g.permute_start(rank, &mine, sizeof mine, 0, 0), &got);
+    EXPECT_EQ(got, float(lo));  // sent by a member that had failed by then
+    return;
+  }
+  const std::string msg =
+      error_after_abort(*hub, 0, [&] { g.permute_done(0, g.permute_start(0, &mine, sizeof mine, 1, 1), &got); });
+  EXPECT_NE(msg.find("mesh position 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("boom"), std::string::npos) << msg;
+}
+
+// A permute between the first two processes only, on a group of one device per process
+// that has not communicated yet: the processes whose members exchange nothing (with 4
+// processes, 2 and 3) still take part in making the group's communicator, so nobody hangs.
+TEST(MeshOverlap, MembersWithNothingToExchangeStillJoinTheGroup) {
+  const int P = ts::process_count(), me = ts::process_index();
+  if (P < 2) GTEST_SKIP() << "needs 2 processes";
+  std::vector<dist::Participant> parts;
+  std::vector<int> members;
+  for (int p = 0; p < P; ++p) parts.push_back({p, 600000 + p}), members.push_back(p);
+  auto hub = dist::make_hub(parts, me);
+  dist::CollectiveGroup& g = hub->group(members);
+  const int peer = me == 0 ? 1 : me == 1 ? 0 : -1;
+  float mine = float(me + 1), got = -1.0f;
+  const auto t0 = std::chrono::steady_clock::now();
+  g.permute_done(me, g.permute_start(me, &mine, sizeof mine, peer, peer), &got);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(got, peer < 0 ? -1.0f : float(peer + 1));
+  // Processes 2.. use the group again only 5 s later: the first two did not wait for that.
+  if (peer < 0) std::this_thread::sleep_for(std::chrono::seconds(5));
+  else EXPECT_LT(seconds, 4.0) << "the permute waited for processes that exchange nothing";
+  float x = 1.0f, sum = 0.0f;  // and the group still works for a collective of every member
+  g.all_reduce(me, &x, &sum, 1, ts::f32, ir::Combine::kSum);
+  EXPECT_EQ(sum, float(P));
+}
+
+ts::Array stencil_step(const ts::Array& u) {
+  return u * 0.5f + ts::roll(u, -1, 0) * 0.25f + ts::roll(u, 1, 1) * 0.25f;
+}
+
+// The stencil with rows split over every device of the job, one step and in a
+// fori_loop: the per-device program exchanges halo rows only (collective_permute, no
+// all_gather), the step and the loop's body split a loop nest around the exchange (interior
+// rows while it is in flight), and the values equal one device's bit for bit. The debug log shows each
+// member posting its own MPI_Isend/MPI_Irecv.
+TEST(MeshOverlap, StencilOverProcessesEqualsOneDevice) {
+  REQUIRE_DEVICES(2);
+  const int64_t N = ts::device_count();
+  ts::Mesh mesh = ts::make_mesh({N}, {"x"});
+  const ts::NamedSharding rows(mesh, ts::P("x", ts::none));
+  auto loop = [](const ts::Array& u0) {
+    return ts::fori_loop(0, 10, [](const ts::Array&, const ts::Array& u) { return stencil_step(u); }, u0);
+  };
+  const ts::Array x = ts::sin(range_f32({128 * N, 256}) * 0.37f) * 3.0f;
+  auto step = ts::jit(stencil_step, {.in_shardings = {rows}, .out_shardings = {rows}});
+  auto sharded = ts::jit(loop, {.in_shardings = {rows}, .out_shardings = {rows}});
+  for (const std::string& text : {step.lower(x).compile().as_text(), sharded.lower(x).compile().as_text()}) {
+    EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
+    EXPECT_NE(text.find("collective_permute"), std::string::npos) << text;
+  }
+  // The loop's text lists its body's schedule after the scan step.
+  for (const std::string& text : {step.lower(x).compile().as_text(), sharded.lower(x).compile().as_text()}) {
+    EXPECT_NE(text.find("run while the exchange is in flight"), std::string::npos) << text;
+  }
+  expect_pieces(step(x), ts::jit(stencil_step)(x), "stencil step");
+  ts::Array got;
+  const std::string log = debug_log_of([&] { got = sharded(x).block_until_ready(); });
+  expect_pieces(got, ts::jit(loop)(x), "stencil loop");
+  if (spans_processes(mesh)) {
+    EXPECT_NE(log.find("posts MPI_Isend/MPI_Irecv"), std::string::npos) << log;
+  }
 }
 
 // ---- values that are not addressable ----

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/log.h"
 #include "sharding/sharding_test_util.h"
@@ -304,6 +308,49 @@ TEST(Halo, SizesThatDoNotDivide) {
   auto eight = split_rows(8);
   for (int64_t s : {1, -2}) check([s](const ts::Array& v) { return ts::roll(v, s, 0); }, eight, Moves::kAny, y);
   check([](const ts::Array& v) { return ts::pad(v, {{1, 1}, {0, 0}}, "edge"); }, eight, Moves::kAny, y);
+}
+
+// Sizes that do not divide, at sizes where a halo is worth moving (1001 rows: pieces of 501
+// or 251 rows, the last one padded): rolls, shifted slices, pads, concatenations and the
+// issue's stencil (one step and in a fori_loop) gather nothing, exchange rows with
+// collective_permute (an edge pad on 2 devices needs no row from the other piece), and
+// give the one-device values. (rev of such sizes still gathers: docs/sharding.md,
+// Limitations.)
+TEST(Halo, SizesThatDoNotDivideStillExchangeHalos) {
+  auto stencil = [](const ts::Array& u) { return u * 0.5f + ts::roll(u, -1, 0) * 0.25f + ts::roll(u, 1, 1) * 0.25f; };
+  struct Case {
+    std::string what;
+    std::function<ts::Array(const ts::Array&)> fn;
+    bool exchanges_on_2 = true;
+  };
+  const std::vector<Case> cases = {
+      {"roll 1", [](const ts::Array& v) { return ts::roll(v, 1, 0); }},
+      {"roll -3", [](const ts::Array& v) { return ts::roll(v, -3, 0); }},
+      {"shifted slices",
+       [](const ts::Array& v) {
+         const int64_t n = v.shape()[0];
+         return ts::slice(v, {1, 0}, {n, 64}) - ts::slice(v, {0, 0}, {n - 1, 64});
+       }},
+      {"constant pad", [](const ts::Array& v) { return ts::pad(v, {{2, 1}, {0, 0}}, "constant", 5.0); }},
+      {"edge pad", [](const ts::Array& v) { return ts::pad(v, {{1, 2}, {0, 0}}, "edge"); }, false},
+      {"concatenate", [](const ts::Array& v) { return ts::concatenate({v, ts::slice(v, {0, 0}, {3, 64})}, 0); }},
+      {"stencil", stencil},
+      {"stencil loop",
+       [stencil](const ts::Array& u0) {
+         return ts::fori_loop(0, 4, [stencil](const ts::Array&, const ts::Array& u) { return stencil(u); }, u0);
+       }},
+  };
+  const ts::Array x = wavy({1001, 64});
+  for (int64_t k : {2, 4}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.what + " on " + std::to_string(k) + " devices");
+      const std::string text = check(c.fn, split_rows(k, false), Moves::kAny, x);
+      EXPECT_EQ(count(text, "all_gather"), 0) << text;
+      if (k > 2 || c.exchanges_on_2) {
+        EXPECT_GT(count(text, "= collective_permute["), 0) << text;
+      }
+    }
+  }
 }
 
 // ---- transformations and loops ----

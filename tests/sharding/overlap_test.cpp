@@ -166,13 +166,18 @@ TEST(Overlap, StencilStepRunsInteriorRowsBeforeTheWait) {
 }
 
 // The stencil in a fori_loop (the body, 2 steps per iteration, overlaps its
-// exchange in every iteration) on 2 and 4 devices.
+// exchange in every iteration) on 2 and 4 devices; the loop's text shows the body's split.
 TEST(Overlap, StencilLoopEqualsOneDevice) {
   auto fn = [](const ts::Array& u0) {
     return ts::fori_loop(0, 10, [](const ts::Array&, const ts::Array& u) { return stencil(u); }, u0);
   };
-  check_overlap(fn, 2, wavy({512, 256}));
-  check_overlap(fn, 4, wavy({1024, 256}));
+  for (int64_t k : {2, 4}) {
+    const std::string text = check_overlap(fn, k, wavy({512 * k / 2, 256}));
+    // The body's schedule, under the loop's step: its interior rows run while it exchanges.
+    const size_t body = text.find("(scan) program: step ");
+    ASSERT_NE(body, std::string::npos) << text;
+    EXPECT_NE(text.find("run while the exchange is in flight", body), std::string::npos) << text;
+  }
 }
 
 // A chain of windows with edges, lowered per device (two permutes, one per direction, the

@@ -7,6 +7,8 @@
 //   cluster_fault mesh <fault> <bound_s>     (2 processes, one device each) a reduction over
 //       a mesh of both processes' devices, in a loop; process 0 injects <fault> on host 1,
 //       and its next reduction must throw an Error naming process 1 within <bound_s>.
+//   cluster_fault mesh_halo <fault> <bound_s>   the same with a halo exchange (a roll)
+//       before the reduction: process 0 meets the fault waiting for process 1's rows.
 // <fault>: kill (the job's processes on host 1 get SIGKILL), delete (host 1's link and
 // namespace are deleted, its processes killed), down (host 1's link goes down: its processes
 // live on, unreachable). Prints "<mode> <fault>: ok (detected in X s)" on success.
@@ -97,15 +99,18 @@ int driver(const std::string& fault, double bound) {
   }
 }
 
-int mesh(const std::string& fault, double bound) {
+int mesh(const std::string& fault, double bound, bool halo) {
   const int64_t n = ts::device_count();
   ts::Mesh m = ts::make_mesh({n}, {"x"});
   ts::NamedSharding rows(m, ts::P("x")), repl(m, ts::P());
-  auto total = ts::jit([](const ts::Array& a) { return ts::sum(a); }, {.in_shardings = {rows}, .out_shardings = {repl}});
+  // halo: each call first exchanges halo rows (a roll: collective_permute, waited for in
+  // permute_done), so that is where the fault is met.
+  auto total = ts::jit([halo](const ts::Array& a) { return ts::sum(halo ? ts::roll(a, 1, 0) * a : a); },
+                       {.in_shardings = {rows}, .out_shardings = {repl}});
   ts::Array a = ts::ones({4 * n}, ts::f32);
   for (int i = 0; i < 3; ++i)
     if (total(a).item<float>() != float(4 * n)) return 1;
-  const std::string what = "mesh " + fault;
+  const std::string what = std::string(halo ? "mesh_halo " : "mesh ") + fault;
   if (ts::process_index() == 1) {
     // Host 1: killed, deleted, or cut off; cut off, its own next reduction fails too.
     try {
@@ -131,7 +136,7 @@ int mesh(const std::string& fault, double bound) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: cluster_fault driver|mesh kill|delete|down <bound_s>\n");
+    std::fprintf(stderr, "usage: cluster_fault driver|mesh|mesh_halo kill|delete|down <bound_s>\n");
     return 2;
   }
   const std::string mode = argv[1], fault = argv[2];
@@ -141,5 +146,5 @@ int main(int argc, char** argv) {
     return driver(fault, bound);
   }
   ts::distributed::initialize();
-  return mesh(fault, bound);
+  return mesh(fault, bound, mode == "mesh_halo");
 }
