@@ -31,6 +31,8 @@ import cases_numpy_composed
 import cases_random
 import cases_sort
 import cases_special
+import cases_special_extra
+import cases_stats
 import jax_api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,6 +49,8 @@ MODULES = {
     "conv": cases_conv.cases,
     "lax": cases_lax.cases,
     "special": cases_special.cases,
+    "special_extra": cases_special_extra.cases,
+    "stats": cases_stats.cases,
 }
 
 
