@@ -663,9 +663,11 @@ Array sph_harm_y(const Array& n0, const Array& m0, const Array& theta0, const Ar
     prev2 = prev1;
     prev1 = cur;
   }
-  Array angle = am * b[3];
+  // The phase and the sign of negative orders use the order before clipping, as JAX's do.
+  Array abs_m = astype(abs(b[1]), dt);
+  Array angle = abs_m * b[3];
   Array harmonic = complex(value * cos(angle), value * sin(angle));
-  Array odd = remainder(am, Array(2.0)) != Array(0.0);
+  Array odd = remainder(abs_m, Array(2.0)) != Array(0.0);
   Array negative = conj(harmonic) * where(odd, constant(x, -1.0), constant(x, 1.0));
   return where(b[1] < zeros_like(b[1]), negative, harmonic);
 }

@@ -41,7 +41,9 @@ def cases(s):
         cdt = "complex64" if dt == "float32" else "complex128"
         z = rand((3, 5), cdt, 106, -5.0, 5.0)
         s.case("scipy.special.wofz", js.wofz, [z], tol=TOL, grad=True, gtol=GTOL)
-        s.case("scipy.special.wofz", js.wofz, [rand((8,), dt, 107, -6.0, 6.0)], tol=TOL, name=f"wofz_real_{dt}")
+        # On the real axis the real part is exp(-x^2), below the 32-term sum's rounding for |x| > 4.
+        s.case("scipy.special.wofz", js.wofz, [rand((8,), dt, 107, -6.0, 6.0)],
+               tol={"complex64": (1e-4, 1e-6), "complex128": (1e-11, 1e-14)}, name=f"wofz_real_{dt}")
         zb = rand((2, 5), dt, 108, 0.1, 20.0)
         for v in [0, 1, 4]:
             s.case("scipy.special.bessel_jn", lambda z, v: js.bessel_jn(z, v=v), [zb], {"v": v}, tol=TOL,
@@ -49,7 +51,8 @@ def cases(s):
         s.case("scipy.special.bessel_jn", lambda z, v, n_iter: js.bessel_jn(z, v=v, n_iter=n_iter),
                [rand((6,), dt, 109, -30.0, 30.0)], {"v": 3, "n_iter": 80}, tol=TOL, name=f"bessel_jn_iter_{dt}")
         a1, b1 = rand((2, 6), dt, 110, -3.0, 4.0), rand((2, 6), dt, 111, 0.2, 5.0)
-        x1 = rand((2, 6), dt, 112, -10.0, 10.0)
+        # (float32 stops at -4: below, the alternating series cancels to no correct digit in JAX too.)
+        x1 = rand((2, 6), dt, 112, -4.0 if dt == "float32" else -10.0, 10.0)
         s.case("scipy.special.hyp1f1", js.hyp1f1, [a1, b1, x1], tol=SERIES_TOL, grad=True, gtol=SERIES_GTOL)
         s.case("scipy.special.hyp1f1", js.hyp1f1,
                [np.array([0.0, 2.0, 1.5, 0.5, 1.0, 2.5], dt), np.array([1.0, 2.0, 0.0, 1.5, 3.0, 4.0], dt),
