@@ -30,6 +30,12 @@ std::vector<Array> promote(const char* fn, std::vector<Array> xs) {
 }
 Array neg_inf_like(const Array& x) { return full_like(x, Scalar(-INFINITY)); }
 Array nan_like(const Array& x) { return full_like(x, Scalar(NAN)); }
+/// f(-x, -loc, scale): the survival side of a distribution symmetric about loc.
+Array mirrored(const char* fn, Array (*f)(const Array&, const Array&, const Array&), const Array& x, const Array& loc,
+               const Array& scale) {
+  auto v = promote(fn, {x, loc, scale});
+  return f(-v[0], -v[1], v[2]);
+}
 
 }  // namespace
 
@@ -53,14 +59,8 @@ Array logcdf(const Array& x0, const Array& loc0, const Array& scale0) {
   auto v = promote("norm::logcdf", {x0, loc0, scale0});
   return sp::log_ndtr((v[0] - v[1]) / v[2]);
 }
-Array sf(const Array& x0, const Array& loc0, const Array& scale0) {
-  auto v = promote("norm::sf", {x0, loc0, scale0});
-  return cdf(-v[0], -v[1], v[2]);
-}
-Array logsf(const Array& x0, const Array& loc0, const Array& scale0) {
-  auto v = promote("norm::logsf", {x0, loc0, scale0});
-  return logcdf(-v[0], -v[1], v[2]);
-}
+Array sf(const Array& x, const Array& loc, const Array& scale) { return mirrored("norm::sf", cdf, x, loc, scale); }
+Array logsf(const Array& x, const Array& loc, const Array& scale) { return mirrored("norm::logsf", logcdf, x, loc, scale); }
 Array ppf(const Array& q0, const Array& loc0, const Array& scale0) {
   auto v = promote("norm::ppf", {q0, loc0, scale0});
   return sp::ndtri(v[0]) * v[2] + v[1];
@@ -176,14 +176,8 @@ Array cdf(const Array& x0, const Array& loc0, const Array& scale0) {
   return Array(0.5) + Array(1.0 / kPi) * arctan((v[0] - v[1]) / v[2]);
 }
 Array logcdf(const Array& x, const Array& loc, const Array& scale) { return log(cdf(x, loc, scale)); }
-Array sf(const Array& x0, const Array& loc0, const Array& scale0) {
-  auto v = promote("cauchy::sf", {x0, loc0, scale0});
-  return cdf(-v[0], -v[1], v[2]);
-}
-Array logsf(const Array& x0, const Array& loc0, const Array& scale0) {
-  auto v = promote("cauchy::logsf", {x0, loc0, scale0});
-  return logcdf(-v[0], -v[1], v[2]);
-}
+Array sf(const Array& x, const Array& loc, const Array& scale) { return mirrored("cauchy::sf", cdf, x, loc, scale); }
+Array logsf(const Array& x, const Array& loc, const Array& scale) { return mirrored("cauchy::logsf", logcdf, x, loc, scale); }
 Array ppf(const Array& q0, const Array& loc0, const Array& scale0) {
   auto v = promote("cauchy::ppf", {q0, loc0, scale0});
   return tan(Array(kPi) * v[0] - Array(kPi / 2)) * v[2] + v[1];

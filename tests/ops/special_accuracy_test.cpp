@@ -118,9 +118,9 @@ const std::map<std::string, std::pair<double, double>> kBounds = {
     {"i0", {8, 4}},              {"i1", {16, 6}},            {"erfcx", {100, 6}},         {"ndtr", {200, 700}},
     {"ndtri", {6, 6}},           {"log_ndtr", {3e5, 3e14}},  {"expi", {25, 300}},         {"exp1", {20, 60}},
     {"expn_2", {25, 100}},       {"expn_5", {30, 60}},       {"spence", {10, 4}},         {"erfinv", {10, 6}},
-    {"dawsn", {1e30, 1e30}}, {"sici_si", {1e30, 1e30}}, {"sici_ci", {1e30, 1e30}}, {"fresnel_s", {1e30, 1e30}},
-    {"fresnel_c", {1e30, 1e30}}, {"owens_t", {1e30, 1e30}}, {"hyp1f1", {1e30, 1e30}}, {"hyp2f1", {1e30, 1e30}},
-    {"bessel_jn_0", {1e30, 1e30}}, {"bessel_jn_1", {1e30, 1e30}}, {"bessel_jn_3", {1e30, 1e30}},
+    {"dawsn", {6, 20}},          {"sici_si", {4, 4}},        {"sici_ci", {300, 30}},      {"fresnel_s", {6, 4}},
+    {"fresnel_c", {10, 4}},      {"owens_t", {30, 250}},     {"hyp1f1", {7e8, 2e9}},      {"hyp2f1", {150, 60}},
+    {"bessel_jn_0", {5e3, 5e7}}, {"bessel_jn_1", {300, 7e7}}, {"bessel_jn_3", {800, 7e7}},
 };
 
 /// The spacing of T's floats at |v| (the smallest normal's spacing below it).
@@ -173,7 +173,10 @@ TEST(SpecialAccuracy, MaximumUlpErrorsAgainstScipy) {
     EXPECT_LE(e32.max_ulp, bound32) << name << " float32";
     EXPECT_LE(e64.max_ulp, bound64) << name << " float64";
     // expi overflows in float32 just below 88.7 < x < 93, where e^x does but Ei(x) does not.
-    EXPECT_LE(e32.mismatched_specials, name == "expi" ? 1 : 0) << name << " float32 NaN/inf";
+    // bessel_jn's backward recurrence from order 50 overflows float32 for z below about 3 (NaN,
+    // as in JAX).
+    const int allowed32 = name == "expi" ? 1 : name.rfind("bessel_jn", 0) == 0 ? 50 : 0;
+    EXPECT_LE(e32.mismatched_specials, allowed32) << name << " float32 NaN/inf";
     EXPECT_EQ(e64.mismatched_specials, 0) << name << " float64 NaN/inf";
   }
 }
