@@ -29,6 +29,7 @@ import cases_nn
 import cases_numpy
 import cases_numpy_composed
 import cases_random
+import cases_rng
 import cases_sort
 import cases_special
 import cases_special_extra
@@ -51,6 +52,7 @@ MODULES = {
     "special": cases_special.cases,
     "special_extra": cases_special_extra.cases,
     "stats": cases_stats.cases,
+    "rng": cases_rng.cases,
 }
 
 
