@@ -309,4 +309,43 @@ TESSEL_API Array logpmf(const Array& x, const Array& n, const Array& p);
 TESSEL_API Array pmf(const Array& x, const Array& n, const Array& p);
 }  // namespace multinomial
 
+/// jax.scipy.stats.truncnorm: the normal distribution N(loc, scale^2) truncated to
+/// [loc + a scale, loc + b scale] (NaN where a >= b).
+namespace truncnorm {
+/// The log density (-inf outside [a, b] after standardizing).
+TESSEL_API Array logpdf(const Array& x, const Array& a, const Array& b, const Array& loc = Array(0.0),
+                        const Array& scale = Array(1.0));
+/// The density.
+TESSEL_API Array pdf(const Array& x, const Array& a, const Array& b, const Array& loc = Array(0.0),
+                     const Array& scale = Array(1.0));
+/// The log of the CDF, from the log Gaussian masses of [a, x] and [a, b] (log1p(-sf) near 1).
+TESSEL_API Array logcdf(const Array& x, const Array& a, const Array& b, const Array& loc = Array(0.0),
+                        const Array& scale = Array(1.0));
+/// The cumulative distribution.
+TESSEL_API Array cdf(const Array& x, const Array& a, const Array& b, const Array& loc = Array(0.0),
+                     const Array& scale = Array(1.0));
+/// The log of the survival function (logcdf of the mirrored distribution).
+TESSEL_API Array logsf(const Array& x, const Array& a, const Array& b, const Array& loc = Array(0.0),
+                       const Array& scale = Array(1.0));
+/// The survival function.
+TESSEL_API Array sf(const Array& x, const Array& a, const Array& b, const Array& loc = Array(0.0),
+                    const Array& scale = Array(1.0));
+}  // namespace truncnorm
+
+/// jax.scipy.stats.vonmises: the von Mises distribution on the circle with concentration kappa.
+namespace vonmises {
+/// The log density kappa (cos x - 1) - log(2 pi i0e(kappa)) (NaN for kappa <= 0).
+TESSEL_API Array logpdf(const Array& x, const Array& kappa);
+/// The density.
+TESSEL_API Array pdf(const Array& x, const Array& kappa);
+}  // namespace vonmises
+
+/// jax.scipy.stats.wrapcauchy: the wrapped Cauchy distribution on [0, 2 pi] with shape c.
+namespace wrapcauchy {
+/// The log density (-inf outside [0, 2 pi], NaN for c outside (0, 1)).
+TESSEL_API Array logpdf(const Array& x, const Array& c);
+/// The density.
+TESSEL_API Array pdf(const Array& x, const Array& c);
+}  // namespace wrapcauchy
+
 }  // namespace tessel::scipy::stats

@@ -556,4 +556,82 @@ Array logpmf(const Array& x0, const Array& n0, const Array& p0) {
 Array pmf(const Array& x, const Array& n, const Array& p) { return exp(logpmf(x, n, p)); }
 }  // namespace multinomial
 
+namespace truncnorm {
+namespace {
+/// log(e^x - e^y) for x >= y, as JAX's logsumexp with weights (1, -1) computes it.
+Array log_diff(const Array& x, const Array& y) {
+  Array m = maximum(x, y);
+  Array safe_m = where(isfinite(m), m, zeros_like(m));
+  return log(exp(x - safe_m) - exp(y - safe_m)) + safe_m;
+}
+/// log of the standard normal mass of [a, b], through the tail nearer to 0.
+Array log_gauss_mass(const Array& a0, const Array& b0) {
+  std::vector<Array> ab = broadcast_arrays({a0, b0});
+  const Array &a = ab[0], &b = ab[1];
+  Array left = b <= Array(0.0), right = a > Array(0.0);
+  Array central = (!left) & (!right);
+  Array a_tail = where(right, -b, a), b_tail = where(right, -a, b);
+  Array tail = log_diff(sp::log_ndtr(b_tail), sp::log_ndtr(a_tail));
+  Array middle = log1p(-sp::ndtr(a) - sp::ndtr(-b));
+  return where(central, middle, tail);
+}
+}  // namespace
+
+Array logpdf(const Array& x0, const Array& a0, const Array& b0, const Array& loc0, const Array& scale0) {
+  auto v = promote("truncnorm::logpdf", {x0, a0, b0, loc0, scale0});
+  const Array &x = v[0], &a = v[1], &b = v[2], &loc = v[3], &scale = v[4];
+  Array val = norm::logpdf(x, loc, scale) - log_gauss_mass(a, b);
+  Array xs = (x - loc) / scale;
+  val = where((xs < a) | (xs > b), neg_inf_like(val), val);
+  return where(a >= b, nan_like(val), val);
+}
+Array pdf(const Array& x, const Array& a, const Array& b, const Array& loc, const Array& scale) {
+  return exp(logpdf(x, a, b, loc, scale));
+}
+Array logcdf(const Array& x0, const Array& a0, const Array& b0, const Array& loc0, const Array& scale0) {
+  auto v = promote("truncnorm::logcdf", {x0, a0, b0, loc0, scale0});
+  std::vector<Array> xab = broadcast_arrays({v[0], v[1], v[2]});
+  const Array x = (xab[0] - v[3]) / v[4];
+  const Array &a = xab[1], &b = xab[2];
+  Array lgm_ab = log_gauss_mass(a, b);
+  Array lcdf = log_gauss_mass(a, x) - lgm_ab;
+  Array lsf = log_gauss_mass(x, b) - lgm_ab;
+  Array result = where(x >= b, zeros_like(lcdf),
+                 where(x <= a, neg_inf_like(lcdf),
+                 where(lcdf > Array(-0.1), log1p(-exp(lsf)), where(x > a, lcdf, zeros_like(lcdf)))));
+  return where(a >= b, nan_like(result), result);
+}
+Array cdf(const Array& x, const Array& a, const Array& b, const Array& loc, const Array& scale) {
+  return exp(logcdf(x, a, b, loc, scale));
+}
+Array logsf(const Array& x0, const Array& a0, const Array& b0, const Array& loc0, const Array& scale0) {
+  auto v = promote("truncnorm::logsf", {x0, a0, b0, loc0, scale0});
+  return logcdf(-v[0], -v[2], -v[1], -v[3], v[4]);
+}
+Array sf(const Array& x, const Array& a, const Array& b, const Array& loc, const Array& scale) {
+  return exp(logsf(x, a, b, loc, scale));
+}
+}  // namespace truncnorm
+
+namespace vonmises {
+Array logpdf(const Array& x0, const Array& kappa0) {
+  auto v = promote("vonmises::logpdf", {x0, kappa0});
+  const Array &x = v[0], &kappa = v[1];
+  Array value = kappa * (cos(x) - Array(1.0)) - log(Array(2 * kPi) * tessel::bessel_i0e(kappa));
+  return where(kappa > Array(0.0), value, nan_like(value));
+}
+Array pdf(const Array& x, const Array& kappa) { return exp(logpdf(x, kappa)); }
+}  // namespace vonmises
+
+namespace wrapcauchy {
+Array logpdf(const Array& x0, const Array& c0) {
+  auto v = promote("wrapcauchy::logpdf", {x0, c0});
+  const Array &x = v[0], &c = v[1];
+  Array value = log(Array(1.0) - c * c) - Array(std::log(2 * kPi)) - log(Array(1.0) + c * c - Array(2.0) * c * cos(x));
+  Array inside = where((x >= Array(0.0)) & (x <= Array(2 * kPi)), value, neg_inf_like(value));
+  return where((c > Array(0.0)) & (c < Array(1.0)), inside, nan_like(inside));
+}
+Array pdf(const Array& x, const Array& c) { return exp(logpdf(x, c)); }
+}  // namespace wrapcauchy
+
 }  // namespace tessel::scipy::stats

@@ -34,6 +34,7 @@ import cases_sort
 import cases_special
 import cases_special_extra
 import cases_stats
+import cases_stats_extra
 import jax_api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,6 +54,7 @@ MODULES = {
     "special_extra": cases_special_extra.cases,
     "stats": cases_stats.cases,
     "rng": cases_rng.cases,
+    "stats_extra": cases_stats_extra.cases,
 }
 
 
