@@ -9,10 +9,20 @@
 //   namespace st = ts::scipy::stats;
 //   ts::Array x = ts::linspace(-3.0, 3.0, 7);
 //   ts::Array lp = st::norm::logpdf(x), c = st::t::pdf(x, ts::Array(4.0)), q = st::norm::ppf(st::norm::cdf(x));
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "tessel/array.h"
 #include "tessel/ops.h"
 
 namespace tessel::scipy::stats {
+
+/// The standard error of the mean, std(a, ddof) / sqrt(n), along `axis` (all of a when
+/// nullopt). nan_policy "propagate" (NaNs propagate) or "omit" (NaNs are skipped and n counts
+/// the others), as jax.scipy.stats.sem.
+TESSEL_API Array sem(const Array& a, std::optional<int64_t> axis = 0, int64_t ddof = 1,
+                     const std::string& nan_policy = "propagate", bool keepdims = false);
 
 /// jax.scipy.stats.norm: the normal distribution N(loc, scale^2).
 namespace norm {
@@ -237,6 +247,9 @@ TESSEL_API Array logpmf(const Array& k, const Array& mu, const Array& loc = Arra
 TESSEL_API Array pmf(const Array& k, const Array& mu, const Array& loc = Array(0.0));
 /// The cumulative distribution gammaincc(floor(k - loc + 1), mu).
 TESSEL_API Array cdf(const Array& k, const Array& mu, const Array& loc = Array(0.0));
+/// The entropy: the sum of -p log p over the first 35 (mu < 10) or 250 (mu < 100) values,
+/// the asymptotic 0.5 log(2 pi e mu) - 1 / (12 mu) beyond, 0 at mu = 0; broadcast with loc.
+TESSEL_API Array entropy(const Array& mu, const Array& loc = Array(0.0));
 }  // namespace poisson
 
 /// jax.scipy.stats.bernoulli: the Bernoulli distribution with success probability p.

@@ -39,6 +39,26 @@ Array mirrored(const char* fn, Array (*f)(const Array&, const Array&, const Arra
 
 }  // namespace
 
+Array sem(const Array& a0, std::optional<int64_t> axis, int64_t ddof, const std::string& nan_policy, bool keepdims) {
+  Array a = scipy::detail::real_inexact("stats::sem", a0);
+  Axes axes;
+  if (axis) {
+    if (*axis < -a.ndim() || *axis >= a.ndim())
+      throw ValueError("scipy::stats::sem: axis " + std::to_string(*axis) + " is out of range for an array of shape " +
+                       shape_to_string(a.shape()));
+    axes = {*axis};
+  }
+  if (nan_policy == "propagate") {
+    const int64_t n = axis ? a.dim(*axis < 0 ? *axis + a.ndim() : *axis) : a.size();
+    return tessel::std(a, axes, keepdims, double(ddof)) / Array(std::sqrt(double(n))).astype(a.dtype());
+  }
+  if (nan_policy == "omit") {
+    Array count = sum((!isnan(a)).astype(a.dtype()), axes, keepdims);
+    return nanstd(a, axes, keepdims, double(ddof)) / sqrt(count);
+  }
+  throw ValueError("scipy::stats::sem: nan_policy '" + nan_policy + "' is not supported; use \"propagate\" or \"omit\"");
+}
+
 // ---- continuous distributions with loc and scale ----
 
 namespace norm {
@@ -401,6 +421,27 @@ Array cdf(const Array& k0, const Array& mu0, const Array& loc0) {
   Array x = v[0] - v[2];
   Array p = sp::gammaincc(floor(Array(1.0) + x), v[1]);
   return where(x < Array(0.0), zeros_like(p), p);
+}
+namespace {
+/// The entropy of Poisson(mu) by summing -p log p over k < min(k_max, bound(mu)).
+Array entropy_by_sum(const Array& mu, int64_t k_max, const Array& bound) {
+  Shape k_shape(size_t(mu.ndim()) + 1, 1);
+  k_shape[0] = k_max;
+  Array k = reshape(arange(0.0, double(k_max), 1.0, mu.dtype()), k_shape);
+  Array probs = pmf(k, expand_dims(mu, {0}), Array(0.0));
+  Array masked = where(k < expand_dims(ceil(bound), {0}), probs, zeros_like(probs));
+  return sum(sp::entr(masked), {0});
+}
+}  // namespace
+Array entropy(const Array& mu0, const Array& loc0) {
+  auto v = promote("poisson::entropy", {mu0, loc0});
+  const Array& mu = v[0];
+  Array small = entropy_by_sum(mu, 35, mu + Array(20.0));
+  Array medium = entropy_by_sum(mu, 250, mu + Array(10.0) * sqrt(mu) + Array(20.0));
+  Array large = Array(0.5) * log(Array(2 * kPi * std::numbers::e) * mu) - Array(1.0) / (Array(12.0) * mu);
+  Array result = where(mu == Array(0.0), zeros_like(mu),
+                       where(mu < Array(10.0), small, where(mu < Array(100.0), medium, large)));
+  return broadcast_to(result, broadcast_shapes({mu.shape(), v[1].shape()}));
 }
 }  // namespace poisson
 

@@ -26,4 +26,10 @@ TESSEL_PARITY_CASES(stats_extra) {
   reg("scipy.stats.vonmises.pdf", binary(st::vonmises::pdf));
   reg("scipy.stats.wrapcauchy.logpdf", binary(st::wrapcauchy::logpdf));
   reg("scipy.stats.wrapcauchy.pdf", binary(st::wrapcauchy::pdf));
+  reg("scipy.stats.poisson.entropy",
+      [](const In& x, const Params&) { return out(st::poisson::entropy(x.at(0), x.size() > 1 ? x[1] : Array(0.0))); });
+  reg("scipy.stats.sem", [](const In& x, const Params& p) {
+    return out(st::sem(x.at(0), p.opt_i("axis"), p.has("ddof") ? p.i("ddof") : 1,
+                       p.has("nan_policy") ? p.s("nan_policy") : "propagate", p.has("keepdims") && p.flag("keepdims")));
+  });
 }

@@ -27,3 +27,17 @@ def cases(s):
             s.case(f"scipy.stats.wrapcauchy.{f}", getattr(jst.wrapcauchy, f), [theta, c], tol=TOL)
         s.case("scipy.stats.vonmises.logpdf", jst.vonmises.logpdf, [theta[:, :3], kappa[:3]], tol=TOL, grad=True,
                gtol=GTOL, name=f"stats_vonmises_logpdf_grad_{dt}")
+        mu = np.array([0.0, 0.5, 3.0, 9.9, 10.0, 50.0, 99.0, 100.0, 500.0], dt)
+        s.case("scipy.stats.poisson.entropy", jst.poisson.entropy, [mu], tol=TOL)
+        s.case("scipy.stats.poisson.entropy", jst.poisson.entropy, [mu[:3], np.zeros((2, 1), dt)], tol=TOL,
+               name=f"stats_poisson_entropy_loc_{dt}")
+        data = rand((4, 5), dt, 305, -2.0, 3.0)
+        data_nan = data.copy()
+        data_nan[1, 2] = np.nan
+        for axis in (0, 1, None):
+            for ddof in (0, 1):
+                s.case("scipy.stats.sem", lambda v, axis, ddof: jst.sem(v, axis=axis, ddof=ddof), [data],
+                       {"axis": axis, "ddof": ddof}, tol=TOL, grad=True, gtol=GTOL)
+            s.case("scipy.stats.sem", lambda v, axis, nan_policy, keepdims: jst.sem(
+                       v, axis=axis, nan_policy=nan_policy, keepdims=keepdims), [data_nan],
+                   {"axis": axis, "nan_policy": "omit", "keepdims": True}, tol=TOL)
