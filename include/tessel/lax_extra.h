@@ -247,7 +247,8 @@ enum class RandomAlgorithm { kDefault = 0, kThreeFry = 1, kPhilox = 2 };
 /// key, bit for bit as XLA's CPU: Philox4x32-10 with key (k0, k1) on the 128-bit counters
 /// (k0 | k1 << 32) << 64 | c, plus the block index, c = k2 | k3 << 32, one 32-bit word per
 /// element (two, low first, for 64-bit dtypes; narrower dtypes keep the low bits); the new
-/// key advances c by the blocks used. kThreeFry is a NotImplementedError.
+/// key advances c by the blocks used. kThreeFry: XLA's Threefry-2x32 (20 rounds) keyed by
+/// (k0, k1) on the counters c + i (uint32 and uint64 only, as XLA; the new key advances c).
 TESSEL_API std::pair<Array, Array> rng_bit_generator(const Array& key, const Shape& shape, DType dtype = DType::uint32,
                                                      RandomAlgorithm algorithm = RandomAlgorithm::kDefault);
 

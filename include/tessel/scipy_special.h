@@ -120,4 +120,41 @@ TESSEL_API Array exp1(const Array& x);
 /// The generalized exponential integral E_n(x) = int_1^inf e^-xt / t^n dt for integer n >= 0.
 TESSEL_API Array expn(const Array& n, const Array& x);
 
+// ---- more integrals, Bessel J, hypergeometric functions and spherical harmonics ----
+// (src/scipy/special_extra.cpp; float32 and float64, JAX's algorithms and derivatives)
+
+/// Dawson's integral exp(-x^2) int_0^x exp(t^2) dt (Cody's rational approximations).
+TESSEL_API Array dawsn(const Array& x);
+/// The sine and cosine integrals {Si(x), Ci(x)} (Cephes' series, asymptotic forms beyond
+/// 4 and 1e9); Ci is NaN at -inf, -inf at 0, and takes log|x| for negative x.
+TESSEL_API std::pair<Array, Array> sici(const Array& x);
+/// The Fresnel integrals {S(x), C(x)} = int_0^x {sin, cos}(pi t^2 / 2) dt (Cephes' fresnl;
+/// float32 uses fresnlf's shorter polynomials, as JAX does).
+TESSEL_API std::pair<Array, Array> fresnel(const Array& x);
+/// Owen's T function T(h, a) = 1/(2 pi) int_0^a exp(-h^2 (1 + t^2) / 2) / (1 + t^2) dt
+/// (13-point quadrature, Patefield and Tandy's method T5, with JAX's reflection for |a| > 1).
+TESSEL_API Array owens_t(const Array& h, const Array& a);
+/// The Faddeeva function w(z) = exp(-z^2) erfc(-iz) (Weideman's 32-term rational form);
+/// real input is converted to complex. The result is complex64 or complex128.
+TESSEL_API Array wofz(const Array& z);
+/// The Bessel functions of the first kind J_0(z) ... J_v(z) of a real argument, by Miller's
+/// backward recurrence from order n_iter (Zhang and Jin's BJNDD): shape (v + 1, *z.shape).
+/// n_iter must exceed v and |z| by a margin for full accuracy (see JAX's bessel_jn).
+TESSEL_API Array bessel_jn(const Array& z, int64_t v, int64_t n_iter = 50);
+/// The confluent hypergeometric function 1F1(a; b; x): the Taylor series for |x| < 100,
+/// the asymptotic series beyond; 1 at a = 0 (also a = b = 0), exp(x) at a = b, inf at b = 0.
+/// Differentiable in a, b and x (JAX's series derivatives).
+TESSEL_API Array hyp1f1(const Array& a, const Array& b, const Array& x);
+/// The Gauss hypergeometric function 2F1(a, b; c; x) for real arguments and x <= 1 (inf for
+/// x > 1), with JAX's transformations: terminating series for non-positive integer a or b,
+/// the digamma form near x = 1, Euler's transformation for c - a - b <= -1.
+/// Differentiable in a, b, c and x.
+TESSEL_API Array hyp2f1(const Array& a, const Array& b, const Array& c, const Array& x);
+/// The spherical harmonics Y_n^m(theta, phi) = N P_n^|m|(cos theta) e^(i m phi) for integer
+/// n >= 0 and |m| <= n (broadcast together with theta and phi; theta the colatitude). n and
+/// |m| above n_max are clipped to n_max as in JAX; n_max defaults to max(n) (read from the
+/// values: pass it under jit). The result is complex.
+TESSEL_API Array sph_harm_y(const Array& n, const Array& m, const Array& theta, const Array& phi,
+                            std::optional<int64_t> n_max = std::nullopt);
+
 }  // namespace tessel::scipy::special

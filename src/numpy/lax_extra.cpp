@@ -638,15 +638,81 @@ std::pair<Array, Array> approx_min_k(const Array& operand, int64_t k, int64_t re
 
 // ---- random bits ----
 
+namespace {
+/// Threefry-2x32 with 20 rounds (Salmon et al. 2011) on arrays of uint32 words, as XLA's
+/// ThreeFry bit generator applies it: key (k0, k1), counters (x0, x1).
+std::pair<Array, Array> threefry2x32(Array x0, Array x1, const Array& k0, const Array& k1) {
+  const DType u32 = DType::uint32;
+  constexpr int kRotations[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  const Array k2 = scalar_of(0x1BD11BDAu, u32) ^ k0 ^ k1;
+  const Array ks[3] = {k0, k1, k2};
+  x0 = x0 + k0;
+  x1 = x1 + k1;
+  for (int block = 0; block < 5; ++block) {
+    for (int r = 0; r < 4; ++r) {
+      const int d = kRotations[(block % 2) * 4 + r];
+      x0 = x0 + x1;
+      x1 = left_shift(x1, scalar_of(uint64_t(d), u32)) | shift_right_unsigned(x1, 32 - d);
+      x1 = x0 ^ x1;
+    }
+    x0 = x0 + ks[(block + 1) % 3];
+    x1 = x1 + ks[(block + 2) % 3] + scalar_of(uint64_t(block + 1), u32);
+  }
+  return {x0, x1};
+}
+
+/// rng_bit_generator with RandomAlgorithm::kThreeFry, bit for bit with XLA: the key's words
+/// (k0 | k1 << 32, s0 | s1 << 32) are the Threefry key and a 64-bit counter state; element i
+/// hashes the counter state + i (low and high words). 32-bit outputs hash half as many
+/// counters and interleave the two output words along the first even dimension (else the
+/// longest, rounded up), as XLA splits the shape; the new state is state + counters used.
+std::pair<Array, Array> threefry_bit_generator(const Array& key, const Shape& shape, DType dtype) {
+  const DType u32 = DType::uint32, u64 = DType::uint64;
+  if (dtype != u32 && dtype != u64)
+    throw DTypeError("rng_bit_generator: the ThreeFry algorithm generates uint32 or uint64 bits (as XLA's), got " +
+                     std::string(dtype_name(dtype)) + "; generate uint32 and convert");
+  const auto word = [&](int64_t i) { return index_in_dim(key, i, 0, false); };
+  const Array state = word(2).astype(u64) | left_shift(word(3).astype(u64), scalar_of(32, u64));
+  // The counters' shape: the whole shape for 64-bit outputs, else half of it along split.
+  Shape counters = shape;
+  int64_t split = -1;
+  if (dtype == u32) {
+    if (shape.empty()) {
+      counters = {1};
+    } else {
+      for (size_t i = 0; i < shape.size() && split < 0; ++i)
+        if (shape[i] % 2 == 0) split = int64_t(i);
+      if (split < 0) split = int64_t(std::max_element(shape.begin(), shape.end()) - shape.begin());
+      counters[size_t(split)] = (shape[size_t(split)] + 1) / 2;
+    }
+  }
+  const int64_t n = std::accumulate(counters.begin(), counters.end(), int64_t(1), std::multiplies<>());
+  const Array ctr = reshape(state + iota(u64, {n}, 0), counters);
+  auto [y0, y1] = threefry2x32(ctr.astype(u32), shift_right_unsigned(ctr, 32).astype(u32), word(0), word(1));
+  Array bits;
+  if (dtype == u64) {
+    bits = y0.astype(u64) | left_shift(y1.astype(u64), scalar_of(32, u64));
+  } else if (shape.empty()) {
+    bits = reshape(y0, {});
+  } else {
+    Shape rounded = shape;
+    rounded[size_t(split)] = counters[size_t(split)] * 2;
+    bits = reshape(stack({y0, y1}, split + 1), rounded);
+    if (rounded != shape) bits = slice_in_dim(bits, 0, shape[size_t(split)], 1, split);
+  }
+  const Array next = state + scalar_of(uint64_t(n), u64);
+  const Array new_key = stack({word(0), word(1), next.astype(u32), shift_right_unsigned(next, 32).astype(u32)});
+  return {new_key, bits};
+}
+}  // namespace
+
 std::pair<Array, Array> rng_bit_generator(const Array& key, const Shape& shape, DType dtype, RandomAlgorithm algorithm) {
   const std::string op = "rng_bit_generator";
   if (key.dtype() != DType::uint32 || key.shape() != Shape{4})
     throw ShapeError(op + ": the key must be uint32[4] (XLA's Philox state), got " + key.aval().to_string());
   if (!is_unsigned_int(dtype))
     throw DTypeError(op + ": dtype " + dt(dtype) + " is not supported; expected uint8, uint16, uint32 or uint64");
-  if (algorithm == RandomAlgorithm::kThreeFry)
-    throw NotImplementedError(op + ": the ThreeFry algorithm is not implemented; use the default (Philox) or "
-                              "random::bits (JAX's threefry keys)");
+  if (algorithm == RandomAlgorithm::kThreeFry) return threefry_bit_generator(key, shape, dtype);
   const DType u32 = DType::uint32, u64 = DType::uint64;
   const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
   const int64_t words = n * (itemsize(dtype) == 8 ? 2 : 1), blocks = (words + 3) / 4;

@@ -12,6 +12,7 @@
 
 #include "ops/linalg_composed.h"
 #include "ops/special.h"
+#include "scipy/special_util.h"
 #include "tessel/error.h"
 #include "tessel/nn.h"
 #include "tessel/numpy.h"
@@ -25,36 +26,15 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 
-/// x converted as jnp's promote_args_inexact does (integers and bool to the default float);
-/// complex input is rejected.
-Array real_inexact(const char* fn, const Array& x) {
-  Array r = ops::to_inexact(x);
-  if (is_complex(r.dtype()))
-    throw DTypeError(std::string("scipy::special::") + fn + ": complex arguments (" + dtype_name(r.dtype()) +
-                     ") are not supported; pass a real floating or integer array");
-  return r;
-}
+/// The shared argument checks (src/scipy/special_util.h) with this module's name in messages.
+Array real_inexact(const char* fn, const Array& x) { return scipy::detail::real_inexact(std::string("special::") + fn, x); }
 /// Both arguments promoted to one real inexact dtype.
 std::pair<Array, Array> real_inexact(const char* fn, const Array& a, const Array& b) {
-  std::vector<Array> v = ops::promote_all({a, b});
-  return {real_inexact(fn, v[0]), real_inexact(fn, v[1])};
+  std::vector<Array> v = scipy::detail::real_inexact_all(std::string("special::") + fn, {a, b});
+  return {v[0], v[1]};
 }
-/// The same for functions whose algorithm has float32 and float64 forms only.
-Array f32_or_f64(const char* fn, const Array& x) {
-  Array r = real_inexact(fn, x);
-  if (r.dtype() != DType::float32 && r.dtype() != DType::float64)
-    throw DTypeError(std::string("scipy::special::") + fn + ": dtype " + dtype_name(r.dtype()) +
-                     " is not supported; expected float32 or float64 (convert with astype(float32))");
-  return r;
-}
-
-/// The polynomial with coefficients `c` (highest power first) at w, by Horner's rule.
-Array horner(std::initializer_list<double> c, const Array& w) {
-  auto it = c.begin();
-  Array acc = full_like(w, Scalar(*it));
-  for (++it; it != c.end(); ++it) acc = acc * w + Array(*it);
-  return acc;
-}
+Array f32_or_f64(const char* fn, const Array& x) { return scipy::detail::f32_or_f64(std::string("special::") + fn, x); }
+using scipy::detail::horner;
 
 /// x log(x) with JAX's derivative log(x) + 1 (finite at the selected points of entr, rel_entr).
 const auto xlogx_fn = custom_jvp([](const Array& x) { return xlogy(x, x); },

@@ -189,8 +189,12 @@ TEST(LaxExtra, RngBitGeneratorChecksItsArguments) {
   expect_error<ts::ShapeError>([] { lax::rng_bit_generator(ts::zeros({2}, ts::u32), {3}); },
                                {"rng_bit_generator", "uint32[4]", "u32[2]"});
   expect_error<ts::DTypeError>([&] { lax::rng_bit_generator(key, {3}, ts::i32); }, {"rng_bit_generator", "int32", "uint8"});
-  expect_error<ts::NotImplementedError>([&] { lax::rng_bit_generator(key, {3}, ts::u32, lax::RandomAlgorithm::kThreeFry); },
-                                        {"rng_bit_generator", "ThreeFry", "Philox"});
+  expect_error<ts::DTypeError>([&] { lax::rng_bit_generator(key, {3}, ts::u8, lax::RandomAlgorithm::kThreeFry); },
+                               {"rng_bit_generator", "ThreeFry", "uint8", "uint32 or uint64"});
+  // ThreeFry's state advances by the counters hashed: a (3, 5) uint32 draw hashes (3, 3).
+  auto [tf_next, tf_bits] = lax::rng_bit_generator(key, {3, 5}, ts::u32, lax::RandomAlgorithm::kThreeFry);
+  EXPECT_EQ(values<uint32_t>(tf_next), (std::vector<uint32_t>{0, 0, 9, 0}));
+  EXPECT_EQ(tf_bits.shape(), (ts::Shape{3, 5}));
   // The key advances by the Philox blocks used: 9 words take 3 blocks.
   auto [next, bits] = lax::rng_bit_generator(key, {9});
   EXPECT_EQ(values<uint32_t>(next), (std::vector<uint32_t>{0, 0, 3, 0}));

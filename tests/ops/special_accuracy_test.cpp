@@ -31,9 +31,9 @@ struct Grid {
   std::vector<double> ref;
 };
 
-std::map<std::string, Grid> read_grids() {
-  std::ifstream in(std::filesystem::path(TESSEL_SOURCE_DIR) / "tests/parity/accuracy/special.txt");
-  std::map<std::string, Grid> grids;
+/// The grids of tests/parity/accuracy/<file> (special.txt, special_extra.txt), added to `grids`.
+void read_grids(const char* file, std::map<std::string, Grid>& grids) {
+  std::ifstream in(std::filesystem::path(TESSEL_SOURCE_DIR) / "tests/parity/accuracy" / file);
   std::string line;
   auto parse = [](const std::string& l) {
     std::vector<double> v;
@@ -57,6 +57,11 @@ std::map<std::string, Grid> read_grids() {
     g.ref = parse(line);
     grids[name] = std::move(g);
   }
+}
+std::map<std::string, Grid> read_grids() {
+  std::map<std::string, Grid> grids;
+  read_grids("special.txt", grids);
+  read_grids("special_extra.txt", grids);
   return grids;
 }
 
@@ -89,6 +94,17 @@ const std::vector<std::pair<std::string, Fn>>& functions() {
       {"expn_5", [](auto& x) { return sp::expn(x[0], x[1]); }},
       {"spence", [](auto& x) { return sp::spence(x[0]); }},
       {"erfinv", [](auto& x) { return sp::erfinv(x[0]); }},
+      {"dawsn", [](auto& x) { return sp::dawsn(x[0]); }},
+      {"sici_si", [](auto& x) { return sp::sici(x[0]).first; }},
+      {"sici_ci", [](auto& x) { return sp::sici(x[0]).second; }},
+      {"fresnel_s", [](auto& x) { return sp::fresnel(x[0]).first; }},
+      {"fresnel_c", [](auto& x) { return sp::fresnel(x[0]).second; }},
+      {"owens_t", [](auto& x) { return sp::owens_t(x[0], x[1]); }},
+      {"hyp1f1", [](auto& x) { return sp::hyp1f1(x[0], x[1], x[2]); }},
+      {"hyp2f1", [](auto& x) { return sp::hyp2f1(x[0], x[1], x[2], x[3]); }},
+      {"bessel_jn_0", [](auto& x) { return sp::bessel_jn(x[0], 0).index({int64_t(0)}); }},
+      {"bessel_jn_1", [](auto& x) { return sp::bessel_jn(x[0], 1).index({int64_t(1)}); }},
+      {"bessel_jn_3", [](auto& x) { return sp::bessel_jn(x[0], 3).index({int64_t(3)}); }},
   };
   return fns;
 }
@@ -102,6 +118,9 @@ const std::map<std::string, std::pair<double, double>> kBounds = {
     {"i0", {8, 4}},              {"i1", {16, 6}},            {"erfcx", {100, 6}},         {"ndtr", {200, 700}},
     {"ndtri", {6, 6}},           {"log_ndtr", {3e5, 3e14}},  {"expi", {25, 300}},         {"exp1", {20, 60}},
     {"expn_2", {25, 100}},       {"expn_5", {30, 60}},       {"spence", {10, 4}},         {"erfinv", {10, 6}},
+    {"dawsn", {6, 20}},          {"sici_si", {4, 4}},        {"sici_ci", {300, 30}},      {"fresnel_s", {6, 4}},
+    {"fresnel_c", {10, 4}},      {"owens_t", {30, 250}},     {"hyp1f1", {7e8, 2e9}},      {"hyp2f1", {150, 60}},
+    {"bessel_jn_0", {5e3, 5e7}}, {"bessel_jn_1", {300, 7e7}}, {"bessel_jn_3", {800, 7e7}},
 };
 
 /// The spacing of T's floats at |v| (the smallest normal's spacing below it).
@@ -154,7 +173,10 @@ TEST(SpecialAccuracy, MaximumUlpErrorsAgainstScipy) {
     EXPECT_LE(e32.max_ulp, bound32) << name << " float32";
     EXPECT_LE(e64.max_ulp, bound64) << name << " float64";
     // expi overflows in float32 just below 88.7 < x < 93, where e^x does but Ei(x) does not.
-    EXPECT_LE(e32.mismatched_specials, name == "expi" ? 1 : 0) << name << " float32 NaN/inf";
+    // bessel_jn's backward recurrence from order 50 overflows float32 for z below about 3 (NaN,
+    // as in JAX).
+    const int allowed32 = name == "expi" ? 1 : name.rfind("bessel_jn", 0) == 0 ? 50 : 0;
+    EXPECT_LE(e32.mismatched_specials, allowed32) << name << " float32 NaN/inf";
     EXPECT_EQ(e64.mismatched_specials, 0) << name << " float64 NaN/inf";
   }
 }

@@ -197,14 +197,19 @@ def write_accuracy():
     entries.append(("spence", [sx], ss.spence(sx)))
     ei = grid(-0.999, 0.999, N)
     entries.append(("erfinv", [ei], ss.erfinv(ei)))
-    os.makedirs(os.path.dirname(ACCURACY), exist_ok=True)
-    with open(ACCURACY, "w") as f:
+    write_grids(ACCURACY, entries, "tests/parity/cases_special.py")
+
+
+def write_grids(path, entries, writer):
+    """Writes accuracy grids: `acc <function> <inputs> <points>`, the inputs' lines, the references'."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
         f.write(f"# SciPy {scipy.__version__} float64 values on float32-representable points, written by "
-                "tests/parity/cases_special.py; do not edit by hand.\n")
+                f"{writer}; do not edit by hand.\n")
         f.write("# acc <function> <inputs> <points>, then one line per input and one of references (hex floats)\n")
         for name, ins, ref in entries:
             f.write(f"acc {name} {len(ins)} {len(ref)}\n")
             for v in ins:
                 f.write(" ".join(fmt_float(t) for t in v) + "\n")
             f.write(" ".join(fmt_float(t) for t in ref) + "\n")
-    print(f"{ACCURACY}: {len(entries)} functions")
+    print(f"{path}: {len(entries)} functions")

@@ -32,8 +32,12 @@ import cases_numpy
 import cases_numpy_composed
 import cases_numpy_rest
 import cases_random
+import cases_rng
 import cases_sort
 import cases_special
+import cases_special_extra
+import cases_stats
+import cases_stats_extra
 import jax_api
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,6 +57,10 @@ MODULES = {
     "special": cases_special.cases,
     "control": cases_control.cases,
     "collectives": cases_collectives.cases,
+    "special_extra": cases_special_extra.cases,
+    "stats": cases_stats.cases,
+    "rng": cases_rng.cases,
+    "stats_extra": cases_stats_extra.cases,
 }
 
 

@@ -22,10 +22,17 @@ import jax.numpy.linalg
 import jax.random
 import jax.scipy.linalg
 import jax.scipy.special
+import jax.scipy.stats
 
 MODULES = ["jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.scipy.linalg", "jax.lax", "jax.lax.linalg",
            "jax.nn", "jax.random",
-           "jax.scipy.special"]
+           "jax.scipy.special", "jax.scipy.stats"]
+# jax.scipy.stats's distributions are modules of functions (jax.scipy.stats.norm.logpdf, ...).
+STATS_DISTRIBUTIONS = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma",
+                       "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "multinomial",
+                       "multivariate_normal", "nbinom", "norm", "pareto", "poisson", "t", "truncnorm", "uniform",
+                       "vonmises", "wrapcauchy"]
+MODULES += [f"jax.scipy.stats.{d}" for d in STATS_DISTRIBUTIONS]
 
 _FILE_IO = "file I/O on NumPy's .npy/.npz/raw files"
 _PRINT = "Python print options; tessel prints with Array::to_string and operator<<"
@@ -74,7 +81,9 @@ def public_callables(module_name):
     mod = {"jax.numpy": jnp, "jax.numpy.linalg": jnp.linalg, "jax.numpy.fft": jnp.fft,
            "jax.scipy.linalg": jax.scipy.linalg, "jax.lax": jax.lax, "jax.lax.linalg": jax.lax.linalg,
            "jax.nn": jax.nn, "jax.random": jax.random,
-           "jax.scipy.special": jax.scipy.special}[module_name]
+           "jax.scipy.special": jax.scipy.special, "jax.scipy.stats": jax.scipy.stats}.get(module_name)
+    if mod is None:  # a distribution of jax.scipy.stats
+        mod = getattr(jax.scipy.stats, module_name.rsplit(".", 1)[1])
     return sorted(n for n in dir(mod)
                   if not n.startswith("_") and callable(getattr(mod, n)) and not inspect.isclass(getattr(mod, n)))
 
