@@ -25,6 +25,7 @@
 #include "tessel/ops.h"
 #include "tessel/random.h"
 #include "tessel/scipy_special.h"
+#include "tessel/scipy_stats.h"
 #include "tessel/shard_map.h"
 #include "tessel/sharding.h"
 #include "tessel/sort.h"
