@@ -295,13 +295,18 @@ const ir::Primitive& barrier_p = ir::register_primitive({
     .effects = kCommEffects,
 });
 
-Params op_params(const Comm& comm, Op op, const std::string& api) {
-  Params p = comm_params(comm);
-  p.set("op", to_string(checked_op(op, api)));
-  return p;
+// {comm, op}: for the world (most calls), a reference to parameters made once; else made
+// in `storage`.
+const Params& op_params(const Comm& comm, Op op, const std::string& api, Params&& storage = {}) {
+  const Op checked = checked_op(op, api);
+  if (!comm.impl()) return world_op_params(checked);
+  storage = comm_params(comm);
+  storage.set("op", to_string(checked));
+  return storage;
 }
 
-Params root_params(Params p, int root) {
+Params root_params(const Params& params, int root) {
+  Params p = params;
   p.set("root", int64_t(root));
   return p;
 }
