@@ -209,7 +209,8 @@ int launch() {
   ratio("cluster.pingpong_over_mpi", get(2, "pingpong_us"), get(2, "pingpong_mpi_us"));
   // The demo's steps: whole runs (the first step compiles, every sixth reads the range of
   // h), and the steady state (its fastest 10 steps between two waits, nothing else in them).
-  ratio("cluster.shallow_water_2hosts_over_1host", get(2, "shallow_water_ms_per_step"), get(1, "shallow_water_ms_per_step"));
+  ratio("cluster.shallow_water_2hosts_over_1host", get(2, "shallow_water_ms_per_step"),
+        get(1, "shallow_water_ms_per_step"));
   ratio("cluster.shallow_water_steady_2hosts_over_1host", get(2, "shallow_water_best_window_ms_per_step"),
         get(1, "shallow_water_best_window_ms_per_step"));
   report("cluster.repeats", repeats, "");

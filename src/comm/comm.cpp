@@ -203,7 +203,8 @@ void check_tag(const std::string& api, const char* what, int tag, bool allow_any
 const ir::Params& world_op_params(Op op) {
   static const auto* params = [] {  // never destroyed: as the world communicator
     auto* all = new std::array<ir::Params, std::size(kAllOps)>;
-    for (size_t i = 0; i < all->size(); ++i) (*all)[i] = ir::Params{{"comm", comm_param(Comm())}, {"op", to_string(kAllOps[i])}};
+    for (size_t i = 0; i < all->size(); ++i)
+      (*all)[i] = ir::Params{{"comm", comm_param(Comm())}, {"op", to_string(kAllOps[i])}};
     return all;
   }();
   for (size_t i = 0; i < std::size(kAllOps); ++i)
