@@ -47,10 +47,10 @@ namespace {
 // One element-wise reduction call per chunk of at most mpi::max_count() elements (MPI
 // defines reductions only on its predefined types, so a derived Block cannot be used).
 // `f(in, out, n)` returns the MPI error code; `in` is MPI_IN_PLACE when the output
-// aliases the input and `in_place_ok` says MPI accepts that here.
+// aliases the input and `in_place_ok` says MPI accepts that here. `comm` is the kernel's
+// (looked up once per call).
 template <class F>
-void reduce_chunks(const KernelCall& c, const char* api, const char* call, bool in_place_ok, F f) {
-  const CommImpl& comm = comm_of(c.params);
+void reduce_chunks(const KernelCall& c, const CommImpl& comm, const char* api, const char* call, bool in_place_ok, F f) {
   const size_t item = itemsize(c.in_avals[0].dtype);
   const bool in_place = in_place_ok && c.ins[0] == c.outs[0];
   for_each_chunk(c.in_avals[0].size(), [&](int64_t off, int n) {
@@ -81,7 +81,7 @@ void allreduce_kernel(const KernelCall& c) {
   const DType d = c.in_avals[0].dtype;
   const MPI_Op op = mpi_op(op_from_params(c.params), d);
   const MPI_Datatype t = distributed::mpi::datatype(d);
-  reduce_chunks(c, "allreduce", "MPI_Allreduce", true,
+  reduce_chunks(c, comm, "allreduce", "MPI_Allreduce", true,
                 [&](const void* in, void* out, int n) { return MPI_Allreduce(in, out, n, t, op, comm.comm()); });
 }
 
@@ -123,7 +123,7 @@ void reduce_kernel(const KernelCall& c) {
   const bool is_root = comm.rank() == root;
   // The other processes get their x back; MPI only reads their buffer.
   if (!is_root) copy_unless_aliased(c.ins[0], c.outs[0], c.in_avals[0].nbytes());
-  reduce_chunks(c, "reduce", "MPI_Reduce", is_root, [&](const void* in, void* out, int n) {
+  reduce_chunks(c, comm, "reduce", "MPI_Reduce", is_root, [&](const void* in, void* out, int n) {
     return MPI_Reduce(in, is_root ? out : nullptr, n, t, op, root, comm.comm());
   });
 }
@@ -162,7 +162,7 @@ void scan_kernel(const KernelCall& c) {
   const DType d = c.in_avals[0].dtype;
   const MPI_Op op = mpi_op(op_from_params(c.params), d);
   const MPI_Datatype t = distributed::mpi::datatype(d);
-  reduce_chunks(c, "scan", "MPI_Scan", true,
+  reduce_chunks(c, comm, "scan", "MPI_Scan", true,
                 [&](const void* in, void* out, int n) { return MPI_Scan(in, out, n, t, op, comm.comm()); });
 }
 
@@ -295,13 +295,18 @@ const ir::Primitive& barrier_p = ir::register_primitive({
     .effects = kCommEffects,
 });
 
-Params op_params(const Comm& comm, Op op, const std::string& api) {
-  Params p = comm_params(comm);
-  p.set("op", to_string(checked_op(op, api)));
-  return p;
+// {comm, op}: for the world (most calls), a reference to parameters made once; else made
+// in `storage`.
+const Params& op_params(const Comm& comm, Op op, const std::string& api, Params&& storage = {}) {
+  const Op checked = checked_op(op, api);
+  if (!comm.impl()) return world_op_params(checked);
+  storage = comm_params(comm);
+  storage.set("op", to_string(checked));
+  return storage;
 }
 
-Params root_params(Params p, int root) {
+Params root_params(const Params& params, int root) {
+  Params p = params;
   p.set("root", int64_t(root));
   return p;
 }

@@ -43,6 +43,13 @@ const std::shared_ptr<CommImpl>& resolve(const Comm& c) {
 }
 
 ir::ParamValue comm_param(const Comm& c) {
+  if (!c.impl()) {
+    // The world's parameter object is made once (and never destroyed, as the world itself):
+    // an eager call in a hot loop allocates none, and the eager cache finds its entry by
+    // comparing one pointer.
+    static const auto* world = new std::shared_ptr<const ir::ParamObject>(std::make_shared<CommParam>(resolve(c)));
+    return *world;
+  }
   return std::shared_ptr<const ir::ParamObject>(std::make_shared<CommParam>(resolve(c)));
 }
 
@@ -191,6 +198,18 @@ void check_tag(const std::string& api, const char* what, int tag, bool allow_any
   if (tag < 0 || tag > tag_ub)
     throw ValueError("comm." + api + ": " + what + " " + std::to_string(tag) + " is not a valid MPI tag; use 0 to " +
                      std::to_string(tag_ub) + (allow_any ? " or ANY_TAG" : ""));
+}
+
+const ir::Params& world_op_params(Op op) {
+  static const auto* params = [] {  // never destroyed: as the world communicator
+    auto* all = new std::array<ir::Params, std::size(kAllOps)>;
+    for (size_t i = 0; i < all->size(); ++i)
+      (*all)[i] = ir::Params{{"comm", comm_param(Comm())}, {"op", to_string(kAllOps[i])}};
+    return all;
+  }();
+  for (size_t i = 0; i < std::size(kAllOps); ++i)
+    if (kAllOps[i] == op) return (*params)[i];
+  throw Error("internal: world_op_params of Op(" + std::to_string(int(op)) + ")");
 }
 
 Op op_from_params(const ir::Params& params) {

@@ -65,6 +65,9 @@ std::string op_name(Op op);
 /// `op` itself when it is one of the Op enumerators; else a ValueError naming `api`.
 Op checked_op(Op op, const std::string& api);
 Op op_from_params(const ir::Params& params);
+/// Params {comm: the world, op: `op`} (an Op enumerator, after checked_op), made once per
+/// operator: a call on the world in a hot loop copies and allocates no parameters.
+const ir::Params& world_op_params(Op op);
 /// Throws DTypeError naming `api` where reducing `dtype` with `op` is not defined (Min/Max
 /// of complex, arithmetic on bool, logical or bitwise ops of floating types), with the fix.
 void check_op(const std::string& api, Op op, DType dtype);
