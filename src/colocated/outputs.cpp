@@ -114,30 +114,42 @@ void run_and_fill(const std::function<Outputs()>& run, const std::vector<Array>&
   fill(pending, std::move(results), error);
 }
 
-// A result that is the output as it stands: a concrete value of the output's aval that
-// nothing but `results` holds, its pieces included (a value the function computed). An
-// input returned as it is, or a value the function kept, shares its pieces: not this.
-bool adoptable(const Array& result, const OutputTemplate& out) {
+// The output made of a checked result (same shape, dtype and sharding; its weak type may
+// differ, and the output has the template's). A piece nothing but the result holds (a value
+// the function computed) becomes the output's as it is, computed or not; one held elsewhere
+// too (an input returned as it is, a value the function kept) is copied once computed.
+Array output_of(const OutputTemplate& t, Array&& result) {
   const auto* c = tessel::detail::as_concrete(result);
-  if (!c || result.impl().use_count() != 1 || !(c->aval == out.aval)) return false;
-  for (const auto& piece : c->shards())
-    if (piece && (piece.use_count() != 1 || piece->is_donated())) return false;
-  return true;
+  if (!c) throw Error("internal: colocated: a checked result is not concrete");
+  const bool sole = result.impl().use_count() == 1;
+  std::span<const std::shared_ptr<tessel::detail::Buffer>> pieces = c->shards();
+  std::vector<std::shared_ptr<tessel::detail::Buffer>> shards(t.local_devices.size());
+  for (size_t pos = 0; pos < shards.size(); ++pos) {
+    if (!t.local_devices[pos]) continue;
+    if (pos >= pieces.size() || !pieces[pos]) throw Error("internal: colocated: a result lacks a piece this process owns");
+    const std::shared_ptr<tessel::detail::Buffer>& in = pieces[pos];
+    if (sole && in.use_count() == 1 && !in->is_donated()) {
+      shards[pos] = in;
+      continue;
+    }
+    in->wait();
+    auto copy = tessel::detail::Buffer::allocate(in->nbytes(), t.local_devices[pos]);
+    if (in->nbytes()) std::memcpy(copy->data(), in->data(), in->nbytes());
+    copy->set_ready();
+    shards[pos] = std::move(copy);
+  }
+  result = Array();
+  return Array(std::make_shared<tessel::detail::ConcreteArray>(t.aval, t.sharding, t.local, std::move(shards)));
 }
 
 void store_results(const std::vector<OutputTemplate>& outputs, std::span<const uint64_t> ids,
                    std::vector<Array>&& results, std::exception_ptr error) {
   for (size_t j = 0; j < ids.size(); ++j) {
-    if (error) {
-      ctl::store_error(ids[j], error);
-    } else if (adoptable(results[j], outputs[j])) {
-      ctl::store(ids[j], std::move(results[j]));
-    } else {  // shared pieces: the output gets copies, as fill makes them
-      std::vector<Array> pending, one;
-      pending.push_back(make_pending(outputs[j], {}, 0));
-      ctl::store(ids[j], pending[0]);
-      one.push_back(std::move(results[j]));
-      fill(pending, std::move(one), std::exception_ptr());
+    try {
+      if (error) std::rethrow_exception(error);
+      ctl::store(ids[j], output_of(outputs[j], std::move(results[j])));
+    } catch (...) {
+      ctl::store_error(ids[j], std::current_exception());
     }
   }
 }
