@@ -185,11 +185,20 @@ template <class R> ResultType result_type() {
   }
 }
 
+/// Makes the thunk that runs a call's user code on this host; called only by a call that
+/// runs here (one that runs on other processes alone makes no thunk). Non-owning: it points
+/// at the caller's arguments, valid while `call` runs.
+struct LocalMaker {
+  const void* context;
+  LocalThunk (*make)(const void* context);
+  LocalThunk operator()() const { return make(context); }
+};
+
 /// Runs a colocated call: checks the inputs, finds the hosts, learns or computes the output
-/// specs (and the result's structure), runs `local` here and the registered target on
+/// specs (and the result's structure), runs `local()` here and the registered target on
 /// remote hosts; the output leaves and the result's structure.
-TESSEL_API Outputs call(Site& site, const std::vector<Array>& leaves, const std::vector<std::string>& arg_structures,
-                        LocalThunk local, const ResultType& result);
+TESSEL_API Outputs call(Site& site, std::span<const Array> leaves, std::span<const std::string> arg_structures,
+                        LocalMaker local, const ResultType& result);
 [[noreturn]] TESSEL_API void bad_rebuild(const std::string& what, size_t want, size_t got);
 
 /// A value of tree type T with structure `structure` (tree_structure) and these leaves.
@@ -226,7 +235,13 @@ Outputs invoke_from_leaves(F&& f, std::span<const Array> leaves, std::span<const
     throw ValueError(what + ": the call passes " + std::to_string(arg_structures.size()) +
                      " arguments but the registered function takes " + std::to_string(sizeof...(Args)));
   size_t pos = 0, k = 0;
-  auto next = [&]<class A>(std::type_identity<A>) {
+  auto next = [&]<class A>(std::type_identity<A>) -> A {
+    if constexpr (std::is_same_v<A, Array>) {  // one leaf: nothing to rebuild
+      if (arg_structures[k] == "*" && pos < leaves.size()) {
+        ++k;
+        return leaves[pos++];
+      }
+    }
     const std::string arg_what = what + " (argument " + std::to_string(k + 1) + ")";
     A value = tree_skeleton<A>(arg_structures[k++], arg_what);
     std::vector<Array> part;
@@ -352,18 +367,42 @@ template <class R, class... Params> class Function {
   /// by an earlier call with the same input specs); the first call of a new input signature
   /// without out_specs_fn runs synchronously to learn them.
   R operator()(const std::decay_t<Params>&... args) const {
-    std::vector<Array> leaves = detail::all_leaves(args...);
-    std::vector<std::string> structures = detail::arg_structures(args...);
-    detail::LocalThunk local = [invoke = invoke_, args...]() -> detail::Outputs {
-      if constexpr (std::is_void_v<R>) {
-        invoke(args...);
-        return {};
-      } else {
-        return detail::result_outputs(invoke(args...));
-      }
-    };
+    // The thunk of user code copies the function and the arguments: made only for a call
+    // that runs on this host.
+    struct Bound {
+      const Invoke& invoke;
+      std::tuple<const std::decay_t<Params>&...> args;
+    } bound{invoke_, {args...}};
+    const detail::LocalMaker local{&bound, [](const void* context) -> detail::LocalThunk {
+      const Bound& b = *static_cast<const Bound*>(context);
+      return std::apply(
+          [&](const auto&... a) -> detail::LocalThunk {
+            return [invoke = b.invoke, a...]() -> detail::Outputs {
+              if constexpr (std::is_void_v<R>) {
+                invoke(a...);
+                return {};
+              } else {
+                return detail::result_outputs(invoke(a...));
+              }
+            };
+          },
+          b.args);
+    }};
     static const detail::ResultType result = detail::result_type<R>();
-    detail::Outputs outs = detail::call(*site_, leaves, structures, std::move(local), result);
+    detail::Outputs outs;
+    if constexpr ((std::is_same_v<std::decay_t<Params>, Array> && ...)) {
+      // Array arguments only: their leaves and structures ("*") need no containers.
+      const Array leaves[sizeof...(Params) ? sizeof...(Params) : 1] = {args...};
+      static const std::vector<std::string> structures(sizeof...(Params), "*");
+      outs = detail::call(*site_, std::span<const Array>(leaves, sizeof...(Params)), structures, local, result);
+    } else {
+      const std::vector<Array> leaves = detail::all_leaves(args...);
+      const std::vector<std::string> structures = detail::arg_structures(args...);
+      outs = detail::call(*site_, leaves, structures, local, result);
+    }
+    if constexpr (std::is_same_v<R, Array>) {
+      if (outs.leaves.size() == 1 && outs.structure == "*") return std::move(outs.leaves[0]);
+    }
     return detail::rebuild_result<R>(outs, site_->target.display + ": the result");
   }
 

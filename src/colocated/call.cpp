@@ -84,7 +84,7 @@ struct CallPlan {
   std::vector<uint64_t> in_ids;  // the inputs' ids on those workers
 };
 
-CallPlan plan_call(const Site& site, const std::vector<Array>& leaves) {
+CallPlan plan_call(const Site& site, std::span<const Array> leaves) {
   CallPlan c;
   c.name = site.target.display;
   const std::string& name = c.name;
@@ -149,7 +149,7 @@ void check_output_devices(const CallPlan& c, const std::vector<Device>& got, con
 }
 
 // The call as the workers read it (read_call, read_remote_target).
-void write_call(ir::Writer& w, const CallPlan& c, const std::vector<std::string>& arg_structures,
+void write_call(ir::Writer& w, const CallPlan& c, std::span<const std::string> arg_structures,
                 const Target& target) {
   w.u64(caller_id());
   w.count(c.in_ids.size());
@@ -187,14 +187,15 @@ std::optional<Site::Known> known_outputs(Site& site, const CallPlan& c, const Si
 
 // A prepared call of this signature whose inputs match `leaves` and `arg_structures` (same
 // avals, shardings and argument structures), or null. Found, it is the most recent.
-std::shared_ptr<PreparedCall> find_prepared(const Site& site, const std::vector<Array>& leaves,
-                                            const std::vector<std::string>& arg_structures) {
+std::shared_ptr<PreparedCall> find_prepared(const Site& site, std::span<const Array> leaves,
+                                            std::span<const std::string> arg_structures) {
   OutSpecCache& k = *site.known;
   const uint64_t generation = k.cache.generation();
   std::lock_guard lock(k.prepared_mu);
   for (size_t i = 0; i < k.prepared.size(); ++i) {
     const PreparedCall& p = *k.prepared[i];
-    if (p.avals.size() != leaves.size() || p.cache_generation != generation || p.arg_structures != arg_structures)
+    if (p.avals.size() != leaves.size() || p.cache_generation != generation ||
+        !std::equal(p.arg_structures.begin(), p.arg_structures.end(), arg_structures.begin(), arg_structures.end()))
       continue;
     bool same = true;
     for (size_t j = 0; j < leaves.size() && same; ++j) {
@@ -209,8 +210,8 @@ std::shared_ptr<PreparedCall> find_prepared(const Site& site, const std::vector<
 }
 
 // Prepares the calls of a signature whose outputs are known (after a full check and plan).
-std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, const std::vector<Array>& leaves,
-                                           const std::vector<std::string>& arg_structures, const Site::Known& known,
+std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, std::span<const Array> leaves,
+                                           std::span<const std::string> arg_structures, const Site::Known& known,
                                            uint64_t generation) {
   auto p = std::make_shared<PreparedCall>();
   for (const Array& a : leaves) {
@@ -218,7 +219,7 @@ std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, 
     p->avals.push_back(concrete->aval);
     p->shardings.push_back(concrete->sharding());
   }
-  p->arg_structures = arg_structures;
+  p->arg_structures.assign(arg_structures.begin(), arg_structures.end());
   p->cache_generation = generation;
   p->expected = std::make_shared<const Expected>(Expected{known.specs, known.structure, c.name});
   for (const Spec& s : known.specs) p->outputs.emplace_back(s);
@@ -226,7 +227,7 @@ std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, 
   p->remote = c.remote;
   if (!c.remote.empty()) {
     ir::Writer w;
-    write_frame(w, known.specs, known.structure, arg_structures, site.target);  // ctor bytes may throw
+    write_frame(w, known.specs, known.structure, p->arg_structures, site.target);  // ctor bytes may throw
     p->frame_bytes = w.take();
     p->frame = ctl::new_id();
   }
@@ -241,10 +242,17 @@ std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, 
   return p;
 }
 
+// Appends `v` little-endian, as ir::Writer::u64 writes it.
+void put_u64(std::string& out, uint64_t v) {
+  char bytes[8];
+  for (size_t i = 0; i < 8; ++i) bytes[i] = char(uint8_t(v >> (8 * i)));
+  out.append(bytes, 8);
+}
+
 // A prepared call: pending outputs now, filled by the hosts later. A worker gets the frame
 // with the first call (then keeps it) and only ids after that:
 // [frame id][frame bytes, or empty][caller][output ids][input ids].
-Outputs call_prepared(PreparedCall& p, const std::vector<Array>& leaves, LocalThunk local) {
+Outputs call_prepared(PreparedCall& p, std::span<const Array> leaves, const LocalMaker& local) {
   const bool remote = !p.remote.empty();
   std::vector<Array> outs;
   outs.reserve(p.outputs.size());
@@ -252,34 +260,40 @@ Outputs call_prepared(PreparedCall& p, const std::vector<Array>& leaves, LocalTh
     for (const OutputTemplate& t : p.outputs) outs.push_back(make_pending(t, {}, 0));
   } else {
     std::lock_guard lock(p.shipped_mu);
-    ir::Writer w;
-    w.u64(p.frame);
-    w.str(p.shipped ? std::string_view() : std::string_view(p.frame_bytes));
-    w.u64(caller_id());
-    w.count(p.outputs.size());
+    // Framed in a buffer the thread keeps (no allocation per call), as ir::Writer would.
+    thread_local std::string* buffer = new std::string();  // never freed: exit handlers may call
+    std::string& w = *buffer;
+    w.clear();
+    const std::string_view frame = p.shipped ? std::string_view() : std::string_view(p.frame_bytes);
+    put_u64(w, p.frame);
+    put_u64(w, frame.size());
+    w += frame;
+    put_u64(w, caller_id());
+    put_u64(w, p.outputs.size());
     for (const OutputTemplate& t : p.outputs) {
       const uint64_t id = ctl::new_id();
-      w.u64(id);
+      put_u64(w, id);
       outs.push_back(make_pending(t, p.remote, id));
     }
-    w.count(leaves.size());
-    for (const Array& a : leaves) w.u64(ctl::remote_id(a, p.expected->name));
-    ctl::post(p.remote, "colocated.call", w.bytes());
+    put_u64(w, leaves.size());
+    for (const Array& a : leaves) put_u64(w, ctl::remote_id(a, p.expected->name));
+    ctl::post(p.remote, "colocated.call", w);
     p.shipped = true;
+    if (w.capacity() > (64u << 10)) std::string().swap(w);  // after a large frame
   }
-  if (p.here) caller_queue().push(filling(std::move(local), outs, p.expected));
+  if (p.here) caller_queue().push(filling(local(), outs, p.expected));
   return {outs, p.expected->structure};
 }
 
 // Unknown output specs: run synchronously on every host, learn the specs (kept for the
 // next call), and bind the workers' results to ids.
-Outputs call_learning(Site& site, const CallPlan& c, const std::vector<std::string>& arg_structures, LocalThunk local,
+Outputs call_learning(Site& site, const CallPlan& c, std::span<const std::string> arg_structures, const LocalMaker& local,
                       const Site::Signature& key) {
   std::vector<Array> results;
   std::optional<Specs> learned;
   std::string structure;
   if (c.here) {
-    Outputs outs = run_sync(caller_queue(), std::move(local));
+    Outputs outs = run_sync(caller_queue(), local());
     results = std::move(outs.leaves);
     structure = std::move(outs.structure);
     learned.emplace();
@@ -338,17 +352,17 @@ Outputs call_learning(Site& site, const CallPlan& c, const std::vector<std::stri
 // from different threads run concurrently. Remote hosts (the workers of a single-controller
 // job) receive the call over the controller channel and run the registered function or method
 // there (serve.cpp).
-Outputs call(Site& site, const std::vector<Array>& leaves, const std::vector<std::string>& arg_structures,
-             LocalThunk local, const ResultType& result) {
-  if (auto p = find_prepared(site, leaves, arg_structures)) return call_prepared(*p, leaves, std::move(local));
+Outputs call(Site& site, std::span<const Array> leaves, std::span<const std::string> arg_structures, LocalMaker local,
+             const ResultType& result) {
+  if (auto p = find_prepared(site, leaves, arg_structures)) return call_prepared(*p, leaves, local);
   const uint64_t generation = site.known->cache.generation();
   const CallPlan c = plan_call(site, leaves);
   const Site::Signature key{c.in_specs, c.dev_ids};
   if (std::optional<Site::Known> known = known_outputs(site, c, key, result)) {
     auto p = prepare_call(site, c, leaves, arg_structures, *known, generation);
-    return call_prepared(*p, leaves, std::move(local));
+    return call_prepared(*p, leaves, local);
   }
-  return call_learning(site, c, arg_structures, std::move(local), key);
+  return call_learning(site, c, arg_structures, local, key);
 }
 
 // The workers forget the frame with the entry (they ignore an id they never kept).

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <typeindex>
 #include <utility>
@@ -49,6 +50,13 @@ Array make_pending(const OutputTemplate& out, const std::vector<int>& remote, ui
 /// Gives the pending outputs the results' local pieces (or records the error there): a
 /// result piece nobody else holds is adopted, not copied.
 void fill(const std::vector<Array>& pending, std::vector<Array>&& results, std::exception_ptr error);
+/// Runs `run` now: its result leaves, checked against `expected`; or none, and `error` set.
+std::vector<Array> run_checked(const std::function<Outputs()>& run, const Expected& expected, std::exception_ptr& error);
+/// A worker's call that ran before any message could need its outputs: stores its results
+/// under `ids` (a computed value as it is: its memory adopted; one that shares its pieces
+/// as a copy), or `error` under every id.
+void store_results(const std::vector<OutputTemplate>& outputs, std::span<const uint64_t> ids,
+                   std::vector<Array>&& results, std::exception_ptr error);
 /// Runs `run` now and fills `pending` with its results, checked against `expected` (or
 /// with its error).
 void run_and_fill(const std::function<Outputs()>& run, const std::vector<Array>& pending, const Expected& expected);

@@ -47,8 +47,10 @@ void check_results(const std::string& name, const std::vector<Array>& results, c
     throw ValueError(name + ": the function returned " + std::to_string(results.size()) + " arrays, but its output specs list " +
                      std::to_string(specs.size()) + "; make out_specs_fn describe every output leaf");
   for (size_t j = 0; j < results.size(); ++j) {
-    if (!results[j].valid() || results[j].is_tracer())
-      throw ValueError(name + ": output " + std::to_string(j) + " is not a concrete array");
+    const auto* c = tessel::detail::as_concrete(results[j]);  // null for empty arrays and tracers
+    if (!c) throw ValueError(name + ": output " + std::to_string(j) + " is not a concrete array");
+    if (c->aval.shape == specs[j].shape && c->aval.dtype == specs[j].dtype && c->sharding() == specs[j].sharding)
+      continue;
     Spec got = Spec::of(results[j]);
     if (!(got == specs[j]))
       throw ValueError(name + ": output " + std::to_string(j) + " is " + got.to_string() + ", but its spec says " +
@@ -94,17 +96,62 @@ void fill(const std::vector<Array>& pending, std::vector<Array>&& results, std::
   }
 }
 
-void run_and_fill(const std::function<Outputs()>& run, const std::vector<Array>& pending, const Expected& expected) {
-  Outputs results;
-  std::exception_ptr error;
+std::vector<Array> run_checked(const std::function<Outputs()>& run, const Expected& expected, std::exception_ptr& error) {
   try {
-    results = run();
+    Outputs results = run();
     check_results(expected.name, results.leaves, expected.specs);
     check_structure(expected.name, results.structure, expected.structure);
+    return std::move(results.leaves);
   } catch (...) {
     error = std::current_exception();
+    return {};
   }
-  fill(pending, std::move(results.leaves), error);
+}
+
+void run_and_fill(const std::function<Outputs()>& run, const std::vector<Array>& pending, const Expected& expected) {
+  std::exception_ptr error;
+  std::vector<Array> results = run_checked(run, expected, error);
+  fill(pending, std::move(results), error);
+}
+
+// The output made of a checked result (same shape, dtype and sharding; its weak type may
+// differ, and the output has the template's). A piece nothing but the result holds (a value
+// the function computed) becomes the output's as it is, computed or not; one held elsewhere
+// too (an input returned as it is, a value the function kept) is copied once computed.
+Array output_of(const OutputTemplate& t, Array&& result) {
+  const auto* c = tessel::detail::as_concrete(result);
+  if (!c) throw Error("internal: colocated: a checked result is not concrete");
+  const bool sole = result.impl().use_count() == 1;
+  std::span<const std::shared_ptr<tessel::detail::Buffer>> pieces = c->shards();
+  std::vector<std::shared_ptr<tessel::detail::Buffer>> shards(t.local_devices.size());
+  for (size_t pos = 0; pos < shards.size(); ++pos) {
+    if (!t.local_devices[pos]) continue;
+    if (pos >= pieces.size() || !pieces[pos]) throw Error("internal: colocated: a result lacks a piece this process owns");
+    const std::shared_ptr<tessel::detail::Buffer>& in = pieces[pos];
+    if (sole && in.use_count() == 1 && !in->is_donated()) {
+      shards[pos] = in;
+      continue;
+    }
+    in->wait();
+    auto copy = tessel::detail::Buffer::allocate(in->nbytes(), t.local_devices[pos]);
+    if (in->nbytes()) std::memcpy(copy->data(), in->data(), in->nbytes());
+    copy->set_ready();
+    shards[pos] = std::move(copy);
+  }
+  result = Array();
+  return Array(std::make_shared<tessel::detail::ConcreteArray>(t.aval, t.sharding, t.local, std::move(shards)));
+}
+
+void store_results(const std::vector<OutputTemplate>& outputs, std::span<const uint64_t> ids,
+                   std::vector<Array>&& results, std::exception_ptr error) {
+  for (size_t j = 0; j < ids.size(); ++j) {
+    try {
+      if (error) std::rethrow_exception(error);
+      ctl::store(ids[j], output_of(outputs[j], std::move(results[j])));
+    } catch (...) {
+      ctl::store_error(ids[j], std::current_exception());
+    }
+  }
 }
 
 // The task that runs `run` and fills `pending` with its results, which must be as `expected`

@@ -150,7 +150,7 @@ CallMessage read_call(ir::Reader& r) {
   // [frame id][frame bytes: with the first call of a prepared call][caller][output ids][input ids]
   ctl::register_handler("colocated.call", [](ir::Reader& r, ctl::Reply) {
     const uint64_t frame_id = r.u64();
-    if (std::string bytes = r.str(); !bytes.empty()) ctl::keep(frame_id, read_frame(bytes));
+    if (std::string_view bytes = r.raw(r.count(1)); !bytes.empty()) ctl::keep(frame_id, read_frame(bytes));
     std::shared_ptr<const CallFrame> frame = ctl::kept_as<CallFrame>(frame_id);
     if (!frame) throw Error("internal: worker has no colocated call frame " + std::to_string(frame_id));
     const uint64_t caller = r.u64();
@@ -158,12 +158,16 @@ CallMessage read_call(ir::Reader& r) {
     for (auto& id : out_ids) id = r.u64();
     if (out_ids.size() != frame->outputs.size())
       r.fail(std::to_string(out_ids.size()) + " result ids for " + std::to_string(frame->outputs.size()) + " results");
+    // Outputs that later messages may name before the call ran: kept under their ids now,
+    // filled when it ran.
     std::vector<Array> pending;
-    pending.reserve(out_ids.size());
-    for (size_t j = 0; j < out_ids.size(); ++j) {
-      pending.push_back(make_pending(frame->outputs[j], {}, 0));
-      ctl::store(out_ids[j], pending.back());
-    }
+    auto store_pending = [&] {
+      pending.reserve(out_ids.size());
+      for (size_t j = 0; j < out_ids.size(); ++j) {
+        pending.push_back(make_pending(frame->outputs[j], {}, 0));
+        ctl::store(out_ids[j], pending.back());
+      }
+    };
     try {
       if (frame->error) std::rethrow_exception(frame->error);
       std::vector<Array> leaves(r.count(8));
@@ -171,28 +175,52 @@ CallMessage read_call(ir::Reader& r) {
       SerialQueue& q = remote_caller_queue(caller);
       if (frame->target.fn && q.claim_if_idle()) {
         // An idle queue runs a function on this thread while another serves: no hand-over,
-        // and nothing packaged for a queue. Each closure holds one or two references (no
-        // std::function allocates for them); they all end before this handler returns.
+        // and nothing packaged for a queue. No message behind this one is read before it
+        // ran, unless another thread takes over serving: only then are pending outputs
+        // kept first (`publish`, on that thread); otherwise the results are kept as they
+        // are. Each closure holds one or two references (no std::function allocates for
+        // them); they all end before this handler returns.
         struct Direct {
           const CallFrame& frame;
           const std::vector<Array>& leaves;
-          const std::vector<Array>& pending;
+          const std::vector<uint64_t>& out_ids;
           SerialQueue& queue;
-        } d{*frame, leaves, pending, q};
+          std::mutex mu;
+          bool ran = false, published = false;
+          std::vector<Array> pending;
+        } d{*frame, leaves, out_ids, q, {}, false, false, {}};
+        const std::function<void()> publish = [&d] {
+          std::lock_guard lock(d.mu);
+          if (d.ran) return;
+          for (size_t j = 0; j < d.out_ids.size(); ++j) {
+            d.pending.push_back(make_pending(d.frame.outputs[j], {}, 0));
+            ctl::store(d.out_ids[j], d.pending.back());
+          }
+          d.published = true;
+        };
         const std::function<Outputs()> run = [&d] { return d.frame.target.fn(d.leaves, d.frame.arg_structures); };
-        const std::function<void()> task = [&d, &run] { run_and_fill(run, d.pending, *d.frame.expected); };
-        ctl::run_while_others_serve([&d, &task] { d.queue.run_claimed(task); });
+        const std::function<void()> task = [&d, &run] {
+          std::exception_ptr error;
+          std::vector<Array> results = run_checked(run, *d.frame.expected, error);
+          std::lock_guard lock(d.mu);
+          d.ran = true;
+          if (d.published) fill(d.pending, std::move(results), error);
+          else store_results(d.frame.outputs, d.out_ids, std::move(results), error);
+        };
+        ctl::run_while_others_serve([&d, &task] { d.queue.run_claimed(task); }, publish);
         return;
       }
+      store_pending();
       std::function<Outputs()> run =
           frame->target.fn ? [frame, leaves = std::move(leaves)] { return frame->target.fn(leaves, frame->arg_structures); }
                            : bind_target(frame->target, std::move(leaves), frame->arg_structures);
       // An idle queue runs the call on this thread while another serves: no hand-over.
-      auto task = filling(std::move(run), std::move(pending), frame->expected);
+      auto task = filling(std::move(run), pending, frame->expected);
       if (q.claim_if_idle()) ctl::run_while_others_serve([&] { q.run_claimed(task); });
       else q.push(std::move(task));
     } catch (...) {
-      fill(pending, {}, std::current_exception());
+      if (pending.empty()) store_results(frame->outputs, out_ids, {}, std::current_exception());
+      else fill(pending, {}, std::current_exception());
     }
   });
   ctl::register_handler("colocated.discover", [](ir::Reader& r, ctl::Reply reply) {

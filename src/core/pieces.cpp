@@ -98,6 +98,15 @@ const ConcreteArray* ConcreteArray::gathered(const char* what) const {
   }
   LaidOut& l = *laid_out_;
   std::call_once(l.gathered_once, [&] {  // a throw leaves it to the next call
+    if (const RemotePieces* r = remote && l.shards.size() == 1 && !l.shards[0] && l.local_aval.shape == aval.shape
+                                    ? remote_pieces()
+                                    : nullptr) {
+      // One piece that another process holds (a value on a worker's device): it is the value.
+      std::vector<std::shared_ptr<Buffer>> one(1);
+      r->fetch(*this, {0}, one);
+      laid_out_->gathered = std::make_shared<ConcreteArray>(aval, one[0]->device(), one[0], true);
+      return;
+    }
     auto indices = l.sharding.device_indices(aval.shape);
     std::vector<std::shared_ptr<Buffer>> pieces = l.shards;
     std::vector<int> sources = local_sources(*this, pieces, indices, what);

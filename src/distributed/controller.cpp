@@ -68,7 +68,7 @@ struct State {
   std::atomic<int> next_tag{kFirstReplyTag};
   int tag_limit = 32767;
   std::mutex pending_mu;
-  std::map<int, std::vector<uint64_t>> pending_deletes;  // by process, sent with the next message
+  std::vector<std::vector<uint64_t>> pending_deletes;  // by process, sent with the next message
   std::atomic<bool> stopped{false};
   // worker side
   std::mutex table_mu;
@@ -88,8 +88,17 @@ State& state() {
   return *s;
 }
 
-std::map<std::string, Handler>& handlers() {
-  static auto* h = new std::map<std::string, Handler>();
+// A message header as it lies in the message's bytes (MessageHeader without copies): the
+// handler's name, the reply tag, and how many ids to free follow it.
+struct HeaderView {
+  std::string_view kind;
+  int reply_tag = 0;
+  size_t deletes = 0;
+};
+HeaderView read_header_view(ir::Reader& r);
+
+std::map<std::string, Handler, std::less<>>& handlers() {
+  static auto* h = new std::map<std::string, Handler, std::less<>>();
   return *h;
 }
 
@@ -222,6 +231,9 @@ void send_to(int p, const std::string& bytes, const std::string& op) {
     mpi::check(MPI_Isend(&size, int(sizeof size), MPI_CHAR, p, kAnnounceTag, s.comm, &reqs[n++]), "MPI_Isend", op);
     mpi::check(MPI_Isend(bytes.data(), int(bytes.size()), MPI_CHAR, p, kBodyTag, s.comm, &reqs[n++]), "MPI_Isend", op);
   }
+  int sent = 0;  // a short message usually leaves at once: no clock read for it
+  mpi::check(MPI_Testall(n, reqs, &sent, MPI_STATUSES_IGNORE), "MPI_Testall", op);
+  if (sent) return;
   Backoff backoff;
   auto last_check = std::chrono::steady_clock::now();
   for (;;) {
@@ -249,21 +261,32 @@ void send_to(int p, const std::string& bytes, const std::string& op) {
 std::vector<uint64_t> take_deletes_locked(int p) {
   State& s = state();
   std::lock_guard lock(s.pending_mu);
-  auto it = s.pending_deletes.find(p);
-  if (it == s.pending_deletes.end()) return {};
-  std::vector<uint64_t> ids = std::move(it->second);
-  s.pending_deletes.erase(it);
-  return ids;
+  if (size_t(p) >= s.pending_deletes.size() || s.pending_deletes[size_t(p)].empty()) return {};
+  return std::exchange(s.pending_deletes[size_t(p)], {});
 }
 
-// Drops the arrays and objects the driver forgot (ids are unique across both tables).
-void forget_ids(const std::vector<uint64_t>& ids) {
+// The buffer each thread frames its messages in: its capacity stays from message to message
+// (no allocation per message); never freed, so that exit handlers may still send.
+std::string& framing_buffer() {
+  thread_local std::string* buffer = new std::string();
+  return *buffer;
+}
+
+// After a large message the buffer lets its memory go (an array put may be gigabytes).
+void trim_framing_buffer(std::string& bytes) {
+  if (bytes.capacity() > size_t(4 * kInlineBytes)) std::string().swap(bytes);
+}
+
+// Drops the arrays and objects the driver forgot, the `n` ids next in `r` (ids are unique
+// across both tables).
+void forget_ids(ir::Reader& r, size_t n) {
   State& s = state();
-  if (ids.empty()) return;
+  if (n == 0) return;
   std::vector<Array> dying;  // destroyed outside the lock
   std::vector<std::shared_ptr<const void>> dying_objects;
   std::lock_guard lock(s.table_mu);
-  for (uint64_t id : ids) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t id = r.u64();
     if (auto it = s.table.find(id); it != s.table.end()) {
       dying.push_back(std::move(it->second.array));
       s.table.erase(it);
@@ -288,18 +311,30 @@ int next_reply_tag() {
 // The receive of one reply, posted before its request is sent, so the reply lands in it
 // without a probe; a long reply's announcement is followed by a second receive at its size.
 struct ReplyReceive {
-  // Not zeroed (the receive writes it); never reused across requests: a buffer kept per
-  // thread would dangle in the exit handlers, which run after the main thread's
-  // thread_locals are destroyed.
-  std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(size_t(kInlineReply));
+  // Not zeroed (the receive writes it). The inline-sized buffer is the thread's spare one
+  // when it has one (no allocation per request), given back when the request ends. The
+  // spare is a plain pointer, never freed: a thread_local object would be destroyed before
+  // the exit handlers that still send requests.
+  static char*& spare() {
+    thread_local char* buffer = nullptr;
+    return buffer;
+  }
+  ReplyReceive() : buffer(std::exchange(spare(), nullptr)) {
+    if (!buffer) buffer = new char[size_t(kInlineReply)];
+  }
+  ~ReplyReceive() { release(); }
+  ReplyReceive(const ReplyReceive&) = delete;
+  ReplyReceive& operator=(const ReplyReceive&) = delete;
+  char* buffer;
   size_t size = size_t(kInlineReply);
   MPI_Request req = MPI_REQUEST_NULL;
   void post(int p, int tag, const std::string& op) {
-    mpi::check(MPI_Irecv(buffer.get(), int(size), MPI_CHAR, p, tag, state().comm, &req), "MPI_Irecv", op);
+    mpi::check(MPI_Irecv(buffer, int(size), MPI_CHAR, p, tag, state().comm, &req), "MPI_Irecv", op);
   }
   // A new buffer of n bytes (no receive is pending).
   void resize(size_t n) {
-    buffer = std::make_unique_for_overwrite<char[]>(n);
+    release();
+    buffer = new char[n];
     size = n;
   }
   // A receive abandoned to a dead sender may still write into its buffer: it is never freed.
@@ -307,7 +342,15 @@ struct ReplyReceive {
     if (req == MPI_REQUEST_NULL) return;
     MPI_Cancel(&req);
     MPI_Request_free(&req);
-    (void)buffer.release();
+    buffer = nullptr;
+  }
+
+ private:
+  void release() {
+    if (!buffer) return;
+    if (size == size_t(kInlineReply) && !spare()) spare() = buffer;
+    else delete[] buffer;
+    buffer = nullptr;
   }
 };
 
@@ -332,7 +375,7 @@ std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, 
     if (done) {
       int n = 0;
       MPI_Get_count(&status, MPI_CHAR, &n);
-      ir::Reader r(std::string_view(in.buffer.get(), size_t(n)), op);
+      ir::Reader r(std::string_view(in.buffer, size_t(n)), op);
       const uint8_t kind = r.u8();
       if (kind == uint8_t(kAnnouncedReply) && !announced) {  // the whole reply follows, at its size
         const uint64_t size = r.u64();
@@ -378,10 +421,29 @@ void DriverPieces::wait(const detail::ConcreteArray& a) const {
 
 void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>& positions,
                          std::vector<std::shared_ptr<detail::Buffer>>& shards) const {
-  std::map<int, std::vector<int>> by_process;
-  for (int pos : positions) by_process[a.sharding().device_set()[size_t(pos)].process_index()].push_back(pos);
   auto* dev = detail::default_device();
   const size_t nbytes = a.local_aval().nbytes();
+  // Each piece arrives as it travels: the reply's bytes become the piece's buffer.
+  auto receive = [&](ir::Reader& r, int pos) {
+    auto bytes = r.raw(nbytes);
+    auto buf = detail::Buffer::allocate(nbytes, dev);
+    if (nbytes) std::memcpy(buf->data(), bytes.data(), nbytes);
+    buf->set_ready();
+    shards[size_t(pos)] = std::move(buf);
+  };
+  if (positions.size() == 1) {  // one piece (a value on one worker device): no grouping
+    const int pos = positions[0];
+    const int p = a.sharding().device_set()[size_t(pos)].process_index();
+    char payload[24];  // [id][count 1][position], as ir::Writer writes them
+    const uint64_t words[3] = {a.remote->id, 1, uint64_t(pos)};
+    for (size_t i = 0; i < 24; ++i) payload[i] = char(uint8_t(words[i / 8] >> (8 * (i % 8))));
+    std::string reply = request(p, "array.fetch", std::string_view(payload, sizeof payload), a.remote->processes);
+    ir::Reader r(reply, "fetch");
+    receive(r, pos);
+    return;
+  }
+  std::map<int, std::vector<int>> by_process;
+  for (int pos : positions) by_process[a.sharding().device_set()[size_t(pos)].process_index()].push_back(pos);
   for (auto& [p, list] : by_process) {
     ir::Writer w;
     w.u64(a.remote->id);
@@ -389,13 +451,7 @@ void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>&
     for (int pos : list) w.u64(uint64_t(pos));
     std::string reply = request(p, "array.fetch", w.bytes(), a.remote->processes);
     ir::Reader r(reply, "fetch");
-    for (int pos : list) {
-      auto bytes = r.raw(nbytes);
-      auto buf = detail::Buffer::allocate(nbytes, dev);
-      if (nbytes) std::memcpy(buf->data(), bytes.data(), nbytes);
-      buf->set_ready();
-      shards[size_t(pos)] = std::move(buf);
-    }
+    for (int pos : list) receive(r, pos);
   }
 }
 
@@ -425,25 +481,25 @@ void worker_terminate() {
 
 void dispatch(const std::string& bytes) {
   ir::Reader r(bytes, "worker message");
-  MessageHeader h;
+  HeaderView h;
   try {
-    h = read_message_header(r);
+    h = read_header_view(r);
+    forget_ids(r, h.deletes);
   } catch (const Error& e) {  // no reply tag to answer on: the worker goes on serving
     TESSEL_WARN_LOG(std::string("controller: dropped a malformed message: ") + e.what());
     return;
   }
-  const std::string& kind = h.kind;
+  const std::string_view kind = h.kind;
   Reply reply(h.reply_tag);
-  forget_ids(h.deletes);
   auto it = handlers().find(kind);
   try {
     if (it == handlers().end())
-      throw Error("worker: no handler '" + kind + "' in this process (a driver of another build?)");
-    TESSEL_DEBUG_LOG("controller: serve " + kind);
+      throw Error("worker: no handler '" + std::string(kind) + "' in this process (a driver of another build?)");
+    TESSEL_DEBUG_LOG("controller: serve " + std::string(kind));
     it->second(r, reply);
   } catch (...) {
     if (reply.wanted()) reply.fail(std::current_exception());
-    else TESSEL_WARN_LOG("controller: message '" + kind + "' failed: " + exception_message(std::current_exception()));
+    else TESSEL_WARN_LOG("controller: message '" + std::string(kind) + "' failed: " + exception_message(std::current_exception()));
   }
 }
 
@@ -460,6 +516,7 @@ struct Serving {
   std::chrono::steady_clock::time_point wanted_since;
   int idle_followers = 0;
   std::vector<std::thread> followers;
+  const std::function<void()>* on_takeover = nullptr;  // of the work being handed over
 };
 Serving& serving() {
   static auto* s = new Serving();
@@ -482,6 +539,13 @@ bool follow() {
   --sv.idle_followers;
   if (state().stop_requested) return false;
   sv.successor_wanted = false;
+  if (const std::function<void()>* hook = std::exchange(sv.on_takeover, nullptr); hook && *hook) {
+    try {
+      (*hook)();
+    } catch (...) {  // out of memory: the messages behind find no outputs and report that
+      TESSEL_WARN_LOG("controller: taking over serving: " + exception_message(std::current_exception()));
+    }
+  }
   sv.server = std::this_thread::get_id();
   return true;
 }
@@ -629,15 +693,25 @@ uint64_t resident_bytes() {
   });
   register_handler("array.fetch", [](ir::Reader& r, Reply reply) {
     Array a = lookup(r.u64(), "fetch");
+    const detail::ConcreteArray* c = detail::as_concrete(a);
+    if (!c) throw Error("internal: fetch of an array that is not concrete");
     // A single-device array made here is a plain one: its only piece is its buffer.
-    std::vector<std::shared_ptr<detail::Buffer>> all = detail::piece_buffers(a);
-    std::vector<std::shared_ptr<detail::Buffer>> pieces;
-    for (size_t i = 0, n = r.count(8); i < n; ++i) {
+    std::span<const std::shared_ptr<detail::Buffer>> all = c->shards();
+    std::vector<std::shared_ptr<detail::Buffer>> pieces(r.count(8));
+    for (auto& piece : pieces) {
       uint64_t pos = r.u64();
       if (pos >= all.size() || !all[pos]) throw Error("internal: fetch of a piece this worker lacks");
-      pieces.push_back(all[pos]);
+      piece = all[pos];
     }
-    const bool ready = ready_soon(pieces);
+    if (ready_soon(pieces)) {  // computed (or failed: wait() throws, and the handler's caller fails the reply)
+      reply.ok_writing([&](std::string& out) {
+        for (auto& b : pieces) {
+          b->wait();
+          out.append(static_cast<const char*>(b->data()), b->nbytes());
+        }
+      });
+      return;
+    }
     reply_later(reply, [pieces = std::move(pieces), keep = a] {
       ir::Writer w;
       for (auto& b : pieces) {
@@ -645,7 +719,7 @@ uint64_t resident_bytes() {
         w.raw(b->data(), b->nbytes());
       }
       return w.take();
-    }, ready);
+    });
   });
   register_handler("stats", [](ir::Reader&, Reply reply) {
     State& s = state();
@@ -745,6 +819,12 @@ uint64_t new_id() { return state().next_id.fetch_add(1); }
 // length and the bytes; integers little-endian), in one allocation: every message pays it.
 std::string write_message(const MessageHeader& h, std::string_view payload) {
   std::string out;
+  write_message_into(out, h, payload);
+  return out;
+}
+
+void write_message_into(std::string& out, const MessageHeader& h, std::string_view payload) {
+  out.clear();
   out.reserve(8 + h.kind.size() + 4 + 8 + 8 * h.deletes.size() + payload.size());
   auto le = [&out](auto v) {  // one append per integer (the byte loop compiles to one store)
     char bytes[sizeof(v)];
@@ -757,29 +837,41 @@ std::string write_message(const MessageHeader& h, std::string_view payload) {
   le(uint64_t(h.deletes.size()));
   for (auto id : h.deletes) le(id);
   out += payload;
-  return out;
 }
 
-MessageHeader read_message_header(ir::Reader& r) {
-  MessageHeader h;
-  h.kind = r.str();
+namespace {
+HeaderView read_header_view(ir::Reader& r) {
+  HeaderView h;
+  h.kind = r.raw(r.count(1));
   const uint32_t tag = r.u32();
   if (tag != 0 && (tag < uint32_t(kFirstReplyTag) || tag > uint32_t(state().tag_limit)))
     r.fail("reply tag " + std::to_string(tag) + " is outside [" + std::to_string(kFirstReplyTag) + ", " +
            std::to_string(state().tag_limit) + "] (and not 0, no reply)");
   h.reply_tag = int(tag);
-  h.deletes.resize(r.count(8));
+  h.deletes = r.count(8);
+  return h;
+}
+}  // namespace
+
+MessageHeader read_message_header(ir::Reader& r) {
+  const HeaderView v = read_header_view(r);
+  MessageHeader h{std::string(v.kind), v.reply_tag, std::vector<uint64_t>(v.deletes)};
   for (auto& id : h.deletes) id = r.u64();
   return h;
 }
 
-void post(const std::vector<int>& processes, const std::string& kind, const std::string& payload) {
+void post(const std::vector<int>& processes, const std::string& kind, std::string_view payload) {
   State& s = state();
   std::lock_guard lock(s.send_mu);
-  for (int p : processes) send_to(p, write_message({kind, 0, take_deletes_locked(p)}, payload), kind);
+  std::string& bytes = framing_buffer();
+  for (int p : processes) {
+    write_message_into(bytes, {kind, 0, take_deletes_locked(p)}, payload);
+    send_to(p, bytes, kind);
+  }
+  trim_framing_buffer(bytes);
 }
 
-std::string request(int process, const std::string& kind, const std::string& payload, const std::vector<int>& watch) {
+std::string request(int process, const std::string& kind, std::string_view payload, const std::vector<int>& watch) {
   State& s = state();
   if (s.role != Role::driver) throw Error("internal: controller request '" + kind + "' outside a single-controller driver");
   if (process <= 0 || process >= s.size) throw Error("internal: controller request to process " + std::to_string(process));
@@ -788,7 +880,10 @@ std::string request(int process, const std::string& kind, const std::string& pay
   in.post(process, tag, kind);
   try {
     std::lock_guard lock(s.send_mu);
-    send_to(process, write_message({kind, tag, take_deletes_locked(process)}, payload), kind);
+    std::string& bytes = framing_buffer();
+    write_message_into(bytes, {kind, tag, take_deletes_locked(process)}, payload);
+    send_to(process, bytes, kind);
+    trim_framing_buffer(bytes);
   } catch (...) {
     in.abandon();
     throw;
@@ -810,13 +905,20 @@ void send_reply(int tag, const std::string& bytes) {
 }
 }  // namespace
 
-void Reply::ok(const std::string& payload) const {
-  if (!tag_) return;
-  std::string bytes;
-  bytes.reserve(1 + payload.size());
-  bytes += char(1);
-  bytes += payload;
-  send_reply(tag_, bytes);
+void Reply::ok(std::string_view payload) const {
+  ok_writing([payload](std::string& out) { out += payload; });
+}
+
+std::string& Reply::ok_frame() {
+  std::string& out = framing_buffer();
+  out.clear();
+  out += char(1);
+  return out;
+}
+
+void Reply::send_frame(std::string& out) const {
+  send_reply(tag_, out);
+  trim_framing_buffer(out);
 }
 
 void Reply::fail(std::exception_ptr error) const {
@@ -827,26 +929,36 @@ void Reply::fail(std::exception_ptr error) const {
   send_reply(tag_, w.bytes());
 }
 
-void run_while_others_serve(const std::function<void()>& fn) {
+void run_while_others_serve(const std::function<void()>& fn, const std::function<void()>& on_takeover) {
   Serving& sv = serving();
   const auto me = std::this_thread::get_id();
   {
     std::lock_guard lock(sv.mu);
     if (sv.server != me) return fn();  // not on the serving thread
     sv.successor_wanted = true;
+    sv.on_takeover = &on_takeover;
     sv.wanted_since = std::chrono::steady_clock::now();
     if (sv.idle_followers == 0) {
       try {
         sv.followers.push_back(detail::start_thread("a serving thread of this worker", follower_main));
       } catch (const ResourceExhaustedError&) {
         sv.successor_wanted = false;  // no thread to spare: serve again once fn is done
+        sv.on_takeover = nullptr;
       }
     }
   }
+  struct Done {  // also when fn throws: the hook points into the caller's frame
+    Serving& sv;
+    const std::function<void()>& hook;
+    std::thread::id me;
+    ~Done() {
+      std::lock_guard lock(sv.mu);
+      if (sv.on_takeover == &hook) sv.on_takeover = nullptr;
+      if (sv.server == me) sv.successor_wanted = false;  // nobody took over: go on serving
+      // else serve_messages sees another server and this thread becomes a follower
+    }
+  } done{sv, on_takeover, me};
   fn();
-  std::lock_guard lock(sv.mu);
-  if (sv.server == me) sv.successor_wanted = false;  // nobody took over: go on serving
-  // else serve_messages sees another server and this thread becomes a follower
 }
 
 bool register_handler(const std::string& kind, Handler handler) {
@@ -920,7 +1032,11 @@ void forget(const std::vector<int>& processes, uint64_t id) noexcept {
   if (s.role != Role::driver || s.stopped) return;
   try {
     std::lock_guard lock(s.pending_mu);
-    for (int p : processes) s.pending_deletes[p].push_back(id);
+    for (int p : processes) {
+      if (p < 0) continue;
+      if (size_t(p) >= s.pending_deletes.size()) s.pending_deletes.resize(size_t(p) + 1);
+      s.pending_deletes[size_t(p)].push_back(id);
+    }
   } catch (...) {  // out of memory: the worker keeps it until it stops
   }
 }

@@ -59,6 +59,9 @@ struct MessageHeader {
 };
 /// A message as it travels: the header, then the payload.
 std::string write_message(const MessageHeader& header, std::string_view payload);
+/// The same into `out` (its old contents replaced, its capacity kept: no allocation once it
+/// has grown).
+void write_message_into(std::string& out, const MessageHeader& header, std::string_view payload);
 /// Reads the header at the front of a message (the payload follows in `r`). Throws
 /// ValueError for bytes that are not a header (truncated, a reply tag MPI cannot use).
 MessageHeader read_message_header(ir::Reader& r);
@@ -68,11 +71,11 @@ uint64_t new_id();
 /// Sends handler `kind` with `payload` to each of `processes`, atomically with respect to
 /// other sends (every worker sees sends in one global order). Throws Error naming a worker
 /// that is gone.
-void post(const std::vector<int>& processes, const std::string& kind, const std::string& payload);
+void post(const std::vector<int>& processes, const std::string& kind, std::string_view payload);
 /// Sends to one worker and waits for its reply (the handler's `Reply`); rethrows the
 /// worker's error with its type (a message naming the worker appended). Throws Error when the
 /// worker, or one of `watch` (workers the answer depends on), dies meanwhile.
-std::string request(int process, const std::string& kind, const std::string& payload,
+std::string request(int process, const std::string& kind, std::string_view payload,
                     const std::vector<int>& watch = {});
 
 // ---- handlers (worker side) ----
@@ -83,11 +86,22 @@ std::string request(int process, const std::string& kind, const std::string& pay
 class Reply {
  public:
   explicit Reply(int tag = 0) : tag_(tag) {}
-  void ok(const std::string& payload = {}) const;
+  void ok(std::string_view payload = {}) const;
+  /// ok() with the payload appended by `write(std::string& out)` straight into the reply's
+  /// frame, a buffer the thread keeps (no copy, no allocation once it has grown). When
+  /// `write` throws, nothing is sent (the caller's fail() answers).
+  template <class F> void ok_writing(F&& write) const {
+    if (!tag_) return;
+    std::string& out = ok_frame();
+    write(out);
+    send_frame(out);
+  }
   void fail(std::exception_ptr error) const;
   bool wanted() const { return tag_ != 0; }
 
  private:
+  static std::string& ok_frame();          // the thread's reply buffer, holding the ok status
+  void send_frame(std::string& out) const;  // sends it (and lets a large one's memory go)
   int tag_;
 };
 using Handler = std::function<void(ir::Reader& payload, Reply reply)>;
@@ -97,7 +111,10 @@ bool register_handler(const std::string& kind, Handler handler);
 /// From a handler: runs `fn` on this (serving) thread while another thread takes over
 /// serving, so that messages behind it are not held up; if `fn` ends before another thread
 /// took over, this one simply goes on serving (no thread hand-over for short work).
-void run_while_others_serve(const std::function<void()>& fn);
+/// `on_takeover`, when given, runs on the thread that takes over, before it serves anything
+/// (while `fn` may still run): what the messages behind this one need from it (the ids of
+/// its outputs) that `fn` itself would only provide once done.
+void run_while_others_serve(const std::function<void()>& fn, const std::function<void()>& on_takeover = {});
 /// Runs `fn` on a thread of its own and sends its result (or error) as the reply: for
 /// handlers that wait (on buffers, on user code) without holding up the messages behind.
 /// With `ready` (nothing to wait for) it runs `fn` at once instead.
