@@ -1,0 +1,5 @@
+"""tessel.lax: jax.lax's primitives under their lax names (tessel/ops.h, lax_extra.h)."""
+
+from ._tessel import lax_functions as _fns
+
+globals().update({n: getattr(_fns, n) for n in dir(_fns) if not n.startswith("_")})
