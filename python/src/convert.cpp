@@ -21,6 +21,9 @@ nb::module_& numpy_module() {
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::type_name(h.type())); }
 
+/// str(h) (nb::str(h) would take h to be a str already).
+std::string py_str(nb::handle h) { return nb::cast<std::string>(nb::steal<nb::str>(PyObject_Str(h.ptr()))); }
+
 /// The tessel dtype of a DLPack dtype (as NumPy exports it).
 DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source) {
   using code = nb::dlpack::dtype_code;
@@ -43,7 +46,7 @@ DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source) {
       break;
     default: break;
   }
-  throw DTypeError("asarray: the NumPy dtype " + nb::cast<std::string>(nb::str(source.attr("dtype"))) +
+  throw DTypeError("asarray: the NumPy dtype " + py_str(source.attr("dtype")) +
                    " has no tessel dtype; convert it to a bool, integer, floating or complex dtype first");
 }
 
@@ -67,10 +70,11 @@ Array from_numpy(nb::handle a) {
     for (size_t i = 0; i < arr.ndim(); ++i) s[i] = int64_t(arr.shape(i));
     return Array::from_bytes(arr.data(), s, DType::bfloat16);
   }
+  std::string kind = nb::cast<std::string>(c.attr("dtype").attr("kind"));
   nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> arr;
-  if (!nb::try_cast(c, arr))
+  if (kind.find_first_of("biufc") != 0 || kind.size() != 1 || !nb::try_cast(c, arr))
     throw DTypeError("asarray: cannot convert a value of type " + py_type_name(a) + " with NumPy dtype " +
-                     nb::cast<std::string>(nb::str(c.attr("dtype"))) +
+                     py_str(c.attr("dtype")) +
                      " to an Array; pass numbers, nested lists of numbers or a numeric NumPy array");
   Shape s(arr.ndim());
   for (size_t i = 0; i < arr.ndim(); ++i) s[i] = int64_t(arr.shape(i));
@@ -85,7 +89,7 @@ int64_t python_int(PyObject* p) {
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
   if (overflow)
-    throw ValueError("asarray: the Python int " + nb::cast<std::string>(nb::str(nb::handle(p))) +
+    throw ValueError("asarray: the Python int " + py_str(p) +
                      " does not fit in int64; pass a float or a smaller int");
   return int64_t(v);
 }
@@ -266,17 +270,61 @@ nb::object to_python_scalar(const Array& x) {
   return nb::float_(s.to<double>());
 }
 
+namespace {
+
+/// The Python class of each tessel error: a subclass of TesselError and of the matching
+/// built-in exception, so `except ValueError` and `except tessel.TesselError` both catch.
+struct ErrorClasses {
+  PyObject *base, *value, *shape, *dtype, *index, *concretization, *not_implemented, *resource;
+};
+ErrorClasses error_classes;
+
+PyObject* new_error_class(nb::module_& m, const char* name, PyObject* builtin, PyObject* base, const char* doc) {
+  nb::object bases = base ? nb::make_tuple(nb::handle(base), nb::handle(builtin)) : nb::make_tuple(nb::handle(builtin));
+  std::string qualified = std::string("tessel.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
+  if (!cls) throw nb::python_error();
+  m.attr(name) = nb::handle(cls);
+  return cls;  // the module holds a reference too; this one lives as long as the process
+}
+
+}  // namespace
+
 void bind_errors(nb::module_& m) {
-  // Registered base first: nanobind tries the most recently registered translator first, so
-  // each subclass is matched before its base.
-  nb::exception<Error>(m, "TesselError", PyExc_RuntimeError);
-  nb::exception<ValueError>(m, "TesselValueError", PyExc_ValueError);
-  nb::exception<ShapeError>(m, "ShapeError", PyExc_ValueError);
-  nb::exception<DTypeError>(m, "DTypeError", PyExc_TypeError);
-  nb::exception<IndexError>(m, "TesselIndexError", PyExc_IndexError);
-  nb::exception<ConcretizationError>(m, "ConcretizationTypeError", PyExc_TypeError);
-  nb::exception<NotImplementedError>(m, "TesselNotImplementedError", PyExc_NotImplementedError);
-  nb::exception<ResourceExhaustedError>(m, "ResourceExhaustedError", PyExc_MemoryError);
+  ErrorClasses& c = error_classes;
+  c.base = new_error_class(m, "TesselError", PyExc_RuntimeError, nullptr, "Base of every error tessel raises.");
+  c.value = new_error_class(m, "TesselValueError", PyExc_ValueError, c.base, "An argument with an invalid value.");
+  c.shape = new_error_class(m, "ShapeError", PyExc_ValueError, c.base, "Shapes or ranks that do not fit together.");
+  c.dtype = new_error_class(m, "DTypeError", PyExc_TypeError, c.base, "A dtype the operation does not accept.");
+  c.index = new_error_class(m, "TesselIndexError", PyExc_IndexError, c.base, "An index or axis out of range.");
+  c.concretization = new_error_class(m, "ConcretizationTypeError", PyExc_TypeError, c.base,
+                                     "A concrete value was needed from a traced array (e.g. `if x > 0` under jit).");
+  c.not_implemented = new_error_class(m, "TesselNotImplementedError", PyExc_NotImplementedError, c.base,
+                                      "A primitive lacks the rule a transformation needs.");
+  c.resource = new_error_class(m, "ResourceExhaustedError", PyExc_MemoryError, c.base,
+                               "The system could not provide memory, a thread or a file.");
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    const ErrorClasses& e = error_classes;
+    try {
+      std::rethrow_exception(p);
+    } catch (const ShapeError& x) {
+      PyErr_SetString(e.shape, x.what());
+    } catch (const DTypeError& x) {
+      PyErr_SetString(e.dtype, x.what());
+    } catch (const IndexError& x) {
+      PyErr_SetString(e.index, x.what());
+    } catch (const ValueError& x) {
+      PyErr_SetString(e.value, x.what());
+    } catch (const ConcretizationError& x) {
+      PyErr_SetString(e.concretization, x.what());
+    } catch (const NotImplementedError& x) {
+      PyErr_SetString(e.not_implemented, x.what());
+    } catch (const ResourceExhaustedError& x) {
+      PyErr_SetString(e.resource, x.what());
+    } catch (const Error& x) {
+      PyErr_SetString(e.base, x.what());
+    }
+  });
 }
 
 }  // namespace tessel::python
