@@ -60,9 +60,10 @@ nb::dlpack::dtype dlpack_dtype(DType d) {
   return nb::dlpack::dtype{uint8_t(c), uint8_t(itemsize(d) * 8), 1};
 }
 
-/// An Array copied from a NumPy array (any layout: non-contiguous ones are made contiguous).
+/// An Array copied from a NumPy array or scalar (any layout: non-contiguous ones are made contiguous).
 Array from_numpy(nb::handle a) {
-  nb::object c = numpy_module().attr("ascontiguousarray")(a);
+  // np.asarray(order="C") rather than np.ascontiguousarray, which makes 0-d arrays 1-d.
+  nb::object c = numpy_module().attr("asarray")(a, nb::arg("order") = "C");
   if (nb::cast<std::string>(c.attr("dtype").attr("name")) == "bfloat16") {
     nb::object bits = c.attr("view")("uint16");
     auto arr = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(bits);

@@ -71,7 +71,7 @@ class _Jitted:
         self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self._cache = {}
         self._name = getattr(fun, "__name__", "fn")
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
         entry, out_tree, leaves = self._lookup(args, kwargs)
@@ -205,7 +205,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     """A function returning (fun(*args), gradient w.r.t. `argnums`) (jax.value_and_grad);
     with has_aux, ((value, aux), gradient). `fun` must return a scalar float array."""
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def value_and_grad_fun(*args, **kwargs):
         value, aux, grads = _grad_core("value_and_grad", fun, argnums, has_aux, args, kwargs)
         return ((value, aux), grads) if has_aux else (value, grads)
@@ -217,7 +217,7 @@ def grad(fun, argnums=0, has_aux=False):
     """The gradient of a scalar-valued `fun` w.r.t. `argnums` (jax.grad); with has_aux,
     (gradient, aux). The gradient has the structure of the argument(s)."""
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def grad_fun(*args, **kwargs):
         _, aux, grads = _grad_core("grad", fun, argnums, has_aux, args, kwargs)
         return (grads, aux) if has_aux else grads
@@ -321,7 +321,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     for all arguments, or a tuple with one entry (int, None or a pytree prefix) per argument.
     `out_axes`: an int or None for all outputs, or a pytree prefix of the output (ints)."""
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def vmapped(*args):
         if isinstance(in_axes, (tuple, list)) and len(in_axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(in_axes)} entries but the function is called with "
@@ -356,7 +356,7 @@ class custom_jvp:
     def __init__(self, fun):
         self.fun = fun
         self.jvp = None
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     def defjvp(self, jvp):
         self.jvp = jvp
@@ -385,7 +385,7 @@ class custom_vjp:
     def __init__(self, fun):
         self.fun = fun
         self.fwd = self.bwd = None
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     def defvjp(self, fwd, bwd):
         self.fwd, self.bwd = fwd, bwd

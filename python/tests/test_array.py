@@ -123,3 +123,9 @@ def test_methods():
 def test_arrays_are_unhashable():
     with pytest.raises(TypeError):
         hash(tnp.ones(2))
+
+
+def test_numpy_scalars_stay_rank_0():
+    for v in (np.float32(1.5), np.int64(3), np.bool_(True), np.array(2.0)):
+        x = tessel.Array(v)
+        assert x.shape == () and x.dtype == np.asarray(v).dtype and not x.weak_type

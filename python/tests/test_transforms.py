@@ -209,3 +209,17 @@ def test_memory_stable_over_many_jitted_calls():
         x = f(x) * 0.5
     assert f._cache_size() == 1
     assert np.isfinite(np.asarray(x)).all()
+
+
+def test_transformations_of_jitted_functions_compose():
+    def loss(params, x):
+        return tnp.sum((x @ params["w"] + params["b"]) ** 2)
+
+    params = {"w": tnp.ones(3), "b": tnp.asarray(np.float32(0.5))}
+    x = np.ones((2, 3), np.float32)
+    want = tessel.grad(loss)(params, x)
+    for f in (tessel.jit(tessel.grad(tessel.jit(loss))), tessel.grad(tessel.jit(loss)), tessel.jit(tessel.grad(loss))):
+        got = f(params, x)
+        assert set(got) == {"w", "b"} and got["b"].shape == ()
+        np.testing.assert_allclose(np.asarray(got["w"]), np.asarray(want["w"]))
+        np.testing.assert_allclose(float(got["b"]), float(want["b"]))
