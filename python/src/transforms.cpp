@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common.h"
+#include "tessel/control_flow.h"
 #include "tessel/jit.h"
 #include "tessel/transforms.h"
 
@@ -135,6 +136,26 @@ void bind_transforms(nb::module_& m) {
   t.def("custom_vjp", [](nb::handle f, nb::handle fwd, nb::handle bwd, nb::handle args) {
     return to_list(detail::custom_vjp_flat(flat_fn(f), flat_fn(fwd), flat_fn2(bwd), from_list(args)));
   }, nb::arg("fn"), nb::arg("fwd"), nb::arg("bwd"), nb::arg("args"));
+  t.def("cond", [](nb::handle index, nb::handle branches, nb::handle operands) {
+    std::vector<detail::FlatFn> fns;
+    for (nb::handle b : nb::borrow<nb::sequence>(branches)) fns.push_back(flat_fn(b));
+    return to_list(detail::cond_flat(to_array(index), fns, from_list(operands)));
+  }, nb::arg("index"), nb::arg("branches"), nb::arg("operands"));
+  t.def("while_loop", [](nb::handle cond, nb::handle body, nb::handle init) {
+    return to_list(detail::while_flat(flat_fn(cond), flat_fn(body), from_list(init)));
+  }, nb::arg("cond"), nb::arg("body"), nb::arg("init"));
+  t.def("scan", [](nb::handle body, nb::handle init, nb::handle xs, std::optional<int64_t> length, bool reverse) {
+    return to_list(detail::scan_flat(flat_fn(body), from_list(init), from_list(xs), length, reverse));
+  }, nb::arg("body"), nb::arg("init"), nb::arg("xs"), nb::arg("length").none(), nb::arg("reverse"));
+  t.def("checkpoint", [](nb::handle f, nb::handle args, const std::string& policy) {
+    CheckpointPolicy p = policy == "nothing_saveable"      ? CheckpointPolicy::nothing_saveable
+                         : policy == "dots_saveable"       ? CheckpointPolicy::dots_saveable
+                         : policy == "everything_saveable" ? CheckpointPolicy::everything_saveable
+                                                           : throw ValueError("checkpoint: unknown policy '" + policy +
+                                                                              "'; use nothing_saveable, dots_saveable "
+                                                                              "or everything_saveable");
+    return to_list(detail::checkpoint_flat(flat_fn(f), from_list(args), p));
+  }, nb::arg("fn"), nb::arg("args"), nb::arg("policy"));
   t.def("check_grad_output", [](const std::string& op, const Array& out, size_t n) {
     detail::check_grad_output(op.c_str(), out, n);
   });

@@ -9,7 +9,8 @@ from ._tessel import numpy_functions as _np_fns
 from ._tessel import transform_functions as _t
 from .tree_util import tree_flatten, tree_leaves, tree_unflatten
 
-__all__ = ["jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "custom_jvp", "custom_vjp",
+__all__ = ["jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "custom_jvp", "custom_vjp", "jacfwd",
+           "jacrev", "hessian",
            "make_program", "make_jaxpr", "block_until_ready"]
 
 _JIT_CACHE_LIMIT = 256
@@ -441,3 +442,53 @@ def block_until_ready(tree):
     return tree
 
 
+
+
+def _jacobian_arg(op, args, argnums):
+    if not isinstance(argnums, int):
+        raise NotImplementedError(f"{op}: argnums must be one int here (tuples of arguments are not supported yet)")
+    x = args[argnums]
+    if not isinstance(x, Array):
+        x = Array(x)
+    if len(tree_leaves(x)) != 1:
+        raise NotImplementedError(f"{op}: the differentiated argument must be one array (pytrees are not supported yet)")
+    return x
+
+
+def _with_arg(fun, args, argnums):
+    return lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:])
+
+
+def jacfwd(fun, argnums=0):
+    """The Jacobian by forward mode (jax.jacfwd): shape out.shape + x.shape; one array argument."""
+
+    @functools.wraps(fun, updated=())
+    def jacobian(*args):
+        x = _jacobian_arg("jacfwd", args, argnums)
+        f = _with_arg(fun, args, argnums)
+        basis = _np_fns.eye(x.size, None, 0, x.dtype).reshape((x.size,) + x.shape)
+        cols = vmap(lambda t: jvp(f, (x,), (t,))[1])(basis)  # (x.size, *out.shape)
+        out_shape = cols.shape[1:]
+        return _np_fns.moveaxis(cols.reshape((x.size, -1) if out_shape else (x.size, 1)), 0, -1).reshape(
+            out_shape + x.shape)
+
+    return jacobian
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian by reverse mode (jax.jacrev): shape out.shape + x.shape; one array argument."""
+
+    @functools.wraps(fun, updated=())
+    def jacobian(*args):
+        x = _jacobian_arg("jacrev", args, argnums)
+        y, f_vjp = vjp(_with_arg(fun, args, argnums), x)
+        basis = _np_fns.eye(y.size, None, 0, y.dtype).reshape((y.size,) + y.shape)
+        rows = vmap(lambda ct: f_vjp(ct)[0])(basis)  # (y.size, *x.shape)
+        return rows.reshape(y.shape + x.shape)
+
+    return jacobian
+
+
+def hessian(fun, argnums=0):
+    """The Hessian of a scalar function: jacfwd(jacrev(fun)) (jax.hessian)."""
+    return jacfwd(jacrev(fun, argnums), argnums)

@@ -3,3 +3,5 @@
 from ._tessel import lax_functions as _fns
 
 globals().update({n: getattr(_fns, n) for n in dir(_fns) if not n.startswith("_")})
+
+from ._control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
