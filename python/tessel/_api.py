@@ -7,7 +7,7 @@ import functools
 from ._tessel import Array
 from ._tessel import numpy_functions as _np_fns
 from ._tessel import transform_functions as _t
-from .tree_util import tree_flatten, tree_leaves, tree_unflatten
+from .tree_util import _LEAF, tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "custom_jvp", "custom_vjp", "jacfwd",
            "jacrev", "hessian",
@@ -71,11 +71,23 @@ class _Jitted:
         self._static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self._cache = {}
+        self._fast_cache = {}  # avals of positional Array arguments -> (entry, output treedef)
         self._name = getattr(fun, "__name__", "fn")
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
+        # Fast path: positional Array arguments only (no pytree to flatten, no statics).
+        fast = not kwargs and not self._static_argnums and all(type(a) is Array for a in args)
+        if fast:
+            hit = self._fast_cache.get(tuple(a._aval_key for a in args))
+            if hit is not None:
+                outs = _t.jit_call(hit[0], args)
+                return outs[0] if hit[1] is _LEAF else tree_unflatten(hit[1], outs)
         entry, out_tree, leaves = self._lookup(args, kwargs)
+        if fast and not _t.jit_captures_tracers(entry):
+            if len(self._fast_cache) >= _JIT_CACHE_LIMIT:
+                self._fast_cache.pop(next(iter(self._fast_cache)))
+            self._fast_cache[tuple(a._aval_key for a in args)] = (entry, out_tree)
         return tree_unflatten(out_tree, _t.jit_call(entry, leaves))
 
     def lower(self, *args, **kwargs):
@@ -87,7 +99,9 @@ class _Jitted:
         return len(self._cache)
 
     def clear_cache(self):
+        """Forgets every traced signature (the next call traces again)."""
         self._cache.clear()
+        self._fast_cache.clear()
 
     def _lookup(self, args, kwargs):
         nargs = len(args)
