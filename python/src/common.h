@@ -52,5 +52,6 @@ void bind_errors(nb::module_& m);
 void bind_array(nb::module_& m);
 void bind_numpy(nb::module_& m);
 void bind_transforms(nb::module_& m);
+void bind_fft(nb::module_& m);
 
 }  // namespace tessel::python

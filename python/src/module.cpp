@@ -8,4 +8,5 @@ NB_MODULE(_tessel, m) {
   tessel::python::bind_array(m);
   tessel::python::bind_numpy(m);
   tessel::python::bind_transforms(m);
+  tessel::python::bind_fft(m);
 }

@@ -144,3 +144,17 @@ def test_random_matches_jax_bits():
     assert abs(float(n.mean())) < 0.1 and abs(float(n.std()) - 1.0) < 0.1
     u2 = trandom.uniform(key, (3,), minval=2.0, maxval=4.0)
     assert 2.0 <= float(u2.min()) and float(u2.max()) < 4.0
+
+
+def test_fft_against_numpy():
+    z = RNG.standard_normal((4, 8)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(tnp.fft.fft(z)), np.fft.fft(z), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(tessel.fft.rfft(z, axis=0)), np.fft.rfft(z, axis=0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(tessel.fft.irfft(tessel.fft.rfft(z), 8)), z, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(tessel.fft.fft2(z, norm="ortho")), np.fft.fft2(z, norm="ortho"), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(np.asarray(tessel.fft.fftn(z)), np.fft.fftn(z), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(tessel.fft.fftshift(tessel.fft.fftfreq(8, 0.1))),
+                               np.fft.fftshift(np.fft.fftfreq(8, 0.1)), rtol=1e-6)
+    g = tessel.grad(lambda v: tnp.sum(tnp.abs(tessel.fft.fft(v)) ** 2))(z[0])
+    np.testing.assert_allclose(np.asarray(g), 2 * 8 * z[0], rtol=1e-4)
