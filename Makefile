@@ -51,8 +51,13 @@ demo: configure
 	$(BUILD_DIR)/examples/shallow_water/shallow_water --nx $(DEMO_NX) --ny $(DEMO_NY) --days $(DEMO_DAYS) --dtype $(DEMO_DTYPE) \
 	  --out $(DEMO_OUT)/shallow_water.npy --png $(DEMO_OUT)/shallow_water.png --gif $(DEMO_OUT)/shallow_water.gif
 
+# The Python package (python/) is built in the same tree against the library built here, with
+# nanobind from the venv $(BUILD_DIR)/pyenv (scripts/python-env makes it; without PyPI the
+# python_tests entry reports a skip).
 test: configure
 	scripts/check-layers
+	scripts/python-env $(BUILD_DIR)/pyenv $(BUILD_DIR)/python-env.cmake
+	cmake -C $(BUILD_DIR)/python-env.cmake -S . -B $(BUILD_DIR)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout $(TEST_TIMEOUT)
 

@@ -1,0 +1,57 @@
+#pragma once
+// Shared helpers of the extension module tessel._tessel: conversions between Python objects
+// and tessel values (arrays, dtypes, axes, indices). The bindings use the public API only
+// (include/tessel/*.h).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <vector>
+
+#include "tessel/array.h"
+#include "tessel/dtype.h"
+#include "tessel/ops.h"
+
+namespace nb = nanobind;
+
+namespace tessel::python {
+
+/// A dtype from what NumPy accepts as one (np.float32, np.dtype, "float32", "bfloat16") or a
+/// Python type (float -> float32, int -> int32, complex -> complex64, bool -> bool, as
+/// jax.numpy's defaults).
+DType dtype_from_py(nb::handle h);
+/// The NumPy dtype of `d` (bfloat16 as ml_dtypes' when installed, else the name).
+nb::object dtype_to_py(DType d);
+
+/// An Array from a Python value: an Array as it is; a Python scalar as a weak-typed rank-0
+/// array of jax.numpy's default dtypes; a NumPy array (or anything np.asarray takes) with
+/// its dtype; a nested list as np.asarray makes it, with 64-bit defaults narrowed as JAX
+/// does (float64 -> float32, int64 -> int32).
+Array to_array(nb::handle h);
+/// Like to_array, but a Python scalar meets `other` as in JAX: weak, and holding its value
+/// in double precision when `other` is 64-bit (so `x_f64 * 0.1` keeps 0.1 exactly).
+Array to_array_like(nb::handle h, const Array& other);
+/// An optional dtype argument (None -> nullopt).
+std::optional<DType> optional_dtype(nb::handle h);
+
+/// NumPy's axis argument: None -> all axes (returned as nullopt), an int, or a tuple.
+std::optional<Axes> to_axes(nb::handle h);
+/// A shape from an int or a sequence of ints.
+Shape to_shape(nb::handle h);
+/// An index expression (`x[...]`): ints, slices, None, Ellipsis, integer index arrays.
+std::vector<Index> to_index(nb::handle h);
+
+/// The elements of `x` as a new NumPy array (one copy; bfloat16 is widened to float32).
+nb::object to_numpy(const Array& x);
+/// The single element of `x` as a Python bool, int, float or complex.
+nb::object to_python_scalar(const Array& x);
+
+void bind_errors(nb::module_& m);
+void bind_array(nb::module_& m);
+void bind_numpy(nb::module_& m);
+void bind_transforms(nb::module_& m);
+void bind_fft(nb::module_& m);
+
+}  // namespace tessel::python

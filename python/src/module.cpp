@@ -1,0 +1,12 @@
+// The extension module tessel._tessel: the C++ runtime's public API for the Python package
+// (python/tessel/). Each part is bound in its own file to keep rebuilds small.
+#include "common.h"
+
+NB_MODULE(_tessel, m) {
+  m.doc() = "tessel's C++ runtime (use the tessel package, not this module)";
+  tessel::python::bind_errors(m);
+  tessel::python::bind_array(m);
+  tessel::python::bind_numpy(m);
+  tessel::python::bind_transforms(m);
+  tessel::python::bind_fft(m);
+}

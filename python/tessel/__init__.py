@@ -1,0 +1,22 @@
+"""tessel: JAX's execution model (arrays, jit, grad, vmap) on tessel's C++ runtime.
+
+    import tessel
+    import tessel.numpy as tnp
+    f = tessel.jit(lambda x: tnp.sin(x) * 2.0)
+    f(tnp.arange(4.0))
+"""
+
+from ._tessel import Array, ConcretizationTypeError, DTypeError, ResourceExhaustedError, ShapeError, TesselError
+from . import _array  # noqa: F401  (installs Array's Python-level methods)
+from . import fft, lax, nn, numpy, random, tree_util
+from ._api import (Compiled, Lowered, block_until_ready, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jit,
+                   jvp, linearize, make_jaxpr, make_program, value_and_grad, vjp, vmap)
+from .lax import stop_gradient
+from ._control_flow import checkpoint, remat
+
+__version__ = "0.1.0"
+
+__all__ = ["Array", "jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "custom_jvp", "custom_vjp",
+           "make_program", "make_jaxpr", "block_until_ready", "stop_gradient", "fft", "checkpoint", "remat", "jacfwd", "jacrev", "hessian", "numpy", "lax", "nn", "random",
+           "tree_util", "Lowered", "Compiled", "TesselError", "ShapeError", "DTypeError", "ConcretizationTypeError",
+           "ResourceExhaustedError"]
