@@ -39,7 +39,7 @@ template <class T> int64_t ulp_distance(T a, T b) {
 /// equal infinities and zeros (with their sign), at most 1 ulp elsewhere. Returns how many
 /// points differ at all (the reciprocal's rounding shows on some of random data).
 template <class T> int64_t expect_within_one_ulp(const std::string& what, const std::vector<T>& got,
-                                                 const std::vector<T>& want) {
+                                                 const std::vector<T>& want, int64_t max_ulps = 1) {
   EXPECT_EQ(got.size(), want.size()) << what;
   int64_t differ = 0;
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
@@ -50,7 +50,7 @@ template <class T> int64_t expect_within_one_ulp(const std::string& what, const 
       EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what << " point " << i;
     } else {
       const int64_t d = ulp_distance(got[i], want[i]);
-      EXPECT_LE(d, 1) << what << " point " << i << ": " << got[i] << " against " << want[i];
+      EXPECT_LE(d, max_ulps) << what << " point " << i << ": " << got[i] << " against " << want[i];
       differ += d != 0;
     }
   }
@@ -121,7 +121,9 @@ template <class T> void check_quotients(ts::DType dtype) {
     ts::ir::Program fused = ts::compiler::fuse(lower(f, args), fuse_everything());
     const auto got = run(fused, args)[0].template to_vector<T>();
     const auto want = f(args)[0].template to_vector<T>();
-    differ += expect_within_one_ulp(what + " " + name, got, want);
+    // x / sum(x): the fused sum itself may round differently from the unfused one (lanes,
+    // docs/performance.md "Reductions that vectorize"): a few ulps more (a sum of positive terms, within the documented bound).
+    differ += expect_within_one_ulp(what + " " + name, got, want, what == "x / sum(x)" ? 8 : 1);
   }
   // The reciprocal is in use: some of the random points round differently from a divide.
   EXPECT_GT(differ, 0) << name;
