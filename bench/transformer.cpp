@@ -13,6 +13,12 @@
 // sublayer and the MLP sublayer on f32[8,256,512] with their weights), forward and
 // forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
 // tessel's time over JAX's, lower is better). Exits 1 when the values disagree with JAX's.
+//
+// Where the environment sets OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE (as these machines' does:
+// Haswell kernels, slower than the CPU's own), a copy of this program run without them
+// times the large block again: transformer.{fwd,fwdbwd}_native_blas_ms and
+// transformer.{fwd,fwdbwd}_vs_jax_native_blas (over the same JAX figures), printed beside
+// the main lines, which stay measured in the environment as given.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +28,8 @@
 #include <numbers>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "hashed_inputs.h"
@@ -183,13 +191,37 @@ bool measure_stage(const std::map<std::string, double>& jax, const std::string& 
   return ok;
 }
 
+/// Set in the copy of this program that runs without the OpenBLAS settings.
+constexpr const char* kNativeBlasChild = "TESSEL_TRANSFORMER_BENCH_NATIVE_BLAS";
+
+/// The large block's times from a copy of this program run with OPENBLAS_CORETYPE and
+/// OPENBLAS_L2_SIZE unset, as transformer.<name>_native_blas_ms and
+/// transformer.<name>_vs_jax_native_blas; nothing where neither is set (the main lines are
+/// then the native figures) or in the copy itself.
+void report_native_blas(const std::map<std::string, double>& jax) {
+  if (!std::getenv("OPENBLAS_CORETYPE") && !std::getenv("OPENBLAS_L2_SIZE")) return;
+  if (std::getenv(kNativeBlasChild)) return;
+  const std::string command = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + std::string(kNativeBlasChild) +
+                              "=1 /proc/" + std::to_string(getpid()) + "/exe";
+  const std::map<std::string, double> child = tb::run_baseline(command);
+  for (const char* name : {"fwd", "fwdbwd"}) {
+    auto it = child.find("transformer." + std::string(name) + "_ms");
+    if (it == child.end()) continue;
+    tb::report("transformer." + std::string(name) + "_native_blas_ms", it->second, "ms");
+    if (auto j = jax.find(name); j != jax.end() && j->second > 0)
+      tb::report("transformer." + std::string(name) + "_vs_jax_native_blas", it->second * 1e-3 / j->second, "x");
+  }
+}
+
 }  // namespace
 
 int main() {
+  const bool native_blas_child = std::getenv(kNativeBlasChild) != nullptr;
   const std::string jax_cmd = jax_command();
   std::map<std::string, double> jax;
-  if (!jax_cmd.empty()) jax = tb::run_baseline(jax_cmd);
-  if (!jax_cmd.empty() && jax.empty()) std::fprintf(stderr, "transformer: the JAX baseline printed nothing\n");
+  if (!jax_cmd.empty() && !native_blas_child) jax = tb::run_baseline(jax_cmd);
+  if (!jax_cmd.empty() && !native_blas_child && jax.empty())
+    std::fprintf(stderr, "transformer: the JAX baseline printed nothing\n");
 
   auto fwd = ts::jit(loss);
   auto vg = ts::jit(ts::value_and_grad(loss));
@@ -220,6 +252,8 @@ int main() {
     report_time(jax, "fwd", "fwd", t_fwd);
     report_time(jax, "fwdbwd", "fwdbwd", t_vg);
   }
+  if (native_blas_child) return ok ? 0 : 1;  // the large block's times are all it measures
+  report_native_blas(jax);
 
   {  // batch 4, sequence 64, model 128: 10 runs of 20 steps, best and spread
     auto [p, x] = make_block(4, 64, 128);

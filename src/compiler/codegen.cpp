@@ -310,6 +310,61 @@ class BodyEmitter {
     return nullptr;
   }
 
+  /// How deep invariant_along follows a denominator's producers before answering "varies".
+  static constexpr int kInvariantDepth = 8;
+
+  /// Whether the element of `a` at index map `m` is the same for every value of loop variable
+  /// `var` (the innermost): a literal, a row's value of an earlier phase, an input read at an
+  /// index that does not use `var`, or a value computed from such elements only.
+  bool invariant_along(const ir::Atom& a, const IndexMap& m, int var, int depth) const {
+    if (a.is_literal()) return true;
+    if (depth == 0) return false;
+    auto uses_var = [var](const IndexMap& at) {
+      return std::any_of(at.begin(), at.end(), [var](const Affine& x) { return !x.constant() && x.var == var; });
+    };
+    const ir::VarNode* v = a.var().get();
+    if (input_.count(v)) {
+      auto src = sources_.find(v);
+      if (src != sources_.end()) return src->second.kind == Source::kScalar;
+      return !uses_var(m);
+    }
+    auto producer = producer_.find(v);
+    if (producer == producer_.end()) return false;
+    const ir::Equation& e = *producer->second;
+    if (e.prim->codegen)
+      return std::all_of(e.inputs.begin(), e.inputs.end(),
+                         [&](const ir::Atom& x) { return invariant_along(x, operand_map(x, m), var, depth - 1); });
+    if (!e.prim->index_map) return false;  // a reduction: folded along the loop
+    std::vector<Aval> in_avals;
+    for (const ir::Atom& x : e.inputs) in_avals.push_back(x.aval());
+    for (const ir::IndexCase& c : e.prim->index_map(m, in_avals, v->aval, e.params)) {
+      if (c.operand == ir::kIndexValue || !c.dynamic.empty() || uses_var(c.at)) return false;
+      for (const ir::RangeTest& t : c.when)
+        if (!t.index.constant() && t.index.var == var) return false;
+      if (!invariant_along(e.inputs[size_t(c.operand)], c.at, var, depth - 1)) return false;
+      if (!c.combine.empty() && !invariant_along(e.inputs[0], m, var, depth - 1)) return false;
+    }
+    return true;
+  }
+
+  /// x / s where s does not change along the innermost loop: x times the reciprocal of s,
+  /// which the C++ compiler computes once per row (XLA's x / broadcast(s) -> x *
+  /// broadcast(1 / s); at most 1 ulp from the quotient). Where 1 / s would leave the normal
+  /// range (|s| below the smallest normal or above its reciprocal: the reciprocal would lose
+  /// digits or overflow) the point divides; the test is invariant too, so the compiler
+  /// unswitches the loop on it.
+  std::string quotient_by_reciprocal(const std::string& x, const std::string& s, const std::string& type, DType dtype) {
+    const bool f32 = dtype == DType::float32;
+    const std::string lo = f32 ? "0x1p-126f" : "0x1p-1022", hi = f32 ? "0x1p126f" : "0x1p1022";
+    const std::string recip = fresh(), magnitude = fresh(), name = fresh();
+    line("const " + type + " " + recip + " = " + type + "(1) / " + s + ";");
+    line("const " + type + " " + magnitude + " = " + s + " < 0 ? -" + s + " : " + s + ";");
+    line(type + " " + name + ";");
+    line("if (" + magnitude + " >= " + lo + " && " + magnitude + " <= " + hi + ") " + name + " = " + x + " * " + recip +
+         "; else " + name + " = " + x + " / " + s + ";");
+    return name;
+  }
+
   /// The element of `a` at index map `m`, as an expression (usually a local's name).
   std::string value(const ir::Atom& a, const IndexMap& m) {
     if (a.is_literal()) return literal_text(a.literal(), a.aval().dtype);
@@ -355,6 +410,10 @@ class BodyEmitter {
         xs.push_back(value(x, operand_map(x, m)));
         in_avals.push_back(x.aval());
       }
+      if (e.prim->quotient && (out.dtype == DType::float32 || out.dtype == DType::float64) &&
+          e.inputs[1].aval().dtype == out.dtype && !m.empty() &&
+          invariant_along(e.inputs[1], operand_map(e.inputs[1], m), int(m.size()) - 1, kInvariantDepth))
+        return quotient_by_reciprocal(xs[0], xs[1], type, out.dtype);
       std::string expr = e.prim->codegen(xs, in_avals, out, e.params);
       std::string name = fresh();
       line("const " + type + " " + name + " = " + expr + ";");

@@ -198,6 +198,12 @@ struct Primitive {
   /// A matrix product (dot_general): what checkpoint's dots_saveable policy saves, as JAX's
   /// checkpoint_policies.dots_saveable saves dot_general and conv_general_dilated.
   bool matrix_product = false;
+  /// The output is operand 0 divided by operand 1, element by element (div). Where operand 1
+  /// does not change along the innermost loop of a fused loop nest (a row's sum, a constant),
+  /// the generated code multiplies by its reciprocal, computed once per row, as XLA rewrites
+  /// x / broadcast(s) into x * broadcast(1 / s): at most 1 ulp from the quotient
+  /// (docs/performance.md, "Division by a row's value").
+  bool quotient = false;
 };
 
 /// Runs `program` synchronously on dense buffers of `device` (for the kernels of control

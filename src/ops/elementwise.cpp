@@ -165,6 +165,11 @@ template <class Op, int I> constexpr bool has_jvp = I == 0 ? requires { &Op::j0;
 template <class Op, int I> constexpr bool has_transpose = I == 0 ? requires { &Op::t0; } : requires { &Op::t1; };
 template <class Op> constexpr bool zero_tangent = requires { Op::zero_tangent; };
 /// The row's work per element in a fused loop nest (COST), else a cheap operation's.
+template <class Op> constexpr bool quotient_of() {
+  if constexpr (requires { Op::quotient; }) return Op::quotient;
+  else return false;
+}
+
 template <class Op> constexpr int point_cost_of() {
   if constexpr (requires { Op::point_cost; }) return Op::point_cost;
   else return ir::kCheapPointCost;
@@ -233,7 +238,8 @@ template <class Op> Elementwise define() {
                                   .jvp = elementwise_jvp<Op>,
                                   .transpose = linear ? elementwise_transpose<Op> : nullptr,
                                   .batch = Op::arity == 1 ? batch_vectorized : batch_elementwise,
-                                  .sharding_rule = ir::elementwise_sharding_rule}),
+                                  .sharding_rule = ir::elementwise_sharding_rule,
+                                  .quotient = quotient_of<Op>()}),
           Op::mask};
 }
 
@@ -282,6 +288,8 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 //  JVP(e), JVP_A(e), JVP_B(e): the tangent e, when it reads better than t * d.
 //  LIN(e, c), LIN_A(e, c), LIN_B(e, c): linear in the operand: tangent e, cotangent c.
 //  ZERO_TANGENT: piecewise constant or integer-valued; tangents are zero.
+//  QUOTIENT: the output is a / b (ir::Primitive::quotient: generated code may multiply by a
+//  reciprocal computed once per row).
 //  DIVISION, EXPENSIVE: the work of one element in a fused loop nest is a division's or a
 //  transcendental function's (ir::kDivisionPointCost, ir::kExpensivePointCost), not an add's.
 // Tangents of rank-0 operands broadcast to the output and cotangents sum back (define<Op>).
@@ -302,6 +310,7 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 #define LIN_B(E, C) \
   JVP_B(E) static Array t1(TESSEL_ARG ct, TESSEL_ARG a, TESSEL_ARG b) { return C; }
 #define ZERO_TANGENT static constexpr bool zero_tangent = true;
+#define QUOTIENT static constexpr bool quotient = true;
 #define DIVISION static constexpr int point_cost = ir::kDivisionPointCost;
 #define EXPENSIVE static constexpr int point_cost = ir::kExpensivePointCost;
 
@@ -309,7 +318,7 @@ Array trunc(const Array& x) { return sign(x) * floor(abs(x)); }
 BINARY(add, kAll, kSame, LIN_A(t, ct) LIN_B(t, ct));
 BINARY(sub, kNum, kSame, LIN_A(t, ct) LIN_B(-t, -ct));
 BINARY(mul, kAll, kSame, LIN_A(t * b, ct * b) LIN_B(a * t, a * ct));
-BINARY(div, kNum, kSame, LIN_A(t / b, ct / b) JVP_B(-(t * y) / b) DIVISION);
+BINARY(div, kNum, kSame, LIN_A(t / b, ct / b) JVP_B(-(t * y) / b) DIVISION QUOTIENT);
 BINARY(rem, kReal, kSame, JVP_A(t) DB(-trunc(a / b)) EXPENSIVE);
 BINARY(pow, kNum, kSame, DA(b * pow(a, b - 1)) DB(log(replace_zero(a)) * y) EXPENSIVE);
 BINARY(max, kAll, kSame, DA(balanced_eq(a, y, b)) DB(balanced_eq(b, y, a)));
@@ -382,6 +391,7 @@ BINARY(complex, kFloat, kComplex, LIN_A(complex(t, 0), real(ct)) LIN_B(complex(0
 #undef LIN_A
 #undef LIN_B
 #undef ZERO_TANGENT
+#undef QUOTIENT
 #undef DIVISION
 #undef EXPENSIVE
 
