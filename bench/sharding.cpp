@@ -17,9 +17,11 @@
 //                             exchanging halo rows, a data-parallel training loop
 //                             all-reducing its gradients, and the demo's model step; each
 //                             jitted on one device against the same jit on 2 devices.
-//  sharded.stencil.handwritten_2thread_speedup, sharded.shallow_water.handwritten_2thread_speedup
-//                             the same steps written by hand (OpenMP) on 2 threads over 1:
-//                             the scaling the shared memory bus allows such steps.
+//  sharded.handwritten_2thread_speedup, sharded.stencil.handwritten_2thread_speedup,
+//  sharded.shallow_water.handwritten_2thread_speedup
+//                             the same programs written by hand on 2 threads over 1 (the
+//                             element-wise one with std::thread, the steps with OpenMP): the
+//                             scaling this run's cores and memory bus allow them.
 //
 // The figures are about devices, not threads: the program sets TESSEL_CPU_DEVICES=2 and
 // TESSEL_NUM_THREADS=1 before tessel starts, so each virtual device computes on its own
@@ -240,6 +242,39 @@ void memory_read_scaling(int rounds) {
   tb::report("sharded.memory_read_2thread_speedup", median_ratio(t1, t2), "x");
 }
 
+// sharded.handwritten_2thread_speedup: the element-wise program written by hand (scalar libm
+// sin and exp over the first 1024 rows, rows split between two std::threads) on 2 threads
+// over 1, in alternating rounds of the same run. It is bound by arithmetic, not memory, so it
+// shows whether this run's two cores compute at the same speed: on this project's VM, in some
+// process runs one vCPU computes about half as fast, and sharded.speedup_2dev follows it.
+void handwritten_program_scaling(const std::vector<float>& a, const std::vector<float>& b, int64_t cols, int rounds) {
+  const int64_t rows = std::min<int64_t>(1024, int64_t(a.size()) / cols);
+  std::vector<float> out(static_cast<size_t>(rows));
+  auto compute = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float acc = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float x = a[size_t(r * cols + c)];
+        acc += std::sin(x) * b[size_t(r * cols + c)] + std::exp(-(x * x));
+      }
+      out[size_t(r)] = acc;
+    }
+  };
+  std::vector<double> t1, t2;
+  compute(0, rows);  // warm
+  for (int r = 0; r < rounds; ++r) {
+    t1.push_back(seconds_of([&] { compute(0, rows); }));
+    t2.push_back(seconds_of([&] {
+      std::thread t([&] { compute(rows / 2, rows); });
+      compute(0, rows / 2);
+      t.join();
+    }));
+  }
+  std::printf("# handwritten program: %lld rows, one thread %.4g s (best), two threads %.4g s\n",
+              static_cast<long long>(rows), *std::min_element(t1.begin(), t1.end()), *std::min_element(t2.begin(), t2.end()));
+  tb::report("sharded.handwritten_2thread_speedup", median_ratio(t1, t2), "x");
+}
+
 // sharded.speedup_2dev. Returns false when the results differ.
 bool speedup(int64_t rows, int rounds) {
   const int64_t cols = 4096;
@@ -277,6 +312,7 @@ bool speedup(int64_t rows, int rounds) {
   tb::report("sharded.speedup_2dev", median_ratio(t1, t2), "x");
   tb::report("sharded.speedup_2dev_best", best1 / best2, "x");  // the best rounds: both at the machine's fastest
   report_cores("sharded", calls, t1, c1, t2, c2);
+  handwritten_program_scaling(av, bv, cols, rounds);
   memory_read_scaling(rounds);
   return true;
 }
