@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -156,7 +158,9 @@ TEST(Quotient, DenominatorVaryingAlongTheRowDivides) {
   }
 }
 
-// The generated source multiplies by the reciprocal under the normal-range test.
+// The generated source multiplies by the reciprocal under the normal-range test, computed
+// once per row before the interior loop, which has two versions: one multiplying (no divide
+// in it), taken when the row's reciprocal is normal, and one dividing.
 TEST(Quotient, GeneratedSourceMultipliesByTheReciprocal) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
   const std::vector<ts::Array> args{ts::Array(numerators<float>(16, 64, 5), {16, 64}),
@@ -168,6 +172,14 @@ TEST(Quotient, GeneratedSourceMultipliesByTheReciprocal) {
       ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
   EXPECT_NE(src.find("float(1) / "), std::string::npos) << src;
   EXPECT_NE(src.find("0x1p126f"), std::string::npos) << src;
+  const size_t fast = src.find("if (qb_ok) {"), exact = src.find("} else {", fast);
+  ASSERT_NE(fast, std::string::npos) << src;
+  ASSERT_NE(exact, std::string::npos) << src;
+  const std::string multiplying = src.substr(fast, exact - fast);
+  EXPECT_NE(multiplying.find("* qb_r0"), std::string::npos) << multiplying;
+  EXPECT_EQ(multiplying.find(" / "), std::string::npos) << multiplying;
+  EXPECT_EQ(multiplying.find("0x1p126f"), std::string::npos) << multiplying;
+  if (std::getenv("TESSEL_TEST_PRINT_SOURCE")) std::fputs(src.c_str(), stderr);
 }
 
 }  // namespace
