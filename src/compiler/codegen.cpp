@@ -465,10 +465,24 @@ class BodyEmitter {
   std::string compute(const ir::Equation& e, const IndexMap& m, const std::string& type) {
     const Aval& out = e.outputs[0]->aval;
     if (e.prim->codegen) {
-      const bool invariant_quotient =
-          e.prim->quotient && quotients_ != Quotients::kDivide &&
-          (out.dtype == DType::float32 || out.dtype == DType::float64) && e.inputs[1].aval().dtype == out.dtype &&
-          !m.empty() && invariant_along(e.inputs[1], operand_map(e.inputs[1], m), int(m.size()) - 1, kInvariantDepth);
+      bool invariant_quotient =
+          e.prim->quotient && (out.dtype == DType::float32 || out.dtype == DType::float64) &&
+          e.inputs[1].aval().dtype == out.dtype && !m.empty() &&
+          invariant_along(e.inputs[1], operand_map(e.inputs[1], m), int(m.size()) - 1, kInvariantDepth);
+      if (invariant_quotient && e.inputs[1].is_literal()) {
+        // A constant denominator: its range is known here, and the C++ compiler folds the
+        // reciprocal (correctly rounded, as at run time), in every version of the loop.
+        const double d = std::fabs(e.inputs[1].literal().to<double>());
+        const bool f32 = out.dtype == DType::float32;
+        if (d >= (f32 ? 0x1p-126 : 0x1p-1022) && d <= (f32 ? 0x1p126 : 0x1p1022)) {
+          const std::string x = value(e.inputs[0], operand_map(e.inputs[0], m)), name = fresh();
+          line("const " + type + " " + name + " = " + x + " * (" + type + "(1) / " +
+               literal_text(e.inputs[1].literal(), out.dtype) + ");");
+          return name;
+        }
+        invariant_quotient = false;  // NaN, zero, subnormal or huge: the divide
+      }
+      if (quotients_ == Quotients::kDivide) invariant_quotient = false;
       // Hoisted only outside range-test branches: before the loop, a branch's reads are not
       // known to be in bounds.
       if (invariant_quotient && quotients_ == Quotients::kHoisted && branch_depth_ == 0) {
