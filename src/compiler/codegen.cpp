@@ -351,7 +351,9 @@ class BodyEmitter {
     const ir::VarNode* v = a.var().get();
     if (input_.count(v)) {
       auto src = sources_.find(v);
-      if (src != sources_.end()) return src->second.kind == Source::kScalar;
+      // A row buffer is read at the loop variable; an array (an input or output buffer of a
+      // row-phased kernel) is indexed like the value, as an input of the group is.
+      if (src != sources_.end() && src->second.kind != Source::kArray) return src->second.kind == Source::kScalar;
       return !uses_var(m);
     }
     auto producer = producer_.find(v);

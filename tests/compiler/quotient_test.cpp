@@ -137,6 +137,27 @@ TEST(Quotient, FusedDivisionByARowValueIsWithinOneUlpAndExactOnSpecialDenominato
   check_quotients<double>(ts::f64);
 }
 
+// A row-phased loop nest (a row's max, then a phase reading it) reads a stored row value
+// through a broadcast from its input buffer: invariant along the row, so it multiplies by the
+// reciprocal as a single loop nest does (within the product's rounding: y and its max each
+// within 1 ulp, their product within 3).
+TEST(Quotient, RowPhasedLoopNestMultipliesByAStoredRowValue) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const int64_t rows = 48, cols = 200;
+  const std::vector<ts::Array> args{ts::Array(numerators<float>(rows, cols, 7), {rows, cols}),
+                                    ts::Array(denominators<float>(rows, 8), {rows, 1})};
+  auto f = [](std::span<const ts::Array> a) {
+    ts::Array y = -a[0] / a[1];
+    return std::vector<ts::Array>{y * ts::max(y, {-1}, true)};
+  };
+  ts::ir::Program fused = ts::compiler::fuse(lower(f, args), fuse_everything());
+  ASSERT_EQ(fused.eqns.size(), 1u) << ts::ir::print_program(fused);
+  ASSERT_EQ(fused.eqns[0].prim->name, "fused_rows") << ts::ir::print_program(fused);
+  const auto got = run(fused, args)[0].to_vector<float>();
+  const auto want = f(args)[0].to_vector<float>();
+  EXPECT_GT(expect_within_one_ulp("y * max(y), y = -x / s", got, want, 3), 0);
+}
+
 // A denominator that changes along the innermost loop keeps the divide: equal to the plain
 // evaluation bit for bit.
 TEST(Quotient, DenominatorVaryingAlongTheRowDivides) {
