@@ -150,6 +150,30 @@ class BodyEmitter {
   /// reduction loop) instead of their accumulator.
   void fold_into_lanes() { lanes_ = true; }
 
+  /// How a division by a value that does not change along the innermost loop
+  /// (ir::Primitive::quotient) is emitted: the loop is versioned per row (versioned_loop) so
+  /// that no point pays for both a multiply and a divide.
+  enum class Quotients {
+    kPerPoint,  // x * (1 / s) where 1 / s is normal, else x / s, tested at each point
+    kHoisted,   // x * r with r = 1 / s before the loop (hoisted()): rows where hoisted().ok holds
+    kDivide,    // x / s: rows where it does not (the plain evaluation's rounding)
+  };
+  /// Sets how quotients are emitted; kHoisted names its locals with `prefix` and indents
+  /// their statements by `indent`.
+  void quotients(Quotients q, std::string prefix = "q_", int indent = 0) {
+    quotients_ = q;
+    hoist_prefix_ = std::move(prefix);
+    hoist_indent_ = indent;
+  }
+  /// What kHoisted moved before the loop: declarations (reciprocals and the flag `ok`, false
+  /// until `code` runs), statements computing them at the current row (to run only where
+  /// the loop has points), and the flag saying every reciprocal is normal; all empty when
+  /// nothing was hoisted.
+  struct Hoisted {
+    std::string decl, code, ok;
+  };
+  const Hoisted& hoisted() const { return hoisted_; }
+
   /// Where a row-phased loop nest (generate_row_phased_kernel) keeps a value: an array
   /// indexed like the value (an input or output buffer), a scalar holding the value of the
   /// current row (a reduction of an earlier phase), or a row buffer indexed by the last loop
@@ -275,6 +299,7 @@ class BodyEmitter {
     // narrowed by its tests. The last branch (the default) runs where the others fail.
     auto branch = [&](size_t k, bool tested) {
       indent_ += 2;
+      ++branch_depth_;
       scopes_.emplace_back();
       const std::vector<int64_t> lo = lo_, hi = hi_;
       if (tested) narrow_box(cases[k].when);
@@ -283,6 +308,7 @@ class BodyEmitter {
       hi_ = hi;
       line(name + " = " + v + ";");
       scopes_.pop_back();
+      --branch_depth_;
       indent_ -= 2;
     };
     if (i + 1 == cases.size()) {
@@ -325,7 +351,9 @@ class BodyEmitter {
     const ir::VarNode* v = a.var().get();
     if (input_.count(v)) {
       auto src = sources_.find(v);
-      if (src != sources_.end()) return src->second.kind == Source::kScalar;
+      // A row buffer is read at the loop variable; an array (an input or output buffer of a
+      // row-phased kernel) is indexed like the value, as an input of the group is.
+      if (src != sources_.end() && src->second.kind != Source::kArray) return src->second.kind == Source::kScalar;
       return !uses_var(m);
     }
     auto producer = producer_.find(v);
@@ -347,22 +375,57 @@ class BodyEmitter {
     return true;
   }
 
-  /// x / s where s does not change along the innermost loop: x times the reciprocal of s,
-  /// which the C++ compiler computes once per row (XLA's x / broadcast(s) -> x *
-  /// broadcast(1 / s); at most 1 ulp from the quotient). Where 1 / s would leave the normal
-  /// range (|s| below the smallest normal or above its reciprocal: the reciprocal would lose
-  /// digits or overflow) the point divides; the test is invariant too, so the compiler
-  /// unswitches the loop on it.
-  std::string quotient_by_reciprocal(const std::string& x, const std::string& s, const std::string& type, DType dtype) {
+  /// Emits the local |s| and returns the test that 1 / s stays in the normal range (|s| not
+  /// below the smallest normal nor above its reciprocal: beyond, the reciprocal would lose
+  /// digits or overflow, and the point must divide).
+  std::string reciprocal_in_range(const std::string& s, const std::string& type, DType dtype) {
     const bool f32 = dtype == DType::float32;
     const std::string lo = f32 ? "0x1p-126f" : "0x1p-1022", hi = f32 ? "0x1p126f" : "0x1p1022";
-    const std::string recip = fresh(), magnitude = fresh(), name = fresh();
-    line("const " + type + " " + recip + " = " + type + "(1) / " + s + ";");
+    const std::string magnitude = fresh();
     line("const " + type + " " + magnitude + " = " + s + " < 0 ? -" + s + " : " + s + ";");
+    return "(" + magnitude + " >= " + lo + " && " + magnitude + " <= " + hi + ")";
+  }
+
+  /// x / s where s does not change along the innermost loop, point by point: x times the
+  /// reciprocal of s (XLA's x / broadcast(s) -> x * broadcast(1 / s); at most 1 ulp from the
+  /// quotient) where reciprocal_in_range holds, else the divide.
+  std::string quotient_by_reciprocal(const std::string& x, const std::string& s, const std::string& type, DType dtype) {
+    const std::string recip = fresh(), name = fresh();
+    line("const " + type + " " + recip + " = " + type + "(1) / " + s + ";");
+    const std::string ok = reciprocal_in_range(s, type, dtype);
     line(type + " " + name + ";");
-    line("if (" + magnitude + " >= " + lo + " && " + magnitude + " <= " + hi + ") " + name + " = " + x + " * " + recip +
-         "; else " + name + " = " + x + " / " + s + ";");
+    line("if (" + ok + ") " + name + " = " + x + " * " + recip + "; else " + name + " = " + x + " / " + s + ";");
     return name;
+  }
+
+  /// The reciprocal of the denominator `s` at `m` (invariant along the innermost loop) in a
+  /// local computed before the loop (Quotients::kHoisted): its statements go to hoisted_.code,
+  /// in a scope of their own, and its range test into hoisted_.ok's flag. Each denominator is
+  /// hoisted once per emitter.
+  std::string hoisted_reciprocal(const ir::Atom& s, const IndexMap& m, const std::string& type, DType dtype) {
+    const std::string key = s.is_literal() ? literal_text(s.literal(), dtype)
+                                           : std::to_string(s.var()->id) + ":" + map_key(m);
+    if (auto it = hoisted_names_.find(key); it != hoisted_names_.end()) return it->second;
+    const std::string ok = hoist_prefix_ + "ok", r = hoist_prefix_ + "r" + std::to_string(hoisted_names_.size());
+    if (hoisted_.ok.empty()) {
+      hoisted_.ok = ok;
+      hoisted_.decl += "bool " + ok + " = false; ";
+      hoisted_code_ = std::string(size_t(hoist_indent_), ' ') + ok + " = true;\n";
+    }
+    hoisted_.decl += type + " " + r + " = 0; ";
+    std::swap(code_, hoisted_code_);
+    std::swap(scopes_, hoisted_scopes_);
+    std::swap(indent_, hoist_indent_);
+    quotients_ = Quotients::kPerPoint;  // a quotient inside the denominator: once per row
+    const std::string v = value(s, m);
+    line(r + " = " + type + "(1) / " + v + ";");
+    line(ok + " = " + ok + " && " + reciprocal_in_range(v, type, dtype) + ";");
+    quotients_ = Quotients::kHoisted;
+    std::swap(indent_, hoist_indent_);
+    std::swap(scopes_, hoisted_scopes_);
+    std::swap(code_, hoisted_code_);
+    hoisted_.code = hoisted_code_;
+    return hoisted_names_[key] = r;
   }
 
   /// The element of `a` at index map `m`, as an expression (usually a local's name).
@@ -404,16 +467,40 @@ class BodyEmitter {
   std::string compute(const ir::Equation& e, const IndexMap& m, const std::string& type) {
     const Aval& out = e.outputs[0]->aval;
     if (e.prim->codegen) {
+      bool invariant_quotient =
+          e.prim->quotient && (out.dtype == DType::float32 || out.dtype == DType::float64) &&
+          e.inputs[1].aval().dtype == out.dtype && !m.empty() &&
+          invariant_along(e.inputs[1], operand_map(e.inputs[1], m), int(m.size()) - 1, kInvariantDepth);
+      if (invariant_quotient && e.inputs[1].is_literal()) {
+        // A constant denominator: its range is known here, and the C++ compiler folds the
+        // reciprocal (correctly rounded, as at run time), in every version of the loop.
+        const double d = std::fabs(e.inputs[1].literal().to<double>());
+        const bool f32 = out.dtype == DType::float32;
+        if (d >= (f32 ? 0x1p-126 : 0x1p-1022) && d <= (f32 ? 0x1p126 : 0x1p1022)) {
+          const std::string x = value(e.inputs[0], operand_map(e.inputs[0], m)), name = fresh();
+          line("const " + type + " " + name + " = " + x + " * (" + type + "(1) / " +
+               literal_text(e.inputs[1].literal(), out.dtype) + ");");
+          return name;
+        }
+        invariant_quotient = false;  // NaN, zero, subnormal or huge: the divide
+      }
+      if (quotients_ == Quotients::kDivide) invariant_quotient = false;
+      // Hoisted only outside range-test branches: before the loop, a branch's reads are not
+      // known to be in bounds.
+      if (invariant_quotient && quotients_ == Quotients::kHoisted && branch_depth_ == 0) {
+        const std::string x = value(e.inputs[0], operand_map(e.inputs[0], m));
+        const std::string r = hoisted_reciprocal(e.inputs[1], operand_map(e.inputs[1], m), type, out.dtype);
+        const std::string name = fresh();
+        line("const " + type + " " + name + " = " + x + " * " + r + ";");
+        return name;
+      }
       std::vector<std::string> xs;
       std::vector<Aval> in_avals;
       for (const ir::Atom& x : e.inputs) {
         xs.push_back(value(x, operand_map(x, m)));
         in_avals.push_back(x.aval());
       }
-      if (e.prim->quotient && (out.dtype == DType::float32 || out.dtype == DType::float64) &&
-          e.inputs[1].aval().dtype == out.dtype && !m.empty() &&
-          invariant_along(e.inputs[1], operand_map(e.inputs[1], m), int(m.size()) - 1, kInvariantDepth))
-        return quotient_by_reciprocal(xs[0], xs[1], type, out.dtype);
+      if (invariant_quotient) return quotient_by_reciprocal(xs[0], xs[1], type, out.dtype);
       std::string expr = e.prim->codegen(xs, in_avals, out, e.params);
       std::string name = fresh();
       line("const " + type + " " + name + " = " + expr + ";");
@@ -566,6 +653,14 @@ class BodyEmitter {
   std::vector<std::vector<Source>> targets_;
   std::string prefix_;
   std::unordered_map<const ir::VarNode*, std::vector<IndexMap>>* input_maps_ = nullptr;
+  Quotients quotients_ = Quotients::kPerPoint;
+  int branch_depth_ = 0;  // range-test branches around the statements being emitted
+  std::string hoist_prefix_;
+  int hoist_indent_ = 0;
+  Hoisted hoisted_;
+  std::string hoisted_code_;
+  std::vector<std::unordered_map<std::string, std::string>> hoisted_scopes_{1};
+  std::unordered_map<std::string, std::string> hoisted_names_;
 };
 
 /// The largest interval between consecutive cut points of each loop variable.
@@ -727,6 +822,31 @@ std::string lane_loop(const ir::Program& g, const std::string& il, const std::st
   s += ind(indent + 2) + "for (int64_t " + il + " = b_; " + il + " < e_; ++" + il + ") {\n" + body + ind(indent + 2) +
        "}\n" + ind(indent) + "}\n";
   return s;
+}
+
+/// Builds the loop `make` returns, with divisions by values that do not change along it
+/// (BodyEmitter::Quotients) versioned per row: the reciprocals and their range test are
+/// computed once before the loop (where `has_points`), and the row runs the version that
+/// multiplies by them when every one is normal, else the version that divides. A single
+/// body testing per point grew too large for GCC to unswitch, and its if-conversion computed
+/// both the product and the divide at every point. `make` fills `hoisted` (when given) with
+/// what each of its emitters hoisted.
+using LoopMaker = std::function<std::string(BodyEmitter::Quotients, std::vector<BodyEmitter::Hoisted>*)>;
+std::string versioned_loop(const LoopMaker& make, const std::string& has_points, int indent) {
+  auto ind = [](int n) { return std::string(size_t(n), ' '); };
+  std::vector<BodyEmitter::Hoisted> hoisted;
+  std::string fast = make(BodyEmitter::Quotients::kHoisted, &hoisted);
+  std::string decl, code, ok;
+  for (const BodyEmitter::Hoisted& h : hoisted) {
+    if (h.ok.empty()) continue;
+    decl += h.decl;
+    code += ind(indent + 4) + "{\n" + h.code + ind(indent + 4) + "}\n";
+    ok += (ok.empty() ? "" : " && ") + h.ok;
+  }
+  if (ok.empty()) return fast;
+  return ind(indent) + "{\n" + ind(indent + 2) + decl + "\n" + ind(indent + 2) + "if (" + has_points + ") {\n" + code +
+         ind(indent + 2) + "}\n" + ind(indent + 2) + "if (" + ok + ") {\n" + fast + ind(indent + 2) + "} else {\n" +
+         make(BodyEmitter::Quotients::kDivide, nullptr) + ind(indent + 2) + "}\n" + ind(indent) + "}\n";
 }
 
 }  // namespace
@@ -911,17 +1031,28 @@ std::string generate_row_phased_kernel(const std::vector<ir::Program>& phases, c
         sources[v] = {Source::kRow, row};
       }
     }
-    BodyEmitter body(g, lo, hi, nullptr);
-    body.place(in_sources, targets, P);
-    if (!reduces) {
-      loops += "#pragma GCC ivdep\n" + ind(indent) + "for (int64_t " + il + " = 0; " + il + " < " + n + "; ++" + il +
-               ") {\n" + body.emit(indent + 2) + ind(indent) + "}\n";
-      continue;
-    }
-    BodyEmitter lanes(g, lo, hi, nullptr);
-    lanes.place(in_sources, targets, P);
-    lanes.fold_into_lanes();
-    loops += lane_loop(g, il, "0", n, lanes.emit(indent + 6), body.emit(indent + 4), indent, P) + after;
+    const LoopMaker phase_loop = [&](BodyEmitter::Quotients q, std::vector<BodyEmitter::Hoisted>* hoisted) {
+      BodyEmitter body(g, lo, hi, nullptr);
+      body.place(in_sources, targets, P);
+      body.quotients(q, P + "qb_", indent + 6);
+      if (!reduces) {
+        std::string loop = "#pragma GCC ivdep\n" + ind(indent) + "for (int64_t " + il + " = 0; " + il + " < " + n +
+                           "; ++" + il + ") {\n" + body.emit(indent + 2) + ind(indent) + "}\n";
+        if (hoisted) hoisted->push_back(body.hoisted());
+        return loop;
+      }
+      BodyEmitter lanes(g, lo, hi, nullptr);
+      lanes.place(in_sources, targets, P);
+      lanes.fold_into_lanes();
+      lanes.quotients(q, P + "ql_", indent + 6);
+      std::string loop = lane_loop(g, il, "0", n, lanes.emit(indent + 6), body.emit(indent + 4), indent, P);
+      if (hoisted) {
+        hoisted->push_back(lanes.hoisted());
+        hoisted->push_back(body.hoisted());
+      }
+      return loop;
+    };
+    loops += versioned_loop(phase_loop, "true", indent) + after;
   }
   for (size_t d = last; d-- > 0;) {
     indent -= 2;
@@ -949,11 +1080,10 @@ std::string generate_kernel(const ir::Program& g, const std::string& name,
   // Buffers indexed at their row modulo a ring (ring_indexable).
   const std::vector<bool> masked = ring_buffers(g, ring_values);
   std::string generic = generic_body(g, 4, lo, hi, &prologue, masked);
-  std::string special;
-  if (rank > 0) {
+  if (rank > 0) {  // the run-time offsets the interior body reads (emitted below)
     BodyEmitter emitter(g, lo, hi, nullptr);
     emitter.mask_rows(masked);
-    special = emitter.emit(2 * int(rank) + 6);
+    emitter.emit(2 * int(rank) + 6);
     prologue.insert(emitter.prologue().begin(), emitter.prologue().end());
   }
   // Rank 2 and more: the edge columns of the interior rows ([0, lo) and [hi, n) of the last
@@ -1059,13 +1189,25 @@ std::string generate_kernel(const ir::Program& g, const std::string& name,
   }
   const std::string L = str(lo[last]), H = str(hi[last]), call = "generic(" + args + ");\n";
   const std::string from = "std::max<int64_t>(" + a + ", " + L + ")", to = "std::min<int64_t>(" + b + ", " + H + ")";
-  std::string interior = loop(from, to, "{\n" + special + ind(indent + 2) + "}\n", true);
-  if (kept < rank && has_lanes(g)) {
-    BodyEmitter emitter(g, lo, hi, nullptr);
-    emitter.mask_rows(masked);
-    emitter.fold_into_lanes();
-    interior = lane_loop(g, il, from, to, emitter.emit(indent + 8), special, indent + 2);
-  }
+  const LoopMaker interior_loop = [&](BodyEmitter::Quotients q, std::vector<BodyEmitter::Hoisted>* hoisted) {
+    BodyEmitter body(g, lo, hi, nullptr);
+    body.mask_rows(masked);
+    body.quotients(q, "qb_", indent + 8);
+    const std::string special = body.emit(2 * int(rank) + 6);
+    std::string s = loop(from, to, "{\n" + special + ind(indent + 2) + "}\n", true);
+    if (kept < rank && has_lanes(g)) {
+      BodyEmitter lanes(g, lo, hi, nullptr);
+      lanes.mask_rows(masked);
+      lanes.fold_into_lanes();
+      lanes.quotients(q, "ql_", indent + 8);
+      s = lane_loop(g, il, from, to, lanes.emit(indent + 8), special, indent + 2);
+      if (hoisted) hoisted->push_back(lanes.hoisted());
+    }
+    if (hoisted) hoisted->push_back(body.hoisted());
+    return s;
+  };
+  // Rank 1: the loop is over the rows, so a value invariant along it is one for the call.
+  const std::string interior = versioned_loop(interior_loop, from + " < " + to, indent + 2);
   auto edge = [&](int side) { return edge_body[side].empty() ? call : "{\n" + edge_body[side] + ind(indent + 2) + "}\n"; };
   std::string segments = loop(a, "std::min<int64_t>(" + b + ", " + L + ")", edge(0), false) + interior +
                          loop("std::max<int64_t>(" + a + ", " + H + ")", b, edge(1), false);

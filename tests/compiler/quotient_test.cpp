@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -135,6 +137,27 @@ TEST(Quotient, FusedDivisionByARowValueIsWithinOneUlpAndExactOnSpecialDenominato
   check_quotients<double>(ts::f64);
 }
 
+// A row-phased loop nest (a row's max, then a phase reading it) reads a stored row value
+// through a broadcast from its input buffer: invariant along the row, so it multiplies by the
+// reciprocal as a single loop nest does (within the product's rounding: y and its max each
+// within 1 ulp, their product within 3).
+TEST(Quotient, RowPhasedLoopNestMultipliesByAStoredRowValue) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const int64_t rows = 48, cols = 200;
+  const std::vector<ts::Array> args{ts::Array(numerators<float>(rows, cols, 7), {rows, cols}),
+                                    ts::Array(denominators<float>(rows, 8), {rows, 1})};
+  auto f = [](std::span<const ts::Array> a) {
+    ts::Array y = -a[0] / a[1];
+    return std::vector<ts::Array>{y * ts::max(y, {-1}, true)};
+  };
+  ts::ir::Program fused = ts::compiler::fuse(lower(f, args), fuse_everything());
+  ASSERT_EQ(fused.eqns.size(), 1u) << ts::ir::print_program(fused);
+  ASSERT_EQ(fused.eqns[0].prim->name, "fused_rows") << ts::ir::print_program(fused);
+  const auto got = run(fused, args)[0].to_vector<float>();
+  const auto want = f(args)[0].to_vector<float>();
+  EXPECT_GT(expect_within_one_ulp("y * max(y), y = -x / s", got, want, 3), 0);
+}
+
 // A denominator that changes along the innermost loop keeps the divide: equal to the plain
 // evaluation bit for bit.
 TEST(Quotient, DenominatorVaryingAlongTheRowDivides) {
@@ -156,7 +179,9 @@ TEST(Quotient, DenominatorVaryingAlongTheRowDivides) {
   }
 }
 
-// The generated source multiplies by the reciprocal under the normal-range test.
+// The generated source multiplies by the reciprocal under the normal-range test, computed
+// once per row before the interior loop, which has two versions: one multiplying (no divide
+// in it), taken when the row's reciprocal is normal, and one dividing.
 TEST(Quotient, GeneratedSourceMultipliesByTheReciprocal) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
   const std::vector<ts::Array> args{ts::Array(numerators<float>(16, 64, 5), {16, 64}),
@@ -168,6 +193,14 @@ TEST(Quotient, GeneratedSourceMultipliesByTheReciprocal) {
       ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
   EXPECT_NE(src.find("float(1) / "), std::string::npos) << src;
   EXPECT_NE(src.find("0x1p126f"), std::string::npos) << src;
+  const size_t fast = src.find("if (qb_ok) {"), exact = src.find("} else {", fast);
+  ASSERT_NE(fast, std::string::npos) << src;
+  ASSERT_NE(exact, std::string::npos) << src;
+  const std::string multiplying = src.substr(fast, exact - fast);
+  EXPECT_NE(multiplying.find("* qb_r0"), std::string::npos) << multiplying;
+  EXPECT_EQ(multiplying.find(" / "), std::string::npos) << multiplying;
+  EXPECT_EQ(multiplying.find("0x1p126f"), std::string::npos) << multiplying;
+  if (std::getenv("TESSEL_TEST_PRINT_SOURCE")) std::fputs(src.c_str(), stderr);
 }
 
 }  // namespace
