@@ -39,7 +39,7 @@ bool equal_value(const ParamValue& a, const ParamValue& b) {
   if (a.index() != b.index()) return false;
   if (auto* pa = std::get_if<std::shared_ptr<const ParamObject>>(&a)) {
     auto& pb = std::get<std::shared_ptr<const ParamObject>>(b);
-    if (!*pa || !pb) return *pa == pb;
+    if (!*pa || !pb || *pa == pb) return *pa == pb;  // the same object: no virtual call
     return (*pa)->equals(*pb);
   }
   return a == b;  // programs compare by identity

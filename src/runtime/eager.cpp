@@ -1,5 +1,7 @@
 // Eager evaluation: each primitive dispatches at once to its device stream through a per-op
 // cache of abstract evaluation results; tiny ops run inline when the stream is idle.
+#include <array>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <span>
@@ -145,6 +147,38 @@ struct InlineRun {
 
 }  // namespace
 
+namespace {
+
+// The buffers of one operation's inputs or outputs: on the stack for the few that most
+// operations have, so that an operation run inline allocates no vector for them.
+class BufferList {
+ public:
+  explicit BufferList(size_t n) {
+    if (n > kOnStack) heap_.reserve(n);
+  }
+  void push_back(std::shared_ptr<Buffer> b) {
+    if (heap_.capacity() == 0 && n_ < kOnStack) stack_[n_++] = std::move(b);
+    else heap_.push_back(std::move(b));
+  }
+  std::span<const std::shared_ptr<Buffer>> span() const {
+    return heap_.empty() ? std::span<const std::shared_ptr<Buffer>>(stack_.data(), n_) : heap_;
+  }
+  const std::shared_ptr<Buffer>& back() const { return span().back(); }
+  /// The buffers as the vector a queued launch keeps (moved out).
+  std::vector<std::shared_ptr<Buffer>> take() {
+    if (!heap_.empty()) return std::move(heap_);
+    return {std::make_move_iterator(stack_.begin()), std::make_move_iterator(stack_.begin() + n_)};
+  }
+
+ private:
+  static constexpr size_t kOnStack = 4;
+  std::array<std::shared_ptr<Buffer>, kOnStack> stack_;
+  size_t n_ = 0;
+  std::vector<std::shared_ptr<Buffer>> heap_;
+};
+
+}  // namespace
+
 std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins, const ir::Params& params) {
   if (p.eager_impl) return p.eager_impl(ins, params);
   if (!p.cpu_kernel) throw NotImplementedError(p.name + ": this primitive has no CPU kernel");
@@ -152,8 +186,7 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   const OpEntry& e = *entry;
   DeviceImpl* dev = result_device(p.name, ins);
   bool committed = false, inputs_ready = true;
-  std::vector<std::shared_ptr<Buffer>> in_bufs;
-  in_bufs.reserve(ins.size());
+  BufferList in_bufs(ins.size());
   for (const Array& a : ins) {
     auto* c = static_cast<ConcreteArray*>(a.impl().get());
     const std::shared_ptr<Buffer>& b = c->buffer();
@@ -164,8 +197,7 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   }
   std::vector<Array> outs;
   outs.reserve(e.out_avals.size());
-  std::vector<std::shared_ptr<Buffer>> out_bufs;
-  out_bufs.reserve(e.out_avals.size());
+  BufferList out_bufs(e.out_avals.size());
   size_t out_bytes = 0;
   for (const Aval& av : e.out_avals) {
     out_bufs.push_back(Buffer::allocate(av.nbytes(), dev, &av));
@@ -178,11 +210,11 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   // A small operation on computed inputs and an idle stream runs here and now, without the
   // task (its closure, the shared launch record, the std::function) that a queued one needs.
   if (inputs_ready) {
-    InlineRun run{&p, &e, in_bufs, out_bufs, dev};
+    InlineRun run{&p, &e, in_bufs.span(), out_bufs.span(), dev};
     if (run_inline_if_idle(dev, out_bytes, &InlineRun::run, &run)) return outs;
   }
-  launch_kernel(dev, out_bytes, KernelLaunch{&p, &e.in_avals, &e.out_avals, &e.params, std::move(in_bufs),
-                                             std::move(out_bufs), std::move(entry)});
+  launch_kernel(dev, out_bytes, KernelLaunch{&p, &e.in_avals, &e.out_avals, &e.params, in_bufs.take(),
+                                             out_bufs.take(), std::move(entry)});
   return outs;
 }
 
