@@ -214,6 +214,69 @@ int64_t point_budget(const ir::Equation& root, const FusionOptions& opt) {
   return bytes <= kSmallDomainBytes ? std::min(opt.max_point_cost, opt.small_point_cost) : opt.max_point_cost;
 }
 
+/// Work per point from which a value that several loop nests of small domains recompute is
+/// stored instead (one store and a load per reader from a ring of rows in cache, against
+/// its operations again in every further loop nest).
+constexpr int64_t kSharedValueCost = 4;
+
+/// Stores one value that loop nests whose domains stay in cache (the small recompute
+/// budget, `point_budget`) would each compute inline: of the values whose evaluation runs
+/// at least kSharedValueCost of arithmetic (with what it pulls in) that two or more such loop nests
+/// compute, the one whose recomputation costs most. True if it stored one. (A value that
+/// one loop nest reads at several offsets is the recompute budget's business; this one is
+/// the common subexpression of different loop nests, which the C++ compiler cannot merge.)
+bool store_shared_value(Plan& plan, const FusionOptions& opt) {
+  const ir::Program& p = plan.p;
+  struct Shared {
+    int nests = 0;
+    int64_t cost = 0;  // arithmetic per evaluation
+  };
+  std::unordered_map<const ir::VarNode*, Shared> shared;
+  // The arithmetic one evaluation of `v` runs (its inline equations, each once): the range
+  // tests of the pads and scatters around it are resolved in the interior body.
+  std::unordered_map<const ir::VarNode*, int64_t> arithmetic;
+  auto arithmetic_of = [&](const ir::VarNode* v) {
+    auto [it, fresh] = arithmetic.try_emplace(v, 0);
+    if (!fresh) return it->second;
+    std::vector<size_t> eqns;
+    std::vector<ir::Var> inputs;
+    plan.closure({v}, eqns, inputs);
+    for (size_t j : eqns)
+      if (!p.eqns[j].prim->index_map) it->second += p.eqns[j].prim->point_cost;
+    return it->second;
+  };
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    if (!plan.is_root(i) || group_points(p.eqns[i]) < opt.min_elements) continue;
+    if (point_budget(p.eqns[i], opt) >= opt.max_point_cost) continue;  // a large domain
+    const ir::VarNode* root = p.eqns[i].outputs[0].get();
+    const GroupCost cost = group_cost(plan.group({root}));
+    for (const auto& [v, c] : cost.vars) {
+      if (v == root || c.maps < 1) continue;
+      const size_t j = plan.producer.at(v);
+      if (group_points(p.eqns[j]) < opt.min_elements || p.eqns[j].prim->point_cost == 0) continue;
+      const int64_t each = arithmetic_of(v);
+      if (each < kSharedValueCost) continue;
+      Shared& s = shared[v];
+      s.nests++;
+      s.cost = std::max(s.cost, each);
+    }
+  }
+  const ir::VarNode* best = nullptr;
+  int64_t best_saving = 0;
+  for (const auto& [v, s] : shared) {
+    const int64_t saving = int64_t(s.nests - 1) * s.cost;
+    // (ties by program order, so that plans do not depend on hashing)
+    if (s.nests >= 2 && (saving > best_saving ||
+                         (saving == best_saving && best && plan.producer.at(v) < plan.producer.at(best)))) {
+      best_saving = saving;
+      best = v;
+    }
+  }
+  if (!best) return false;
+  plan.stored.insert(best);
+  return true;
+}
+
 /// Decides what fuses: stores every value a non-fused consumer or the program's output
 /// needs; demotes roots too small to be worth a kernel; and, where a group would recompute
 /// more than `max_point_cost` per point, stores the value whose recomputation costs most.
@@ -265,6 +328,10 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
         changed = true;
       }
     if (changed) continue;
+    if (opt.store_shared_values && store_shared_value(plan, opt)) {
+      changed = true;
+      continue;
+    }
     for (size_t i = 0; i < p.eqns.size(); ++i) {
       if (!plan.is_root(i)) continue;
       const ir::VarNode* root = p.eqns[i].outputs[0].get();

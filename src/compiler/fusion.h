@@ -23,6 +23,10 @@ struct FusionOptions {
   /// a value read at several offsets costs less than recomputing it. The same whether
   /// chains stream or not, so that both run the same loop nests (and give the same bits).
   int64_t small_point_cost = 32;
+  /// A value that several loop nests of small domains would each compute inline (the
+  /// common subexpression of different loop nests) is stored once, in a ring of rows when
+  /// chains stream (default on; tests turn it off to compare).
+  bool store_shared_values = true;
   /// Most outputs one loop nest computes (TESSEL_FUSION_MAX_OUTPUTS, default 8).
   int64_t max_outputs = 8;
   /// Chains of loop nests over the same rows run band by band (streaming.h;

@@ -339,6 +339,62 @@ std::string chain_case_name(const ::testing::TestParamInfo<ChainCase>& info) {
          std::to_string(info.param.cols);
 }
 
+// A value that several loop nests of a small domain would each compute inline (the common
+// subexpression of different loop nests, FusionOptions::store_shared_values) is stored once.
+// The results agree with it recomputed in every loop nest: bit for bit for integers, within
+// rounding for floats (a transcendental function may round a vector lane and a lone
+// element differently, and a stored value's loop nest has other edges than its readers');
+// and the streamed chain gives the bytes of its loop nests run one after the other. Only
+// the last stage is returned, so the stages in between are inline values that later
+// stages read at several offsets and loop nests.
+TEST_P(StreamingRandomChains, SharedValuesStoredOnceEqualRecomputed) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const ChainCase c = GetParam();
+  for (uint32_t seed : {1u, 2u}) {
+    const RandomChain chain{c.dtype, seed, 7, /*return_all=*/false};
+    const auto args = inputs(c.dtype, {c.rows, c.cols}, 2, seed);
+    const ts::ir::Program p = lower(chain, args);
+    ts::compiler::FusionOptions recompute = options(false);
+    recompute.store_shared_values = false;
+    const auto recomputed = run(ts::compiler::fuse(p, recompute), args);
+    const auto want = run(ts::compiler::fuse(p, options(false)), args);
+    const std::string what = "seed " + std::to_string(seed);
+    if (ts::is_floating(c.dtype)) expect_close(want, recomputed, what + ": stored once against recomputed");
+    else expect_bitwise(want, recomputed, what + ": stored once against recomputed");
+    expect_close(want, run(p, args), what + ": against the unfused kernels");
+    expect_bitwise(run(ts::compiler::fuse(p, options(true, 3 * 8 * c.cols, 3)), args), want, what + ": streamed");
+  }
+}
+
+// The rule fires: `w` costs 5 operations per point, and the first loop nest (r1, a stencil
+// of w) and the second (a stencil of r1 plus w) both read it, so with the rule on it is a
+// loop nest's output that both read, and the second no longer recomputes it.
+TEST(Streaming, ValueOfTwoLoopNestsIsStoredOnce) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const Fn f = [](std::span<const ts::Array> in) {
+    const ts::Slice all, mid(1, -1), north(2, ts::none), south(0, -2);
+    const ts::Array w = (in[0] * 1.5f + in[1] * 0.5f) * in[0] - in[1] * in[1];
+    const ts::Array r1 = w[{mid, all}] + w[{north, all}] - w[{south, all}];
+    const ts::Array r1p = ts::pad(r1, {{1, 1}, {0, 0}});
+    const ts::Array r2 = r1p[{north, all}] - r1p[{south, all}] + w[{north, all}];
+    return std::vector<ts::Array>{r1, r2};
+  };
+  const auto args = inputs(ts::f32, {66, 128}, 2, 7);
+  const ts::ir::Program p = lower(f, args);
+  ts::compiler::FusionOptions recompute = options(true);
+  recompute.store_shared_values = false;
+  const ts::ir::Program without = ts::compiler::fuse(p, recompute), with = ts::compiler::fuse(p, options(true));
+  EXPECT_EQ(count_prim(without, "fused"), 2u) << ts::ir::print_program(without);
+  EXPECT_EQ(count_prim(with, "fused"), 3u) << ts::ir::print_program(with);
+  EXPECT_EQ(ring_windows(with), 1u) << ts::ir::print_program(with);  // w, in a ring of rows
+  const auto want = run(without, args);
+  expect_bitwise(run(with, args), want, "w stored once");
+  expect_close(want, run(p, args), "against the unfused kernels");
+  // A domain larger than kSmallDomainBytes keeps recomputing it (the large budget).
+  const auto large = inputs(ts::f32, {1026, 512}, 2, 7);
+  EXPECT_EQ(count_prim(ts::compiler::fuse(lower(f, large), options(true)), "fused"), 2u);
+}
+
 // One row; fewer rows than a band; rows a block count does not divide; a single column;
 // many rows of few columns; float64 and int32.
 INSTANTIATE_TEST_SUITE_P(Shapes, StreamingRandomChains,
@@ -653,11 +709,12 @@ TEST(Streaming, ShallowWaterStepIsOneChain) {
   const sw::State s0 = model.initial_state();
   const std::string text = step.lower(s0, false).compile().as_text();
   // Arrays of 82 KB (TESSEL_FUSION_SMALL_POINT_COST): the fluxes, vorticity, kinetic
-  // energy and updated fields are stored, each computed once into a ring of rows, and the
-  // step's eight loop nests run as one chain: one kernel step.
+  // energy and updated fields are stored, each computed once into a ring of rows (also the
+  // fields several loop nests would compute inline: FusionOptions::store_shared_values),
+  // and the step's ten loop nests run as one chain: one kernel step.
   EXPECT_NE(text.find("1 kernel steps"), std::string::npos) << text;
-  EXPECT_NE(text.find("8 loop nests over 102 rows"), std::string::npos) << text;
-  EXPECT_NE(text.find("9 intermediates in windows of rows (9 in rings)"), std::string::npos) << text;
+  EXPECT_NE(text.find("10 loop nests over 102 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find("11 intermediates in windows of rows (11 in rings)"), std::string::npos) << text;
   {
     // With the default budget of larger arrays it recomputes them: three loop nests.
     ScopedEnv budget("TESSEL_FUSION_SMALL_POINT_COST", "256");
