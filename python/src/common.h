@@ -53,5 +53,11 @@ void bind_array(nb::module_& m);
 void bind_numpy(nb::module_& m);
 void bind_transforms(nb::module_& m);
 void bind_fft(nb::module_& m);
+void bind_host(nb::module_& m);
+
+/// Waits for `x`'s value with the GIL released (a no-op for tracers and ready arrays): what
+/// every binding that reads values calls first, so that a host callback the value waits for
+/// can take the GIL (python/src/host.cpp).
+void wait_without_gil(const Array& x);
 
 }  // namespace tessel::python

@@ -95,7 +95,12 @@ void bind_transforms(nb::module_& m) {
   t.def("jit_captures_tracers", [](const JitHandle& h) { return detail::jit_entry_captures_tracers(*h.entry); });
   t.def("jit_call", [](const JitHandle& h, nb::handle leaves) {
     std::vector<Array> xs = from_list(leaves);
-    return to_list(detail::jit_call(*h.entry, xs));
+    std::vector<Array> outs;
+    {
+      nb::gil_scoped_release release;  // a host callback in the program takes the GIL (host.cpp)
+      outs = detail::jit_call(*h.entry, xs);
+    }
+    return to_list(outs);
   });
   t.def("jit_traced_text", [](const JitHandle& h) { return detail::jit_traced_program(*h.entry).to_string(); });
   t.def("jit_lowered_text", [](const JitHandle& h) { return detail::jit_lowered_program(*h.entry).to_string(); });

@@ -1,0 +1,195 @@
+// Host callbacks over Python callables (tessel.host, tessel.pure_callback, tessel.io_callback,
+// tessel.debug): the leaf-level entry points of tessel/host.h. The Python side
+// (tessel/host.py) flattens pytrees and rebuilds them around the user's function.
+//
+// The GIL: callbacks run on tessel's threads (a device's stream, its receiver), which take
+// the GIL only to run the Python function. Every binding that may wait for device work
+// (barrier_wait here; reads, block_until_ready and jit calls through wait_without_gil)
+// releases it, so a callback never waits for a thread that waits for it, and a callback may
+// call tessel itself.
+//
+// Exceptions: a Python exception raised in a callback becomes a tessel::Error carrying its
+// traceback text and a ticket; when that error reaches Python (a result read, barrier_wait),
+// the translator below raises the original exception object, with its type and traceback.
+#include <nanobind/stl/function.h>
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "common.h"
+#include "tessel/host.h"
+
+namespace tessel::python {
+namespace {
+
+/// A Python object owned by C++ closures: released with the GIL held, and leaked instead when
+/// the interpreter is already gone (a jit cache destroyed at process exit).
+std::shared_ptr<nb::object> keep_alive(nb::handle f) {
+  return std::shared_ptr<nb::object>(new nb::object(nb::borrow(f)), [](nb::object* o) {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    delete o;
+  });
+}
+
+/// Python exceptions raised in callbacks, waiting to be raised again at the caller. Bounded:
+/// a failure nobody reads is forgotten after kKept newer ones (its message still names it).
+class RaisedExceptions {
+ public:
+  static constexpr size_t kKept = 64;
+  static constexpr const char* kTag = " [python exception #";
+
+  /// Stores `exc` (GIL held); the ticket to put in the error message.
+  std::string put(nb::object exc) {
+    std::lock_guard lock(mu_);
+    const uint64_t id = ++next_;
+    kept_.emplace_back(id, std::move(exc));
+    if (kept_.size() > kKept) kept_.pop_front();
+    return kTag + std::to_string(id) + "]";
+  }
+  /// The exception whose ticket `message` carries (the last one), or None (GIL held).
+  nb::object find(const std::string& message) {
+    const size_t at = message.rfind(kTag);
+    if (at == std::string::npos) return nb::none();
+    const uint64_t id = std::strtoull(message.c_str() + at + std::char_traits<char>::length(kTag), nullptr, 10);
+    std::lock_guard lock(mu_);
+    for (const auto& [k, exc] : kept_)
+      if (k == id) return exc;
+    return nb::none();
+  }
+  /// Forgets every kept exception (GIL held; at exit, before the interpreter goes).
+  void clear() {
+    std::deque<std::pair<uint64_t, nb::object>> gone;
+    {
+      std::lock_guard lock(mu_);
+      gone.swap(kept_);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  uint64_t next_ = 0;
+  std::deque<std::pair<uint64_t, nb::object>> kept_;
+};
+
+RaisedExceptions& raised() {
+  static auto* r = new RaisedExceptions();  // never destroyed: holds Python objects past exit
+  return *r;
+}
+
+/// Runs `body` (which calls Python) with the GIL held; a Python exception becomes a
+/// tessel::Error with the exception's type, message and traceback text, and a ticket.
+template <class F> auto run_python(const std::string& name, F&& body) {
+  nb::gil_scoped_acquire gil;
+  try {
+    return body();
+  } catch (nb::python_error& e) {
+    nb::object exc = nb::borrow(e.value());
+    nb::object tb = nb::module_::import_("traceback");
+    std::string text = nb::cast<std::string>(nb::str("").attr("join")(tb.attr("format_exception")(exc)));
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    throw Error(name + ": " + text + raised().put(std::move(exc)));
+  }
+}
+
+nb::list leaves_to_list(const std::vector<Array>& xs) {
+  nb::list l;
+  for (const Array& x : xs) l.append(nb::cast(x));
+  return l;
+}
+
+nb::tuple device_tuple(const Device& d) { return nb::make_tuple(d.id(), d.to_string()); }
+
+nb::list transforms_to_list(const host::Transforms& transforms) {
+  nb::list l;
+  for (const host::Transform& t : transforms) {
+    nb::list dims;
+    for (const auto& d : t.batch_dims) dims.append(d ? nb::object(nb::int_(*d)) : nb::none());
+    l.append(nb::make_tuple(t.name, nb::tuple(dims)));
+  }
+  return l;
+}
+
+host::detail::CallKind call_kind(const std::string& kind) {
+  if (kind == "pure") return host::detail::CallKind::kPure;
+  if (kind == "ordered") return host::detail::CallKind::kOrdered;
+  if (kind == "unordered") return host::detail::CallKind::kUnordered;
+  throw ValueError("host callback: unknown kind '" + kind + "'; use pure, ordered or unordered");
+}
+
+}  // namespace
+
+void wait_without_gil(const Array& x) {
+  if (x.is_tracer() || x.is_ready()) return;
+  nb::gil_scoped_release release;
+  x.block_until_ready();
+}
+
+void bind_host(nb::module_& m) {
+  nb::module_ h = m.def_submodule("host", "Host callbacks over Python callables (tessel.host)");
+
+  h.def("tap_leaves", [](nb::handle fn, nb::handle leaves, const std::string& name, bool with_device,
+                         int device_index, bool per_example) {
+    std::vector<Array> xs;
+    for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_array(x));
+    host::detail::LeafTap tap = [f = keep_alive(fn), name](std::vector<Array> values,
+                                                          const host::Transforms& transforms, const Device& device) {
+      run_python(name, [&] { (*f)(leaves_to_list(values), transforms_to_list(transforms), device_tuple(device)); });
+    };
+    host::detail::tap_leaves(std::move(tap), xs, name, with_device, device_index, per_example);
+  }, nb::arg("fn"), nb::arg("leaves"), nb::arg("name"), nb::arg("with_device"), nb::arg("device_index"),
+     nb::arg("per_example"),
+     "Binds an asynchronous tap: fn(leaves, transforms, (device_id, device_name)) runs on the device's receiver "
+     "thread; transforms is a list of (name, batch_dims).");
+
+  h.def("call_leaves", [](nb::handle fn, nb::handle leaves, nb::handle result_avals, const std::string& structure,
+                          const std::string& name, bool with_device, int device_index, const std::string& kind) {
+    std::vector<Array> xs;
+    for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_array(x));
+    std::vector<ShapeDtype> results;
+    for (nb::handle r : nb::borrow<nb::sequence>(result_avals))
+      results.emplace_back(to_shape(r.attr("shape")), dtype_from_py(r.attr("dtype")));
+    host::detail::LeafCall call = [f = keep_alive(fn), name](std::vector<Array> values, const Device& device) {
+      return run_python(name, [&] {
+        nb::tuple r = nb::borrow<nb::tuple>((*f)(leaves_to_list(values), device_tuple(device)));
+        host::detail::CallResult out;
+        for (nb::handle x : nb::borrow<nb::sequence>(r[0])) out.leaves.push_back(to_array(x));
+        out.structure = nb::cast<std::string>(r[1]);
+        return out;
+      });
+    };
+    std::vector<Array> outs = host::detail::call_leaves(std::move(call), xs, results, structure, name, with_device,
+                                                        device_index, call_kind(kind));
+    return leaves_to_list(outs);
+  }, nb::arg("fn"), nb::arg("leaves"), nb::arg("result_avals"), nb::arg("structure"), nb::arg("name"),
+     nb::arg("with_device"), nb::arg("device_index"), nb::arg("kind"),
+     "Binds a synchronous call: fn(leaves, (device_id, device_name)) returns (result_leaves, structure), checked "
+     "against result_avals (objects with .shape and .dtype) and structure.");
+
+  h.def("barrier_wait", [](const std::string& logging_name) {
+    nb::gil_scoped_release release;
+    host::barrier_wait(logging_name);
+  }, nb::arg("logging_name") = "", "Waits until every callback issued so far has run; raises the last failure.");
+
+  h.def("clear_raised", [] { raised().clear(); }, "Forgets the exceptions kept for re-raising (at exit).");
+  h.def("format_array", &host::detail::format_array, nb::arg("x"), nb::arg("threshold"),
+        "An array as id_print prints it (NumPy's text, summarized past `threshold` elements).");
+  h.def("format_debug", &debug::detail::format, nb::arg("fmt"), nb::arg("values"),
+        "jax.debug.print's text: each `{}` of fmt replaced by the next value.");
+
+  // Registered after bind_errors' translator, so tried before it: an error that carries a
+  // Python exception's ticket raises that exception again.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      nb::object exc = raised().find(e.what());
+      if (exc.is_none()) throw;
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    }
+  });
+}
+
+}  // namespace tessel::python
