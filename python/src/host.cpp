@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "common.h"
+#include "tessel/cache.h"
 #include "tessel/host.h"
 
 namespace tessel::python {
@@ -173,7 +174,10 @@ void bind_host(nb::module_& m) {
     host::barrier_wait(logging_name);
   }, nb::arg("logging_name") = "", "Waits until every callback issued so far has run; raises the last failure.");
 
-  h.def("clear_raised", [] { raised().clear(); }, "Forgets the exceptions kept for re-raising (at exit).");
+  h.def("release_python_objects", [] {
+    raised().clear();
+    clear_caches();  // jitted programs hold their callbacks' Python functions
+  }, "At exit: forgets the exceptions kept for re-raising and the cached programs holding Python callbacks.");
   h.def("format_array", &host::detail::format_array, nb::arg("x"), nb::arg("threshold"),
         "An array as id_print prints it (NumPy's text, summarized past `threshold` elements).");
   h.def("format_debug", &debug::detail::format, nb::arg("fmt"), nb::arg("values"),

@@ -239,4 +239,4 @@ def _barrier_at_exit():
         _native.barrier_wait("at_exit")
     except BaseException as e:  # noqa: BLE001 (reported, exit goes on)
         print(f"tessel: a host callback failed before exit: {type(e).__name__}: {e}", file=sys.stderr)
-    _native.clear_raised()
+    _native.release_python_objects()
