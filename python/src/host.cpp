@@ -11,6 +11,7 @@
 // Exceptions: a Python exception raised in a callback becomes a tessel::Error carrying its
 // traceback text and a ticket; when that error reaches Python (a result read, barrier_wait),
 // the translator below raises the original exception object, with its type and traceback.
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
 
 #include <deque>
@@ -95,10 +96,32 @@ template <class F> auto run_python(const std::string& name, F&& body) {
   }
 }
 
-nb::list leaves_to_list(const std::vector<Array>& xs) {
+/// A callback's values: NumPy arrays (what JAX's callbacks receive), or tessel Arrays.
+nb::list leaves_to_list(const std::vector<Array>& xs, bool as_numpy) {
   nb::list l;
-  for (const Array& x : xs) l.append(nb::cast(x));
+  for (const Array& x : xs) l.append(as_numpy ? to_numpy(x) : nb::cast(x));
   return l;
+}
+
+/// A callback's result leaf as an Array of dtype `want`: a NumPy array of that dtype is
+/// copied directly (the common case, kept cheap); anything else goes through to_array, and
+/// the runtime reports a dtype or shape that does not match.
+Array result_leaf(nb::handle h, DType want) {
+  nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> arr;
+  if (!nb::isinstance<Array>(h) && nb::try_cast(h, arr)) {
+    const bool same = visit_dtype(want, [&](auto z) {
+      using T = decltype(z);
+      if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, complex64_t> || std::is_same_v<T, complex128_t>)
+        return arr.dtype() == nb::dtype<T>();
+      else return false;
+    });
+    if (same) {
+      Shape s(arr.ndim());
+      for (size_t i = 0; i < arr.ndim(); ++i) s[i] = int64_t(arr.shape(i));
+      return Array::from_bytes(arr.data(), s, want);
+    }
+  }
+  return to_array(h);
 }
 
 nb::tuple device_tuple(const Device& d) { return nb::make_tuple(d.id(), d.to_string()); }
@@ -132,18 +155,20 @@ void bind_host(nb::module_& m) {
   nb::module_ h = m.def_submodule("host", "Host callbacks over Python callables (tessel.host)");
 
   h.def("tap_leaves", [](nb::handle fn, nb::handle leaves, const std::string& name, bool with_device,
-                         int device_index, bool per_example) {
+                         int device_index, bool per_example, bool as_numpy) {
     std::vector<Array> xs;
     for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_array(x));
-    host::detail::LeafTap tap = [f = keep_alive(fn), name](std::vector<Array> values,
+    host::detail::LeafTap tap = [f = keep_alive(fn), name, as_numpy](std::vector<Array> values,
                                                           const host::Transforms& transforms, const Device& device) {
-      run_python(name, [&] { (*f)(leaves_to_list(values), transforms_to_list(transforms), device_tuple(device)); });
+      run_python(name, [&] {
+        (*f)(leaves_to_list(values, as_numpy), transforms_to_list(transforms), device_tuple(device));
+      });
     };
     host::detail::tap_leaves(std::move(tap), xs, name, with_device, device_index, per_example);
   }, nb::arg("fn"), nb::arg("leaves"), nb::arg("name"), nb::arg("with_device"), nb::arg("device_index"),
-     nb::arg("per_example"),
+     nb::arg("per_example"), nb::arg("as_numpy"),
      "Binds an asynchronous tap: fn(leaves, transforms, (device_id, device_name)) runs on the device's receiver "
-     "thread; transforms is a list of (name, batch_dims).");
+     "thread; transforms is a list of (name, batch_dims); leaves are NumPy arrays with as_numpy, else Arrays.");
 
   h.def("call_leaves", [](nb::handle fn, nb::handle leaves, nb::handle result_avals, const std::string& structure,
                           const std::string& name, bool with_device, int device_index, const std::string& kind) {
@@ -152,18 +177,23 @@ void bind_host(nb::module_& m) {
     std::vector<ShapeDtype> results;
     for (nb::handle r : nb::borrow<nb::sequence>(result_avals))
       results.emplace_back(to_shape(r.attr("shape")), dtype_from_py(r.attr("dtype")));
-    host::detail::LeafCall call = [f = keep_alive(fn), name](std::vector<Array> values, const Device& device) {
+    host::detail::LeafCall call = [f = keep_alive(fn), name, results](std::vector<Array> values,
+                                                                      const Device& device) {
       return run_python(name, [&] {
-        nb::tuple r = nb::borrow<nb::tuple>((*f)(leaves_to_list(values), device_tuple(device)));
+        nb::tuple r = nb::borrow<nb::tuple>((*f)(leaves_to_list(values, true), device_tuple(device)));
         host::detail::CallResult out;
-        for (nb::handle x : nb::borrow<nb::sequence>(r[0])) out.leaves.push_back(to_array(x));
+        size_t k = 0;
+        for (nb::handle x : nb::borrow<nb::sequence>(r[0])) {
+          out.leaves.push_back(k < results.size() ? result_leaf(x, results[k].dtype) : to_array(x));
+          ++k;
+        }
         out.structure = nb::cast<std::string>(r[1]);
         return out;
       });
     };
     std::vector<Array> outs = host::detail::call_leaves(std::move(call), xs, results, structure, name, with_device,
                                                         device_index, call_kind(kind));
-    return leaves_to_list(outs);
+    return leaves_to_list(outs, false);
   }, nb::arg("fn"), nb::arg("leaves"), nb::arg("result_avals"), nb::arg("structure"), nb::arg("name"),
      nb::arg("with_device"), nb::arg("device_index"), nb::arg("kind"),
      "Binds a synchronous call: fn(leaves, (device_id, device_name)) returns (result_leaves, structure), checked "

@@ -74,10 +74,6 @@ CallbackException = _tessel.TesselError
 a tap is raised again as itself)."""
 
 
-def _host_values(leaves):
-    return [np.asarray(x) for x in leaves]
-
-
 def _transforms(pairs):
     """The seed's transforms: [('batch', {'batch_dims': (0, None)})]."""
     return [(name, {"batch_dims": dims}) for name, dims in pairs]
@@ -88,14 +84,14 @@ def _device(pair):
 
 
 def _tap(fn, arg, *, name, with_device, device_index, per_example=False, host_values=True):
-    """Binds `fn(tree, transforms, device)` as an asynchronous tap of `arg`'s leaves."""
+    """Binds `fn(tree, transforms, device)` as an asynchronous tap of `arg`'s leaves (NumPy
+    arrays with host_values, else tessel Arrays)."""
     leaves, treedef = tree_flatten(arg)
 
     def run(values, transforms, device):
-        fn(tree_unflatten(treedef, _host_values(values) if host_values else values), _transforms(transforms),
-           _device(device))
+        fn(tree_unflatten(treedef, values), _transforms(transforms), _device(device))
 
-    _native.tap_leaves(run, leaves, name, bool(with_device), int(device_index), per_example)
+    _native.tap_leaves(run, leaves, name, bool(with_device), int(device_index), per_example, host_values)
 
 
 def id_tap(tap_func, arg, *, result=None, tap_with_device=False, device_index=0):
@@ -168,14 +164,21 @@ def _result_spec(result_shape, name):
     return specs, treedef, repr(treedef)
 
 
-def _bind_call(fn, arg, result_shape, *, name, kind, with_device=False, device_index=0):
+_ARRAY_TYPES = (np.ndarray, np.generic, _tessel.Array)
+
+
+def _bind_call(fn, arg, result_shape, *, name, kind, with_device=False, device_index=0, flat=False):
     """One definition for call, pure_callback and io_callback: binds `fn(tree, device)` on
-    `arg`'s leaves; its result is checked against `result_shape` (a pytree, or None)."""
+    `arg`'s leaves — `fn(leaves, device)` with `flat` — and checks its result against
+    `result_shape` (a pytree, or None)."""
     specs, out_treedef, structure = _result_spec(result_shape, name)
     leaves, treedef = tree_flatten(arg)
+    one_leaf = out_treedef is not None and out_treedef.node_type is None
 
     def run(values, device):
-        r = fn(tree_unflatten(treedef, _host_values(values)), _device(device))
+        r = fn(values if flat else tree_unflatten(treedef, values), _device(device) if with_device else None)
+        if one_leaf and isinstance(r, _ARRAY_TYPES):  # the common case, without flattening
+            return [r], structure
         if out_treedef is None:
             if r is not None:
                 raise TypeError(f"{name}: the callback returned {type(r).__name__} but result_shape is None; "
@@ -206,22 +209,30 @@ def call(callback_func, arg, *, result_shape=None, call_with_device=False, devic
                       device_index=device_index)
 
 
+def _bind_args(callback, result_shape_dtypes, args, kwargs, *, name, kind):
+    """pure_callback's and io_callback's `callback(*args, **kwargs)`; positional leaves alone
+    skip the rebuilding of the argument tree."""
+    if not kwargs and all(tree_flatten(a)[1].node_type is None for a in args):
+        return _bind_call(lambda values, d: callback(*values), args, result_shape_dtypes, name=name, kind=kind,
+                          flat=True)
+    return _bind_call(lambda a, d: callback(*a[0], **a[1]), (args, kwargs), result_shape_dtypes, name=name, kind=kind)
+
+
 def pure_callback(callback, result_shape_dtypes, *args, **kwargs):
     """jax.pure_callback: `callback(*args, **kwargs)` on the host (NumPy arrays in), returning
     results shaped like `result_shape_dtypes`. Pure: removed when its results are unused."""
     if result_shape_dtypes is None:
         raise ValueError("pure_callback: result_shape_dtypes is None, so the call would be removed as unused; "
                          "use io_callback for a callback run for its side effects")
-    return _bind_call(lambda a, d: callback(*a[0], **a[1]), (args, kwargs), result_shape_dtypes,
-                      name="pure_callback", kind="pure")
+    return _bind_args(callback, result_shape_dtypes, args, kwargs, name="pure_callback", kind="pure")
 
 
 def io_callback(callback, result_shape_dtypes, *args, ordered=False, **kwargs):
     """jax.experimental.io_callback: `callback(*args, **kwargs)` on the host for its side effects
     and its results (shaped like `result_shape_dtypes`, or None); runs even when unused.
     `ordered=True` keeps program order with the device's other ordered effects."""
-    return _bind_call(lambda a, d: callback(*a[0], **a[1]), (args, kwargs), result_shape_dtypes,
-                      name="io_callback", kind="ordered" if ordered else "unordered")
+    return _bind_args(callback, result_shape_dtypes, args, kwargs, name="io_callback",
+                      kind="ordered" if ordered else "unordered")
 
 
 def barrier_wait(logging_name=None):
