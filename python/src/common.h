@@ -54,10 +54,17 @@ void bind_numpy(nb::module_& m);
 void bind_transforms(nb::module_& m);
 void bind_fft(nb::module_& m);
 void bind_host(nb::module_& m);
+void bind_colocated(nb::module_& m);
 
 /// Waits for `x`'s value with the GIL released (a no-op for tracers and ready arrays): what
 /// every binding that reads values calls first, so that a host callback the value waits for
 /// can take the GIL (python/src/host.cpp).
 void wait_without_gil(const Array& x);
+
+/// Throws a tessel::Error for Python exception `e` (GIL held), raised in Python code that C++
+/// ran for `name` (a host callback, a colocated function): its message carries the traceback
+/// text, and when it reaches Python again the original exception object is raised
+/// (python/src/host.cpp). Use it wherever C++ keeps or moves an error across threads.
+[[noreturn]] void throw_as_error(const std::string& name, nb::python_error& e);
 
 }  // namespace tessel::python

@@ -88,11 +88,7 @@ template <class F> auto run_python(const std::string& name, F&& body) {
   try {
     return body();
   } catch (nb::python_error& e) {
-    nb::object exc = nb::borrow(e.value());
-    nb::object tb = nb::module_::import_("traceback");
-    std::string text = nb::cast<std::string>(nb::str("").attr("join")(tb.attr("format_exception")(exc)));
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    throw Error(name + ": " + text + raised().put(std::move(exc)));
+    throw_as_error(name, e);
   }
 }
 
@@ -144,6 +140,14 @@ host::detail::CallKind call_kind(const std::string& kind) {
 }
 
 }  // namespace
+
+void throw_as_error(const std::string& name, nb::python_error& e) {
+  nb::object exc = nb::borrow(e.value());
+  nb::object tb = nb::module_::import_("traceback");
+  std::string text = nb::cast<std::string>(nb::str("").attr("join")(tb.attr("format_exception")(exc)));
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  throw Error(name + ": " + text + raised().put(std::move(exc)));
+}
 
 void wait_without_gil(const Array& x) {
   if (x.is_tracer() || x.is_ready()) return;

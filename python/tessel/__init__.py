@@ -23,3 +23,5 @@ __all__ = ["Array", "jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", 
            "tree_util", "Lowered", "Compiled", "TesselError", "ShapeError", "DTypeError", "ConcretizationTypeError",
            "ResourceExhaustedError"]
 __all__ += ["host", "debug", "pure_callback", "io_callback", "ShapeDtypeStruct"]
+from . import colocated  # noqa: E402
+__all__ += ["colocated"]

@@ -29,19 +29,23 @@ _native = _tessel.host
 
 
 class ShapeDtypeStruct:
-    """A shape and a dtype (jax.ShapeDtypeStruct): what a callback's result must be."""
+    """A shape, a dtype and optionally a sharding (jax.ShapeDtypeStruct): what a callback's
+    result must be, or a colocated function's output spec."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "sharding")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, sharding=None):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
+        self.sharding = sharding
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        extra = "" if self.sharding is None else f", sharding={self.sharding!r}"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{extra})"
 
     def __eq__(self, other):
-        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (other.shape, other.dtype)
+        return isinstance(other, ShapeDtypeStruct) and ((self.shape, self.dtype, self.sharding) ==
+                                                        (other.shape, other.dtype, other.sharding))
 
     def __hash__(self):
         return hash((self.shape, self.dtype))
