@@ -77,7 +77,8 @@ Device device_of(nb::handle h) {
 colocated::Spec spec_of(nb::handle s, const colocated::Specs& inputs) {
   Sharding sharding;
   nb::object sh = nb::hasattr(s, "sharding") ? s.attr("sharding") : nb::none();
-  if (!sh.is_none() && nb::try_cast(sh, sharding)) {
+  // a tessel Sharding, or a Python sharding object wrapping one (`_impl`)
+  if (!sh.is_none() && (nb::try_cast(sh, sharding) || (nb::hasattr(sh, "_impl") && nb::try_cast(sh.attr("_impl"), sharding)))) {
   } else if (!inputs.empty()) {
     const size_t k = nb::isinstance<nb::int_>(sh) ? nb::cast<size_t>(sh) : 0;
     if (k >= inputs.size())

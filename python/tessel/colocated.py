@@ -16,9 +16,11 @@ Functions and classes without such a name (lambdas, nested definitions) run on l
 only; a call that needs a worker is a ValueError naming them.
 """
 
+import atexit
 import pickle
 import sys
 import threading
+import weakref
 
 from . import _tessel
 from .host import ShapeDtypeStruct
@@ -130,6 +132,17 @@ def _spec_tree(flat_specs):
                                              for shape, dtype, k in flat_specs])
 
 
+_live = weakref.WeakSet()  # every colocated callable, to drop their C++ sites at exit
+
+
+@atexit.register
+def _drop_sites():
+    # A site's out_specs_fn may refer back to the module holding the callable (a cycle through
+    # C++ that Python's collector cannot see): cut it while the interpreter can still run.
+    for c in list(_live):
+        c._site = c._out_specs_fn = None
+
+
 class _Callable:
     """What colocated functions and methods share: a call site, specialize, and the call."""
 
@@ -137,6 +150,7 @@ class _Callable:
         self._site = site
         self._display = display
         self._out_specs_fn = out_specs_fn
+        _live.add(self)
 
     def _call(self, run_here, args, kwargs, extra_structures=()):
         leaves, in_tree = tree_flatten((args, kwargs))

@@ -1,0 +1,22 @@
+"""The colocated Python seed's cells (examples/python/colocated_python.py), run as a process,
+their output checked."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
+
+
+def test_colocated_python_cells():
+    r = subprocess.run([sys.executable, str(EXAMPLES / "colocated_python.py")], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:10] == ["8 cpu devices", "2", "2", "wrote 1", "2 discoveries: 0", "wrote foo", "no Adder yet",
+                          "Adder created", "2", "Adder destroyed"]
+    values, took = lines[10].split(" in ")
+    assert values == "[2, 2]"
+    assert float(took.split()[0]) < 0.55  # the two 0.3 s calls from two threads overlapped
+    assert "leaked" not in r.stderr
