@@ -162,8 +162,16 @@ class _Callable:
             a, kw = tree_unflatten(in_tree, specs)
             fixed = _encode(tree_flatten(self._out_specs_fn(*a, **kw))[1])
         _current.in_tree = in_tree
-        out_leaves, structure = _native.call(self._site, run_here, leaves,
-                                             list(extra_structures) + [_encode(in_tree)], fixed)
+        try:
+            out_leaves, structure = _native.call(self._site, run_here, leaves,
+                                                 list(extra_structures) + [_encode(in_tree)], fixed)
+        except _tessel.TesselError as e:
+            if "it is not registered" not in str(e):
+                raise
+            raise ValueError(f"colocated_python: {self._display} must run in a worker process, which finds colocated "
+                             "functions and classes by module and qualified name, but it has none (a lambda or a "
+                             "nested definition): define it at module level, before tessel.distributed.initialize("
+                             "mode='single_controller')") from e
         return tree_unflatten(_decode(structure), out_leaves)
 
     def _specialized(self, out_specs_fn, in_specs, devices):
