@@ -55,6 +55,7 @@ void bind_transforms(nb::module_& m);
 void bind_fft(nb::module_& m);
 void bind_host(nb::module_& m);
 void bind_colocated(nb::module_& m);
+void bind_pipeline(nb::module_& m);
 
 /// Waits for `x`'s value with the GIL released (a no-op for tracers and ready arrays): what
 /// every binding that reads values calls first, so that a host callback the value waits for

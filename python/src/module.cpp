@@ -11,4 +11,5 @@ NB_MODULE(_tessel, m) {
   tessel::python::bind_fft(m);
   tessel::python::bind_host(m);
   tessel::python::bind_colocated(m);
+  tessel::python::bind_pipeline(m);
 }

@@ -25,3 +25,5 @@ __all__ = ["Array", "jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", 
 __all__ += ["host", "debug", "pure_callback", "io_callback", "ShapeDtypeStruct"]
 from . import colocated  # noqa: E402
 __all__ += ["colocated"]
+from . import pipeline  # noqa: E402
+__all__ += ["pipeline"]
