@@ -23,16 +23,6 @@ namespace cd = colocated::detail;
 /// Marks the Python classes in the C++ registry, which keys classes by C++ type.
 struct PythonClass {};
 
-/// A Python object held by C++ (a function, an instance): released with the GIL, leaked when
-/// the interpreter is gone.
-std::shared_ptr<nb::object> hold(nb::handle o) {
-  return std::shared_ptr<nb::object>(new nb::object(nb::borrow(o)), [](nb::object* p) {
-    if (!Py_IsInitialized()) return;
-    nb::gil_scoped_acquire gil;
-    delete p;
-  });
-}
-
 nb::list array_list(std::span<const Array> xs) {
   nb::list l;
   for (const Array& x : xs) l.append(nb::cast(x));
@@ -122,7 +112,7 @@ void bind_colocated(nb::module_& m) {
   }, "The ids of every device of the job.");
 
   c.def("register_function", [](const std::string& name, nb::handle resolve_and_run) {
-    auto run = hold(resolve_and_run);
+    auto run = hold_python(resolve_and_run);
     cd::register_function(name, run.get(), [run, name](std::span<const Array> leaves,
                                                         std::span<const std::string> structures) {
       nb::gil_scoped_acquire gil;
@@ -136,11 +126,11 @@ void bind_colocated(nb::module_& m) {
      "Registers a Python function by name for workers: run(name, leaves, structures) -> (leaves, structure).");
 
   c.def("register_class", [](const std::string& name, nb::handle make, nb::handle call_method) {
-    auto mk = hold(make), call = hold(call_method);
+    auto mk = hold_python(make), call = hold_python(call_method);
     cd::register_class(name, std::type_index(typeid(PythonClass)), [mk, name](std::string_view ctor) {
       nb::gil_scoped_acquire gil;
       try {
-        return std::static_pointer_cast<void>(hold((*mk)(name, nb::bytes(ctor.data(), ctor.size()))));
+        return std::static_pointer_cast<void>(hold_python((*mk)(name, nb::bytes(ctor.data(), ctor.size()))));
       } catch (nb::python_error& e) {
         throw_as_error(name, e);
       }
@@ -168,13 +158,13 @@ void bind_colocated(nb::module_& m) {
   nb::class_<StateHandle>(c, "ObjectState", "One colocated object, made lazily on the hosts that see calls.");
   c.def("object_state", [](const std::string& display, const std::string& registered, nb::handle make,
                            nb::handle encode_ctor) {
-    auto mk = hold(make), enc = hold(encode_ctor);
+    auto mk = hold_python(make), enc = hold_python(encode_ctor);
     return StateHandle{std::make_shared<cd::ObjectState>(
         display, registered,
         [mk, display]() -> std::shared_ptr<void> {
           nb::gil_scoped_acquire gil;
           try {
-            return std::static_pointer_cast<void>(hold((*mk)()));
+            return std::static_pointer_cast<void>(hold_python((*mk)()));
           } catch (nb::python_error& e) {
             throw_as_error(display, e);
           }
@@ -204,7 +194,7 @@ void bind_colocated(nb::module_& m) {
   c.def("specialize", [](const SiteHandle& h, nb::handle out_specs_fn, nb::handle in_specs, nb::handle device_ids) {
     colocated::Specialization more;
     if (!out_specs_fn.is_none()) {
-      more.out_specs_fn = [f = hold(out_specs_fn)](const colocated::Specs& in) {
+      more.out_specs_fn = [f = hold_python(out_specs_fn)](const colocated::Specs& in) {
         nb::gil_scoped_acquire gil;
         colocated::Specs out;
         try {
@@ -240,7 +230,7 @@ void bind_colocated(nb::module_& m) {
     for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_array(x));
     std::vector<std::string> ss;
     for (nb::handle s : nb::borrow<nb::sequence>(structures)) ss.push_back(nb::cast<std::string>(s));
-    auto run = hold(run_here);
+    auto run = hold_python(run_here);
     auto make_thunk = [](const void* context) -> cd::LocalThunk {
       auto r = *static_cast<const std::shared_ptr<nb::object>*>(context);
       return [r]() {

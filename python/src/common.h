@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -56,6 +57,11 @@ void bind_fft(nb::module_& m);
 void bind_host(nb::module_& m);
 void bind_colocated(nb::module_& m);
 void bind_pipeline(nb::module_& m);
+
+/// A Python object owned by C++ closures (callbacks, colocated functions, traced functions):
+/// released with the GIL held, whichever thread drops the last reference, and leaked when the
+/// interpreter is already gone (a cache destroyed at process exit). python/src/host.cpp.
+std::shared_ptr<nb::object> hold_python(nb::handle o);
 
 /// Waits for `x`'s value with the GIL released (a no-op for tracers and ready arrays): what
 /// every binding that reads values calls first, so that a host callback the value waits for

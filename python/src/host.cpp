@@ -26,16 +26,6 @@
 namespace tessel::python {
 namespace {
 
-/// A Python object owned by C++ closures: released with the GIL held, and leaked instead when
-/// the interpreter is already gone (a jit cache destroyed at process exit).
-std::shared_ptr<nb::object> keep_alive(nb::handle f) {
-  return std::shared_ptr<nb::object>(new nb::object(nb::borrow(f)), [](nb::object* o) {
-    if (!Py_IsInitialized()) return;
-    nb::gil_scoped_acquire gil;
-    delete o;
-  });
-}
-
 /// Python exceptions raised in callbacks, waiting to be raised again at the caller. Bounded:
 /// a failure nobody reads is forgotten after kKept newer ones (its message still names it).
 class RaisedExceptions {
@@ -141,6 +131,14 @@ host::detail::CallKind call_kind(const std::string& kind) {
 
 }  // namespace
 
+std::shared_ptr<nb::object> hold_python(nb::handle o) {
+  return std::shared_ptr<nb::object>(new nb::object(nb::borrow(o)), [](nb::object* p) {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
 void throw_as_error(const std::string& name, nb::python_error& e) {
   nb::object exc = nb::borrow(e.value());
   nb::object tb = nb::module_::import_("traceback");
@@ -162,7 +160,7 @@ void bind_host(nb::module_& m) {
                          int device_index, bool per_example, bool as_numpy) {
     std::vector<Array> xs;
     for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_array(x));
-    host::detail::LeafTap tap = [f = keep_alive(fn), name, as_numpy](std::vector<Array> values,
+    host::detail::LeafTap tap = [f = hold_python(fn), name, as_numpy](std::vector<Array> values,
                                                           const host::Transforms& transforms, const Device& device) {
       run_python(name, [&] {
         (*f)(leaves_to_list(values, as_numpy), transforms_to_list(transforms), device_tuple(device));
@@ -181,7 +179,7 @@ void bind_host(nb::module_& m) {
     std::vector<ShapeDtype> results;
     for (nb::handle r : nb::borrow<nb::sequence>(result_avals))
       results.emplace_back(to_shape(r.attr("shape")), dtype_from_py(r.attr("dtype")));
-    host::detail::LeafCall call = [f = keep_alive(fn), name, results](std::vector<Array> values,
+    host::detail::LeafCall call = [f = hold_python(fn), name, results](std::vector<Array> values,
                                                                       const Device& device) {
       return run_python(name, [&] {
         nb::tuple r = nb::borrow<nb::tuple>((*f)(leaves_to_list(values, true), device_tuple(device)));

@@ -71,13 +71,7 @@ void bind_pipeline(nb::module_& m) {
     for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_array(x));
     // trace(tracers) -> (output leaves, treedef): the treedef of a fresh trace is kept with
     // the signature's stages and handed back with every call's outputs.
-    // kept by the pipeline with the signature: released with the GIL, leaked after exit
-    std::shared_ptr<nb::object> cell(new nb::object(nb::none()), [](nb::object* o) {
-      if (!Py_IsInitialized()) return;
-      nb::gil_scoped_acquire gil;
-      delete o;
-    });
-    std::shared_ptr<nb::object> f(new nb::object(nb::borrow(trace)));
+    std::shared_ptr<nb::object> cell = hold_python(nb::none()), f = hold_python(trace);
     detail::FlatFn fn = [f, cell](std::span<const Array> tracers) {
       nb::gil_scoped_acquire gil;
       nb::list l;

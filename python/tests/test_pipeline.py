@@ -2,11 +2,7 @@
 single-controller job and of a bad schedule, and the JaxPP training step under `mpirun -np 5`
 (examples/python/jaxpp_pipelined.py: the pipelined loss equals the plain jitted step's)."""
 
-import os
 import pathlib
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +10,7 @@ import pytest
 import tessel
 import tessel.numpy as tnp
 from tessel import pipeline as jaxpp
+from mpirun import needs_mpirun, run_mpirun
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "jaxpp_pipelined.py"
 
@@ -37,14 +34,9 @@ def test_schedule_must_be_a_schedule():
                         overlap_reductions=True)
 
 
-@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
-@pytest.mark.skipif(not hasattr(tessel, "distributed"), reason="tessel.distributed is not bound in this build")
+@needs_mpirun
 def test_jaxpp_training_step_under_mpirun_np5():
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", TESSEL_CPU_DEVICES="1")
-    r = subprocess.run(["mpirun", "--oversubscribe", "-np", "5", sys.executable, str(EXAMPLE)], capture_output=True,
-                       text=True, timeout=180, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    lines = r.stdout.splitlines()
+    lines = run_mpirun(5, EXAMPLE)
     assert "4 workers" in lines
     steps = [l for l in lines if l.startswith("step ")]
     assert len(steps) == 5
