@@ -14,6 +14,9 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -28,6 +31,9 @@ namespace {
 
 /// Python exceptions raised in callbacks, waiting to be raised again at the caller. Bounded:
 /// a failure nobody reads is forgotten after kKept newer ones (its message still names it).
+/// A ticket names the process, the exception and its type: ` [python exception #PID.N
+/// module.Type]`; a ticket of another process (a colocated worker's) finds no object here, but
+/// its type may still be raised (the translator below).
 class RaisedExceptions {
  public:
   static constexpr size_t kKept = 64;
@@ -35,17 +41,28 @@ class RaisedExceptions {
 
   /// Stores `exc` (GIL held); the ticket to put in the error message.
   std::string put(nb::object exc) {
+    nb::handle type = nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())));
+    const std::string type_name =
+        nb::cast<std::string>(type.attr("__module__")) + "." + nb::cast<std::string>(type.attr("__qualname__"));
     std::lock_guard lock(mu_);
     const uint64_t id = ++next_;
     kept_.emplace_back(id, std::move(exc));
     if (kept_.size() > kKept) kept_.pop_front();
-    return kTag + std::to_string(id) + "]";
+    return kTag + std::to_string(getpid()) + "." + std::to_string(id) + " " + type_name + "]";
   }
-  /// The exception whose ticket `message` carries (the last one), or None (GIL held).
-  nb::object find(const std::string& message) {
+  /// The exception whose ticket `message` carries (the last one) when this process kept it,
+  /// else None (GIL held). `type_name` is set to the ticket's type, if any.
+  nb::object find(const std::string& message, std::string& type_name) {
     const size_t at = message.rfind(kTag);
     if (at == std::string::npos) return nb::none();
-    const uint64_t id = std::strtoull(message.c_str() + at + std::char_traits<char>::length(kTag), nullptr, 10);
+    const char* p = message.c_str() + at + std::char_traits<char>::length(kTag);
+    char* end = nullptr;
+    const long pid = std::strtol(p, &end, 10);
+    const uint64_t id = std::strtoull(end + 1, &end, 10);
+    const size_t close = message.find(']', size_t(end - message.c_str()));
+    if (*end == ' ' && close != std::string::npos) type_name = message.substr(size_t(end + 1 - message.c_str()),
+                                                                              close - size_t(end + 1 - message.c_str()));
+    if (pid != long(getpid())) return nb::none();
     std::lock_guard lock(mu_);
     for (const auto& [k, exc] : kept_)
       if (k == id) return exc;
@@ -127,6 +144,29 @@ host::detail::CallKind call_kind(const std::string& kind) {
   if (kind == "ordered") return host::detail::CallKind::kOrdered;
   if (kind == "unordered") return host::detail::CallKind::kUnordered;
   throw ValueError("host callback: unknown kind '" + kind + "'; use pure, ordered or unordered");
+}
+
+/// The exception class `module.qualname` names, if its module is imported and it is an
+/// Exception subclass whose constructor takes one message; else None.
+nb::object exception_type(const std::string& type_name) {
+  const size_t dot = type_name.find('.');
+  if (dot == std::string::npos) return nb::none();
+  nb::object modules = nb::module_::import_("sys").attr("modules");
+  nb::object obj = modules.attr("get")(type_name.substr(0, dot));
+  // qualnames may nest (Outer.Error): walk them; module names with dots are not resolved
+  for (size_t at = dot + 1; !obj.is_none() && at <= type_name.size();) {
+    const size_t next = std::min(type_name.find('.', at), type_name.size());
+    const std::string part = type_name.substr(at, next - at);
+    obj = nb::hasattr(obj, part.c_str()) ? nb::object(obj.attr(part.c_str())) : nb::none();
+    at = next + 1;
+  }
+  if (obj.is_none() || !PyType_Check(obj.ptr()) || !PyObject_IsSubclass(obj.ptr(), PyExc_Exception)) return nb::none();
+  try {
+    obj("probe");
+  } catch (nb::python_error&) {
+    return nb::none();
+  }
+  return obj;
 }
 
 }  // namespace
@@ -221,9 +261,17 @@ void bind_host(nb::module_& m) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
-      nb::object exc = raised().find(e.what());
-      if (exc.is_none()) throw;
-      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+      std::string type_name;
+      nb::object exc = raised().find(e.what(), type_name);
+      if (!exc.is_none()) {
+        PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+        return;
+      }
+      // Another process's exception (a colocated worker): its type, when this process has it
+      // (already imported) and it takes a message, with the worker's report as the message.
+      nb::object type = exception_type(type_name);
+      if (type.is_none()) throw;
+      PyErr_SetString(type.ptr(), e.what());
     }
   });
 }
