@@ -91,18 +91,20 @@ void bind_array(nb::module_& m) {
       .def("is_ready", &Array::is_ready, "True when the value is computed (never blocks).")
       .def("item", [](const Array& x) { return to_python_scalar(x); }, "The single element as a Python number.")
       .def("_numpy", [](const Array& x) { return to_numpy(x); }, "The elements as a new NumPy array.")
-      .def("_text", &Array::to_string, "NumPy-style text of the elements.")
-      .def("__float__", [](const Array& x) { return x.item<double>(); })
-      .def("__int__", [](const Array& x) { return x.item<int64_t>(); })
+      .def("_text", [](const Array& x) { wait_without_gil(x); return x.to_string(); }, "NumPy-style text of the elements.")
+      .def("__float__", [](const Array& x) { wait_without_gil(x); return x.item<double>(); })
+      .def("__int__", [](const Array& x) { wait_without_gil(x); return x.item<int64_t>(); })
       .def("__complex__", [](const Array& x) {
+        wait_without_gil(x);
         complex128_t c = x.item<complex128_t>();
         return nb::steal(PyComplex_FromDoubles(c.real(), c.imag()));
       })
-      .def("__bool__", [](const Array& x) { return x.item<bool>(); })
+      .def("__bool__", [](const Array& x) { wait_without_gil(x); return x.item<bool>(); })
       .def("__index__", [](const Array& x) {
         if (!is_integer(x.dtype()) && !is_bool(x.dtype()))
           throw DTypeError(std::string("__index__: only integer arrays can be used as an index; this one is ") +
                            dtype_name(x.dtype()));
+        wait_without_gil(x);
         return x.item<int64_t>();
       })
       .def("__len__", [](const Array& x) {

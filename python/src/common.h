@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -53,5 +54,24 @@ void bind_array(nb::module_& m);
 void bind_numpy(nb::module_& m);
 void bind_transforms(nb::module_& m);
 void bind_fft(nb::module_& m);
+void bind_host(nb::module_& m);
+void bind_colocated(nb::module_& m);
+void bind_pipeline(nb::module_& m);
+
+/// A Python object owned by C++ closures (callbacks, colocated functions, traced functions):
+/// released with the GIL held, whichever thread drops the last reference, and leaked when the
+/// interpreter is already gone (a cache destroyed at process exit). python/src/host.cpp.
+std::shared_ptr<nb::object> hold_python(nb::handle o);
+
+/// Waits for `x`'s value with the GIL released (a no-op for tracers and ready arrays): what
+/// every binding that reads values calls first, so that a host callback the value waits for
+/// can take the GIL (python/src/host.cpp).
+void wait_without_gil(const Array& x);
+
+/// Throws a tessel::Error for Python exception `e` (GIL held), raised in Python code that C++
+/// ran for `name` (a host callback, a colocated function): its message carries the traceback
+/// text, and when it reaches Python again the original exception object is raised
+/// (python/src/host.cpp). Use it wherever C++ keeps or moves an error across threads.
+[[noreturn]] void throw_as_error(const std::string& name, nb::python_error& e);
 
 }  // namespace tessel::python

@@ -239,6 +239,7 @@ std::vector<Index> to_index(nb::handle h) {
 }
 
 nb::object to_numpy(const Array& x) {
+  wait_without_gil(x);
   if (x.dtype() == DType::bfloat16) return to_numpy(x.astype(DType::float32));
   std::vector<size_t> shape(x.shape().begin(), x.shape().end());
   auto make = [&](auto* values, nb::dlpack::dtype dt) {
@@ -259,6 +260,7 @@ nb::object to_numpy(const Array& x) {
 }
 
 nb::object to_python_scalar(const Array& x) {
+  wait_without_gil(x);
   Scalar s = x.scalar();
   DType d = s.dtype();
   if (is_bool(d)) return nb::bool_(s.to<bool>());

@@ -24,15 +24,6 @@ struct LinearHandle {
   std::shared_ptr<const detail::LinearState> state;
 };
 
-/// A Python callable kept alive by C++ closures; released with the GIL held, whichever
-/// thread drops the last reference.
-std::shared_ptr<nb::object> keep(nb::handle f) {
-  return std::shared_ptr<nb::object>(new nb::object(nb::borrow(f)), [](nb::object* o) {
-    nb::gil_scoped_acquire gil;
-    delete o;
-  });
-}
-
 nb::list to_list(std::span<const Array> xs) {
   nb::list l;
   for (const Array& x : xs) l.append(nb::cast(x));
@@ -52,7 +43,7 @@ std::vector<Array> from_list(nb::handle seq, bool allow_none = false) {
 
 /// The C++ function of leaves that calls the Python function `f(list_of_arrays)`.
 detail::FlatFn flat_fn(nb::handle f) {
-  return [f = keep(f)](std::span<const Array> xs) {
+  return [f = hold_python(f)](std::span<const Array> xs) {
     nb::gil_scoped_acquire gil;
     return from_list((*f)(to_list(xs)));
   };
@@ -60,7 +51,7 @@ detail::FlatFn flat_fn(nb::handle f) {
 
 /// Two-list rules (custom_jvp's rule, custom_vjp's bwd).
 std::function<std::vector<Array>(std::span<const Array>, std::span<const Array>)> flat_fn2(nb::handle f) {
-  return [f = keep(f)](std::span<const Array> a, std::span<const Array> b) {
+  return [f = hold_python(f)](std::span<const Array> a, std::span<const Array> b) {
     nb::gil_scoped_acquire gil;
     return from_list((*f)(to_list(a), to_list(b)), true);
   };
@@ -95,7 +86,12 @@ void bind_transforms(nb::module_& m) {
   t.def("jit_captures_tracers", [](const JitHandle& h) { return detail::jit_entry_captures_tracers(*h.entry); });
   t.def("jit_call", [](const JitHandle& h, nb::handle leaves) {
     std::vector<Array> xs = from_list(leaves);
-    return to_list(detail::jit_call(*h.entry, xs));
+    std::vector<Array> outs;
+    {
+      nb::gil_scoped_release release;  // a host callback in the program takes the GIL (host.cpp)
+      outs = detail::jit_call(*h.entry, xs);
+    }
+    return to_list(outs);
   });
   t.def("jit_traced_text", [](const JitHandle& h) { return detail::jit_traced_program(*h.entry).to_string(); });
   t.def("jit_lowered_text", [](const JitHandle& h) { return detail::jit_lowered_program(*h.entry).to_string(); });

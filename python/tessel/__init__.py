@@ -13,6 +13,8 @@ from ._api import (Compiled, Lowered, block_until_ready, custom_jvp, custom_vjp,
                    jvp, linearize, make_jaxpr, make_program, value_and_grad, vjp, vmap)
 from .lax import stop_gradient
 from ._control_flow import checkpoint, remat
+from . import debug, host
+from .host import ShapeDtypeStruct, io_callback, pure_callback
 
 __version__ = "0.1.0"
 
@@ -20,3 +22,8 @@ __all__ = ["Array", "jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", 
            "make_program", "make_jaxpr", "block_until_ready", "stop_gradient", "fft", "checkpoint", "remat", "jacfwd", "jacrev", "hessian", "numpy", "lax", "nn", "random",
            "tree_util", "Lowered", "Compiled", "TesselError", "ShapeError", "DTypeError", "ConcretizationTypeError",
            "ResourceExhaustedError"]
+__all__ += ["host", "debug", "pure_callback", "io_callback", "ShapeDtypeStruct"]
+from . import colocated  # noqa: E402
+__all__ += ["colocated"]
+from . import pipeline  # noqa: E402
+__all__ += ["pipeline"]

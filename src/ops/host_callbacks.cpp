@@ -271,6 +271,8 @@ void call_kernel(const KernelCall& c) {
     try {
       result = cb.call(std::move(leaves), Device(c.device));
     } catch (const std::exception& e) {
+      // Without results nothing reads the failure: barrier_wait reports it, as for a tap.
+      if (want.avals.empty()) tessel::detail::host::record_failure(cb.name, e.what());
       throw Error("host callback '" + cb.name + "' threw: " + e.what());
     } catch (...) {
       throw Error("host callback '" + cb.name + "' threw an exception that is not a std::exception");

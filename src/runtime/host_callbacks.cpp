@@ -272,6 +272,8 @@ void run_in_order(DeviceImpl* device, const std::function<void()>& fn) {
   fn();
 }
 
+void record_failure(const std::string& name, const std::string& what) { errors().record(name, what); }
+
 void barrier_wait(const std::string& logging_name) {
   TESSEL_DEBUG_LOG("host barrier_wait '" + logging_name + "'");
   for (DeviceImpl* d : local_device_impls()) d->stream().synchronize();

@@ -30,6 +30,10 @@ void push(DeviceImpl* device, size_t bytes, std::string name, std::function<void
 /// devices' own: those may be waiting for this device in the middle of a launch.
 void run_in_order(DeviceImpl* device, const std::function<void()>& fn);
 
+/// Records a callback's failure for the next barrier_wait: what a synchronous callback
+/// without results does (it has no result whose read could report it).
+void record_failure(const std::string& name, const std::string& what);
+
 /// Waits until every device stream of this process has run the work enqueued so far and
 /// every callback it issued has run; then, if a callback threw since the last barrier,
 /// throws ts::host::CallbackException carrying the last exception's message.

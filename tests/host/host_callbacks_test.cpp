@@ -367,6 +367,27 @@ TEST_F(HostCallbacks, TapExceptionReportedByBarrierWaitOnce) {
   EXPECT_THROW(th::barrier_wait(), th::CallbackException);
 }
 
+// A synchronous callback without results has no result whose read could report its failure:
+// barrier_wait reports it, eagerly and under jit (where the program's results fail too).
+TEST_F(HostCallbacks, ResultlessIoCallbackFailureReachesBarrierWait) {
+  ts::io_callback([](const ts::Array&) { throw std::runtime_error("no result carries 17"); }, ts::none, f32s({1}),
+                  {.ordered = true});
+  try {
+    th::barrier_wait();
+    ADD_FAILURE() << "barrier_wait did not throw";
+  } catch (const th::CallbackException& e) {
+    EXPECT_NE(std::string(e.what()).find("no result carries 17"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(th::barrier_wait());
+  auto f = ts::jit([](const ts::Array& x) {
+    ts::io_callback([](const ts::Array&) { throw std::runtime_error("jitted 18"); }, ts::none, x);
+    return x + 1.0f;
+  });
+  ts::Array y = f(f32s({1}));
+  EXPECT_THROW(y.block_until_ready(), ts::Error);
+  EXPECT_THROW(th::barrier_wait(), th::CallbackException);
+}
+
 // ===================================== call =====================================
 
 ts::Array doubled_on_host(const ts::Array& a) {
