@@ -7,11 +7,14 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "tessel/array.h"
 #include "tessel/dtype.h"
+#include "tessel/jit.h"
 #include "tessel/ops.h"
 
 namespace nb = nanobind;
@@ -48,10 +51,25 @@ nb::object to_numpy(const Array& x);
 /// The single element of `x` as a Python bool, int, float or complex.
 nb::object to_python_scalar(const Array& x);
 
+/// A Python callable kept alive by C++ closures; released with the GIL held, whichever
+/// thread drops the last reference.
+std::shared_ptr<nb::object> keep(nb::handle f);
+/// The arrays as a Python list.
+nb::list to_list(std::span<const Array> xs);
+/// Arrays from a Python sequence; None stands for an absent value (a zero tangent or
+/// cotangent) when `allow_none`.
+std::vector<Array> from_list(nb::handle seq, bool allow_none = false);
+/// The C++ function of leaves that calls the Python function `f(list_of_arrays)` (with the
+/// GIL taken, whichever thread runs it).
+detail::FlatFn flat_fn(nb::handle f);
+
 void bind_errors(nb::module_& m);
 void bind_array(nb::module_& m);
 void bind_numpy(nb::module_& m);
 void bind_transforms(nb::module_& m);
 void bind_fft(nb::module_& m);
+void bind_sharding(nb::module_& m);
+void bind_comm(nb::module_& m);
+void bind_custom_partitioning(nb::module_& m);
 
 }  // namespace tessel::python

@@ -9,4 +9,7 @@ NB_MODULE(_tessel, m) {
   tessel::python::bind_numpy(m);
   tessel::python::bind_transforms(m);
   tessel::python::bind_fft(m);
+  tessel::python::bind_sharding(m);
+  tessel::python::bind_comm(m);
+  tessel::python::bind_custom_partitioning(m);
 }

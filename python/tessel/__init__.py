@@ -20,3 +20,13 @@ __all__ = ["Array", "jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", 
            "make_program", "make_jaxpr", "block_until_ready", "stop_gradient", "fft", "checkpoint", "remat", "jacfwd", "jacrev", "hessian", "numpy", "lax", "nn", "random",
            "tree_util", "Lowered", "Compiled", "TesselError", "ShapeError", "DTypeError", "ConcretizationTypeError",
            "ResourceExhaustedError"]
+
+from . import comm, distributed, sharding  # noqa: E402
+from ._partitioning import ShapeDtypeStruct, custom_partitioning  # noqa: E402
+from .sharding import (device_count, device_put, devices, local_device_count, local_devices, make_mesh,  # noqa: E402
+                       process_count, process_index, shard_map)
+from .lax import with_sharding_constraint  # noqa: E402
+
+__all__ += ["comm", "distributed", "sharding", "custom_partitioning", "ShapeDtypeStruct", "device_put", "devices",
+            "local_devices", "device_count", "local_device_count", "process_index", "process_count", "make_mesh",
+            "shard_map", "with_sharding_constraint"]

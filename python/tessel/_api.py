@@ -4,6 +4,7 @@ flat functions are traced by tessel's C++ tracer (tessel/jit.h, tessel/transform
 
 import functools
 
+from . import sharding as _sharding
 from ._tessel import Array
 from ._tessel import numpy_functions as _np_fns
 from ._tessel import transform_functions as _t
@@ -65,8 +66,10 @@ class _Jitted:
     """A jitted function: traces once per signature (pytree structure, avals of the array
     leaves, values of the static arguments) and runs the cached executable afterwards."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, in_shardings=None, out_shardings=None):
         self._fun = fun
+        self._in_shardings = in_shardings
+        self._out_shardings = out_shardings
         self._static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self._static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
@@ -132,7 +135,11 @@ class _Jitted:
             d_args, d_kwargs = tree_unflatten(treedef, tracers)
             it = iter(d_args)
             full = [args[i] if i in static else next(it) for i in range(nargs)]
+            if self._in_shardings is not None:
+                full = _constrain_args(self._name, full, static, self._in_shardings)
             out = self._fun(*full, **d_kwargs, **dict(static_kw))
+            if self._out_shardings is not None:
+                out = _sharding.with_sharding_constraint(out, self._out_shardings)
             out_leaves, out_tree = tree_flatten(out)
             out_trees.append(out_tree)
             return out_leaves
@@ -164,14 +171,39 @@ class _Jitted:
         return donated  # keyword arguments' leaves follow and are never donated
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+def _constrain_args(name, full, static, in_shardings):
+    """jit's in_shardings on the traced positional arguments: one entry (a sharding, a
+    PartitionSpec under `with mesh:`, None, or a tree prefix) per argument, per dynamic
+    argument, or one for all."""
+    dynamic = [i for i in range(len(full)) if i not in static]
+    if _sharding._is_spec_leaf(in_shardings):
+        entries = {i: in_shardings for i in dynamic}
+    elif len(in_shardings) == len(full):
+        entries = {i: in_shardings[i] for i in dynamic}
+    elif len(in_shardings) == len(dynamic):
+        entries = dict(zip(dynamic, in_shardings))
+    else:
+        raise ValueError(f"jit({name}): in_shardings has {len(in_shardings)} entries but the function is called "
+                         f"with {len(full)} positional arguments ({len(dynamic)} not static); give one per "
+                         f"argument, or one sharding for all")
+    return [_sharding.with_sharding_constraint(a, entries[i]) if entries.get(i) is not None else a
+            for i, a in enumerate(full)]
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), in_shardings=None,
+        out_shardings=None):
     """Compiles `fun` (jax.jit): traced once per signature, then the cached executable runs.
+
+    `in_shardings` / `out_shardings` fix the layouts of the arguments (one entry per
+    positional argument, or one for all) and results (a tree prefix of the result): each
+    entry a NamedSharding, a PartitionSpec inside `with mesh:`, or None (the partitioner
+    decides). Arguments laid out otherwise are resharded inside the program.
 
     Usable as `jit(f, static_argnums=...)` or as a decorator `@jit` / `@partial(jit, ...)`."""
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
-    return _Jitted(fun, static_argnums, static_argnames, donate_argnums)
+                             donate_argnums=donate_argnums, in_shardings=in_shardings, out_shardings=out_shardings)
+    return _Jitted(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
 
 
 def _grad_core(op, fun, argnums, has_aux, args, kwargs):
