@@ -71,5 +71,6 @@ void bind_fft(nb::module_& m);
 void bind_sharding(nb::module_& m);
 void bind_comm(nb::module_& m);
 void bind_custom_partitioning(nb::module_& m);
+void bind_interop(nb::module_& m);
 
 }  // namespace tessel::python

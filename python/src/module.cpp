@@ -12,4 +12,5 @@ NB_MODULE(_tessel, m) {
   tessel::python::bind_sharding(m);
   tessel::python::bind_comm(m);
   tessel::python::bind_custom_partitioning(m);
+  tessel::python::bind_interop(m);
 }

@@ -30,3 +30,6 @@ from .lax import with_sharding_constraint  # noqa: E402
 __all__ += ["comm", "distributed", "sharding", "custom_partitioning", "ShapeDtypeStruct", "device_put", "devices",
             "local_devices", "device_count", "local_device_count", "process_index", "process_count", "make_mesh",
             "shard_map", "with_sharding_constraint"]
+from ._interop import from_dlpack  # noqa: E402
+
+__all__ += ["from_dlpack"]
