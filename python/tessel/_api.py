@@ -8,7 +8,7 @@ from . import sharding as _sharding
 from ._tessel import Array
 from ._tessel import numpy_functions as _np_fns
 from ._tessel import transform_functions as _t
-from .tree_util import _LEAF, tree_flatten, tree_leaves, tree_unflatten
+from .tree_util import _LEAF, broadcast_prefix, tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "custom_jvp", "custom_vjp", "jacfwd",
            "jacrev", "hessian",
@@ -21,16 +21,24 @@ def _as_array(x):
     return x if isinstance(x, Array) else Array(x)
 
 
-def _argnums_tuple(argnums, nargs, op):
+def _argnums_tuple(argnums, nargs, op, name="argnums", error=ValueError):
+    """The positions `argnums` (an int or a sequence; negative ones count from the end) names
+    for a call with `nargs` positional arguments; `error` naming `op` and `name` otherwise."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     out = []
     for i in nums:
         j = i + nargs if i < 0 else i
         if not 0 <= j < nargs:
-            raise ValueError(f"{op}: argnums lists argument {i} but the function is called with {nargs} "
-                             f"positional arguments")
+            raise error(f"{op}: {name} lists argument {i} but the function is called with {nargs} "
+                        f"positional arguments")
         out.append(j)
     return tuple(out)
+
+
+def static_positions(static_argnums, nargs, who):
+    """The set of argument positions `static_argnums` names; IndexError naming `who` for one
+    out of range."""
+    return set(_argnums_tuple(static_argnums, nargs, who, "static_argnums", IndexError))
 
 
 class Lowered:
@@ -108,13 +116,7 @@ class _Jitted:
 
     def _lookup(self, args, kwargs):
         nargs = len(args)
-        static = set()
-        for i in self._static_argnums:
-            j = i + nargs if i < 0 else i
-            if not 0 <= j < nargs:
-                raise IndexError(f"jit({self._name}): static_argnums lists argument {i} but the function is called "
-                                 f"with {nargs} positional arguments")
-            static.add(j)
+        static = static_positions(self._static_argnums, nargs, f"jit({self._name})")
         statics = tuple((i, args[i]) for i in sorted(static))
         static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static_argnames))
         dyn_args = [a for i, a in enumerate(args) if i not in static]
@@ -343,24 +345,9 @@ def vjp(fun, *primals, has_aux=False):
 
 def _broadcast_prefix(prefix, tree, what):
     """One value per leaf of `tree` from a prefix tree of ints/None (vmap's in_axes)."""
-    out = []
-
-    def rec(p, t):
-        if p is None or isinstance(p, int):
-            out.extend([p] * len(tree_leaves(t)))
-        elif isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)) and len(p) == len(t):
-            for pi, ti in zip(p, t):
-                rec(pi, ti)
-        elif isinstance(p, dict) and isinstance(t, dict) and set(p) == set(t):
-            for k in sorted(t):
-                rec(p[k], t[k])
-        else:
-            raise ValueError(f"vmap: {what} {prefix!r} does not match the structure of the arguments "
-                             f"(at {p!r} against {type(t).__name__}); give an int or None per argument, "
-                             f"or a tree prefix of the arguments")
-
-    rec(prefix, tree)
-    return out
+    return broadcast_prefix(prefix, tree, lambda p: p is None or isinstance(p, int), lambda p, t: ValueError(
+        f"vmap: {what} {prefix!r} does not match the structure of the arguments (at {p!r} against "
+        f"{type(t).__name__}); give an int or None per argument, or a tree prefix of the arguments"))
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_size=None):

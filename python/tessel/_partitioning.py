@@ -10,6 +10,7 @@ import functools
 from ._tessel import Array
 from ._tessel import partitioning_functions as _p
 from . import sharding as _sharding
+from ._api import static_positions
 from .tree_util import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["custom_partitioning", "ShapeDtypeStruct"]
@@ -122,13 +123,7 @@ class custom_partitioning:
 
     def __call__(self, *args):
         nargs = len(args)
-        static = set()
-        for i in self.static_argnums:
-            j = i + nargs if i < 0 else i
-            if not 0 <= j < nargs:
-                raise IndexError(f"custom_partitioning: '{self._name}': static_argnums lists argument {i} but the "
-                                 f"function is called with {nargs} arguments")
-            static.add(j)
+        static = static_positions(self.static_argnums, nargs, f"custom_partitioning: '{self._name}'")
         dyn = tuple(a for i, a in enumerate(args) if i not in static)
         leaves, tree = tree_flatten(dyn)
         call = _Call(tuple(args[i] for i in sorted(static)), tree)

@@ -8,7 +8,7 @@ import threading
 
 from ._tessel import Array
 from ._tessel import sharding_functions as _s
-from .tree_util import tree_flatten, tree_leaves, tree_unflatten
+from .tree_util import broadcast_prefix, tree_flatten, tree_unflatten
 
 Device = _s.Device
 Mesh = _s.Mesh
@@ -168,24 +168,12 @@ def _is_spec_leaf(x):
 
 def _per_leaf(prefix, tree, what, op):
     """One entry of `prefix` (a tree prefix of `tree` whose leaves are shardings, specs or
-    None) per leaf of `tree`."""
-    out = []
-
-    def rec(p, t):
-        if _is_spec_leaf(p) or not isinstance(p, (tuple, list, dict)):  # a leaf (others fail in _as_sharding)
-            out.extend([p] * len(tree_leaves(t)))
-        elif isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)) and len(p) == len(t):
-            for pi, ti in zip(p, t):
-                rec(pi, ti)
-        elif isinstance(p, dict) and isinstance(t, dict) and set(p) == set(t):
-            for k in sorted(t):
-                rec(p[k], t[k])
-        else:
-            raise ValueError(f"{op}: {what} {prefix!r} does not match the structure of the values (at {p!r} "
-                             f"against {type(t).__name__}); give one entry per value, or a tree prefix of them")
-
-    rec(prefix, tree)
-    return out
+    None) per leaf of `tree`. Other non-container entries pass as leaves and fail in
+    _as_sharding with a TypeError."""
+    return broadcast_prefix(
+        prefix, tree, lambda p: _is_spec_leaf(p) or not isinstance(p, (tuple, list, dict)), lambda p, t: ValueError(
+            f"{op}: {what} {prefix!r} does not match the structure of the values (at {p!r} against "
+            f"{type(t).__name__}); give one entry per value, or a tree prefix of them"))
 
 
 def _map_leaves(fn, x, shardings, what, op):
