@@ -39,3 +39,15 @@ def test_mpi4jax_exchange_np2():
     out = _run(["mpirun", "--oversubscribe", "-np", "2", sys.executable, str(EXAMPLES / "mpi4jax_exchange.py"),
                 "--size", "100000"], 2)
     assert "mpi4jax_exchange: ok (2 processes exchanged 100000 float32 values in pairs inside jit)" in out
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
+def test_shallow_water_same_on_1_and_2_processes():
+    cmd = [sys.executable, str(EXAMPLES / "shallow_water.py"), "--nx", "64", "--ny", "32", "--steps", "120"]
+    one = _run(cmd, 1)
+    two = _run(["mpirun", "--oversubscribe", "-np", "2"] + cmd, 1)
+    assert "64x32 on 1 process(es), 120 steps" in one and "64x32 on 2 process(es), 120 steps" in two
+    final = [line for line in one.splitlines() if line.startswith("final h:")]
+    assert final and final == [line for line in two.splitlines() if line.startswith("final h:")]
+    mean, lo, hi = (float(v) for v in final[0].split()[3::2])
+    assert abs(mean - 100.0) < 0.01 and 97.0 < lo < 100.0 < hi < 103.0  # the jet's geostrophic tilt, ~1.4 m
