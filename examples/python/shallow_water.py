@@ -7,6 +7,7 @@ tessel.comm, and tessel needs no tokens. Plots and animations are left out.
 Usage:
     mpirun -np 2 python shallow_water.py                # 360 x 180, 10 model days
     python shallow_water.py --nx 1800 --ny 900 --benchmark --steps 100
+    python shallow_water.py --backend jax ...            # the same model on JAX + mpi4jax
 Rank 0 prints the run time and a summary of the final state (mean and extremes of h, the
 sum of h), which is the same for every number of processes."""
 
@@ -17,15 +18,6 @@ from functools import partial
 
 import numpy as np
 
-import tessel as jax
-import tessel.comm as mpi4jax
-import tessel.numpy as jnp
-
-jax.distributed.initialize()
-mpi_comm = mpi4jax.world()
-mpi_rank = mpi_comm.rank
-mpi_size = mpi_comm.size
-
 parser = argparse.ArgumentParser()
 parser.add_argument("--nx", type=int, default=360, help="interior cells in x (global)")
 parser.add_argument("--ny", type=int, default=180, help="interior cells in y (global)")
@@ -33,7 +25,29 @@ parser.add_argument("--days", type=float, default=10.0, help="model days to simu
 parser.add_argument("--steps", type=int, default=None, help="model steps to simulate (overrides --days)")
 parser.add_argument("--multisteps", type=int, default=10, help="steps per jitted call (fori_loop)")
 parser.add_argument("--benchmark", action="store_true", help="print only the time per step")
+parser.add_argument("--backend", choices=("tessel", "jax"), default="tessel",
+                    help="jax: the same model on JAX + mpi4jax + mpi4py (bench/python/bench_shallow_water.py)")
 args = parser.parse_args()
+
+if args.backend == "jax":
+    from mpi4py import MPI
+
+    import jax
+    import jax.numpy as jnp
+    import mpi4jax
+
+    mpi_comm = MPI.COMM_WORLD
+    SUM, MIN, MAX = MPI.SUM, MPI.MIN, MPI.MAX
+else:
+    import tessel as jax
+    import tessel.comm as mpi4jax
+    import tessel.numpy as jnp
+
+    jax.distributed.initialize()
+    mpi_comm = mpi4jax.world()  # tessel.comm also takes mpi4py's MPI.COMM_WORLD
+    SUM, MIN, MAX = mpi4jax.SUM, mpi4jax.MIN, mpi4jax.MAX
+mpi_rank = mpi_comm.Get_rank()
+mpi_size = mpi_comm.Get_size()
 
 #
 # MPI setup
@@ -307,9 +321,9 @@ def main():
     state, seconds = solve_shallow_water(num_steps, args.multisteps)
     interior = np.asarray(state.h)[1:-1, 1:-1]
     stats = jnp.asarray(np.array([interior.sum(), interior.min(), interior.max()], dtype=np.float64))
-    total = mpi4jax.allreduce(stats[:1], op=mpi4jax.SUM)
-    lo = mpi4jax.allreduce(stats[1:2], op=mpi4jax.MIN)
-    hi = mpi4jax.allreduce(stats[2:], op=mpi4jax.MAX)
+    total = mpi4jax.allreduce(stats[:1], op=SUM, comm=mpi_comm)
+    lo = mpi4jax.allreduce(stats[1:2], op=MIN, comm=mpi_comm)
+    hi = mpi4jax.allreduce(stats[2:], op=MAX, comm=mpi_comm)
     timed = max(num_steps - 1, 1)
     if mpi_rank == 0:
         print(f"shallow_water: {args.nx}x{args.ny} on {mpi_size} process(es), {num_steps} steps: "
