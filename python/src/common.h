@@ -72,5 +72,6 @@ void bind_sharding(nb::module_& m);
 void bind_comm(nb::module_& m);
 void bind_custom_partitioning(nb::module_& m);
 void bind_interop(nb::module_& m);
+void bind_jit_key(nb::module_& m);
 
 }  // namespace tessel::python

@@ -13,4 +13,5 @@ NB_MODULE(_tessel, m) {
   tessel::python::bind_comm(m);
   tessel::python::bind_custom_partitioning(m);
   tessel::python::bind_interop(m);
+  tessel::python::bind_jit_key(m);
 }

@@ -15,6 +15,8 @@ __all__ = ["jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "
            "make_program", "make_jaxpr", "block_until_ready"]
 
 _JIT_CACHE_LIMIT = 256
+_avals_key = _t.avals_key
+_jit_call = _t.jit_call
 
 
 def _as_array(x):
@@ -87,18 +89,19 @@ class _Jitted:
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
-        # Fast path: positional Array arguments only (no pytree to flatten, no statics).
-        fast = not kwargs and not self._static_argnums and all(type(a) is Array for a in args)
-        if fast:
-            hit = self._fast_cache.get(tuple(a._aval_key for a in args))
+        # Fast path: positional Array arguments only (no pytree to flatten, no statics), keyed
+        # by their avals packed in one C++ call (None when an argument is not an Array).
+        key = None if kwargs or self._static_argnums else _avals_key(*args)
+        if key is not None:
+            hit = self._fast_cache.get(key)
             if hit is not None:
-                outs = _t.jit_call(hit[0], args)
+                outs = _jit_call(hit[0], args)
                 return outs[0] if hit[1] is _LEAF else tree_unflatten(hit[1], outs)
         entry, out_tree, leaves = self._lookup(args, kwargs)
-        if fast and not _t.jit_captures_tracers(entry):
+        if key is not None and not _t.jit_captures_tracers(entry):
             if len(self._fast_cache) >= _JIT_CACHE_LIMIT:
                 self._fast_cache.pop(next(iter(self._fast_cache)))
-            self._fast_cache[tuple(a._aval_key for a in args)] = (entry, out_tree)
+            self._fast_cache[key] = (entry, out_tree)
         return tree_unflatten(out_tree, _t.jit_call(entry, leaves))
 
     def lower(self, *args, **kwargs):
