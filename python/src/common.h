@@ -9,10 +9,12 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "tessel/array.h"
 #include "tessel/dtype.h"
+#include "tessel/jit.h"
 #include "tessel/ops.h"
 
 namespace nb = nanobind;
@@ -49,6 +51,15 @@ nb::object to_numpy(const Array& x);
 /// The single element of `x` as a Python bool, int, float or complex.
 nb::object to_python_scalar(const Array& x);
 
+/// The arrays as a Python list.
+nb::list to_list(std::span<const Array> xs);
+/// Arrays from a Python sequence; None stands for an absent value (a zero tangent or
+/// cotangent) when `allow_none`.
+std::vector<Array> from_list(nb::handle seq, bool allow_none = false);
+/// The C++ function of leaves that calls the Python function `f(list_of_arrays)` (with the
+/// GIL taken, whichever thread runs it).
+detail::FlatFn flat_fn(nb::handle f);
+
 void bind_errors(nb::module_& m);
 void bind_array(nb::module_& m);
 void bind_numpy(nb::module_& m);
@@ -73,5 +84,11 @@ void wait_without_gil(const Array& x);
 /// text, and when it reaches Python again the original exception object is raised
 /// (python/src/host.cpp). Use it wherever C++ keeps or moves an error across threads.
 [[noreturn]] void throw_as_error(const std::string& name, nb::python_error& e);
+
+void bind_sharding(nb::module_& m);
+void bind_comm(nb::module_& m);
+void bind_custom_partitioning(nb::module_& m);
+void bind_interop(nb::module_& m);
+void bind_jit_key(nb::module_& m);
 
 }  // namespace tessel::python

@@ -50,15 +50,6 @@ DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source) {
                    " has no tessel dtype; convert it to a bool, integer, floating or complex dtype first");
 }
 
-nb::dlpack::dtype dlpack_dtype(DType d) {
-  using code = nb::dlpack::dtype_code;
-  code c = is_bool(d) ? code::Bool
-           : is_signed_int(d) ? code::Int
-           : is_unsigned_int(d) ? code::UInt
-           : is_complex(d) ? code::Complex
-           : d == DType::bfloat16 ? code::Bfloat : code::Float;
-  return nb::dlpack::dtype{uint8_t(c), uint8_t(itemsize(d) * 8), 1};
-}
 
 /// An Array copied from a NumPy array or scalar (any layout: non-contiguous ones are made contiguous).
 Array from_numpy(nb::handle a) {
@@ -96,6 +87,16 @@ int64_t python_int(PyObject* p) {
 }
 
 }  // namespace
+
+nb::dlpack::dtype dlpack_dtype(DType d) {
+  using code = nb::dlpack::dtype_code;
+  code c = is_bool(d) ? code::Bool
+           : is_signed_int(d) ? code::Int
+           : is_unsigned_int(d) ? code::UInt
+           : is_complex(d) ? code::Complex
+           : d == DType::bfloat16 ? code::Bfloat : code::Float;
+  return nb::dlpack::dtype{uint8_t(c), uint8_t(itemsize(d) * 8), 1};
+}
 
 DType dtype_from_py(nb::handle h) {
   PyObject* p = h.ptr();

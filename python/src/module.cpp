@@ -12,4 +12,9 @@ NB_MODULE(_tessel, m) {
   tessel::python::bind_host(m);
   tessel::python::bind_colocated(m);
   tessel::python::bind_pipeline(m);
+  tessel::python::bind_sharding(m);
+  tessel::python::bind_comm(m);
+  tessel::python::bind_custom_partitioning(m);
+  tessel::python::bind_interop(m);
+  tessel::python::bind_jit_key(m);
 }

@@ -251,6 +251,18 @@ void bind_numpy_functions(nb::module_& m) {
         nb::arg("a"), nb::arg("shape"));
   m.def("concatenate", [](nb::handle xs, int64_t axis) { return concatenate(to_arrays(xs), axis); },
         nb::arg("arrays"), nb::arg("axis") = 0);
+  m.def("pad", [](nb::handle a, nb::handle pad_width, const std::string& mode, nb::handle constant_values) {
+    // NumPy's pad_width: an int, one (before, after) pair, or one pair per axis.
+    nb::object w = nb::module_::import_("numpy").attr("asarray")(pad_width, nb::arg("dtype") = "int64");
+    std::vector<std::pair<int64_t, int64_t>> widths;
+    std::vector<int64_t> flat = nb::cast<std::vector<int64_t>>(w.attr("ravel")());
+    if (flat.size() == 1) widths.emplace_back(flat[0], flat[0]);
+    else
+      for (size_t k = 0; k + 1 < flat.size(); k += 2) widths.emplace_back(flat[k], flat[k + 1]);
+    Array x = to_array(a);
+    return pad(x, widths, mode, to_array_like(constant_values, x).astype(x.dtype()).scalar());
+  }, nb::arg("array"), nb::arg("pad_width"), nb::arg("mode") = "constant", nb::arg("constant_values") = 0,
+     "jnp.pad: pad_width an int, a (before, after) pair or one pair per axis; NumPy's modes.");
   m.def("stack", [](nb::handle xs, int64_t axis) { return stack(to_arrays(xs), axis); }, nb::arg("arrays"),
         nb::arg("axis") = 0);
   m.def("hstack", [](nb::handle xs) { return hstack(to_arrays(xs)); }, nb::arg("tup"));

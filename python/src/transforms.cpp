@@ -24,31 +24,6 @@ struct LinearHandle {
   std::shared_ptr<const detail::LinearState> state;
 };
 
-nb::list to_list(std::span<const Array> xs) {
-  nb::list l;
-  for (const Array& x : xs) l.append(nb::cast(x));
-  return l;
-}
-
-/// Arrays from a Python sequence; None stands for an absent value (a zero tangent or
-/// cotangent) when `allow_none`.
-std::vector<Array> from_list(nb::handle seq, bool allow_none = false) {
-  std::vector<Array> out;
-  for (nb::handle h : nb::borrow<nb::sequence>(seq)) {
-    if (allow_none && h.is_none()) out.emplace_back();
-    else out.push_back(to_array(h));
-  }
-  return out;
-}
-
-/// The C++ function of leaves that calls the Python function `f(list_of_arrays)`.
-detail::FlatFn flat_fn(nb::handle f) {
-  return [f = hold_python(f)](std::span<const Array> xs) {
-    nb::gil_scoped_acquire gil;
-    return from_list((*f)(to_list(xs)));
-  };
-}
-
 /// Two-list rules (custom_jvp's rule, custom_vjp's bwd).
 std::function<std::vector<Array>(std::span<const Array>, std::span<const Array>)> flat_fn2(nb::handle f) {
   return [f = hold_python(f)](std::span<const Array> a, std::span<const Array> b) {

@@ -27,3 +27,16 @@ from . import colocated  # noqa: E402
 __all__ += ["colocated"]
 from . import pipeline  # noqa: E402
 __all__ += ["pipeline"]
+
+from . import comm, distributed, sharding  # noqa: E402
+from ._partitioning import custom_partitioning  # noqa: E402
+from .sharding import (device_count, device_put, devices, local_device_count, local_devices, make_mesh,  # noqa: E402
+                       process_count, process_index, shard_map)
+from .lax import with_sharding_constraint  # noqa: E402
+
+__all__ += ["comm", "distributed", "sharding", "custom_partitioning", "device_put", "devices",
+            "local_devices", "device_count", "local_device_count", "process_index", "process_count", "make_mesh",
+            "shard_map", "with_sharding_constraint"]
+from ._interop import from_dlpack  # noqa: E402
+
+__all__ += ["from_dlpack"]

@@ -4,32 +4,43 @@ flat functions are traced by tessel's C++ tracer (tessel/jit.h, tessel/transform
 
 import functools
 
+from . import sharding as _sharding
 from ._tessel import Array
 from ._tessel import numpy_functions as _np_fns
 from ._tessel import transform_functions as _t
-from .tree_util import _LEAF, tree_flatten, tree_leaves, tree_unflatten
+from .tree_util import _LEAF, broadcast_prefix, tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "custom_jvp", "custom_vjp", "jacfwd",
            "jacrev", "hessian",
            "make_program", "make_jaxpr", "block_until_ready"]
 
 _JIT_CACHE_LIMIT = 256
+_avals_key = _t.avals_key
+_jit_call = _t.jit_call
 
 
 def _as_array(x):
     return x if isinstance(x, Array) else Array(x)
 
 
-def _argnums_tuple(argnums, nargs, op):
+def _argnums_tuple(argnums, nargs, op, name="argnums", error=ValueError):
+    """The positions `argnums` (an int or a sequence; negative ones count from the end) names
+    for a call with `nargs` positional arguments; `error` naming `op` and `name` otherwise."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     out = []
     for i in nums:
         j = i + nargs if i < 0 else i
         if not 0 <= j < nargs:
-            raise ValueError(f"{op}: argnums lists argument {i} but the function is called with {nargs} "
-                             f"positional arguments")
+            raise error(f"{op}: {name} lists argument {i} but the function is called with {nargs} "
+                        f"positional arguments")
         out.append(j)
     return tuple(out)
+
+
+def static_positions(static_argnums, nargs, who):
+    """The set of argument positions `static_argnums` names; IndexError naming `who` for one
+    out of range."""
+    return set(_argnums_tuple(static_argnums, nargs, who, "static_argnums", IndexError))
 
 
 class Lowered:
@@ -65,8 +76,10 @@ class _Jitted:
     """A jitted function: traces once per signature (pytree structure, avals of the array
     leaves, values of the static arguments) and runs the cached executable afterwards."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, in_shardings=None, out_shardings=None):
         self._fun = fun
+        self._in_shardings = in_shardings
+        self._out_shardings = out_shardings
         self._static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self._static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
@@ -76,18 +89,19 @@ class _Jitted:
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
-        # Fast path: positional Array arguments only (no pytree to flatten, no statics).
-        fast = not kwargs and not self._static_argnums and all(type(a) is Array for a in args)
-        if fast:
-            hit = self._fast_cache.get(tuple(a._aval_key for a in args))
+        # Fast path: positional Array arguments only (no pytree to flatten, no statics), keyed
+        # by their avals packed in one C++ call (None when an argument is not an Array).
+        key = None if kwargs or self._static_argnums else _avals_key(*args)
+        if key is not None:
+            hit = self._fast_cache.get(key)
             if hit is not None:
-                outs = _t.jit_call(hit[0], args)
+                outs = _jit_call(hit[0], args)
                 return outs[0] if hit[1] is _LEAF else tree_unflatten(hit[1], outs)
         entry, out_tree, leaves = self._lookup(args, kwargs)
-        if fast and not _t.jit_captures_tracers(entry):
+        if key is not None and not _t.jit_captures_tracers(entry):
             if len(self._fast_cache) >= _JIT_CACHE_LIMIT:
                 self._fast_cache.pop(next(iter(self._fast_cache)))
-            self._fast_cache[tuple(a._aval_key for a in args)] = (entry, out_tree)
+            self._fast_cache[key] = (entry, out_tree)
         return tree_unflatten(out_tree, _t.jit_call(entry, leaves))
 
     def lower(self, *args, **kwargs):
@@ -105,13 +119,7 @@ class _Jitted:
 
     def _lookup(self, args, kwargs):
         nargs = len(args)
-        static = set()
-        for i in self._static_argnums:
-            j = i + nargs if i < 0 else i
-            if not 0 <= j < nargs:
-                raise IndexError(f"jit({self._name}): static_argnums lists argument {i} but the function is called "
-                                 f"with {nargs} positional arguments")
-            static.add(j)
+        static = static_positions(self._static_argnums, nargs, f"jit({self._name})")
         statics = tuple((i, args[i]) for i in sorted(static))
         static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static_argnames))
         dyn_args = [a for i, a in enumerate(args) if i not in static]
@@ -132,7 +140,11 @@ class _Jitted:
             d_args, d_kwargs = tree_unflatten(treedef, tracers)
             it = iter(d_args)
             full = [args[i] if i in static else next(it) for i in range(nargs)]
+            if self._in_shardings is not None:
+                full = _constrain_args(self._name, full, static, self._in_shardings)
             out = self._fun(*full, **d_kwargs, **dict(static_kw))
+            if self._out_shardings is not None:
+                out = _sharding.with_sharding_constraint(out, self._out_shardings)
             out_leaves, out_tree = tree_flatten(out)
             out_trees.append(out_tree)
             return out_leaves
@@ -164,14 +176,39 @@ class _Jitted:
         return donated  # keyword arguments' leaves follow and are never donated
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+def _constrain_args(name, full, static, in_shardings):
+    """jit's in_shardings on the traced positional arguments: one entry (a sharding, a
+    PartitionSpec under `with mesh:`, None, or a tree prefix) per argument, per dynamic
+    argument, or one for all."""
+    dynamic = [i for i in range(len(full)) if i not in static]
+    if _sharding._is_spec_leaf(in_shardings):
+        entries = {i: in_shardings for i in dynamic}
+    elif len(in_shardings) == len(full):
+        entries = {i: in_shardings[i] for i in dynamic}
+    elif len(in_shardings) == len(dynamic):
+        entries = dict(zip(dynamic, in_shardings))
+    else:
+        raise ValueError(f"jit({name}): in_shardings has {len(in_shardings)} entries but the function is called "
+                         f"with {len(full)} positional arguments ({len(dynamic)} not static); give one per "
+                         f"argument, or one sharding for all")
+    return [_sharding.with_sharding_constraint(a, entries[i]) if entries.get(i) is not None else a
+            for i, a in enumerate(full)]
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), in_shardings=None,
+        out_shardings=None):
     """Compiles `fun` (jax.jit): traced once per signature, then the cached executable runs.
+
+    `in_shardings` / `out_shardings` fix the layouts of the arguments (one entry per
+    positional argument, or one for all) and results (a tree prefix of the result): each
+    entry a NamedSharding, a PartitionSpec inside `with mesh:`, or None (the partitioner
+    decides). Arguments laid out otherwise are resharded inside the program.
 
     Usable as `jit(f, static_argnums=...)` or as a decorator `@jit` / `@partial(jit, ...)`."""
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
-    return _Jitted(fun, static_argnums, static_argnames, donate_argnums)
+                             donate_argnums=donate_argnums, in_shardings=in_shardings, out_shardings=out_shardings)
+    return _Jitted(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
 
 
 def _grad_core(op, fun, argnums, has_aux, args, kwargs):
@@ -311,24 +348,9 @@ def vjp(fun, *primals, has_aux=False):
 
 def _broadcast_prefix(prefix, tree, what):
     """One value per leaf of `tree` from a prefix tree of ints/None (vmap's in_axes)."""
-    out = []
-
-    def rec(p, t):
-        if p is None or isinstance(p, int):
-            out.extend([p] * len(tree_leaves(t)))
-        elif isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)) and len(p) == len(t):
-            for pi, ti in zip(p, t):
-                rec(pi, ti)
-        elif isinstance(p, dict) and isinstance(t, dict) and set(p) == set(t):
-            for k in sorted(t):
-                rec(p[k], t[k])
-        else:
-            raise ValueError(f"vmap: {what} {prefix!r} does not match the structure of the arguments "
-                             f"(at {p!r} against {type(t).__name__}); give an int or None per argument, "
-                             f"or a tree prefix of the arguments")
-
-    rec(prefix, tree)
-    return out
+    return broadcast_prefix(prefix, tree, lambda p: p is None or isinstance(p, int), lambda p, t: ValueError(
+        f"vmap: {what} {prefix!r} does not match the structure of the arguments (at {p!r} against "
+        f"{type(t).__name__}); give an int or None per argument, or a tree prefix of the arguments"))
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_size=None):

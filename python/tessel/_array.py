@@ -4,6 +4,7 @@ iteration, `.at[...]` and the NumPy-style reduction and shape methods."""
 import numpy as np
 
 from ._tessel import Array
+from ._tessel import interop_functions as _interop
 from ._tessel import numpy_functions as _np_fns
 
 
@@ -22,7 +23,13 @@ def _str(self):
 
 
 def _array(self, dtype=None, copy=None):
-    a = self._numpy()
+    # Zero-copy: a read-only view of the array's buffer where there is one (tessel/host_view.h);
+    # arrays laid out over devices and bfloat16 ones are copied.
+    a = _interop.numpy_view(self)
+    if a is None:
+        a = self._numpy()
+    elif copy:
+        a = a.copy()
     return a if dtype is None else a.astype(dtype, copy=False)
 
 

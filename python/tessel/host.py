@@ -39,6 +39,10 @@ class ShapeDtypeStruct:
         self.dtype = np.dtype(dtype)
         self.sharding = sharding
 
+    @property
+    def ndim(self):
+        return len(self.shape)
+
     def __repr__(self):
         extra = "" if self.sharding is None else f", sharding={self.sharding!r}"
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{extra})"

@@ -3,7 +3,7 @@ registered with `register_pytree_node` or `register_pytree_node_class`. Leaves a
 everything else. Dicts flatten in sorted key order, None is a node without children."""
 
 __all__ = ["PyTreeDef", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
-           "register_pytree_node", "register_pytree_node_class", "treedef_children"]
+           "register_pytree_node", "register_pytree_node_class", "treedef_children", "broadcast_prefix"]
 
 _registry = {}
 
@@ -143,3 +143,26 @@ def tree_map(f, tree, *rest, is_leaf=None):
             raise ValueError(f"tree_map: the trees have different structures: {treedef} and {rt}")
         others.append(rl)
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def broadcast_prefix(prefix, tree, is_prefix_leaf, mismatch):
+    """One entry of `prefix` per leaf of `tree`: `prefix` is a tree prefix of `tree` (tuples,
+    lists and dicts matching `tree`'s) whose leaves satisfy `is_prefix_leaf`, each standing
+    for every leaf below it. `mismatch(p, t)` makes the exception for a part that does not
+    match (`p` of the prefix against `t` of the tree)."""
+    out = []
+
+    def rec(p, t):
+        if is_prefix_leaf(p):
+            out.extend([p] * len(tree_leaves(t)))
+        elif isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)) and len(p) == len(t):
+            for pi, ti in zip(p, t):
+                rec(pi, ti)
+        elif isinstance(p, dict) and isinstance(t, dict) and set(p) == set(t):
+            for k in sorted(t):
+                rec(p[k], t[k])
+        else:
+            raise mismatch(p, t)
+
+    rec(prefix, tree)
+    return out
