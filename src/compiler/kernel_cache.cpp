@@ -34,8 +34,11 @@ namespace fs = std::filesystem;
 // -ffp-contract=off: no fused multiply-add, so generated code rounds like the unfused kernels.
 // -fno-math-errno: libm calls have no side effects, so loops over exp, tanh, ... vectorise
 // with glibc's libmvec (backend/cpu/scalar.h declares the vector forms; -lmvec links them).
+// -fno-trapping-math: tessel never unmasks floating-point traps, so GCC may compute both
+// sides of a select; without it, a select with a constant side (max(lo, u) before erf_inv in
+// random.normal) is turned into a branch by PRE and the loop stays scalar. Values are unchanged.
 const std::vector<std::string> kFlags = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c++20", "-ffp-contract=off",
-                                         "-fno-math-errno", "-w"};
+                                         "-fno-math-errno", "-fno-trapping-math", "-w"};
 // Libraries, after the source file on the command line.
 #if defined(__x86_64__) && defined(__GLIBC__)
 const std::vector<std::string> kLibraries = {"-lmvec", "-lm"};

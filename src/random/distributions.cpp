@@ -161,7 +161,10 @@ Array truncated_normal(const Array& key, const Array& lower, const Array& upper,
   const Shape s = sample_shape("truncated_normal", shape, {lower.shape(), upper.shape()});
   Array sqrt2 = constant(std::numbers::sqrt2, dtype);
   Array lo = astype(lower, dtype), hi = astype(upper, dtype);
-  Array a = erf(lo / sqrt2), b = erf(hi / sqrt2);
+  // jax.random divides by sqrt(2); XLA rewrites a division by a constant into a product with
+  // the constant's reciprocal (rounded), and so does this, so the bounds equal JAX's.
+  Array inv_sqrt2 = constant(1.0, dtype) / sqrt2;
+  Array a = erf(lo * inv_sqrt2), b = erf(hi * inv_sqrt2);
   Array out = sqrt2 * erf_inv(uniform(key, s, dtype, a, b));
   // Rounding (or u landing on a) could reach the bounds: clamp into the open interval.
   return clip(out, next_float(stop_gradient(lo), true), next_float(stop_gradient(hi), false));

@@ -11,7 +11,7 @@ import numpy as np
 from jax import lax
 from jax import nn
 
-from parity_lib import FLOATS, INEXACT, INTS, MATH_TOL, SUM_TOL, ints_special, rand, specials
+from parity_lib import EXACT, FLOATS, INEXACT, INTS, MATH_TOL, SUM_TOL, ints_special, rand, specials
 
 # name -> (JAX function, dtypes, input range (lo, hi), tolerance, differentiable)
 UNARY = {
@@ -98,6 +98,15 @@ def elementwise(s):
             elif dt.startswith(("int", "uint")):
                 s.case(name, fn, [ints_special(dt)], name=f"{name}_{dt}_special")
         s.case(name, fn, [rand((0, 3), dtypes[0], seed=9, lo=lo, hi=hi)], name=f"{name}_empty")
+    # erf_inv computes as XLA's CPU kernel does (XLA's log1p and log, fused Horner steps, half
+    # types through float32), so its values are exact: a grid dense near +-1 (the tail
+    # polynomial), tiny inputs, +-1, and out-of-range inputs (not subnormal ones: XLA's
+    # kernels flush them to zero, tessel keeps them).
+    for dt in ["float32", "float64", "float16", "bfloat16"]:
+        near_one = 1 - np.logspace(-15 if dt == "float64" else -7, -0.3, 60)
+        grid = np.concatenate([np.linspace(-1, 1, 241), near_one, -near_one,
+                               [0.0, -0.0, 1e-30, -2e-30, 1.5, -2.0, np.inf, np.nan]])
+        s.case("erf_inv", lax.erf_inv, [grid.astype(jnp.dtype(dt))], tol=EXACT, name=f"erf_inv_{dt}_exact")
     for name, (fn, dtypes, (lo, hi), tol, grad) in BINARY.items():
         for i, dt in enumerate(dtypes):
             a, b = rand((3, 4), dt, seed=i, lo=lo, hi=hi), rand((4,), dt, seed=50 + i, lo=lo, hi=hi)

@@ -172,13 +172,16 @@ Array parse_array(std::istringstream& in, const std::string& where) {
       return Array::from_bytes(v.data(), shape, dt);
     }
     default: {
-      if (!ts::is_integer(dt) && !ts::is_bool(dt))
+      const bool half = dt == DType::float16 || dt == DType::bfloat16;
+      if (!half && !ts::is_integer(dt) && !ts::is_bool(dt))
         throw std::runtime_error(where + ": the parity data format has no " + dtype_name + " arrays yet");
-      // Integers and booleans: through a byte buffer of the dtype's width.
+      // Half floats (their values are exact in the text), integers and booleans: through a
+      // byte buffer of the dtype's width.
       std::vector<uint8_t> bytes(n * ts::itemsize(dt));
       for (size_t k = 0; k < n; ++k) {
-        Scalar s = ts::is_unsigned_int(dt) ? Scalar(uint64_t(std::stoull(tok[k])), dt)
-                                            : Scalar(int64_t(std::stoll(tok[k])), dt);
+        Scalar s = half                       ? Scalar(real(k), dt)
+                   : ts::is_unsigned_int(dt) ? Scalar(uint64_t(std::stoull(tok[k])), dt)
+                                             : Scalar(int64_t(std::stoll(tok[k])), dt);
         s.store(bytes.data() + k * ts::itemsize(dt));
       }
       return Array::from_bytes(bytes.data(), shape, dt);
@@ -298,7 +301,7 @@ std::string mismatch(const Array& got, const Array& want, double rtol, double at
                   : std::vector<ts::complex128_t>();
     auto w = cplx ? want.to_vector<ts::complex128_t>() : std::vector<ts::complex128_t>();
     if (!cplx) {
-      auto gr = got.astype(DType::float64).to_vector<double>(), wr = want.to_vector<double>();
+      auto gr = got.astype(DType::float64).to_vector<double>(), wr = want.astype(DType::float64).to_vector<double>();
       g.assign(gr.begin(), gr.end());
       w.assign(wr.begin(), wr.end());
     }

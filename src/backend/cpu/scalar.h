@@ -9,6 +9,8 @@
 // behaviour undefined, they define it as XLA does on CPU (see elementwise.cpp). Complex
 // arguments go to backend/cpu/scalar_complex.h, which computes them as JAX does rather than as
 // <complex> does (C99 Annex G signs its zeros and treats inf/NaN differently).
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstddef>
@@ -248,18 +250,91 @@ TESSEL_SCALAR_UNARY(tanh, if constexpr (is_complex_v<T>) return cx::tanh(x); els
 TESSEL_SCALAR_UNARY(asinh, if constexpr (is_complex_v<T>) return cx::asinh(x); else return std::asinh(x);)
 TESSEL_SCALAR_UNARY(acosh, if constexpr (is_complex_v<T>) return cx::acosh(x); else return std::acosh(x);)
 TESSEL_SCALAR_UNARY(atanh, if constexpr (is_complex_v<T>) return cx::atanh(x); else return std::atanh(x);)
-TESSEL_SCALAR_UNARY(erf, return std::erf(x);)
 TESSEL_SCALAR_UNARY(erfc, return std::erfc(x);)
-/// The polynomial with coefficients `c` (highest degree first) at w (Horner).
-template <class T, size_t N> inline T horner(const T (&c)[N], T w) {
+/// The polynomial with coefficients `c` (highest degree first) at w, by Horner's rule with one
+/// fused multiply-add per step (one rounding each, as XLA's CPU code contracts its steps).
+template <class T, size_t N> inline T horner_fma(const T (&c)[N], T w) {
   T p = c[0];
-  for (size_t i = 1; i < N; ++i) p = c[i] + p * w;
+#pragma GCC unroll 32  // unrolled, so that loops calling it vectorise
+  for (size_t i = 1; i < N; ++i) p = std::fma(p, w, c[i]);
   return p;
 }
 
-/// lax.erf_inv: Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): float
-/// uses two polynomials in w = -log(1 - x^2), double three (XLA uses the same split). Every
-/// polynomial is evaluated and one selected, so loops over it vectorise.
+/// XLA's float32 erf on CPU (Eigen's rational interpolant): x P(x^2) / Q(x^2) with P of
+/// degree 4 and Q of degree 6 by fused Horner steps, and +-1 from |x| = 3.8325 on (where
+/// erf rounds to 1). Bit for bit XLA's for normal inputs, so truncated_normal's bounds
+/// erf(lower / sqrt 2) equal JAX's; branch-free, so loops vectorise.
+inline float xla_erf(float x) {
+  static constexpr float kNumerator[] = {0.00022905065861350646f, 0.0034082910107109506f, 0.050955695062380861f,
+                                         0.18520832239976145f, 1.128379143519084f};
+  static constexpr float kDenominator[] = {-1.1791602954361697e-7f, 0.000023547966471313185f,
+                                           0.0010179625278914885f,  0.014070470171167667f,
+                                           0.11098505178285362f,    0.49746925110067538f, 1.0f};
+  const float x2 = x * x;
+  const float ratio = (x * horner_fma(kNumerator, x2)) / horner_fma(kDenominator, x2);
+  return std::fabs(x) >= 3.832506856900711f ? std::copysign(1.0f, x) : ratio;
+}
+TESSEL_SCALAR_UNARY(erf, if constexpr (std::is_same_v<T, float>) return xla_erf(x); else return std::erf(x);)
+/// The float32 natural logarithm of XLA's CPU backend, which replaces libm's logf with
+/// Cephes' approximation: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) from a degree-8
+/// polynomial in t = m - 1 (three interleaved Horner chains), and e ln 2 added in two parts
+/// (0.693359375 exact, -2.12194440e-4 the rest). Where XLA's code multiplies then adds, the
+/// steps are fused multiply-adds as LLVM contracts them there; the other roundings are
+/// XLA's, so results equal XLA's log bit for bit for normal inputs (erf_inv's use; XLA's
+/// kernels flush subnormal inputs to zero, this reads them as the smallest normal float).
+inline float xla_log(float x) {
+  // max(x, smallest normal) on the bits (positive floats order as integers; negative x and
+  // zero become the smallest normal): an integer max, which the vectoriser keeps branch-free
+  // where a float select lets GCC thread the constant case into a branch.
+  const uint32_t bits = uint32_t(std::max(std::bit_cast<int32_t>(x), int32_t(0x00800000)));
+  float e = float(int32_t(bits >> 23) - 126);                           // exponent for m in [1/2, 1)
+  const float m = std::bit_cast<float>((bits & 0x807fffffu) | 0x3f000000u);
+  // m below sqrt(1/2): use 2m - 1 and one less in the exponent, so t lies in [-0.29, 0.41).
+  const bool low = m < 0.707106781186547524f;
+  const float t = low ? (m - 1.0f) + m : m - 1.0f;
+  e = low ? e - 1.0f : e;
+  const float t2 = t * t, t3 = t2 * t;
+  const float a = std::fma(std::fma(t, 7.0376836292e-2f, -1.1514610310e-1f), t, 1.1676998740e-1f);
+  const float b = std::fma(std::fma(t, -1.2420140846e-1f, 1.4249322787e-1f), t, -1.6668057665e-1f);
+  const float c = std::fma(std::fma(t, 2.0000714765e-1f, -2.4999993993e-1f), t, 3.3333331174e-1f);
+  const float poly = std::fma(std::fma(std::fma(a, t3, b), t3, c), t3, -2.12194440e-4f * e);
+  const float r = std::fma(0.693359375f, e, std::fma(-0.5f, t2, t) + poly);
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  return x > 0.0f ? (x == inf ? x : r) : x == 0.0f ? -inf : std::numeric_limits<float>::quiet_NaN();
+}
+/// The natural logarithm XLA's log1p calls for float64: libm's log (XLA's CPU backend
+/// approximates only float32 logarithms). Declared under another name so that vector loops
+/// keep calling glibc's scalar log rather than libmvec's vector forms (scalar.h's
+/// declarations), whose last bits differ.
+extern "C" double tessel_libm_log(double) noexcept __asm__("log");
+inline float xla_log_of(float x) { return xla_log(x); }
+inline double xla_log_of(double x) { return tessel_libm_log(x); }
+
+/// XLA's log1p (float32 and float64): below |x| = sqrt(2) - 1 a Cephes rational function,
+/// x - x^2/2 + x^3 P(x)/Q(x) with P and Q of degree 6 evaluated by fused Horner steps;
+/// above it XLA's log(1 + x). Both are computed and one selected, so loops vectorise.
+template <class T> inline T xla_log1p(T x) {
+  static constexpr T kNumerator[] = {T(4.5270000862445199635215E-5), T(4.9854102823193375972212E-1),
+                                     T(6.5787325942061044846969E0),  T(2.9911919328553073277375E1),
+                                     T(6.0949667980987787057556E1),  T(5.7112963590585538103336E1),
+                                     T(2.0039553499201281259648E1)};
+  static constexpr T kDenominator[] = {T(1), T(1.5062909083469192043167E1), T(8.3047565967967209469434E1),
+                                       T(2.2176239823732856465394E2), T(3.0909872225312059774938E2),
+                                       T(2.1642788614495947685003E2), T(6.0118660497603843919306E1)};
+  const T x2 = x * x;
+  const T ratio = horner_fma(kNumerator, x) / horner_fma(kDenominator, x);
+  const T small = x + std::fma(T(-0.5), x2, (x * x2) * ratio);
+  const T large = xla_log_of(x + T(1));
+  return std::fabs(x) < T(0.41421356237309504880) ? small : large;
+}
+
+/// lax.erf_inv, computed as XLA computes it on CPU so that results (and random.normal's
+/// samples) equal JAX's bit for bit: Giles, "Approximating the erfinv function" (GPU
+/// Computing Gems, 2011), with float using two polynomials in w = -log1p(-x^2) and double
+/// three, w from XLA's log1p (above), and each Horner step one fused multiply-add (XLA's CPU
+/// code contracts them). Subnormal inputs and results keep their IEEE values, where XLA's
+/// kernels flush them to zero (|x| below about 1.3e-38 in float32). Every polynomial is
+/// evaluated and one selected, so loops over it vectorise.
 inline float erf_inv(float x) {
   static constexpr float kCentral[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
                                        -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
@@ -267,8 +342,8 @@ inline float erf_inv(float x) {
   static constexpr float kTail[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
                                     -0.00367342844f,  0.00573950773f,  -0.0076224613f,
                                     0.00943887047f,   1.00167406f,     2.83297682f};
-  const float w = -std::log1p(-x * x);
-  const float p = w < 5.0f ? horner(kCentral, w - 2.5f) : horner(kTail, std::sqrt(w) - 3.0f);
+  const float w = -xla_log1p(-(x * x));
+  const float p = w < 5.0f ? horner_fma(kCentral, w - 2.5f) : horner_fma(kTail, std::sqrt(w) - 3.0f);
   return std::fabs(x) == 1.0f ? std::copysign(std::numeric_limits<float>::infinity(), x) : p * x;
 }
 inline double erf_inv(double x) {
@@ -296,8 +371,8 @@ inline double erf_inv(double x) {
       -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
       7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
       1.0103004648645343977,      4.8499064014085844221};
-  const double w = -std::log1p(-x * x), s = std::sqrt(w);
-  const double p = w < 6.25 ? horner(kCentral, w - 3.125) : w < 16.0 ? horner(kMiddle, s - 3.25) : horner(kTail, s - 5.0);
+  const double w = -xla_log1p(-(x * x)), s = std::sqrt(w);
+  const double p = w < 6.25 ? horner_fma(kCentral, w - 3.125) : w < 16.0 ? horner_fma(kMiddle, s - 3.25) : horner_fma(kTail, s - 5.0);
   return std::fabs(x) == 1.0 ? std::copysign(std::numeric_limits<double>::infinity(), x) : p * x;
 }
 TESSEL_SCALAR_UNARY(logistic, if constexpr (!is_complex_v<T>) {
