@@ -49,6 +49,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -106,6 +108,67 @@ struct CpuTimes {
   }
   CpuTimes operator-(const CpuTimes& o) const { return {process_s - o.process_s, busy_s - o.busy_s, steal_s - o.steal_s}; }
 };
+
+// CPU seconds of each thread of this process (/proc/self/task/*/stat), by thread id.
+// Which threads spent the CPU time of a comparison's side: the device streams computing, or
+// some other thread (a waiter spinning) taking a core from them.
+std::map<long, double> thread_cpu_seconds() {
+  std::map<long, double> out;
+  const double tick = 1.0 / double(sysconf(_SC_CLK_TCK));
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::FILE* f = std::fopen((e.path() / "stat").c_str(), "r");
+    if (!f) continue;
+    char buf[1024];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    const char* p = std::strrchr(buf, ')');  // the name may hold spaces; fields follow it
+    unsigned long long utime = 0, stime = 0;
+    if (p && std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2)
+      out[std::atol(e.path().filename().c_str())] = double(utime + stime) * tick;
+  }
+  return out;
+}
+
+// "# <name>: CPU seconds per thread over <what>: main 0.01, 2.10, 2.05": the threads that
+// spent at least 1% of the total, the main thread first.
+void print_thread_cpu(const std::string& name, const std::string& what, const std::map<long, double>& before,
+                      const std::map<long, double>& after) {
+  std::vector<std::pair<double, long>> spent;
+  double total = 0;
+  for (const auto& [tid, s] : after) {
+    auto it = before.find(tid);
+    const double d = s - (it == before.end() ? 0.0 : it->second);
+    spent.emplace_back(d, tid);
+    total += d;
+  }
+  std::sort(spent.rbegin(), spent.rend());
+  std::string text;
+  char buf[64];
+  const long main_tid = long(getpid());
+  for (const auto& [d, tid] : spent)
+    if (tid == main_tid || d >= 0.01 * total) {
+      std::snprintf(buf, sizeof buf, "%s%s%.2f", text.empty() ? "" : ", ", tid == main_tid ? "main " : "", d);
+      text += buf;
+    }
+  std::printf("# %s: CPU seconds per thread over %s: %s\n", name.c_str(), what.c_str(), text.c_str());
+}
+
+// The share of this process's anonymous memory in transparent huge pages
+// (/proc/self/smaps_rollup), or -1 where it cannot be read.
+double huge_page_fraction() {
+  std::FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+  if (!f) return -1;
+  double anon = 0, huge = 0;
+  char line[256];
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "Anonymous:", 10) == 0) anon = std::atof(line + 10);
+    if (std::strncmp(line, "AnonHugePages:", 14) == 0) huge = std::atof(line + 14);
+  }
+  std::fclose(f);
+  return anon > 0 ? huge / anon : -1;
+}
 
 // Calls of `f` per round so that a round lasts at least kMinRoundSeconds (f is timed once
 // here, warm). Rounds of a few milliseconds would put a whole comparison inside a fraction
@@ -297,9 +360,15 @@ bool speedup(int64_t rows, int rounds) {
   auto run1 = [&] { one(a1, b1).block_until_ready(); };
   auto run2 = [&] { two(a2, b2).block_until_ready(); };
   const int calls = calls_per_round(run1);
+  std::map<long, double> threads1, threads2;
   for (int r = 0; r < rounds; ++r) {
+    auto before = thread_cpu_seconds();
     t1.push_back(timed(run1, calls, c1));
+    auto between = thread_cpu_seconds();
     t2.push_back(timed(run2, calls, c2));
+    auto after = thread_cpu_seconds();
+    for (const auto& [tid, s] : between) threads1[tid] += s - (before.count(tid) ? before[tid] : 0.0);
+    for (const auto& [tid, s] : after) threads2[tid] += s - (between.count(tid) ? between[tid] : 0.0);
   }
   const double best1 = *std::min_element(t1.begin(), t1.end()), best2 = *std::min_element(t2.begin(), t2.end());
   std::printf("# sharded: sum(sin(a)*b + exp(-a*a), axis 1) on %lld x %lld float32, best of %d (median 1 device %.4g s, "
@@ -312,6 +381,10 @@ bool speedup(int64_t rows, int rounds) {
   tb::report("sharded.speedup_2dev", median_ratio(t1, t2), "x");
   tb::report("sharded.speedup_2dev_best", best1 / best2, "x");  // the best rounds: both at the machine's fastest
   report_cores("sharded", calls, t1, c1, t2, c2);
+  print_thread_cpu("sharded", "the 1-device rounds", {}, threads1);
+  print_thread_cpu("sharded", "the 2-device rounds", {}, threads2);
+  std::printf("# sharded: %.0f%% of this process's anonymous memory is in huge pages (TESSEL_HUGE_PAGE_BYTES)\n",
+              100 * huge_page_fraction());
   handwritten_program_scaling(av, bv, cols, rounds);
   memory_read_scaling(rounds);
   return true;

@@ -78,6 +78,7 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::vector<i
     for (auto& a : e.inputs) {
       st.ins.push_back(slot_for(a));
       st.in_avals.push_back(a.aval());
+      work_bytes_ += a.aval().nbytes();
     }
     for (auto& o : e.outputs) {
       int s = add_slot(SlotKind::kIntermediate, o->aval);

@@ -104,7 +104,7 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<StepPlan> plan_run_, plan_sync_;
   std::vector<OverlapStep> overlap_run_, overlap_sync_;  // empty: nothing overlaps
   std::vector<Output> outputs_;
-  size_t work_bytes_ = 0;  // bytes written by all steps (decides inline execution)
+  size_t work_bytes_ = 0;  // bytes all steps read and write (decides inline execution)
 };
 
 }  // namespace tessel::compiler

@@ -22,6 +22,8 @@
 #include <system_error>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "core/config.h"
 #include "core/device_impl.h"
 #include "tessel/array.h"
@@ -123,6 +125,22 @@ namespace {
 // malloc's blocks are 16-byte aligned: this much more always holds an aligned capacity.
 constexpr size_t kSmallSlack = kAlignment - 16;
 void* align_up(void* p) { return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kAlignment - 1) & ~(kAlignment - 1)); }
+
+// A block of at least TESSEL_HUGE_PAGE_BYTES is 2 MiB-aligned, rounded up to whole huge
+// pages and marked for transparent huge pages: streaming through 4 KiB pages misses the TLB
+// every 4 KiB, and under a hypervisor each miss walks two page tables (a plain C++ loop
+// streaming 128 MiB on this project's VM: 4.4 ms with huge pages, 5.4 ms without). Suspected
+// in sharded.speedup_2dev's slow runs (docs/sharding.md), not yet measured there. The hint is
+// best effort: without huge pages the block works.
+constexpr size_t kHugePage = size_t(2) << 20;
+void* allocate_block(size_t capacity) {
+  static const size_t huge_from = size_t(config::get_int(config::kHugePageBytes));
+  if (huge_from == 0 || capacity < huge_from) return std::aligned_alloc(kAlignment, capacity);
+  const size_t size = (capacity + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, size);
+  if (p) madvise(p, size, MADV_HUGEPAGE);
+  return p;
+}
 }  // namespace
 
 Memory::Memory(size_t nbytes) : capacity_(allocator_size_class(nbytes)) {
@@ -134,10 +152,10 @@ Memory::Memory(size_t nbytes) : capacity_(allocator_size_class(nbytes)) {
     }
   }
   if (capacity_ >= kMinCached) ptr_ = cache().take(capacity_);
-  if (!ptr_) ptr_ = std::aligned_alloc(kAlignment, capacity_);
+  if (!ptr_) ptr_ = allocate_block(capacity_);
   if (!ptr_) {
     allocator_trim();
-    ptr_ = std::aligned_alloc(kAlignment, capacity_);
+    ptr_ = allocate_block(capacity_);
   }
   base_ = ptr_;
   if (!ptr_) {

@@ -67,9 +67,10 @@ constexpr std::array<Entry, kVarCount> kTable = {{
     // Any integer: a negative one queues even the operations that write nothing.
     {.var = Var::kEagerInlineBytes, .name = "TESSEL_EAGER_INLINE_BYTES", .kind = Kind::kInteger,
      .default_int = 1 << 16,
-     .doc = "Eager operations whose outputs total at most this many bytes run on the caller's thread when the "
-            "device stream is idle, instead of being queued (saves a thread hand-off for tiny ops). `0` queues "
-            "everything. Jitted executables use the same threshold on the bytes all their steps write."},
+     .doc = "Eager operations whose inputs and outputs total at most this many bytes run on the caller's thread "
+            "when the device stream is idle, instead of being queued (saves a thread hand-off for tiny ops). `0` "
+            "queues everything. Jitted executables use the same threshold on the bytes all their steps read and "
+            "write."},
     {.var = Var::kStreamMaxQueue, .name = "TESSEL_STREAM_MAX_QUEUE", .kind = Kind::kInteger,
      .min = 1, .out_of_range = OutOfRange::kClamp, .default_int = 64,
      .doc = "Most tasks a device stream holds queued; a producer that gets further ahead waits (each queued "
@@ -83,6 +84,12 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "cache until it holds this much (larger classes are evicted first), so a program run step after "
             "step reuses its memory instead of mapping and page-faulting it afresh. `0` turns the cache off "
             "(every buffer goes to `malloc`/`free`)."},
+    {.var = Var::kHugePageBytes, .name = "TESSEL_HUGE_PAGE_BYTES", .kind = Kind::kInteger, .min = 0,
+     .default_int = 4 << 20, .default_doc = "4 MiB",
+     .doc = "Buffers of at least this many bytes are aligned to 2 MiB and marked for transparent huge pages "
+            "(`madvise(MADV_HUGEPAGE)`, for systems whose `/sys/kernel/mm/transparent_hugepage/enabled` is "
+            "`madvise`): a kernel streaming through large arrays then misses the TLB once per 2 MiB instead of "
+            "once per 4 KiB, which costs most on a virtual machine (nested page tables). `0` turns it off."},
     {.var = Var::kDisableCodegen, .name = "TESSEL_DISABLE_CODEGEN", .kind = Kind::kFlag,
      .default_int = 0,
      .doc = "Any non-empty value other than `0` turns code generation off: `jit` runs one unfused kernel per "
@@ -198,7 +205,7 @@ constexpr bool agrees(Key<K> key) {
   return kTable[size_t(key.var)].kind == K;
 }
 static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
-                  agrees(kAllocatorCacheBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
+                  agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionSmallPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&
                   agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) && agrees(kPeerTimeoutMs) &&

@@ -21,6 +21,7 @@ enum class Var {
   kEagerInlineBytes,
   kStreamMaxQueue,
   kAllocatorCacheBytes,
+  kHugePageBytes,
   kDisableCodegen,
   kConvOnednn,
   kCxx,
@@ -100,6 +101,7 @@ inline constexpr IntKey kNumThreads{Var::kNumThreads};
 inline constexpr IntKey kEagerInlineBytes{Var::kEagerInlineBytes};
 inline constexpr IntKey kStreamMaxQueue{Var::kStreamMaxQueue};
 inline constexpr IntKey kAllocatorCacheBytes{Var::kAllocatorCacheBytes};
+inline constexpr IntKey kHugePageBytes{Var::kHugePageBytes};
 inline constexpr FlagKey kDisableCodegen{Var::kDisableCodegen};
 inline constexpr FlagKey kConvOnednn{Var::kConvOnednn};
 inline constexpr StringKey kCxx{Var::kCxx};

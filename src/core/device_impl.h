@@ -37,10 +37,10 @@ class DeviceImpl {
   Sharding sharding_;
 };
 
-/// Runs `task` on `dev`'s stream: inline on the caller's thread when it writes at most
-/// TESSEL_EAGER_INLINE_BYTES and the stream is idle, else queued.
+/// Runs `task` on `dev`'s stream: inline on the caller's thread when it reads and writes at
+/// most TESSEL_EAGER_INLINE_BYTES (`work_bytes`) and the stream is idle, else queued.
 void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task);
-/// Runs `fn(ctx)` on the caller's thread if it writes at most TESSEL_EAGER_INLINE_BYTES and
+/// Runs `fn(ctx)` on the caller's thread if it reads and writes at most TESSEL_EAGER_INLINE_BYTES and
 /// `dev`'s stream is idle (true); else runs nothing (false: the caller uses run_on_stream).
 bool run_inline_if_idle(DeviceImpl* dev, size_t work_bytes, void (*fn)(void*), void* ctx);
 

@@ -50,6 +50,11 @@ bool Stream::idle() {
   return queue_.empty() && (!busy_ || t_running == this);
 }
 
+size_t Stream::inline_runs() {
+  std::lock_guard lock(mu_);
+  return inline_runs_;
+}
+
 void Stream::enqueue(Task task) {
   if (t_running == this) {
     task();
@@ -96,6 +101,7 @@ bool Stream::run_if_idle(void (*fn)(void*), void* ctx) {
   }
   lock.lock();
   busy_ = false;
+  ++inline_runs_;
   bool more = !queue_.empty();
   lock.unlock();
   if (more) cv_.notify_one();

@@ -1,6 +1,7 @@
 #pragma once
 // A device stream: a worker thread that runs the device's work items in order.
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -35,6 +36,9 @@ class Stream {
   void synchronize();
   /// True when no task is queued or running, but for the caller's own (a task asking).
   bool idle();
+  /// How many tasks ran on their caller's thread so far (run_if_idle, run_inline_or_enqueue):
+  /// tells tests whether work was dispatched asynchronously.
+  size_t inline_runs();
   /// Ends the worker thread after the queued tasks (exit's teardown). Tasks given later run
   /// at once on the calling thread.
   void stop();
@@ -47,6 +51,7 @@ class Stream {
   std::deque<Task> queue_;
   bool busy_ = false;
   bool stop_ = false;
+  size_t inline_runs_ = 0;  // guarded by mu_
   int device_id_;
   size_t max_queue_;
   std::thread worker_;

@@ -186,6 +186,9 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   const OpEntry& e = *entry;
   DeviceImpl* dev = result_device(p.name, ins);
   bool committed = false, inputs_ready = true;
+  // Bytes read and written: a reduction of a large array writes little but is not small
+  // work, and must not run on the caller's thread (dispatch stays asynchronous).
+  size_t work_bytes = 0;
   BufferList in_bufs(ins.size());
   for (const Array& a : ins) {
     auto* c = static_cast<ConcreteArray*>(a.impl().get());
@@ -193,15 +196,15 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
     b->check_not_donated();
     committed |= c->committed;
     inputs_ready &= b->ready() && !b->failed();
+    work_bytes += c->aval.nbytes();
     in_bufs.push_back(b);
   }
   std::vector<Array> outs;
   outs.reserve(e.out_avals.size());
   BufferList out_bufs(e.out_avals.size());
-  size_t out_bytes = 0;
   for (const Aval& av : e.out_avals) {
     out_bufs.push_back(Buffer::allocate(av.nbytes(), dev, &av));
-    out_bytes += av.nbytes();
+    work_bytes += av.nbytes();
     outs.push_back(make_concrete(av, dev, out_bufs.back(), committed));
   }
   TESSEL_DEBUG_LOG("dispatch " + p.name + " " + (e.params.empty() ? "" : "[" + e.params.to_string() + "] ") +
@@ -211,10 +214,10 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
   // task (its closure, the shared launch record, the std::function) that a queued one needs.
   if (inputs_ready) {
     InlineRun run{&p, &e, in_bufs.span(), out_bufs.span(), dev};
-    if (run_inline_if_idle(dev, out_bytes, &InlineRun::run, &run)) return outs;
+    if (run_inline_if_idle(dev, work_bytes, &InlineRun::run, &run)) return outs;
   }
-  launch_kernel(dev, out_bytes, KernelLaunch{&p, &e.in_avals, &e.out_avals, &e.params, in_bufs.take(),
-                                             out_bufs.take(), std::move(entry)});
+  launch_kernel(dev, work_bytes, KernelLaunch{&p, &e.in_avals, &e.out_avals, &e.params, in_bufs.take(),
+                                              out_bufs.take(), std::move(entry)});
   return outs;
 }
 
@@ -238,11 +241,11 @@ DeviceImpl* result_device(const std::string& op, std::span<const Array> ins) {
   return default_device();
 }
 
-void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch) {
+void launch_kernel(DeviceImpl* dev, size_t work_bytes, KernelLaunch launch) {
   auto task = [l = std::make_shared<KernelLaunch>(std::move(launch)), dev] {
     run_kernel(*l->prim, *l->in_avals, *l->out_avals, *l->params, l->ins, l->outs, dev);
   };
-  run_on_stream(dev, out_bytes, std::move(task));
+  run_on_stream(dev, work_bytes, std::move(task));
 }
 
 }  // namespace tessel::detail

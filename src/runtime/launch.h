@@ -22,9 +22,10 @@ struct KernelLaunch {
   std::shared_ptr<const void> owner;
 };
 
-/// Enqueues the kernel on `dev`'s stream (inline when small and the stream is idle). Errors
-/// are recorded in the output buffers and rethrown by whoever waits on them.
-void launch_kernel(DeviceImpl* dev, size_t out_bytes, KernelLaunch launch);
+/// Enqueues the kernel on `dev`'s stream (inline when the stream is idle and `work_bytes`,
+/// the bytes it reads and writes, are at most TESSEL_EAGER_INLINE_BYTES). Errors are
+/// recorded in the output buffers and rethrown by whoever waits on them.
+void launch_kernel(DeviceImpl* dev, size_t work_bytes, KernelLaunch launch);
 /// The device an operation on concrete `ins` runs on: the committed device of its inputs
 /// (all the same, else a ValueError naming `op`), else where the first non-scalar lives.
 DeviceImpl* result_device(const std::string& op, std::span<const Array> ins);

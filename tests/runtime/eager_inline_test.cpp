@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/device_impl.h"
 #include "core/stream.h"
 #include "tessel/tessel.h"
 
@@ -107,4 +108,28 @@ TEST(StreamRunIfIdle, RunsNestedInsideItsOwnTask) {
   stream.synchronize();
   EXPECT_TRUE(nested);
   EXPECT_EQ(ran, 1);
+}
+
+// The inline limit counts the bytes an operation reads as well as those it writes: a full
+// reduction of a 16 MiB array writes 4 bytes but runs on the device's stream, so the call
+// returns at once (eager and jitted alike), while a scalar operation still runs inline.
+TEST(EagerInline, LargeReductionsRunOnTheStream) {
+  const ts::Device d0 = ts::devices()[0];
+  td::Stream& stream = d0.impl()->stream();
+  ts::Array big = ts::device_put(ts::full({2048, 2048}, 3.0f), d0);
+  ts::Array small = ts::device_put(ts::Array(2.0f), d0);
+  auto jitted = ts::jit([](const ts::Array& x) { return ts::max(x); });
+  jitted(big).block_until_ready();  // compiled before counting
+  stream.synchronize();
+
+  const size_t before = stream.inline_runs();
+  ts::Array eager = ts::max(big);
+  ts::Array compiled = jitted(big);
+  EXPECT_FLOAT_EQ(eager.item<float>(), 3.0f);
+  EXPECT_FLOAT_EQ(compiled.item<float>(), 3.0f);
+  stream.synchronize();
+  EXPECT_EQ(stream.inline_runs(), before) << "a reduction of 16 MiB ran on the caller's thread";
+
+  EXPECT_FLOAT_EQ((small * 2.0f).item<float>(), 4.0f);
+  EXPECT_GT(stream.inline_runs(), before) << "a scalar operation on an idle stream was queued";
 }
