@@ -130,8 +130,8 @@ void* align_up(void* p) { return reinterpret_cast<void*>((reinterpret_cast<uintp
 // pages and marked for transparent huge pages: streaming through 4 KiB pages misses the TLB
 // every 4 KiB, and under a hypervisor each miss walks two page tables (a plain C++ loop
 // streaming 128 MiB on this project's VM: 4.4 ms with huge pages, 5.4 ms without). Suspected
-// in sharded.speedup_2dev's slow runs (docs/sharding.md), not yet measured there. The hint is
-// best effort: without huge pages the block works.
+// in sharded.speedup_2dev's slow runs; 16 alternating runs did not settle it (docs/sharding.md).
+// The hint is best effort: without huge pages the block works.
 constexpr size_t kHugePage = size_t(2) << 20;
 void* allocate_block(size_t capacity) {
   static const size_t huge_from = size_t(config::get_int(config::kHugePageBytes));
