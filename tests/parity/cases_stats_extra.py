@@ -92,6 +92,10 @@ def order_statistics(s):
                name=f"stats_mode_scalar_axis{axis}")
     s.case("scipy.stats.rankdata", rankdata, [np.array(3.5, np.float32)], {"method": "average", "axis": None},
            name="stats_rankdata_scalar")
+    # Complex numbers order by real part, then imaginary part.
+    z = (rand((3, 6), "int32", 316, 0, 2) + 1j * rand((3, 6), "int32", 317, 0, 1)).astype("complex64")
+    s.case("scipy.stats.mode", mode, [z], {"axis": 1, "keepdims": False}, name="stats_mode_complex64")
+    s.case("scipy.stats.rankdata", rankdata, [z], {"method": "average", "axis": 1}, name="stats_rankdata_complex64")
     flags = np.array([[True, False, True, True], [False, False, True, False]])
     s.case("scipy.stats.mode", mode, [flags], {"axis": 1, "keepdims": False}, name="stats_mode_bool")
     s.case("scipy.stats.rankdata", rankdata, [flags], {"method": "dense", "axis": 1}, name="stats_rankdata_bool")
