@@ -24,6 +24,27 @@ namespace tessel::scipy::stats {
 TESSEL_API Array sem(const Array& a, std::optional<int64_t> axis = 0, int64_t ddof = 1,
                      const std::string& nan_policy = "propagate", bool keepdims = false);
 
+/// What mode returns (jax.scipy.stats.ModeResult).
+struct ModeResult {
+  Array mode;   ///< the most common value of each slice (a's dtype)
+  Array count;  ///< how often it occurs (int32)
+};
+/// The most common value along `axis` (of the flattened a when nullopt) and its count, as
+/// jax.scipy.stats.mode: ties go to the smallest value, NaNs count as equal to each other
+/// (and sort last), -0.0 equals 0.0, a scalar is a 1-element vector. Along an axis of length
+/// 0 the mode is NaN and the count 0, both float32 (JAX's empty result). nan_policy: only
+/// "propagate" (JAX raises for "omit" and "raise" too). Differentiable in the mode's value.
+TESSEL_API ModeResult mode(const Array& a, std::optional<int64_t> axis = 0, const std::string& nan_policy = "propagate",
+                           bool keepdims = false);
+
+/// The ranks, from 1, of a's elements along `axis` (of the flattened a when nullopt), as
+/// float32, as jax.scipy.stats.rankdata. `method` ranks ties: "average" (the mean of their
+/// positions), "min", "max", "dense" (1 + the number of smaller distinct values) or
+/// "ordinal" (their order in a). A slice holding a NaN ranks as all NaN. nan_policy: only
+/// "propagate" (JAX raises for "omit" and "raise" too).
+TESSEL_API Array rankdata(const Array& a, const std::string& method = "average",
+                          std::optional<int64_t> axis = std::nullopt, const std::string& nan_policy = "propagate");
+
 /// jax.scipy.stats.norm: the normal distribution N(loc, scale^2).
 namespace norm {
 /// The log density.

@@ -1,6 +1,6 @@
 // Error paths and identities of the jax.scipy.special additions (src/scipy/special_extra.cpp) and
 // of ts::scipy::stats (src/scipy/stats.cpp); their values against JAX are in the parity suite
-// (tests/parity/cases_special_extra.py, cases_stats.py).
+// (tests/parity/cases_special_extra.py, cases_stats.py, cases_stats_extra.py).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,9 +8,11 @@
 
 #include "expect_error.h"
 #include "tessel/error.h"
+#include "tessel/jit.h"
 #include "tessel/ops.h"
 #include "tessel/scipy_special.h"
 #include "tessel/scipy_stats.h"
+#include "tessel/transforms.h"
 
 namespace ts = tessel;
 namespace sp = tessel::scipy::special;
@@ -77,4 +79,75 @@ TEST(ScipyStats, Identities) {
   std::vector<double> lp = values(st::poisson::logpmf(ts::Array({-1, 0, 2}), ts::Array(1.5f)));
   EXPECT_TRUE(std::isinf(lp[0]) && lp[0] < 0);
   EXPECT_NEAR(lp[1], -1.5, 1e-6);
+}
+
+TEST(ScipyStatsMode, MostCommonValueSmallestOnTies) {
+  ts::Array x({{1, 2, 1, 3, 2, 1}, {3, 1, 3, 2, 1, 3}, {1, 2, 2, 3, 1, 2}});
+  st::ModeResult cols = st::mode(x);
+  EXPECT_EQ(cols.mode.to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 1, 3, 1, 1}));
+  EXPECT_EQ(cols.count.to_vector<int32_t>(), (std::vector<int32_t>{2, 2, 1, 2, 2, 1}));
+  EXPECT_EQ(cols.count.dtype(), ts::DType::int32);
+  st::ModeResult rows = st::mode(x, 1, "propagate", true);
+  EXPECT_EQ(rows.mode.shape(), (ts::Shape{3, 1}));
+  EXPECT_EQ(rows.mode.to_vector<int32_t>(), (std::vector<int32_t>{1, 3, 2}));
+  EXPECT_EQ(rows.count.to_vector<int32_t>(), (std::vector<int32_t>{3, 3, 3}));
+  st::ModeResult all = st::mode(x, std::nullopt);  // 1 occurs 7 times, 2 six times, 3 five times
+  EXPECT_EQ(all.mode.shape(), ts::Shape{});
+  EXPECT_EQ(all.mode.to_vector<int32_t>()[0], 1);
+  EXPECT_EQ(all.count.to_vector<int32_t>()[0], 7);
+  // NaNs count as one value: here the most common one.
+  st::ModeResult nan = st::mode(ts::Array({NAN, 2.0f, NAN, 1.0f}));
+  EXPECT_TRUE(std::isnan(values(nan.mode)[0]));
+  EXPECT_EQ(nan.count.to_vector<int32_t>()[0], 2);
+  // An empty axis: NaN, counted 0 times, as float32 (JAX's result).
+  st::ModeResult empty = st::mode(ts::zeros({0, 2}, ts::DType::int32));
+  EXPECT_EQ(empty.mode.dtype(), ts::DType::float32);
+  EXPECT_EQ(empty.count.dtype(), ts::DType::float32);
+  EXPECT_TRUE(std::isnan(values(empty.mode)[1]));
+  EXPECT_EQ(values(empty.count), (std::vector<double>{0.0, 0.0}));
+}
+
+TEST(ScipyStatsRankdata, EveryTieMethod) {
+  ts::Array x({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5});
+  auto ranks = [&](const char* method) { return values(st::rankdata(x, method)); };
+  EXPECT_EQ(ranks("average"), (std::vector<double>{4.5, 1.5, 6, 1.5, 8, 11, 3, 10, 8, 4.5, 8}));
+  EXPECT_EQ(ranks("min"), (std::vector<double>{4, 1, 6, 1, 7, 11, 3, 10, 7, 4, 7}));
+  EXPECT_EQ(ranks("max"), (std::vector<double>{5, 2, 6, 2, 9, 11, 3, 10, 9, 5, 9}));
+  EXPECT_EQ(ranks("dense"), (std::vector<double>{3, 1, 4, 1, 5, 7, 2, 6, 5, 3, 5}));
+  EXPECT_EQ(ranks("ordinal"), (std::vector<double>{4, 1, 6, 2, 7, 11, 3, 10, 8, 5, 9}));
+  EXPECT_EQ(st::rankdata(x).dtype(), ts::DType::float32);
+  // Along an axis; a slice holding a NaN ranks as NaN, the others as usual.
+  ts::Array m({{1.0, double(NAN), 2.0}, {3.0, 3.0, 1.0}});
+  std::vector<double> r = values(st::rankdata(m, "average", 1));
+  EXPECT_TRUE(std::isnan(r[0]) && std::isnan(r[1]) && std::isnan(r[2]));
+  EXPECT_EQ(std::vector<double>(r.begin() + 3, r.end()), (std::vector<double>{2.5, 2.5, 1.0}));
+  EXPECT_EQ(values(st::rankdata(m, "max", 0)).size(), 6u);
+  EXPECT_EQ(st::rankdata(ts::Array(7.0)).shape(), ts::Shape{1});  // flattened: a scalar is one element
+}
+
+TEST(ScipyStatsOrderStatistics, SameUnderJitAndVmap) {
+  ts::Array x({{2.0f, 7.0f, 2.0f, 7.0f, 1.0f}, {0.5f, 0.5f, 4.0f, 4.0f, 4.0f}});
+  auto modes = [](const ts::Array& v) { return st::mode(v, -1).mode; };
+  auto ranks = [](const ts::Array& v) { return st::rankdata(v, "average"); };
+  const std::vector<double> want_modes{2.0, 4.0}, want_ranks{2.5, 4.5, 2.5, 4.5, 1.0, 1.5, 1.5, 4.0, 4.0, 4.0};
+  EXPECT_EQ(values(modes(x)), want_modes);
+  EXPECT_EQ(values(ts::jit(modes)(x)), want_modes);
+  EXPECT_EQ(values(ts::vmap(modes)(x)), want_modes);  // each row is a 1-D slice under vmap
+  EXPECT_EQ(values(ts::vmap(ranks)(x)), want_ranks);
+  EXPECT_EQ(values(ts::jit(ts::vmap(ranks))(x)), want_ranks);
+  EXPECT_EQ(values(st::rankdata(x, "average", 1)), want_ranks);
+}
+
+TEST(ScipyStatsOrderStatistics, RejectsBadArguments) {
+  ts::Array x({{1.0, 2.0}, {3.0, 4.0}});
+  expect_error<ts::ValueError>([&] { st::mode(x, 2); }, {"stats::mode", "axis 2", "(2, 2)", "[-2, 2)"});
+  expect_error<ts::ValueError>([&] { st::rankdata(x, "average", -3); }, {"stats::rankdata", "axis -3", "(2, 2)"});
+  expect_error<ts::ValueError>([&] { st::rankdata(ts::Array(1.0), "average", 0); }, {"stats::rankdata", "axis 0", "()"});
+  expect_error<ts::ValueError>([&] { st::rankdata(x, "mean"); },
+                               {"stats::rankdata", "method \"mean\"", "\"average\", \"min\", \"max\", \"dense\" or \"ordinal\""});
+  expect_error<ts::NotImplementedError>([&] { st::mode(x, 0, "omit"); },
+                                        {"stats::mode", "nan_policy \"omit\"", "pass nan_policy \"propagate\""});
+  expect_error<ts::NotImplementedError>([&] { st::rankdata(x, "min", std::nullopt, "raise"); },
+                                        {"stats::rankdata", "nan_policy \"raise\"", "ts::any(ts::isnan(a))"});
+  expect_error<ts::ValueError>([&] { st::mode(x, 0, "ignore"); }, {"stats::mode", "nan_policy \"ignore\"", "\"propagate\""});
 }

@@ -1,4 +1,5 @@
-// tessel's side of tests/parity/cases_stats_extra.py (truncnorm, vonmises, wrapcauchy).
+// tessel's side of tests/parity/cases_stats_extra.py (truncnorm, vonmises, wrapcauchy, poisson.entropy,
+// sem, mode, rankdata).
 #include "parity/parity.h"
 #include "tessel/scipy_stats.h"
 
@@ -32,4 +33,10 @@ TESSEL_PARITY_CASES(stats_extra) {
     return out(st::sem(x.at(0), p.opt_i("axis"), p.has("ddof") ? p.i("ddof") : 1,
                        p.has("nan_policy") ? p.s("nan_policy") : "propagate", p.has("keepdims") && p.flag("keepdims")));
   });
+  reg("scipy.stats.mode", [](const In& x, const Params& p) {
+    st::ModeResult r = st::mode(x.at(0), p.opt_i("axis"), "propagate", p.flag("keepdims"));
+    return Out{r.mode, r.count};
+  });
+  reg("scipy.stats.rankdata",
+      [](const In& x, const Params& p) { return out(st::rankdata(x.at(0), p.s("method"), p.opt_i("axis"))); });
 }
