@@ -138,11 +138,18 @@ uint64_t caller_id() {
 }
 
 SerialQueue& remote_caller_queue(uint64_t caller) {
+  // Queues are never dropped, so each thread remembers the last one it found: a driver's
+  // calls mostly come from one thread, and its calls then take no lock.
+  thread_local uint64_t last_caller = 0;
+  thread_local SerialQueue* last = nullptr;
+  if (last && last_caller == caller) return *last;
   static std::mutex mu;
   static auto* queues = new std::map<uint64_t, std::shared_ptr<SerialQueue>>();
   std::lock_guard lock(mu);
   auto& q = (*queues)[caller];
   if (!q) q = SerialQueue::make();
+  last_caller = caller;
+  last = q.get();
   return *q;
 }
 

@@ -154,7 +154,14 @@ CallMessage read_call(ir::Reader& r) {
     std::shared_ptr<const CallFrame> frame = ctl::kept_as<CallFrame>(frame_id);
     if (!frame) throw Error("internal: worker has no colocated call frame " + std::to_string(frame_id));
     const uint64_t caller = r.u64();
-    std::vector<uint64_t> out_ids(r.count(8));
+    // The call's ids and input leaves, in vectors this thread keeps (no allocation per
+    // call); emptied when the handler ends, so no array outlives its call here.
+    thread_local std::vector<uint64_t> out_ids;
+    thread_local std::vector<Array> leaves;
+    struct Clear {
+      ~Clear() { out_ids.clear(), leaves.clear(); }
+    } clear_at_end;
+    out_ids.resize(r.count(8));
     for (auto& id : out_ids) id = r.u64();
     if (out_ids.size() != frame->outputs.size())
       r.fail(std::to_string(out_ids.size()) + " result ids for " + std::to_string(frame->outputs.size()) + " results");
@@ -170,7 +177,7 @@ CallMessage read_call(ir::Reader& r) {
     };
     try {
       if (frame->error) std::rethrow_exception(frame->error);
-      std::vector<Array> leaves(r.count(8));
+      leaves.resize(r.count(8));
       for (auto& a : leaves) a = ctl::lookup(r.u64(), "colocated call");
       SerialQueue& q = remote_caller_queue(caller);
       if (frame->target.fn && q.claim_if_idle()) {

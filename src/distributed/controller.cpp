@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/blocking.h"
 #include "core/config.h"
@@ -97,33 +98,45 @@ struct HeaderView {
 };
 HeaderView read_header_view(ir::Reader& r);
 
-std::map<std::string, Handler, std::less<>>& handlers() {
-  static auto* h = new std::map<std::string, Handler, std::less<>>();
+// Handlers by name, found by hashing the name as it lies in the message (every message
+// looks one up).
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
+};
+std::unordered_map<std::string, Handler, NameHash, std::equal_to<>>& handlers() {
+  static auto* h = new std::unordered_map<std::string, Handler, NameHash, std::equal_to<>>();
   return *h;
 }
 
 // ---- waiting: spin briefly (the next message is usually close), then sleep longer ----
 
-// TESSEL_CONTROL_SPIN_US: how long a waiting driver or worker spins before it sleeps.
-class Backoff {
- public:
-  void pause() {
-    static const auto spin = std::chrono::microseconds(config::get_int(config::kControlSpinUs));
-    auto now = std::chrono::steady_clock::now();
-    if (now - start_ < spin) {
-      // Poll without a system call at first (a reply is usually microseconds away), then
-      // yield the core to the threads doing the work.
-      if (now - start_ >= std::chrono::microseconds(100)) std::this_thread::yield();
-      return;
-    }
-    std::this_thread::sleep_for(sleep_);
-    if (sleep_ < std::chrono::microseconds(500)) sleep_ *= 2;
-  }
+// TESSEL_CONTROL_SPIN_US: how long a prompt wait spins before it sleeps.
+std::chrono::microseconds control_spin() {
+  static const auto spin = std::chrono::microseconds(config::get_int(config::kControlSpinUs));
+  return spin;
+}
+}  // namespace
 
- private:
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::microseconds sleep_{5};
-};
+Backoff::Backoff(Wait wait)
+    : spin_(wait == Wait::long_work ? kLongWorkSpin : control_spin()),
+      max_sleep_(wait == Wait::long_work ? kLongWorkMaxSleep : std::chrono::microseconds(500)) {}
+
+bool Backoff::spinning() const { return std::chrono::steady_clock::now() - start_ < spin_; }
+
+void Backoff::pause() {
+  auto now = std::chrono::steady_clock::now();
+  if (now - start_ < spin_) {
+    // Poll without a system call at first (a reply is usually microseconds away), then
+    // yield the core to the threads doing the work.
+    if (now - start_ >= std::chrono::microseconds(100)) std::this_thread::yield();
+    return;
+  }
+  std::this_thread::sleep_for(sleep_);
+  if (sleep_ < max_sleep_) sleep_ = std::min(sleep_ * 2, max_sleep_);
+}
+
+namespace {
 
 std::string worker_name(int p) {
   const State& s = state();
@@ -359,8 +372,9 @@ struct ReplyReceive {
 // announced and before it was read. A long reply is read from the sender's memory (Open
 // MPI's shared-memory single copy, CMA), and that read never completes once the sender is
 // gone, so a blocking MPI_Recv would hold the driver forever.
-std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, const std::vector<int>& watch) {
-  Backoff backoff;
+std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, const std::vector<int>& watch,
+                       Wait wait) {
+  Backoff backoff(wait);
   auto last_check = std::chrono::steady_clock::now();
   bool announced = false;
   for (;;) {
@@ -383,7 +397,7 @@ std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, 
         announced = true;
         in.resize(size_t(size));
         in.post(p, tag, op);
-        backoff = Backoff();
+        backoff = Backoff(wait);
         continue;
       }
       if (kind == 1) return std::string(r.raw(r.remaining()));
@@ -403,6 +417,23 @@ std::string wait_reply(int p, int tag, ReplyReceive& in, const std::string& op, 
 
 // ---- the driver's side of remote arrays (core/remote.h) ----
 
+// The ids of live arrays made with long_work; `count` lets the common case (none) skip the lock.
+struct LongWorkIds {
+  std::mutex mu;
+  std::unordered_set<uint64_t> ids;
+  std::atomic<size_t> count{0};
+};
+LongWorkIds& long_work_ids() {
+  static auto* l = new LongWorkIds();
+  return *l;
+}
+void forget_long_work(uint64_t id) noexcept {
+  LongWorkIds& l = long_work_ids();
+  if (l.count.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(l.mu);
+  if (l.ids.erase(id)) l.count.fetch_sub(1, std::memory_order_relaxed);
+}
+
 class DriverPieces final : public detail::RemotePieces {
  public:
   void release(uint64_t id, const std::vector<int>& processes) const noexcept override;
@@ -411,18 +442,23 @@ class DriverPieces final : public detail::RemotePieces {
              std::vector<std::shared_ptr<detail::Buffer>>& shards) const override;
 };
 
-void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const noexcept { forget(processes, id); }
+void DriverPieces::release(uint64_t id, const std::vector<int>& processes) const noexcept {
+  forget_long_work(id);
+  forget(processes, id);
+}
 
 void DriverPieces::wait(const detail::ConcreteArray& a) const {
   ir::Writer w;
   w.u64(a.remote->id);
-  for (int p : a.remote->processes) request(p, "array.wait", w.bytes(), a.remote->processes);
+  const Wait wait = long_work(a.remote->id) ? Wait::long_work : Wait::prompt;
+  for (int p : a.remote->processes) request(p, "array.wait", w.bytes(), a.remote->processes, wait);
 }
 
 void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>& positions,
                          std::vector<std::shared_ptr<detail::Buffer>>& shards) const {
   auto* dev = detail::default_device();
   const size_t nbytes = a.local_aval().nbytes();
+  const Wait wait = long_work(a.remote->id) ? Wait::long_work : Wait::prompt;
   // Each piece arrives as it travels: the reply's bytes become the piece's buffer.
   auto receive = [&](ir::Reader& r, int pos) {
     auto bytes = r.raw(nbytes);
@@ -437,7 +473,7 @@ void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>&
     char payload[24];  // [id][count 1][position], as ir::Writer writes them
     const uint64_t words[3] = {a.remote->id, 1, uint64_t(pos)};
     for (size_t i = 0; i < 24; ++i) payload[i] = char(uint8_t(words[i / 8] >> (8 * (i % 8))));
-    std::string reply = request(p, "array.fetch", std::string_view(payload, sizeof payload), a.remote->processes);
+    std::string reply = request(p, "array.fetch", std::string_view(payload, sizeof payload), a.remote->processes, wait);
     ir::Reader r(reply, "fetch");
     receive(r, pos);
     return;
@@ -449,7 +485,7 @@ void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>&
     w.u64(a.remote->id);
     w.count(list.size());
     for (int pos : list) w.u64(uint64_t(pos));
-    std::string reply = request(p, "array.fetch", w.bytes(), a.remote->processes);
+    std::string reply = request(p, "array.fetch", w.bytes(), a.remote->processes, wait);
     ir::Reader r(reply, "fetch");
     for (int pos : list) receive(r, pos);
   }
@@ -479,7 +515,7 @@ void worker_terminate() {
   std::_Exit(1);
 }
 
-void dispatch(const std::string& bytes) {
+void dispatch(std::string_view bytes) {
   ir::Reader r(bytes, "worker message");
   HeaderView h;
   try {
@@ -556,13 +592,31 @@ void follower_main() {
 
 // The receive a worker keeps posted for the driver's next message (only the serving thread
 // touches it): a message arrives straight into its buffer, with no probe and no second
-// matching.
+// matching. Two buffers take turns, so the handler reads its message in place while the
+// next one arrives in the other. A handler that still reads its message after another
+// thread took over serving keeps that buffer (shared), and the receive gets a fresh one.
+// The operation named by the serving loop's MPI errors, made once (it polls often).
+const std::string& serving_op() {
+  static const auto* op = new std::string("worker");
+  return *op;
+}
+
 struct PostedReceive {
-  std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(size_t(kInlineBytes));
+  using Bytes = std::shared_ptr<char[]>;
+  Bytes posted = make(), spare = make();
   MPI_Request req = MPI_REQUEST_NULL;
+  static Bytes make() { return std::make_shared_for_overwrite<char[]>(size_t(kInlineBytes)); }
   void post() {
-    mpi::check(MPI_Irecv(buffer.get(), kInlineBytes, MPI_CHAR, 0, MPI_ANY_TAG, state().comm, &req), "MPI_Irecv",
-               "worker");
+    mpi::check(MPI_Irecv(posted.get(), kInlineBytes, MPI_CHAR, 0, MPI_ANY_TAG, state().comm, &req), "MPI_Irecv",
+               serving_op());
+  }
+  // The buffer the completed receive filled; the other one is posted next.
+  Bytes take_filled() {
+    if (spare.use_count() > 1) spare = make();                    // a handed-over handler still reads it
+    else std::atomic_thread_fence(std::memory_order_acquire);      // its reads are over before MPI writes
+    Bytes filled = std::exchange(posted, std::move(spare));
+    spare = filled;
+    return filled;
   }
   void cancel() {
     if (req == MPI_REQUEST_NULL) return;
@@ -575,18 +629,26 @@ PostedReceive& posted_receive() {
   return *r;
 }
 
+// A message, read where it arrived: `bytes` lies in `owner`.
+struct Message {
+  PostedReceive::Bytes owner;
+  std::string_view bytes;
+};
+
 // The message that completed the posted receive: whole, or the size of one that follows.
-std::string take_message(PostedReceive& in, const MPI_Status& status) {
+Message take_message(PostedReceive& in, const MPI_Status& status) {
   State& s = state();
   int n = 0;
   MPI_Get_count(&status, MPI_CHAR, &n);
-  if (status.MPI_TAG != kAnnounceTag) return std::string(in.buffer.get(), size_t(n));
+  PostedReceive::Bytes filled = in.take_filled();
+  if (status.MPI_TAG != kAnnounceTag) return {filled, std::string_view(filled.get(), size_t(n))};
   uint64_t size = 0;
   if (n != int(sizeof size)) throw Error("internal: worker: a message announcement of " + std::to_string(n) + " bytes");
-  std::memcpy(&size, in.buffer.get(), sizeof size);
-  std::string bytes(size_t(size), '\0');
-  mpi::check(MPI_Recv(bytes.data(), int(size), MPI_CHAR, 0, kBodyTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv", "worker");
-  return bytes;
+  std::memcpy(&size, filled.get(), sizeof size);
+  auto body = std::make_shared_for_overwrite<char[]>(size_t(size));
+  mpi::check(MPI_Recv(body.get(), int(size), MPI_CHAR, 0, kBodyTag, s.comm, MPI_STATUS_IGNORE), "MPI_Recv",
+             serving_op());
+  return {body, std::string_view(body.get(), size_t(size))};
 }
 
 // Receives and dispatches messages while this thread is the server.
@@ -599,7 +661,7 @@ void serve_messages() {
   while (!s.stop_requested) {
     int done = 0;
     MPI_Status status;
-    mpi::check(MPI_Test(&in.req, &done, &status), "MPI_Test", "worker");
+    mpi::check(MPI_Test(&in.req, &done, &status), "MPI_Test", serving_op());
     if (!done) {
       if (auto now = std::chrono::steady_clock::now(); now - last_check > std::chrono::milliseconds(100)) {
         last_check = now;
@@ -615,9 +677,9 @@ void serve_messages() {
       backoff.pause();
       continue;
     }
-    std::string bytes = take_message(in, status);
+    const Message message = take_message(in, status);
     in.post();  // the next message may arrive while this one runs
-    dispatch(bytes);
+    dispatch(message.bytes);
     backoff = Backoff();
     std::lock_guard lock(sv.mu);  // only a handler can have handed serving over
     if (sv.server != std::this_thread::get_id()) return;
@@ -871,7 +933,8 @@ void post(const std::vector<int>& processes, const std::string& kind, std::strin
   trim_framing_buffer(bytes);
 }
 
-std::string request(int process, const std::string& kind, std::string_view payload, const std::vector<int>& watch) {
+std::string request(int process, const std::string& kind, std::string_view payload, const std::vector<int>& watch,
+                    Wait wait) {
   State& s = state();
   if (s.role != Role::driver) throw Error("internal: controller request '" + kind + "' outside a single-controller driver");
   if (process <= 0 || process >= s.size) throw Error("internal: controller request to process " + std::to_string(process));
@@ -888,7 +951,7 @@ std::string request(int process, const std::string& kind, std::string_view paylo
     in.abandon();
     throw;
   }
-  return wait_reply(process, tag, in, kind, watch);
+  return wait_reply(process, tag, in, kind, watch, wait);
 }
 
 namespace {
@@ -1071,7 +1134,19 @@ std::vector<int> remote_processes(const std::vector<Device>& devices) {
   return r;
 }
 
-std::shared_ptr<const detail::RemoteRef> make_ref(uint64_t id, std::vector<int> processes) {
+bool long_work(uint64_t id) {
+  LongWorkIds& l = long_work_ids();
+  if (l.count.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(l.mu);
+  return l.ids.count(id) != 0;
+}
+
+std::shared_ptr<const detail::RemoteRef> make_ref(uint64_t id, std::vector<int> processes, bool long_work) {
+  if (long_work) {
+    LongWorkIds& l = long_work_ids();
+    std::lock_guard lock(l.mu);
+    if (l.ids.insert(id).second) l.count.fetch_add(1, std::memory_order_relaxed);
+  }
   return std::make_shared<const detail::RemoteRef>(id, std::move(processes));
 }
 

@@ -11,6 +11,7 @@
 // carry a detail::RemoteRef whose destruction frees them. A worker that dies is noticed
 // while the driver waits on it (its death notice, or its process gone on this host), and the
 // driver's operation throws an Error naming it.
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -72,11 +73,36 @@ uint64_t new_id();
 /// other sends (every worker sees sends in one global order). Throws Error naming a worker
 /// that is gone.
 void post(const std::vector<int>& processes, const std::string& kind, std::string_view payload);
-/// Sends to one worker and waits for its reply (the handler's `Reply`); rethrows the
-/// worker's error with its type (a message naming the worker appended). Throws Error when the
-/// worker, or one of `watch` (workers the answer depends on), dies meanwhile.
+/// How a waiting thread polls. `prompt`: the answer is usually microseconds away, so it polls
+/// for TESSEL_CONTROL_SPIN_US before sleeping (that setting agrees in every process).
+/// `long_work`: the answer waits for work of milliseconds (a pipelined step), so the driver
+/// polls for kLongWorkSpin alone, then sleeps in steps of at most kLongWorkMaxSleep: on a
+/// machine with a core per worker and no more, a spinning driver would take a worker's core.
+enum class Wait { prompt, long_work };
+inline constexpr std::chrono::microseconds kLongWorkSpin{50}, kLongWorkMaxSleep{100};
+
+/// Polls with pauses that grow as the wait gets longer (see Wait).
+class Backoff {
+ public:
+  explicit Backoff(Wait wait = Wait::prompt);
+  /// One pause between two polls: none, a yield, or a sleep, by the time waited so far.
+  void pause();
+  /// True while the pauses are polls or yields (no sleep yet).
+  bool spinning() const;
+  /// How long the next sleep lasts (once no longer spinning).
+  std::chrono::microseconds next_sleep() const { return sleep_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::microseconds spin_, max_sleep_, sleep_{5};
+};
+
+/// Sends to one worker and waits for its reply (the handler's `Reply`, polled as `wait`
+/// says); rethrows the worker's error with its type (a message naming the worker appended).
+/// Throws Error when the worker, or one of `watch` (workers the answer depends on), dies
+/// meanwhile.
 std::string request(int process, const std::string& kind, std::string_view payload,
-                    const std::vector<int>& watch = {});
+                    const std::vector<int>& watch = {}, Wait wait = Wait::prompt);
 
 // ---- handlers (worker side) ----
 
@@ -153,7 +179,11 @@ WorkerStats worker_stats(int process);
 /// Driver: the processes other than this one that own a device of `devices`, ascending.
 std::vector<int> remote_processes(const std::vector<Device>& devices);
 /// Driver: a reference to pieces kept under `id` by `processes`.
-std::shared_ptr<const detail::RemoteRef> make_ref(uint64_t id, std::vector<int> processes);
+/// With `long_work` (the result of long work: a pipelined step's output), reading the value
+/// waits with Wait::long_work (see long_work).
+std::shared_ptr<const detail::RemoteRef> make_ref(uint64_t id, std::vector<int> processes, bool long_work = false);
+/// Driver: whether the array `id` was made by make_ref with long_work and is still alive.
+bool long_work(uint64_t id);
 /// Driver: the id of `a`'s remote pieces; Error naming `what` when it has none (an array
 /// made outside the single-controller channel).
 uint64_t remote_id(const Array& a, const std::string& what);

@@ -164,9 +164,10 @@ class PipelineState {
   }
   // Sends every worker its message of `kind` at once (payloads[w]); one future reply each.
   // A wait watches every worker, so one that dies ends the others' waits too.
-  // With `only`, asks those workers alone (one future each, in that order).
+  // With `only`, asks those workers alone (one future each, in that order). `wait` says how
+  // the threads waiting for the replies poll (Wait::long_work for a reply after a step).
   std::vector<std::future<std::string>> ask_all(const std::string& kind, std::vector<std::string> payloads,
-                                                std::vector<size_t> only = {}) const {
+                                                std::vector<size_t> only = {}, ctl::Wait wait = ctl::Wait::prompt) const {
     std::vector<int> watch;
     for (int k = 0; k < mesh.num_workers(); ++k) watch.push_back(mesh.process_of(k));
     if (only.empty())
@@ -174,7 +175,7 @@ class PipelineState {
     std::vector<std::future<std::string>> replies;
     for (size_t w : only)
       replies.push_back(std::async(std::launch::async, [kind, p = mesh.process_of(int(w)), bytes = std::move(payloads[w]),
-                                                        watch] { return ctl::request(p, kind, bytes, watch); }));
+                                                        watch, wait] { return ctl::request(p, kind, bytes, watch, wait); }));
     return replies;
   }
   std::shared_ptr<Compiled> compile(const tessel::detail::FlatFn& trace, std::span<const Array> leaves, const std::vector<int>& leaf_args,
@@ -351,7 +352,9 @@ std::vector<Array> PipelineState::run(Compiled& c, std::span<const Array> leaves
     const Aval aval = c.staged.values[size_t(c.staged.outputs[o])].aval;
     auto a = std::make_shared<tessel::detail::ConcreteArray>(aval, s, Aval(s.shard_shape(aval.shape), aval.dtype, aval.weak_type),
                                             std::vector<std::shared_ptr<tessel::detail::Buffer>>(s.mesh().size()));
-    a->remote = ctl::make_ref(out_ids[size_t(w)][size_t(c.streams.output_ext[o])], {mesh.process_of(w)});
+    // Reading it waits for the step: the driver sleeps then, leaving the cores to the workers.
+    a->remote = ctl::make_ref(out_ids[size_t(w)][size_t(c.streams.output_ext[o])], {mesh.process_of(w)},
+                              /*long_work=*/true);
     outs.push_back(Array(a));
   }
   return outs;
@@ -401,7 +404,7 @@ void PipelineState::collect(bool wait, size_t leave) {
         wr.u64(f.seq);
         asks[w] = wr.take();
       }
-      auto replies = ask_all("pipeline.done", std::move(asks), missing);
+      auto replies = ask_all("pipeline.done", std::move(asks), missing, ctl::Wait::long_work);
       for (size_t k = 0; k < missing.size(); ++k) {
         try {
           record(missing[k], f.key, replies[k].get());

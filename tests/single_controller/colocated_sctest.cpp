@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distributed/controller.h"
@@ -18,6 +20,12 @@ namespace ctl = tessel::distributed::controller;
 namespace {
 
 ts::Array times_ten(const ts::Array& x) { return x * 10; }
+
+// Runs for 20 ms on the worker: long enough that another thread takes over serving.
+ts::Array slowly_plus_one(const ts::Array& x) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return x + 1;
+}
 
 // The process that ran the call, as an array on the input's devices.
 ts::Array process_of(const ts::Array& x) { return x * 0 + ts::process_index(); }
@@ -52,6 +60,7 @@ std::vector<ts::Array> scaled_by_key_length(const std::map<std::string, ts::Arra
 TESSEL_REGISTER_COLOCATED(nested_of);
 TESSEL_REGISTER_COLOCATED(scaled_by_key_length);
 TESSEL_REGISTER_COLOCATED(times_ten);
+TESSEL_REGISTER_COLOCATED(slowly_plus_one);
 TESSEL_REGISTER_COLOCATED(process_of);
 TESSEL_REGISTER_COLOCATED_CLASS(Counter, int);
 TESSEL_REGISTER_COLOCATED_METHOD(Counter, add);
@@ -76,6 +85,26 @@ TEST_F(SingleControllerColocated, RunsOnTheWorkerOwningTheDevice) {
     EXPECT_EQ(p.item<int>(), d.process_index());
     EXPECT_EQ(where.out_spec_discoveries(), 1u);
     EXPECT_EQ(co::colocated(times_ten).specialize({.out_specs_fn = same})(x).item<int>(), 70);
+  }
+}
+
+// The worker reads each message where it arrived, in one of two buffers that take turns.
+// A call that runs long on the serving thread hands serving to another thread while its
+// handler still holds its message: the messages behind it (calls from another driver
+// thread, which run beside it) must arrive elsewhere, and each keeps its own values.
+TEST_F(SingleControllerColocated, MessagesBehindALongCallKeepTheirValues) {
+  auto slow = co::colocated(slowly_plus_one).specialize({.out_specs_fn = same});
+  auto quick = co::colocated(times_ten).specialize({.out_specs_fn = same});
+  const ts::Device& d = workers.front();
+  for (int round = 0; round < 3; ++round) {
+    ts::Array s = slow(ts::device_put(ts::Array(round), d));
+    std::vector<ts::Array> out;
+    std::thread other([&] {  // its own caller queue: its calls do not wait for the slow one
+      for (int i = 0; i < 40; ++i) out.push_back(quick(ts::device_put(ts::Array(i + 100 * round), d)));
+    });
+    other.join();
+    for (int i = 0; i < 40; ++i) EXPECT_EQ(out[size_t(i)].item<int>(), 10 * (i + 100 * round)) << "call " << i;
+    EXPECT_EQ(s.item<int>(), round + 1);
   }
 }
 
