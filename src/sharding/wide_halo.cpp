@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/array_impl.h"
 #include "core/log.h"
@@ -140,6 +141,7 @@ class WideHalo {
     steps_.reserve(p_.eqns.size());
     for (const ir::Equation& e : p_.eqns)
       if (!classify(e)) return false;
+    if (!pending_.empty()) return fail("a repeated row that no concatenate along the split dimension reads");
     for (size_t j = 0; j < p_.outvars.size(); ++j) {
       const ir::Atom& a = p_.outvars[j];
       if (a.is_literal()) return fail("an output is a literal");
@@ -269,7 +271,10 @@ class WideHalo {
     if (u == uses_.end() || u->second != 1 || p == producer_.end()) return nullptr;
     return &p_.eqns[p->second];
   }
-  void skip(const ir::Equation* f) { steps_[size_t(f - p_.eqns.data())].kind = Kind::kSkipped; }
+  void skip(const ir::Equation* f) {
+    steps_[size_t(f - p_.eqns.data())].kind = Kind::kSkipped;
+    pending_.erase(f);
+  }
   bool classify(const ir::Equation& e) {
     Step s;
     const std::string& name = e.prim->name;
@@ -291,6 +296,15 @@ class WideHalo {
       if (!(want.dims == mine.dims)) return fail("a sharding constraint lays a value out otherwise");
       s.kind = Kind::kIdentity;
       sd_[out.get()] = sd(e.inputs[0]);
+      steps_.push_back(s);
+      return true;
+    }
+    if (repeats_row(e, size_t(sd(e.inputs[0]))) && out->aval.shape[size_t(sd(e.inputs[0]))] > 1) {
+      // Edge rows (pad(x, 2, "edge")): the concatenate after it reads the repeated row's
+      // source directly (read_through) and skips it; pending until then.
+      s.kind = Kind::kSkipped;
+      sd_[out.get()] = sd(e.inputs[0]);
+      pending_.insert(&e);
       steps_.push_back(s);
       return true;
     }
@@ -780,6 +794,7 @@ class WideHalo {
   std::string why_;
   std::unordered_map<const ir::VarNode*, int> sd_;  // split dimension per value (-1: whole)
   std::vector<Step> steps_;
+  std::unordered_set<const ir::Equation*> pending_;  // repeated rows not yet read through
   std::unordered_map<const ir::VarNode*, int> uses_;
   std::unordered_map<const ir::VarNode*, size_t> producer_;
   std::vector<std::unordered_map<const ir::VarNode*, Range>> ranges_;  // per device
