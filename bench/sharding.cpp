@@ -30,6 +30,13 @@
 // the ratio within a round (see median_ratio); sharded.speedup_2dev_best is the ratio of the
 // best rounds. The rounds are printed as comments.
 //
+//  sharded.device_busy_ratio_2dev
+//                             in sharded.speedup_2dev's 2-device calls, each device's busy
+//                             time per call (its stream finishing the call's work, from the
+//                             call), printed per round; the figure is the median over rounds
+//                             of the slower device's over the faster one's (1: in step), so a
+//                             slow run shows whether one device was slow or both were.
+//
 //  sharded.stencil.steps_per_exchange, sharded.shallow_water.collective_permutes_per_step
 //                             from the lowered text: the stencil body's steps per iteration
 //                             of the per-device loop (one halo exchange each), and the
@@ -61,6 +68,8 @@
 #include <unistd.h>
 
 #include "backend/cpu/parallel.h"
+#include "core/device_impl.h"
+#include "core/stream.h"
 #include "distributed/collectives.h"
 #include "bench_util.h"
 #include "shallow_water.h"
@@ -338,6 +347,23 @@ void handwritten_program_scaling(const std::vector<float>& a, const std::vector<
   tb::report("sharded.handwritten_2thread_speedup", median_ratio(t1, t2), "x");
 }
 
+// Each device's busy time in one call of a partitioned program: `run` dispatches the call
+// (its work queued on the devices' streams, which are idle before it), then a marker task
+// queued behind it on each device's stream records when that stream finished the call's
+// work. Adds each device's seconds to `busy` (by position in `devices`).
+void time_devices(const auto& run, const std::vector<ts::Device>& devices, std::vector<double>& busy) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ts::Array out = run();
+  std::vector<double> done(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i)
+    devices[i].impl()->stream().enqueue([&done, i, t0] {
+      done[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+  out.block_until_ready();
+  for (const ts::Device& d : devices) d.impl()->stream().synchronize();
+  for (size_t i = 0; i < devices.size(); ++i) busy[i] += done[i];
+}
+
 // sharded.speedup_2dev. Returns false when the results differ.
 bool speedup(int64_t rows, int rounds) {
   const int64_t cols = 4096;
@@ -358,14 +384,21 @@ bool speedup(int64_t rows, int rounds) {
   std::vector<double> t1, t2;
   CpuTimes c1, c2;
   auto run1 = [&] { one(a1, b1).block_until_ready(); };
-  auto run2 = [&] { two(a2, b2).block_until_ready(); };
+  // The 2-device calls time each device too (sharded.device_busy_ratio_2dev): which device was
+  // slow in a slow run.
+  const std::vector<ts::Device> devs{ts::devices()[0], ts::devices()[1]};
+  std::vector<double> busy(2, 0.0);
+  std::vector<std::vector<double>> busy_rounds;
+  auto run2 = [&] { time_devices([&] { return two(a2, b2); }, devs, busy); };
   const int calls = calls_per_round(run1);
   std::map<long, double> threads1, threads2;
   for (int r = 0; r < rounds; ++r) {
     auto before = thread_cpu_seconds();
     t1.push_back(timed(run1, calls, c1));
     auto between = thread_cpu_seconds();
+    busy.assign(2, 0.0);
     t2.push_back(timed(run2, calls, c2));
+    busy_rounds.push_back({busy[0] / calls, busy[1] / calls});
     auto after = thread_cpu_seconds();
     for (const auto& [tid, s] : between) threads1[tid] += s - (before.count(tid) ? before[tid] : 0.0);
     for (const auto& [tid, s] : after) threads2[tid] += s - (between.count(tid) ? between[tid] : 0.0);
@@ -381,6 +414,19 @@ bool speedup(int64_t rows, int rounds) {
   tb::report("sharded.speedup_2dev", median_ratio(t1, t2), "x");
   tb::report("sharded.speedup_2dev_best", best1 / best2, "x");  // the best rounds: both at the machine's fastest
   report_cores("sharded", calls, t1, c1, t2, c2);
+  // Per round, each device's busy time per 2-device call, and the median over rounds of the
+  // slower device's time over the faster one's (1: the devices kept pace).
+  std::string per_device;
+  std::vector<double> slow, fast;
+  for (const auto& b : busy_rounds) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%.4g/%.4g", per_device.empty() ? " " : ", ", b[0], b[1]);
+    per_device += buf;
+    slow.push_back(std::max(b[0], b[1]));
+    fast.push_back(std::min(b[0], b[1]));
+  }
+  std::printf("# sharded: busy s per 2-device call, cpu:0/cpu:1, per round:%s\n", per_device.c_str());
+  tb::report("sharded.device_busy_ratio_2dev", median_ratio(slow, fast), "x");
   print_thread_cpu("sharded", "the 1-device rounds", {}, threads1);
   print_thread_cpu("sharded", "the 2-device rounds", {}, threads2);
   std::printf("# sharded: %.0f%% of this process's anonymous memory is in huge pages (TESSEL_HUGE_PAGE_BYTES)\n",

@@ -25,6 +25,7 @@
 #include "compiler/jit_entry.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "ir/loop_steps.h"
 #include "ops/collectives.h"
 #include "runtime/launch.h"
 #include "tessel/error.h"
@@ -70,6 +71,8 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::vector<i
     const_arrays_[size_t(s)] = lit;
     return s;
   };
+  // Saturating: a while loop of unknown steps counts as all the work there is.
+  auto add_work = [this](size_t bytes) { work_bytes_ = ir::add_work_bytes(work_bytes_, bytes); };
   for (const ir::Equation& e : p.eqns) {
     if (!e.prim->cpu_kernel)
       throw NotImplementedError("jit: primitive '" + e.prim->name +
@@ -78,15 +81,16 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::vector<i
     for (auto& a : e.inputs) {
       st.ins.push_back(slot_for(a));
       st.in_avals.push_back(a.aval());
-      work_bytes_ += a.aval().nbytes();
+      add_work(a.aval().nbytes());
     }
     for (auto& o : e.outputs) {
       int s = add_slot(SlotKind::kIntermediate, o->aval);
       slot_of[o.get()] = s;
       st.outs.push_back(s);
       st.out_avals.push_back(o->aval);
-      work_bytes_ += o->aval.nbytes();
+      add_work(o->aval.nbytes());
     }
+    add_work(ir::nested_work_bytes(*e.prim, e.inputs.size(), e.params));  // a loop's steps
     steps_.push_back(std::move(st));
   }
   const size_t n = slot_kind_.size();

@@ -70,7 +70,8 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .doc = "Eager operations whose inputs and outputs total at most this many bytes run on the caller's thread "
             "when the device stream is idle, instead of being queued (saves a thread hand-off for tiny ops). `0` "
             "queues everything. Jitted executables use the same threshold on the bytes all their steps read and "
-            "write."},
+            "write, a loop's steps included (its body's bytes times its steps; a `while_loop`, whose steps are not "
+            "known, is never inline work)."},
     {.var = Var::kStreamMaxQueue, .name = "TESSEL_STREAM_MAX_QUEUE", .kind = Kind::kInteger,
      .min = 1, .out_of_range = OutOfRange::kClamp, .default_int = 64,
      .doc = "Most tasks a device stream holds queued; a producer that gets further ahead waits (each queued "

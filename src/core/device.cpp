@@ -75,15 +75,22 @@ long eager_inline_bytes() {
   static const long inline_bytes = config::get_int(config::kEagerInlineBytes);
   return inline_bytes;
 }
+
+/// Whether work of `work_bytes` (up to SIZE_MAX: a loop of unknown steps) is small enough
+/// to run on the caller's thread.
+bool small_work(size_t work_bytes) {
+  const long limit = eager_inline_bytes();
+  return limit >= 0 && work_bytes <= static_cast<unsigned long>(limit);
+}
 }  // namespace
 
 void run_on_stream(DeviceImpl* dev, size_t work_bytes, Stream::Task task) {
-  if (long(work_bytes) <= eager_inline_bytes()) dev->stream().run_inline_or_enqueue(std::move(task));
+  if (small_work(work_bytes)) dev->stream().run_inline_or_enqueue(std::move(task));
   else dev->stream().enqueue(std::move(task));
 }
 
 bool run_inline_if_idle(DeviceImpl* dev, size_t work_bytes, void (*fn)(void*), void* ctx) {
-  return long(work_bytes) <= eager_inline_bytes() && dev->stream().run_if_idle(fn, ctx);
+  return small_work(work_bytes) && dev->stream().run_if_idle(fn, ctx);
 }
 
 Stream& DeviceImpl::stream() {

@@ -236,16 +236,12 @@ Batched rev_batch(const ir::Primitive& self, std::span<const Array> ins, std::sp
 }
 
 // SPMD: a reversed dimension is a permutation factor whose pieces change places (device d
-// takes piece k-1-d and reverses it), so its pieces must divide it; the others pass
-// through.
+// takes piece k-1-d and reverses it; where the pieces do not divide it, the result's grid
+// puts the padding first: sharding/halo.cpp); the others pass through.
 ir::ShardingRule rev_sharding_rule(std::span<const Aval> ins, std::span<const Aval> outs, const Params& p) {
-  const Shape& s = outs[0].shape;
-  std::vector<DimRule> dims(s.size(), DimRule::kPass);
+  std::vector<DimRule> dims(outs[0].shape.size(), DimRule::kPass);
   for (auto d : p.get_ints("dimensions")) dims[size_t(d)] = DimRule::kPermute;
-  ir::ShardingRule r = aligned_sharding_rule(ins, outs, dims);
-  r.divides.resize(r.factors.size(), 0);
-  for (auto d : p.get_ints("dimensions")) r.divides[size_t(r.results[0][size_t(d)])] = s[size_t(d)];
-  return r;
+  return aligned_sharding_rule(ins, outs, dims);
 }
 
 // Code generation: a reversed dimension of size n reads index n - 1 - i.

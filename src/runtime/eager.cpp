@@ -12,6 +12,7 @@
 #include "core/cache.h"
 #include "core/log.h"
 #include "ir/abstract_eval.h"
+#include "ir/loop_steps.h"
 #include "ir/trace.h"
 #include "runtime/launch.h"
 #include "runtime/eager.h"
@@ -207,6 +208,8 @@ std::vector<Array> eager_eval(const ir::Primitive& p, std::span<const Array> ins
     work_bytes += av.nbytes();
     outs.push_back(make_concrete(av, dev, out_bufs.back(), committed));
   }
+  // Control flow: a loop's steps count too (a while loop: large work).
+  if (p.regions) work_bytes = ir::add_work_bytes(work_bytes, ir::nested_work_bytes(p, ins.size(), e.params));
   TESSEL_DEBUG_LOG("dispatch " + p.name + " " + (e.params.empty() ? "" : "[" + e.params.to_string() + "] ") +
                    std::to_string(ins.size()) + " inputs -> " + e.out_avals[0].to_string() + " on cpu:" +
                    std::to_string(dev->id()));

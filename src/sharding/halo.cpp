@@ -25,7 +25,8 @@
 // that only feed a concatenate along a split dimension, and the concatenate reads their
 // source directly. A source held whole (a replicated operand, a small update) is windowed
 // on each device with no communication. rev swaps whole pieces (d -> k-1-d) and reverses
-// each; iota counts locally from each piece's offset. Where the reads would move as much
+// each (on a grid that puts the padding first where the pieces do not divide the size);
+// iota counts locally from each piece's offset. Where the reads would move as much
 // as an all_gather, or a start is not a constant, the dimension is gathered as before.
 #include <algorithm>
 #include <limits>
@@ -732,8 +733,12 @@ bool lower_concatenate(Window& w) {
   return true;
 }
 
-/// rev along split dimensions (whose pieces divide them, ShardingRule::divides): device d
-/// takes piece k-1-d, then every device reverses its piece.
+/// rev along split dimensions: device d takes piece k-1-d of the canonical source, then every
+/// device reverses its piece. Where the pieces do not divide the size n, the source's padding
+/// rows (after position n - 1) come first, so the result's grid starts k*P - n positions
+/// before 0 (its origin, set by lower_window): piece d then holds result positions
+/// [d*P - origin, d*P + P - origin), the mirror of source piece k-1-d, and nothing else
+/// moves; the result realigns to canonical pieces where it leaves the lowering.
 bool lower_rev(Window& w) {
   Array x = w.l.to_layout(w.e.inputs[0], Layout{project(w.rule.operands[0], w.factors), {}, ir::Combine::kNone});
   for (const SplitDim& s : w.dims) {
@@ -837,6 +842,13 @@ bool lower_window(Lowerer& l, const ir::Equation& e, const ir::ShardingRule& rul
     if (k == 1) continue;  // one piece: every device holds the whole dimension, nothing moves
     SplitDim s{d, size_t(f), factors[size_t(f)], k, shape[d], piece_size(shape[d], k)};
     if (std::optional<Grid> g = kept_window_grid(l, e, s)) s.po = g->piece, s.ro = g->origin;
+    if (e.prim->name == "rev") {  // see lower_rev
+      s.ro = k * s.po - s.m;
+      if (s.ro >= s.po) {
+        w.gather(s, "its first piece would hold padding only");
+        continue;
+      }
+    }
     w.dims.push_back(s);
   }
   if (w.dims.empty()) return false;

@@ -22,13 +22,20 @@
 // segments as halo.cpp's do; windowed updates (scatter without index arrays,
 // dynamic_update_slice at constant starts) combine their rows; other equations are computed
 // row by row on their range. Anything else (reductions along the dimension, nested
-// programs, a value split along another dimension, pieces that do not divide) returns
-// nullopt and the program is lowered equation by equation.
+// programs, a value split along another dimension) returns nullopt and the program is
+// lowered equation by equation.
+//
+// Sizes the pieces do not divide: a device's own positions are its piece without the
+// padding (the last piece holds fewer rows), its neighbour below sends its last real rows
+// (the last piece's end is position n - 1, one before the first piece's position 0 = n),
+// and an output's padding rows are zeros. The last device's lowering then differs from the
+// others', so this takes a lowering per device (a position).
 #include "sharding/wide_halo.h"
 
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/array_impl.h"
 #include "core/log.h"
@@ -122,7 +129,8 @@ class WideHalo {
     k_ = detail::axes_size(mesh_, axes_);
     if (k_ < 2) return fail("one piece");
     for (const ir::Var& v : p_.invars)
-      if (sd_[v.get()] >= 0 && v->aval.shape[size_t(sd_[v.get()])] % k_ != 0) return fail("pieces do not divide an input");
+      if (sd_[v.get()] >= 0 && !every_piece_holds_rows(v->aval.shape[size_t(sd_[v.get()])]))
+        return fail("an input has pieces of padding only");
     for (size_t i = 0; i < p_.eqns.size(); ++i) {
       for (const ir::Atom& a : p_.eqns[i].inputs)
         if (!a.is_literal()) ++uses_[a.var().get()];
@@ -133,13 +141,14 @@ class WideHalo {
     steps_.reserve(p_.eqns.size());
     for (const ir::Equation& e : p_.eqns)
       if (!classify(e)) return false;
+    if (!pending_.empty()) return fail("a repeated row that no concatenate along the split dimension reads");
     for (size_t j = 0; j < p_.outvars.size(); ++j) {
       const ir::Atom& a = p_.outvars[j];
       if (a.is_literal()) return fail("an output is a literal");
       const int dim = sd_.at(a.var().get());
       Layout mine{std::vector<Axes>(a.aval().shape.size()), {}, ir::Combine::kNone};
       if (dim >= 0) {
-        if (a.aval().shape[size_t(dim)] % k_ != 0) return fail("pieces do not divide an output");
+        if (!every_piece_holds_rows(a.aval().shape[size_t(dim)])) return fail("an output has pieces of padding only");
         mine.dims[size_t(dim)] = axes_;
       }
       if (j < out_layouts.size() && out_layouts[j] && !(*out_layouts[j] == mine))
@@ -179,10 +188,9 @@ class WideHalo {
     for (const ir::Atom& a : p_.outvars) {
       const int dim = sd_.at(a.var().get());
       if (dim < 0) continue;
-      const int64_t P = a.aval().shape[size_t(dim)] / k_;
       // The value behind the output's layout constraints too: it is the one computed.
       for (const ir::VarNode* v = a.var().get();;) {
-        pieces_[v] = {Range{d * P, d * P + P}, Array()};
+        pieces_[v] = {own(a.aval().shape[size_t(dim)], d), Array()};
         auto f = producer_.find(v);
         if (f == producer_.end() || steps_[f->second].kind != Kind::kIdentity) break;
         v = p_.eqns[f->second].inputs[0].var().get();
@@ -197,7 +205,16 @@ class WideHalo {
         continue;
       }
       const auto& [piece, computed] = pieces_.at(a.var().get());
-      outs.push_back(computed.valid() ? computed : rows_of(a, piece));
+      const Array rows = computed.valid() ? computed : rows_of(a, piece);
+      // The last piece of a size the pieces do not divide: its padding rows are zeros.
+      const int64_t padding = piece_rows(a.aval().shape[size_t(dim)]) - piece.size();
+      if (padding == 0) {
+        outs.push_back(rows);
+      } else {
+        std::vector<std::pair<int64_t, int64_t>> widths(rows.shape().size(), {0, 0});
+        widths[size_t(dim)].second = padding;
+        outs.push_back(pad(rows, widths));
+      }
     }
     return outs;
   }
@@ -213,6 +230,17 @@ class WideHalo {
     return false;
   }
   int sd(const ir::Atom& a) const { return a.is_literal() ? -1 : sd_.at(a.var().get()); }
+
+  /// The rows of each piece of a dimension of size n (canonical pieces: the last one padded
+  /// when k_ does not divide n).
+  int64_t piece_rows(int64_t n) const { return (n + k_ - 1) / k_; }
+  /// The positions of that dimension device d holds, padding left out.
+  Range own(int64_t n, int64_t d) const {
+    const int64_t P = piece_rows(n);
+    return {d * P, std::min(d * P + P, n)};
+  }
+  /// Whether every piece holds some rows (ceil(13 / 8) = 2: the eighth piece would hold none).
+  bool every_piece_holds_rows(int64_t n) const { return (k_ - 1) * piece_rows(n) < n; }
 
   // ---- planning ----
 
@@ -243,7 +271,10 @@ class WideHalo {
     if (u == uses_.end() || u->second != 1 || p == producer_.end()) return nullptr;
     return &p_.eqns[p->second];
   }
-  void skip(const ir::Equation* f) { steps_[size_t(f - p_.eqns.data())].kind = Kind::kSkipped; }
+  void skip(const ir::Equation* f) {
+    steps_[size_t(f - p_.eqns.data())].kind = Kind::kSkipped;
+    pending_.erase(f);
+  }
   bool classify(const ir::Equation& e) {
     Step s;
     const std::string& name = e.prim->name;
@@ -265,6 +296,15 @@ class WideHalo {
       if (!(want.dims == mine.dims)) return fail("a sharding constraint lays a value out otherwise");
       s.kind = Kind::kIdentity;
       sd_[out.get()] = sd(e.inputs[0]);
+      steps_.push_back(s);
+      return true;
+    }
+    if (repeats_row(e, size_t(sd(e.inputs[0]))) && out->aval.shape[size_t(sd(e.inputs[0]))] > 1) {
+      // Edge rows (pad(x, 2, "edge")): the concatenate after it reads the repeated row's
+      // source directly (read_through) and skips it; pending until then.
+      s.kind = Kind::kSkipped;
+      sd_[out.get()] = sd(e.inputs[0]);
+      pending_.insert(&e);
       steps_.push_back(s);
       return true;
     }
@@ -434,8 +474,7 @@ class WideHalo {
     for (const ir::Atom& a : p_.outvars) {
       const int dim = sd(a);
       if (dim < 0) continue;
-      const int64_t P = a.aval().shape[size_t(dim)] / k_;
-      R[a.var().get()].hull({d * P, d * P + P});
+      R[a.var().get()].hull(own(a.aval().shape[size_t(dim)], d));
     }
     for (size_t i = p_.eqns.size(); i-- > 0;) {
       const ir::Equation& e = p_.eqns[i];
@@ -472,7 +511,8 @@ class WideHalo {
   /// One group of rows sent to one set of receivers in one collective_permute.
   struct Part {
     size_t input;
-    int64_t hop, a, b;  // rows [a, b) of the sender's piece, hop pieces along the ring
+    int64_t hop;   // the sender is hop pieces along the ring from the receiver
+    int64_t rows;  // the sender's first rows (hop 1) or its last rows, padding left out (hop -1)
   };
   struct Group {
     std::vector<std::pair<int64_t, int64_t>> pairs;
@@ -489,22 +529,28 @@ class WideHalo {
       const ir::VarNode* v = p_.invars[i].get();
       const int dim = sd_.at(v);
       if (dim < 0) continue;
-      const int64_t P = v->aval.shape[size_t(dim)] / k_;
+      const int64_t n = v->aval.shape[size_t(dim)];
       int64_t below = 0, above = 0;
       std::vector<bool> wants_below(static_cast<size_t>(k_), false), wants_above(static_cast<size_t>(k_), false);
       for (int64_t d = 0; d < k_; ++d) {
         auto it = ranges_[size_t(d)].find(v);
         if (it == ranges_[size_t(d)].end() || it->second.empty()) continue;
-        const int64_t lo = it->second.a - d * P, hi = it->second.b - d * P;
-        // Reads past half the neighbour's piece would recompute more than they save.
-        if (2 * lo < -P || 2 * (hi - P) > P) return fail("a device reads past half its neighbours' pieces");
+        const Range mine = own(n, d);
+        const int64_t lo = it->second.a - mine.a, hi = it->second.b - mine.b;
         if (lo < 0) below = std::max(below, -lo), wants_below[size_t(d)] = true;
-        if (hi > P) above = std::max(above, hi - P), wants_above[size_t(d)] = true;
+        if (hi > 0) above = std::max(above, hi), wants_above[size_t(d)] = true;
       }
+      // Reads past half the neighbour's rows would recompute more than they save.
       for (int64_t d = 0; d < k_; ++d)
-        buffer_range_[i][size_t(d)] = {d * P - (wants_below[size_t(d)] ? below : 0),
-                                       d * P + P + (wants_above[size_t(d)] ? above : 0)};
-      auto add = [&](int64_t hop, const std::vector<bool>& receivers, int64_t a, int64_t b) {
+        if ((wants_below[size_t(d)] && 2 * below > own(n, (d + k_ - 1) % k_).size()) ||
+            (wants_above[size_t(d)] && 2 * above > own(n, (d + 1) % k_).size()))
+          return fail("a device reads past half its neighbours' pieces");
+      for (int64_t d = 0; d < k_; ++d) {
+        const Range mine = own(n, d);
+        buffer_range_[i][size_t(d)] = {mine.a - (wants_below[size_t(d)] ? below : 0),
+                                       mine.b + (wants_above[size_t(d)] ? above : 0)};
+      }
+      auto add = [&](int64_t hop, const std::vector<bool>& receivers, int64_t rows) {
         std::vector<std::pair<int64_t, int64_t>> pairs;
         for (int64_t d = 0; d < k_; ++d)
           if (receivers[size_t(d)]) pairs.emplace_back(((d + hop) % k_ + k_) % k_, d);
@@ -513,10 +559,10 @@ class WideHalo {
         Group& g = groups[{pairs, int(v->aval.dtype)}];
         g.pairs = pairs;
         g.dtype = v->aval.dtype;
-        g.parts.push_back({i, hop, a, b});
+        g.parts.push_back({i, hop, rows});
       };
-      if (below > 0) add(-1, wants_below, P - below, P);
-      if (above > 0) add(1, wants_above, 0, above);
+      if (below > 0) add(-1, wants_below, below);
+      if (above > 0) add(1, wants_above, above);
     }
     for (auto& [key, g] : groups) groups_.push_back(std::move(g));
     return true;
@@ -524,22 +570,28 @@ class WideHalo {
 
   // ---- emission ----
 
-  /// Per split input, device d's buffer (rows received from below, its piece, rows from
-  /// above) covering buffer_range_[i][d].
+  /// The rows device d sends of part `p` (its first rows, or its last ones before its
+  /// padding; a device that sends nothing sends rows of the same shape).
+  Array sent_rows(int64_t d, std::span<const Array> args, const Part& p) const {
+    const int dim = sd_.at(p_.invars[p.input].get());
+    const int64_t a = p.hop > 0 ? 0 : std::max<int64_t>(0, own(p_.invars[p.input]->aval.shape[size_t(dim)], d).size() - p.rows);
+    return slice_in_dim(args[p.input], a, a + p.rows, 1, dim);
+  }
+
+  /// Per split input, device d's buffer (rows received from below, its piece without
+  /// padding, rows from above) covering buffer_range_[i][d].
   std::vector<Array> exchange(int64_t d, std::span<const Array> args) {
     std::map<std::pair<size_t, int64_t>, Array> got;  // (input, hop) -> rows
     for (const Group& g : groups_) {
       if (g.parts.size() == 1) {  // one block: sent as it is
         const Part& p = g.parts[0];
-        const Array rows = slice_in_dim(args[p.input], p.a, p.b, 1, sd_.at(p_.invars[p.input].get()));
-        got[{p.input, p.hop}] = detail::collective_permute(rows, axes_, g.pairs);
+        got[{p.input, p.hop}] = detail::collective_permute(sent_rows(d, args, p), axes_, g.pairs);
         continue;
       }
       // Several blocks (inputs, or both directions on a ring of two): one message.
       std::vector<Array> flat;
       for (const Part& p : g.parts) {
-        const int dim = sd_.at(p_.invars[p.input].get());
-        const Array rows = slice_in_dim(args[p.input], p.a, p.b, 1, dim);
+        const Array rows = sent_rows(d, args, p);
         flat.push_back(reshape(rows, {shape_size(rows.shape())}));
       }
       const Array sent = flat.size() == 1 ? flat[0] : concatenate(flat, 0);
@@ -550,7 +602,7 @@ class WideHalo {
         const int64_t len = flat[j].shape()[0];
         const int dim = sd_.at(p_.invars[p.input].get());
         Shape shape = args[p.input].shape();
-        shape[size_t(dim)] = p.b - p.a;
+        shape[size_t(dim)] = p.rows;
         got[{p.input, p.hop}] = reshape(slice_in_dim(recv, at, at + len, 1, 0), shape);
         at += len;
       }
@@ -559,12 +611,12 @@ class WideHalo {
     for (size_t i = 0; i < p_.invars.size(); ++i) {
       const int dim = sd_.at(p_.invars[i].get());
       if (dim < 0) continue;
-      const int64_t P = p_.invars[i]->aval.shape[size_t(dim)] / k_;
-      const Range r = buffer_range_[i][size_t(d)];
+      const Range mine = own(p_.invars[i]->aval.shape[size_t(dim)], d), r = buffer_range_[i][size_t(d)];
       std::vector<Array> parts;
-      if (r.a < d * P) parts.push_back(got.at({i, -1}));
-      parts.push_back(args[i]);
-      if (r.b > d * P + P) parts.push_back(got.at({i, 1}));
+      if (r.a < mine.a) parts.push_back(got.at({i, -1}));
+      const int64_t P = args[i].shape()[size_t(dim)];
+      parts.push_back(mine.size() == P ? args[i] : slice_in_dim(args[i], 0, mine.size(), 1, dim));
+      if (r.b > mine.b) parts.push_back(got.at({i, 1}));
       out[i] = parts.size() == 1 ? parts[0] : concatenate(parts, dim);
     }
     return out;
@@ -742,6 +794,7 @@ class WideHalo {
   std::string why_;
   std::unordered_map<const ir::VarNode*, int> sd_;  // split dimension per value (-1: whole)
   std::vector<Step> steps_;
+  std::unordered_set<const ir::Equation*> pending_;  // repeated rows not yet read through
   std::unordered_map<const ir::VarNode*, int> uses_;
   std::unordered_map<const ir::VarNode*, size_t> producer_;
   std::vector<std::unordered_map<const ir::VarNode*, Range>> ranges_;  // per device

@@ -21,8 +21,8 @@ struct WideHaloResult {
 using WholeFn = std::function<std::vector<Array>(const ir::Equation&, const std::vector<Array>&)>;
 
 /// Lowers straight-line program `p` on per-device `args` laid out by `in_layouts` (each input
-/// split along at most one dimension, all over the same mesh axes, canonical pieces that
-/// divide its size; or whole) with one exchange of every input's halo rows per direction,
+/// split along at most one dimension, all over the same mesh axes, canonical pieces (the
+/// last one padded when they do not divide the size; each piece holding some rows); or whole) with one exchange of every input's halo rows per direction,
 /// every equation computed on the rows its readers need (edge rows recomputed by both
 /// neighbours), outputs computed on canonical pieces (`out_layouts`: wanted layouts, may be
 /// shorter or unset). `position`: the device the program is lowered for; without one, only

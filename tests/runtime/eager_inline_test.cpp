@@ -133,3 +133,47 @@ TEST(EagerInline, LargeReductionsRunOnTheStream) {
   EXPECT_FLOAT_EQ((small * 2.0f).item<float>(), 4.0f);
   EXPECT_GT(stream.inline_runs(), before) << "a scalar operation on an idle stream was queued";
 }
+
+// A loop counts the work of its steps, not only its carries: a while_loop of scalar carries
+// (steps unknown until it runs) and a fori_loop of 100000 steps run on the device's
+// stream, jitted and eager, so the call returns at once; a loop of three steps on scalars is
+// still small work and runs inline.
+TEST(EagerInline, LongLoopsOfSmallCarriesRunOnTheStream) {
+  const ts::Device d0 = ts::devices()[0];
+  td::Stream& stream = d0.impl()->stream();
+  auto count_to = [](const ts::Array& n, const ts::Array& start) {
+    return ts::while_loop([n](const ts::Array& i) { return i < n; }, [](const ts::Array& i) { return i + 1; }, start);
+  };
+  auto many = [](const ts::Array& x) {
+    return ts::fori_loop(0, 100000, [](const ts::Array&, const ts::Array& s) { return s * 0.5f + 1.0f; }, x);
+  };
+  auto three = [](const ts::Array& x) {
+    return ts::fori_loop(0, 3, [](const ts::Array&, const ts::Array& s) { return s * 0.5f + 1.0f; }, x);
+  };
+  auto jit_count = ts::jit(count_to);
+  auto jit_many = ts::jit(many);
+  auto jit_three = ts::jit(three);
+  const ts::Array n = ts::device_put(ts::Array(int32_t(100000)), d0), x = ts::device_put(ts::Array(0.0f), d0);
+  const ts::Array zero = ts::device_put(ts::Array(int32_t(0)), d0);
+  jit_count(n, zero).block_until_ready();  // compiled before counting
+  jit_many(x).block_until_ready();
+  jit_three(x).block_until_ready();
+  stream.synchronize();
+
+  const size_t before = stream.inline_runs();
+  ts::Array counted = jit_count(n, zero);
+  stream.synchronize();
+  ts::Array summed = jit_many(x);
+  stream.synchronize();
+  ts::Array eager = count_to(n, zero);
+  stream.synchronize();
+  EXPECT_EQ(stream.inline_runs(), before) << "a loop of many steps ran on the caller's thread";
+  EXPECT_EQ(counted.item<int32_t>(), 100000);
+  EXPECT_EQ(eager.item<int32_t>(), 100000);
+  EXPECT_FLOAT_EQ(summed.item<float>(), 2.0f);
+
+  stream.synchronize();
+  const size_t short_before = stream.inline_runs();
+  EXPECT_FLOAT_EQ(jit_three(x).item<float>(), 1.75f);  // 0 -> 1 -> 1.5 -> 1.75
+  EXPECT_GT(stream.inline_runs(), short_before) << "a loop of three scalar steps was queued";
+}

@@ -314,14 +314,15 @@ TEST(Halo, SizesThatDoNotDivide) {
 // or 251 rows, the last one padded): rolls, shifted slices, pads, concatenations and the
 // issue's stencil (one step and in a fori_loop) gather nothing, exchange rows with
 // collective_permute (an edge pad on 2 devices needs no row from the other piece), and
-// give the one-device values. (rev of such sizes still gathers: docs/sharding.md,
-// Limitations.)
+// give the one-device values. rev swaps pieces with one collective_permute (its result's
+// grid puts the padding first) and realigns to canonical pieces with another.
 TEST(Halo, SizesThatDoNotDivideStillExchangeHalos) {
   auto stencil = [](const ts::Array& u) { return u * 0.5f + ts::roll(u, -1, 0) * 0.25f + ts::roll(u, 1, 1) * 0.25f; };
   struct Case {
     std::string what;
     std::function<ts::Array(const ts::Array&)> fn;
     bool exchanges_on_2 = true;
+    int permutes = -1;  // the collective_permutes expected, where a number is (-1: any)
   };
   const std::vector<Case> cases = {
       {"roll 1", [](const ts::Array& v) { return ts::roll(v, 1, 0); }},
@@ -334,6 +335,8 @@ TEST(Halo, SizesThatDoNotDivideStillExchangeHalos) {
       {"constant pad", [](const ts::Array& v) { return ts::pad(v, {{2, 1}, {0, 0}}, "constant", 5.0); }},
       {"edge pad", [](const ts::Array& v) { return ts::pad(v, {{1, 2}, {0, 0}}, "edge"); }, false},
       {"concatenate", [](const ts::Array& v) { return ts::concatenate({v, ts::slice(v, {0, 0}, {3, 64})}, 0); }},
+      {"rev", [](const ts::Array& v) { return ts::flip(v, ts::Axes{0}); }, true, 2},  // mirror, realign
+      {"rev then a stencil", [stencil](const ts::Array& v) { return stencil(ts::flip(v, ts::Axes{0})); }},
       {"stencil", stencil},
       {"stencil loop",
        [stencil](const ts::Array& u0) {
@@ -348,6 +351,9 @@ TEST(Halo, SizesThatDoNotDivideStillExchangeHalos) {
       EXPECT_EQ(count(text, "all_gather"), 0) << text;
       if (k > 2 || c.exchanges_on_2) {
         EXPECT_GT(count(text, "= collective_permute["), 0) << text;
+      }
+      if (c.permutes >= 0) {
+        EXPECT_EQ(count(text, "= collective_permute["), c.permutes) << text;
       }
     }
   }

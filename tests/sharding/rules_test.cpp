@@ -224,9 +224,10 @@ TEST(ShardingRules, TransposePermutesFactors) {
 }
 
 TEST(ShardingRules, ShapeOpsMoveTheirPositionsAlongPermutationFactors) {
-  // rev: the reversed dimensions' pieces must divide them (they swap places whole).
+  // rev: the reversed dimensions are permutation factors (pieces swap places whole; any
+  // number of pieces, the padding put first where they do not divide: sharding/halo.cpp).
   EXPECT_EQ(rule("rev", {f32({2, 3, 4})}, {{"dimensions", ts::Shape{0, 2}}}),
-            (Canonical{{{0, 1, 2}}, {{0, 1, 2}}, {N, N, N}, {2, 0, 4}, {true, false, true}}));
+            (Canonical{{{0, 1, 2}}, {{0, 1, 2}}, {N, N, N}, {}, {true, false, true}}));
   EXPECT_EQ(rule("concatenate", {f32({2, 3}), f32({2, 5}), f32({2, 1})}, {{"dimension", int64_t(1)}}),
             (Canonical{{{0, 1}, {0, 1}, {0, 1}}, {{0, 1}}, {N, N}, {}, {false, true}}));
   // pad: low or high padding (or cropping) is a permutation factor; interior padding keeps

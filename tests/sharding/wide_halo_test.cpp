@@ -136,3 +136,42 @@ TEST(WideHalo, BlockedLoopsUnderGradAndVmap) {
   EXPECT_NE(text.find("length=2"), std::string::npos) << text;
   expect_equal(v(batch), ts::vmap(loop)(batch));
 }
+
+// Sizes the pieces do not divide (1001 rows: pieces of 501 or 251 rows, the last one padded),
+// large enough to be lowered per device: a two-sided stencil, a chain of windows with edges,
+// a stencil with edge padding two rows wide (repeated rows read through by their
+// concatenate) and a stencil loop exchange once per direction per program (on a ring of
+// two, both directions are one message) instead of once per window, gather nothing, and
+// equal one device bit for bit. The last device's neighbour below sends its last real rows.
+TEST(WideHalo, SizesThatDoNotDivideExchangeOncePerProgram) {
+  auto two_sided = [](const ts::Array& u) {
+    const ts::Array s = u * 0.5f + (ts::roll(u, 1, 0) + ts::roll(u, -1, 0)) * 0.25f;
+    return s * 0.5f + (ts::roll(s, 2, 0) + ts::roll(s, -1, 0)) * 0.25f;  // reads the halo of a halo
+  };
+  auto loop = [](const ts::Array& u0) {
+    return ts::fori_loop(0, 4, [](const ts::Array&, const ts::Array& u) {
+      return u * 0.5f + (ts::roll(u, 1, 0) + ts::roll(u, -1, 0)) * 0.25f;
+    }, u0);
+  };
+  auto edges = [](const ts::Array& u) {
+    const int64_t n = u.shape()[0];
+    const ts::Array p = ts::pad(u, {{2, 1}, {0, 0}}, "edge");
+    return u * 0.5f + (ts::slice_in_dim(p, 0, n) + ts::slice_in_dim(p, 3, n + 3)) * 0.25f;
+  };
+  const ts::Array x = wavy({1001, 512});
+  for (int64_t k : {2, 4}) {
+    SCOPED_TRACE(std::to_string(k) + " devices");
+    const int64_t per_direction = k == 2 ? 1 : 2;
+    std::string text = check(two_sided, k, x);
+    EXPECT_NE(text.find("# each device runs this program lowered"), std::string::npos) << text;
+    EXPECT_EQ(count(text, "= collective_permute["), per_direction) << text;
+    text = check(sharding_test::chained_windows_with_edges, k, x);
+    EXPECT_GE(count(text, "= collective_permute["), 1) << text;
+    EXPECT_LE(count(text, "= collective_permute["), 2) << text;
+    text = check(edges, k, x);  // with edges, each direction has its own pairs even on a ring of two
+    EXPECT_EQ(count(text, "= collective_permute["), 2) << text;
+    text = check(loop, k, x);
+    EXPECT_EQ(count(text, "= collective_permute["), per_direction) << text;
+    EXPECT_NE(text.find("length=2"), std::string::npos) << text;  // two steps per exchange
+  }
+}
