@@ -153,6 +153,18 @@ Var emit_concatenation(std::vector<Equation>& out, std::vector<Atom> ins, int64_
   return emit(out, ir::lookup_primitive("concatenate"), std::move(ins), ir::Params{{"dimension", dim}});
 }
 
+/// Replaces p's equations by those not at indices `removed`, with `merged` inserted before
+/// equation `place` (at the end when `place` is past the last).
+void splice(Program& p, const std::vector<size_t>& removed, size_t place, std::vector<Equation> merged) {
+  std::vector<Equation> eqns;
+  for (size_t i = 0; i <= p.eqns.size(); ++i) {
+    if (i == place) eqns.insert(eqns.end(), merged.begin(), merged.end());
+    if (i < p.eqns.size() && std::find(removed.begin(), removed.end(), i) == removed.end())
+      eqns.push_back(std::move(p.eqns[i]));
+  }
+  p.eqns = std::move(eqns);
+}
+
 /// The dimension along which merged products concatenate side `side`'s operand: its last
 /// free dimension (-1 when it has none).
 int64_t last_free_dim(const Equation& e, size_t side) {
@@ -218,15 +230,8 @@ bool merge_siblings(Program& p, const Positions& pos, const Siblings& s) {
          ir::Params{{"start_indices", start}, {"limit_indices", limit}, {"strides", strides}}, r);
   }
 
-  // In place right after the last operand's definition (all results are read later).
-  const int64_t place = std::max<int64_t>(last_def + 1, 0);
-  std::vector<Equation> eqns;
-  for (size_t i = 0; i <= p.eqns.size(); ++i) {
-    if (int64_t(i) == place) eqns.insert(eqns.end(), merged.begin(), merged.end());
-    if (i < p.eqns.size() && std::find(s.eqns.begin(), s.eqns.end(), i) == s.eqns.end())
-      eqns.push_back(std::move(p.eqns[i]));
-  }
-  p.eqns = std::move(eqns);
+  // Right after the last operand's definition (all results are read later).
+  splice(p, s.eqns, size_t(std::max<int64_t>(last_def + 1, 0)), std::move(merged));
   return true;
 }
 
@@ -328,15 +333,8 @@ bool merge_sum(Program& p, const Positions& pos, size_t root) {
     sum = emit(merged, add, {Atom(sum), rest[i]}, {}, i + 1 == rest.size() ? result : nullptr);
 
   removed.insert(removed.end(), products.begin(), products.end());
-  std::vector<Equation> eqns;
-  for (size_t i = 0; i < p.eqns.size(); ++i) {
-    if (i == root) {
-      eqns.insert(eqns.end(), merged.begin(), merged.end());
-    } else if (std::find(removed.begin(), removed.end(), i) == removed.end()) {
-      eqns.push_back(std::move(p.eqns[i]));
-    }
-  }
-  p.eqns = std::move(eqns);
+  removed.push_back(root);
+  splice(p, removed, root, std::move(merged));
   return true;
 }
 
