@@ -13,6 +13,7 @@
 #include "compiler/kernel_cache.h"
 #include "compiler/loop_blocking.h"
 #include "compiler/passes.h"
+#include "compiler/product_merging.h"
 #include "compiler/streaming.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -702,8 +703,10 @@ ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
 }  // namespace
 
 ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
-  if (!codegen_enabled()) return p;
-  return fuse_loop_nests(block_loop_steps(p, opt.min_elements), opt);
+  if (!codegen_enabled()) return p;  // (merged products would copy their slices unfused)
+  ir::Program merged = p;
+  if (opt.merge_products) merge_products(merged);
+  return fuse_loop_nests(block_loop_steps(merged, opt.min_elements), opt);
 }
 
 }  // namespace tessel::compiler

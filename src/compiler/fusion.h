@@ -27,6 +27,9 @@ struct FusionOptions {
   /// common subexpression of different loop nests) is stored once, in a ring of rows when
   /// chains stream (default on; tests turn it off to compare).
   bool store_shared_values = true;
+  /// Matrix products that share an operand, or that are only summed, become one larger
+  /// product first (product_merging.h; default on; tests turn it off to compare).
+  bool merge_products = true;
   /// Most outputs one loop nest computes (TESSEL_FUSION_MAX_OUTPUTS, default 8).
   int64_t max_outputs = 8;
   /// Chains of loop nests over the same rows run band by band (streaming.h;
@@ -46,7 +49,7 @@ FusionOptions fusion_options();
 /// fewer, heavier loop nests overlap the memory stream with arithmetic.
 inline constexpr int64_t kSmallDomainBytes = int64_t(1) << 20;
 
-/// `p` with fusion groups replaced by `fused` equations whose kernels are compiled and
+/// `p` with products merged (FusionOptions::merge_products), then fusion groups replaced by `fused` equations whose kernels are compiled and
 /// loaded, and chains of them that can stream replaced by `fused_chain` equations
 /// (streaming.h) when `options.stream`. Returns `p` unchanged when code generation is off (TESSEL_DISABLE_CODEGEN=1, no
 /// compiler), when nothing fuses, or when compiling fails (with a warning).
