@@ -147,7 +147,7 @@ class Window {
 };
 
 /// What a block of rows [b0, b1) of a chain runs, worked out once (a chain's blocks are the
-/// same at every step): the rows of each ring window (ChainSchedule::ring_rows), every loop
+/// same at every step): the rows of each ring window (0 for the other windows), every loop
 /// nest call in order, and where each band ends.
 struct BlockPlan {
   struct Call {
@@ -476,7 +476,7 @@ class ChainSchedule final : public ir::ParamObject {
     std::unique_ptr<const BlockPlan> uncached;
     const BlockPlan& plan = block_plan(b0, b1, outside, uncached);
     // Rings of rows: 2^j rows each, at least the most rows a band keeps and computes
-    // (ring_rows), at fixed places for the whole block.
+    // (BlockPlan::ring_rows), at fixed places for the whole block.
     const std::vector<int64_t>& ring_rows = plan.ring_rows;
     size_t ring_bytes = 0;
     for (size_t w = 0; w < windows_.size(); ++w) ring_bytes += size_t(ring_rows[w] * windows_[w].row_bytes + 63) / 64 * 64;
@@ -553,19 +553,28 @@ class ChainSchedule final : public ir::ParamObject {
       if (auto it = plans_->plans.find({b0, b1}); it != plans_->plans.end()) return *it->second;
     }
     auto plan = std::make_unique<BlockPlan>();
-    plan->ring_rows = ring_rows(b0, b1, outside);
-    plan->copying = std::count(plan->ring_rows.begin(), plan->ring_rows.end(), 0) > 0;
+    // A ring holds, at every band, the rows its producer computes and those before them
+    // its readers have yet to read, rounded up to a power of two: rows r and r + 2^j then
+    // never share a slot while both are needed.
+    std::vector<int64_t>& span = plan->ring_rows;
+    span.assign(windows_.size(), 0);
     std::vector<int64_t> done = first_rows(b0);
     for (int64_t e = b0; e < b1;) {
       e = std::min(b1, e + band_rows_);
       const std::vector<int64_t> hi = band_ends(e);
       for (size_t k = 0; k < members_.size(); ++k) {
         if (hi[k] <= done[k]) continue;
+        for (size_t w = 0; w < windows_.size(); ++w)
+          if (windows_[w].ring && windows_[w].producer == k)
+            span[w] = std::max(span[w], hi[k] - window_keep(w, done, outside));
         plan->calls.push_back({k, done[k], hi[k]});
         done[k] = hi[k];
       }
       plan->bands.emplace_back(plan->calls.size(), e);
     }
+    for (int64_t& rows : span)
+      if (rows > 0) rows = int64_t(std::bit_ceil(uint64_t(rows)));
+    plan->copying = std::count(span.begin(), span.end(), 0) > 0;
     std::lock_guard<std::mutex> lock(plans_->mu);
     if (plans_->plans.size() >= BlockPlans::kMaxPlans) {
       uncached = std::move(plan);
@@ -584,32 +593,6 @@ class ChainSchedule final : public ir::ParamObject {
       for (const Read& r : members_[c].reads)
         if (r.producer == k && reads_window(c, w, outside)) keep = std::min(keep, std::max<int64_t>(0, done[c] + r.min));
     return keep;
-  }
-
-  /// Rows of the ring of each ring window (0 for the others) for a block [b0, b1): the
-  /// least power of two holding, at every band, the rows its producer computes and those
-  /// before them its readers have yet to read (run_rows' bands, walked without running).
-  /// Rows r and r + 2^j then never share a slot while both are needed.
-  std::vector<int64_t> ring_rows(int64_t b0, int64_t b1, size_t outside) const {
-    std::vector<int64_t> span(windows_.size(), 0);
-    bool any = false;
-    for (const WindowSpec& w : windows_) any |= w.ring;
-    if (!any) return span;
-    std::vector<int64_t> done = first_rows(b0);
-    for (int64_t e = b0; e < b1;) {
-      e = std::min(b1, e + band_rows_);
-      const std::vector<int64_t> hi = band_ends(e);
-      for (size_t k = 0; k < members_.size(); ++k) {
-        if (hi[k] <= done[k]) continue;
-        for (size_t w = 0; w < windows_.size(); ++w)
-          if (windows_[w].ring && windows_[w].producer == k)
-            span[w] = std::max(span[w], hi[k] - window_keep(w, done, outside));
-        done[k] = hi[k];
-      }
-    }
-    for (int64_t& s : span)
-      if (s > 0) s = int64_t(std::bit_ceil(uint64_t(s)));
-    return span;
   }
 
   /// Whether member `c` reads window `w`.
