@@ -25,7 +25,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <tuple>
@@ -142,6 +144,29 @@ class Window {
   int64_t base_ = 0;  // the row at data_[0]
   int64_t rows_ = 0;  // rows data_ holds
   std::unique_ptr<std::byte[]> data_;
+};
+
+/// What a block of rows [b0, b1) of a chain runs, worked out once (a chain's blocks are the
+/// same at every step): the rows of each ring window (0 for the other windows), every loop
+/// nest call in order, and where each band ends.
+struct BlockPlan {
+  struct Call {
+    size_t member;
+    int64_t lo, hi;  // rows [lo, hi)
+  };
+  std::vector<int64_t> ring_rows;
+  std::vector<Call> calls;
+  std::vector<std::pair<size_t, int64_t>> bands;  // per band: the end of its calls, its last row + 1
+  bool copying = false;  // some window copies its rows (not a ring): reserved before each call
+};
+
+/// The block plans of one chain, by (b0, b1); shared by the threads running its blocks.
+struct BlockPlans {
+  /// Blocks kept at most: a chain runs the same few blocks at every step (one per thread;
+  /// a partitioned program's interior and edges a few more).
+  static constexpr size_t kMaxPlans = 64;
+  std::mutex mu;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<const BlockPlan>> plans;
 };
 
 /// The `schedule` parameter of a `fused_chain` equation: its loop nests and band size.
@@ -448,9 +473,11 @@ class ChainSchedule final : public ir::ParamObject {
       masks[k].assign(bufs[k].size(), -1);
       bufs[k].push_back(masks[k].data());
     }
+    std::unique_ptr<const BlockPlan> uncached;
+    const BlockPlan& plan = block_plan(b0, b1, outside, uncached);
     // Rings of rows: 2^j rows each, at least the most rows a band keeps and computes
-    // (ring_rows), at fixed places for the whole block.
-    const std::vector<int64_t> ring_rows = this->ring_rows(b0, b1, outside);
+    // (BlockPlan::ring_rows), at fixed places for the whole block.
+    const std::vector<int64_t>& ring_rows = plan.ring_rows;
     size_t ring_bytes = 0;
     for (size_t w = 0; w < windows_.size(); ++w) ring_bytes += size_t(ring_rows[w] * windows_[w].row_bytes + 63) / 64 * 64;
     std::byte* ring = ring_bytes > 0 ? ring_scratch(ring_bytes) : nullptr;
@@ -464,6 +491,10 @@ class ChainSchedule final : public ir::ParamObject {
           }
       ring += size_t(ring_rows[w] * windows_[w].row_bytes + 63) / 64 * 64;
     }
+    if (in_place.empty() && !plan.copying) {  // nothing to do between the calls
+      for (const BlockPlan::Call& c : plan.calls) members_[c.member].fn(bufs[c.member].data(), c.lo, c.hi);
+      return;
+    }
     std::vector<Window> windows;
     for (const WindowSpec& w : windows_) windows.emplace_back(w.row_bytes);
     std::vector<Window> stages;  // of the outputs written over inputs
@@ -472,16 +503,16 @@ class ChainSchedule final : public ir::ParamObject {
       stages.emplace_back(in_place[w].row_bytes);
       written.push_back((*held)[w].own0);
     }
-    std::vector<int64_t> done = first_rows(b0), hi;
-    const std::vector<int64_t> last = in_place.empty() ? hi : band_ends(b1);
-    for (int64_t e = b0; e < b1;) {
-      e = std::min(b1, e + band_rows_);
-      hi = band_ends(e);
-      for (size_t k = 0; k < n; ++k) {
-        if (hi[k] <= done[k]) continue;
+    std::vector<int64_t> done = first_rows(b0);
+    const std::vector<int64_t> last = in_place.empty() ? std::vector<int64_t>{} : band_ends(b1);
+    size_t next = 0;
+    for (const auto& [calls_end, e] : plan.bands) {
+      for (; next < calls_end; ++next) {
+        const size_t k = plan.calls[next].member;
+        const int64_t hi = plan.calls[next].hi;
         for (size_t w = 0; w < windows_.size(); ++w) {
           if (windows_[w].producer != k || ring_rows[w] > 0) continue;
-          windows[w].reserve(window_keep(w, done, outside), done[k], hi[k]);
+          windows[w].reserve(window_keep(w, done, outside), done[k], hi);
           for (size_t c = k; c < n; ++c)
             for (size_t b = 0; b < members_[c].bufs.size(); ++b)
               if (members_[c].bufs[b] == outside + w) bufs[c][b] = windows[w].origin();
@@ -495,13 +526,13 @@ class ChainSchedule final : public ir::ParamObject {
             for (size_t b = 0; b < members_[c].in_rows.size(); ++b)
               if (members_[c].bufs[b] == ip.output)
                 keep = std::min(keep, std::max<int64_t>(0, done[c] + members_[c].in_rows[b].min));
-          stages[w].reserve(keep, done[k], hi[k]);
+          stages[w].reserve(keep, done[k], hi);
           for (size_t c = k; c < n; ++c)
             for (size_t b = 0; b < members_[c].bufs.size(); ++b)
               if (members_[c].bufs[b] == ip.output) bufs[c][b] = stages[w].origin();
         }
-        members_[k].fn(bufs[k].data(), done[k], hi[k]);
-        done[k] = hi[k];
+        members_[k].fn(bufs[k].data(), done[k], hi);
+        done[k] = hi;
       }
       // Rows of outputs no loop nest of the block reads again of the input go to the buffer.
       for (size_t w = 0; w < in_place.size(); ++w) {
@@ -512,6 +543,45 @@ class ChainSchedule final : public ir::ParamObject {
         written[w] = std::max(written[w], to);
       }
     }
+  }
+
+  /// The plan of block [b0, b1): from the chain's cache, or made (and cached while the cache
+  /// has room; otherwise left in `uncached`, which the reference then points into).
+  const BlockPlan& block_plan(int64_t b0, int64_t b1, size_t outside, std::unique_ptr<const BlockPlan>& uncached) const {
+    {
+      std::lock_guard<std::mutex> lock(plans_->mu);
+      if (auto it = plans_->plans.find({b0, b1}); it != plans_->plans.end()) return *it->second;
+    }
+    auto plan = std::make_unique<BlockPlan>();
+    // A ring holds, at every band, the rows its producer computes and those before them
+    // its readers have yet to read, rounded up to a power of two: rows r and r + 2^j then
+    // never share a slot while both are needed.
+    std::vector<int64_t>& span = plan->ring_rows;
+    span.assign(windows_.size(), 0);
+    std::vector<int64_t> done = first_rows(b0);
+    for (int64_t e = b0; e < b1;) {
+      e = std::min(b1, e + band_rows_);
+      const std::vector<int64_t> hi = band_ends(e);
+      for (size_t k = 0; k < members_.size(); ++k) {
+        if (hi[k] <= done[k]) continue;
+        for (size_t w = 0; w < windows_.size(); ++w)
+          if (windows_[w].ring && windows_[w].producer == k)
+            span[w] = std::max(span[w], hi[k] - window_keep(w, done, outside));
+        plan->calls.push_back({k, done[k], hi[k]});
+        done[k] = hi[k];
+      }
+      plan->bands.emplace_back(plan->calls.size(), e);
+    }
+    for (int64_t& rows : span)
+      if (rows > 0) rows = int64_t(std::bit_ceil(uint64_t(rows)));
+    plan->copying = std::count(span.begin(), span.end(), 0) > 0;
+    std::lock_guard<std::mutex> lock(plans_->mu);
+    if (plans_->plans.size() >= BlockPlans::kMaxPlans) {
+      uncached = std::move(plan);
+      return *uncached;
+    }
+    auto [it, fresh] = plans_->plans.try_emplace({b0, b1}, std::move(plan));
+    return *it->second;  // (another thread's equal plan when it was first)
   }
 
   /// The first row of window `w` that a reader has yet to read (its next row plus its least
@@ -525,32 +595,6 @@ class ChainSchedule final : public ir::ParamObject {
     return keep;
   }
 
-  /// Rows of the ring of each ring window (0 for the others) for a block [b0, b1): the
-  /// least power of two holding, at every band, the rows its producer computes and those
-  /// before them its readers have yet to read (run_rows' bands, walked without running).
-  /// Rows r and r + 2^j then never share a slot while both are needed.
-  std::vector<int64_t> ring_rows(int64_t b0, int64_t b1, size_t outside) const {
-    std::vector<int64_t> span(windows_.size(), 0);
-    bool any = false;
-    for (const WindowSpec& w : windows_) any |= w.ring;
-    if (!any) return span;
-    std::vector<int64_t> done = first_rows(b0);
-    for (int64_t e = b0; e < b1;) {
-      e = std::min(b1, e + band_rows_);
-      const std::vector<int64_t> hi = band_ends(e);
-      for (size_t k = 0; k < members_.size(); ++k) {
-        if (hi[k] <= done[k]) continue;
-        for (size_t w = 0; w < windows_.size(); ++w)
-          if (windows_[w].ring && windows_[w].producer == k)
-            span[w] = std::max(span[w], hi[k] - window_keep(w, done, outside));
-        done[k] = hi[k];
-      }
-    }
-    for (int64_t& s : span)
-      if (s > 0) s = int64_t(std::bit_ceil(uint64_t(s)));
-    return span;
-  }
-
   /// Whether member `c` reads window `w`.
   bool reads_window(size_t c, size_t w, size_t outside) const {
     return std::find(members_[c].bufs.begin(), members_[c].bufs.end(), outside + w) != members_[c].bufs.end();
@@ -561,6 +605,7 @@ class ChainSchedule final : public ir::ParamObject {
   int64_t rows_;
   int64_t band_rows_;
   int64_t block_rows_;  // 0: one block per thread
+  std::shared_ptr<BlockPlans> plans_ = std::make_shared<BlockPlans>();
 };
 
 std::vector<Aval> chain_eval(std::span<const Aval> ins, const ir::Params& p) {

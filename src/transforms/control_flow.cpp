@@ -301,9 +301,6 @@ struct Slots {
       ptrs.push_back(bufs.back()->data());
     }
   }
-  void copy_from(std::span<const void* const> src, std::span<const Aval> avals) {
-    for (size_t i = 0; i < ptrs.size(); ++i) std::memcpy(ptrs[i], src[i], avals[i].nbytes());
-  }
 };
 
 void while_kernel(const ir::KernelCall& c) {
@@ -311,22 +308,25 @@ void while_kernel(const ir::KernelCall& c) {
   const ProgramRef& cond = c.params.get<ProgramRef>("cond");
   const ProgramRef& body = c.params.get<ProgramRef>("body");
   std::span<const Aval> carry_avals = c.out_avals;
-  Slots cur(carry_avals, c.device), next(carry_avals, c.device);
-  cur.copy_from(c.ins.subspan(cn + bn), carry_avals);
+  // The first iteration reads the operands (a program never writes over its inputs); then
+  // the carries go back and forth between two sets of buffers of our own.
+  Slots next(carry_avals, c.device), other(carry_avals, c.device);
+  std::vector<const void*> cur(c.ins.begin() + long(cn + bn), c.ins.end());
   std::vector<const void*> cin(c.ins.begin(), c.ins.begin() + long(cn)), bin(c.ins.begin() + long(cn), c.ins.begin() + long(cn + bn));
   size_t nci = cin.size(), nbi = bin.size();
-  for (void* p : cur.ptrs) cin.push_back(p), bin.push_back(p);
+  for (const void* p : cur) cin.push_back(p), bin.push_back(p);
   bool go = false;
   void* go_ptr = &go;
   for (;;) {
-    for (size_t i = 0; i < nc; ++i) cin[nci + i] = cur.ptrs[i];
+    std::copy(cur.begin(), cur.end(), cin.begin() + long(nci));
     ir::run_program(cond, cin, std::span<void* const>(&go_ptr, 1), c.device);
     if (!go) break;
-    for (size_t i = 0; i < nc; ++i) bin[nbi + i] = cur.ptrs[i];
+    std::copy(cur.begin(), cur.end(), bin.begin() + long(nbi));
     ir::run_program(body, bin, next.ptrs, c.device);
-    std::swap(cur, next);
+    std::copy(next.ptrs.begin(), next.ptrs.end(), cur.begin());
+    std::swap(next, other);
   }
-  for (size_t i = 0; i < nc; ++i) std::memcpy(c.outs[i], cur.ptrs[i], carry_avals[i].nbytes());
+  for (size_t i = 0; i < nc; ++i) std::memcpy(c.outs[i], cur[i], carry_avals[i].nbytes());
 }
 
 Params while_params(const Params& params, ProgramRef cond, ProgramRef body, size_t cn, size_t bn) {
@@ -491,16 +491,23 @@ void scan_kernel(const ir::KernelCall& c) {
   ScanParts s = scan_parts(c.ins.size(), c.params);
   const ProgramRef& body = c.params.get<ProgramRef>("program");
   std::span<const Aval> carry_avals = c.out_avals.subspan(0, s.ncarry);
-  Slots cur(carry_avals, c.device), next(carry_avals, c.device);
-  cur.copy_from(c.ins.subspan(s.nconsts, s.ncarry), carry_avals);
+  if (s.length == 0) {
+    for (size_t k = 0; k < s.ncarry; ++k) std::memcpy(c.outs[k], c.ins[s.nconsts + k], carry_avals[k].nbytes());
+    return;
+  }
+  // The carries go back and forth between the result's buffers and one set of our own,
+  // so that the last step writes the result: the first step reads the operands (a body
+  // never writes over its inputs) and nothing is copied.
+  const Slots spare(s.length > 1 ? carry_avals : std::span<const Aval>(), c.device);
   std::vector<const void*> in(c.ins.begin(), c.ins.end());
   std::vector<void*> out(c.outs.begin(), c.outs.end());
   const size_t ny = c.outs.size() - s.ncarry;
   for (int64_t step = 0; step < s.length; ++step) {
     int64_t i = s.reverse ? s.length - 1 - step : step;
+    const bool into_result = (s.length - 1 - step) % 2 == 0;
     for (size_t k = 0; k < s.ncarry; ++k) {
-      in[s.nconsts + k] = cur.ptrs[k];
-      out[k] = next.ptrs[k];
+      if (step > 0) in[s.nconsts + k] = out[k];  // the previous step's carry
+      out[k] = into_result ? c.outs[k] : spare.ptrs[k];
     }
     for (size_t k = 0; k < s.nxs; ++k) {
       size_t idx = s.nconsts + s.ncarry + k;
@@ -512,9 +519,7 @@ void scan_kernel(const ir::KernelCall& c) {
       out[s.ncarry + k] = static_cast<char*>(c.outs[s.ncarry + k]) + size_t(i) * slice;
     }
     ir::run_program(body, in, out, c.device);
-    std::swap(cur, next);
   }
-  for (size_t k = 0; k < s.ncarry; ++k) std::memcpy(c.outs[k], cur.ptrs[k], carry_avals[k].nbytes());
 }
 
 Params scan_params(const Params& params, ProgramRef body, size_t nconsts, size_t ncarry, std::optional<bool> reverse = {}) {

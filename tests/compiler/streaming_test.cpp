@@ -284,6 +284,33 @@ TEST_P(StreamingRandomChains, IntermediatesInWindowsOfRowsEqualFullBuffers) {
   }
 }
 
+// A chain works out what each block runs (its loop nests' rows band by band, its rings'
+// sizes) once and keeps it for later runs (BlockPlan; up to 64 blocks, the rest worked out
+// at each run). Run again on other inputs of the same types, with one block per thread and
+// with blocks of one row (more blocks than it keeps), a compiled program gives the bits
+// of the loop nests run one after the other on those inputs at every run.
+TEST_P(StreamingRandomChains, BlockPlansKeptBetweenRunsGiveTheSameBits) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const ChainCase c = GetParam();
+  const RandomChain chain{c.dtype, 5u, 6, /*return_all=*/false};
+  const ts::ir::Program p = lower(chain, inputs(c.dtype, {c.rows, c.cols}, 2, 5u));
+  ts::compiler::FusionOptions plain_options = options(false);
+  plain_options.max_point_cost = 1;
+  plain_options.small_point_cost = 1;
+  const ts::ir::Program plain = ts::compiler::fuse(p, plain_options);
+  for (int64_t block : {int64_t(0), int64_t(1)}) {
+    ts::compiler::FusionOptions o = options(true, 3 * 8 * c.cols, block);
+    o.max_point_cost = 1;
+    o.small_point_cost = 1;
+    const ts::ir::Program streamed = ts::compiler::fuse(p, o);
+    for (uint32_t seed : {6u, 7u, 8u}) {
+      const auto args = inputs(c.dtype, {c.rows, c.cols}, 2, seed);
+      expect_bitwise(run(streamed, args), run(plain, args),
+                     "run with seed " + std::to_string(seed) + ", blocks of " + std::to_string(block) + " rows");
+    }
+  }
+}
+
 /// A random chain followed by a stage that reads both inputs again at rows 3 below and 2
 /// above its own (edge-padded), after loop nests that read them at other rows: run with the
 /// inputs donated, that stage's result (and maybe others) is written over an input while

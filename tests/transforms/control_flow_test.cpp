@@ -463,6 +463,38 @@ TEST(Scan, TreeCarryAndTreeYsOverRowsOfAMatrix) {
   }
 }
 
+// The carries go back and forth between the result's buffers and one spare set, the first
+// step reading the operands: every length (odd and even) gives the loop's values, with
+// carries swapped, passed through unchanged and updated, and the operands stay as they were.
+TEST(Scan, CarriesSwappedPassedThroughAndUpdatedAtEveryLength) {
+  using C = std::tuple<ts::Array, ts::Array, ts::Array>;
+  for (int64_t length : {1, 2, 3, 4, 7}) {
+    auto f = [length](const C& init) {
+      return ts::scan(
+          [](const C& c, const std::nullopt_t&) {
+            const auto& [a, b, k] = c;
+            return std::make_pair(C(b, a, k + b), a);
+          },
+          init, ts::none, {.length = length});
+    };
+    const C init(f64s({1.0, 2.0}), f64s({10.0, 20.0}), f64s({0.5, 0.25}));
+    for (bool use_jit : {false, true}) {
+      auto [c, ys] = use_jit ? ts::jit(f)(init) : f(init);
+      double a[2] = {1, 2}, b[2] = {10, 20}, k[2] = {0.5, 0.25};
+      std::vector<double> y;
+      for (int64_t s = 0; s < length; ++s)
+        for (int j = 0; j < 2; ++j) y.push_back(a[j]), k[j] += b[j], std::swap(a[j], b[j]);
+      const std::string what = "length " + std::to_string(length) + (use_jit ? ", jit" : "");
+      EXPECT_EQ(vals(std::get<0>(c)), (std::vector<double>{a[0], a[1]})) << what;
+      EXPECT_EQ(vals(std::get<1>(c)), (std::vector<double>{b[0], b[1]})) << what;
+      EXPECT_EQ(vals(std::get<2>(c)), (std::vector<double>{k[0], k[1]})) << what;
+      EXPECT_EQ(vals(ys), y) << what;
+      EXPECT_EQ(vals(std::get<0>(init)), (std::vector<double>{1.0, 2.0})) << what;
+      EXPECT_EQ(vals(std::get<2>(init)), (std::vector<double>{0.5, 0.25})) << what;
+    }
+  }
+}
+
 TEST(Scan, ReverseVisitsXsBackwardsAndKeepsYsInOrder) {
   auto f = [](const ts::Array& xs) {
     return ts::scan([](const ts::Array& c, const ts::Array& x) { return Step(c * 0.5 + x, c * 0.5 + x); },
