@@ -7,7 +7,15 @@
 //                                         run (`best_window_ms_per_step`): steadier on a shared machine
 //   shallow_water.mpi2_speedup_vs_numpy   NumPy+mpi4py seconds / tessel seconds, both on 2
 //                                         processes (goal >= 10)
+// and where a 2-process step's time goes, from one more run with an MPI interposer that times
+// the demo's halo exchanges (bench/tools/mpi_exchange_timer.cpp), the worse process of two:
+//   shallow_water.mpi2_exchange_fraction  share of the stepping time spent in MPI_Sendrecv
+//                                         (the message and the wait for the neighbour)
+//   shallow_water.mpi2_compute_ms_per_step the rest, per step (compute, dispatch, the tap)
+//   shallow_water.mpi2_compute_speedup    1-process ms per step / mpi2_compute_ms_per_step:
+//                                         the speedup if exchanging and waiting cost nothing
 // Usage: bench_shallow_water_mpi [--nx 1800] [--ny 900] [--steps 200]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,8 +27,15 @@ namespace tb = tessel::bench;
 
 namespace {
 
+// A process waiting in MPI yields its core between polls (mpi_yield_when_idle): on a machine
+// whose cores other work shares, a process that polls spends its share of the core waiting
+// and is then behind when its rows arrive. At load 7-9, 1800x900 float32: 2-process runs of
+// 100 steps took 1.6-2.5 s yielding against 2.4-3.6 s polling (six alternating pairs), and
+// whole benchmark runs gave mpi2_speedup 1.30 / 0.78 yielding against 0.58 / 0.63 polling.
+// With the cores to themselves, a yield with nothing else to run returns at once.
 const std::string kMpirun =
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to core";
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to core "
+    "--mca mpi_yield_when_idle 1";
 
 struct Run {
   double seconds = -1;          // the time-stepping loop (`seconds <t>`), or -1
@@ -75,6 +90,26 @@ int main(int argc, char** argv) {
     tb::report("shallow_water.mpi2_best_window_ms_per_step", window2, "ms");
     tb::report("shallow_water.mpi2_speedup_best_window", window1 / window2, "x");
   }
+
+#ifdef TESSEL_MPI_EXCHANGE_TIMER
+  // Each process's time in its exchanges against its stepping time (first to last exchange).
+  const auto timed = tb::run_baseline(kMpirun + " -np 2 -x TESSEL_NUM_THREADS=1 -x LD_PRELOAD=" +
+                                      tb::shell_quote(TESSEL_MPI_EXCHANGE_TIMER) + " " + model);
+  double fraction = -1, compute_ms = -1;
+  for (int r = 0; r < 2; ++r) {
+    const std::string k = std::to_string(r);
+    auto ex = timed.find("mpi_exchange_seconds_rank" + k), span = timed.find("mpi_span_seconds_rank" + k),
+         n = timed.find("mpi_exchanges_rank" + k);
+    if (ex == timed.end() || span == timed.end() || n == timed.end() || n->second < 2 || span->second <= 0) continue;
+    fraction = std::max(fraction, ex->second / span->second);
+    compute_ms = std::max(compute_ms, 1e3 * (span->second - ex->second) / (n->second - 1));
+  }
+  if (fraction >= 0) {
+    tb::report("shallow_water.mpi2_exchange_fraction", fraction, "");
+    tb::report("shallow_water.mpi2_compute_ms_per_step", compute_ms, "ms");
+    tb::report("shallow_water.mpi2_compute_speedup", 1e3 * best1 / std::stod(steps) / compute_ms, "x");
+  }
+#endif
 
   const std::string script = tb::shell_quote(std::string(TESSEL_SOURCE_DIR) + "/bench/baselines/shallow_water_mpi4py.py");
   const double numpy2 = seconds_of(kMpirun + " -np 2 env " + tb::kNumpyMallocEnv + " /usr/bin/python3 " + script +

@@ -7,9 +7,13 @@
 //   step_overhead.tap_us               dispatched_tap_us - dispatched_us: what the callback
 //                                      (and the launch of a program that has one) adds per step
 //   step_overhead.looped_us            one step of a fori_loop of 10 steps inside one jit call
+//   step_overhead.looped_vs_dispatched looped_us / dispatched_us (a loop inside jit should
+//                                      never be slower than dispatching its body: <= 1)
 //   step_overhead.allocations_per_step buffers the caching allocator could not serve, per
 //                                      dispatched step (after warm-up: 0 when memory is reused)
-// Each figure is the fastest of many windows of 10 steps (see us_per_step).
+// Each figure is the fastest of many windows of 10 steps (see us_per_step): the same number
+// of steps per window in every mode, since on a shared machine the fastest of short windows
+// is lower than the fastest of long ones.
 // Usage: bench_step_overhead [--nx 360] [--ny 180] [--windows 100]
 #include <algorithm>
 #include <chrono>
@@ -38,16 +42,16 @@ void block(const sw::State& s) {
   for (const ts::Array& a : ts::tree_leaves(s)) a.block_until_ready();
 }
 
-// Microseconds per step of `step` (state -> state): the fastest of `windows` windows of 10
-// steps, each from a ready state to a ready state, as the demo waits every 10 steps. The
-// fastest window is the one no other process interrupted: on a shared machine it is the
-// figure that holds still.
-template <class Step> double us_per_step(const Step& step, sw::State state, int windows) {
+// Microseconds per step of `call` (state -> state, `steps_per_call` steps): the fastest of
+// `windows` windows of 10 steps, each from a ready state to a ready state, as the demo waits
+// every 10 steps. The fastest window is the one no other process interrupted: on a shared
+// machine it is the figure that holds still.
+template <class Call> double us_per_step(const Call& call, sw::State state, int windows, int steps_per_call = 1) {
   double best = 1e30;
   for (int w = 0; w < windows; ++w) {
     block(state);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int k = 0; k < kWindow; ++k) state = step(state);
+    for (int k = 0; k < kWindow / steps_per_call; ++k) state = call(state);
     block(state);
     best = std::min(best, 1e6 * seconds_since(t0) / kWindow);
   }
@@ -95,11 +99,12 @@ int main(int argc, char** argv) {
   const auto stats1 = ts::detail::allocator_stats();
   const ts::Array k(int32_t(0));
   const double dispatched_tap = us_per_step([&](const sw::State& s) { return tapped(s, k); }, copy(start), windows);
-  // One call runs a window's steps; per step as above.
-  const double looped_us = us_per_step([&](const sw::State& s) { return looped(s); }, start, windows) / kWindow;
+  // One call runs a window's steps.
+  const double looped_us = us_per_step([&](const sw::State& s) { return looped(s); }, start, windows, kWindow);
   tb::report("step_overhead.dispatched_us", dispatched, "us");
   tb::report("step_overhead.dispatched_tap_us", dispatched_tap, "us");
   tb::report("step_overhead.looped_us", looped_us, "us");
+  tb::report("step_overhead.looped_vs_dispatched", looped_us / dispatched, "x");
   tb::report("step_overhead.tap_us", dispatched_tap - dispatched, "us");
   tb::report("step_overhead.allocations_per_step",
              double(stats1.misses - stats0.misses) / double(windows * kWindow), "");

@@ -23,6 +23,8 @@
 
 #include "compiler/fused_kernel.h"
 #include "compiler/jit_entry.h"
+#include "core/buffer.h"
+#include "core/value_copies.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "ir/loop_steps.h"
@@ -515,8 +517,11 @@ void Executable::run_sync(std::span<const void* const> ins, std::span<void* cons
     if (o.slot < 0) {
       Array lit = detail::scalar_array(o.literal, o.weak);
       std::memcpy(outs[i], detail::as_concrete(lit)->buffer()->data(), lit.nbytes());
-    } else {
+      detail::count_value_copy(lit.nbytes());
+    } else if (outs[i] != rs.ptr[size_t(o.slot)]) {
+      // (An input returned into its own buffer stays: a loop's carry the body keeps.)
       std::memcpy(outs[i], rs.ptr[size_t(o.slot)], slot_aval_[size_t(o.slot)].nbytes());
+      detail::count_value_copy(slot_aval_[size_t(o.slot)].nbytes());
     }
   }
 }

@@ -11,8 +11,10 @@
 // chunk and frees the pieces (about 2,000 instructions per scalar buffer, alloc and free,
 // against about 100: the eager dispatch of a tiny operation allocated two of those).
 #include "core/buffer.h"
+#include "core/value_copies.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
@@ -186,6 +188,12 @@ void Memory::reset() {
 
 AllocatorStats allocator_stats() { return cache().stats(); }
 void allocator_trim() { cache().trim(); }
+
+namespace {
+std::atomic<size_t> g_value_copy_bytes{0};
+}  // namespace
+void count_value_copy(size_t nbytes) { g_value_copy_bytes.fetch_add(nbytes, std::memory_order_relaxed); }
+size_t value_copy_bytes() { return g_value_copy_bytes.load(std::memory_order_relaxed); }
 
 Buffer::Buffer(size_t nbytes, DeviceImpl* device) : memory_(nbytes), nbytes_(nbytes), device_(device) {}
 

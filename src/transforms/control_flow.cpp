@@ -2,9 +2,13 @@
 // bodies run as compiled programs inside one device task) and their transformation rules.
 #include "transforms/control_flow.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <optional>
 
 #include "core/buffer.h"
+#include "core/value_copies.h"
 #include "ir/loop_steps.h"
 #include "ops/rule_util.h"
 #include "tessel/control_flow.h"
@@ -291,42 +295,116 @@ std::vector<Aval> while_aval(std::span<const Aval> ins, const Params& params) {
   return carry;
 }
 
-/// Dense buffers for one set of loop values.
-struct Slots {
-  std::vector<std::shared_ptr<Buffer>> bufs;
-  std::vector<void*> ptrs;
-  Slots(std::span<const Aval> avals, DeviceImpl* dev) {
-    for (auto& a : avals) {
-      bufs.push_back(Buffer::allocate(a.nbytes(), dev, &a));
-      ptrs.push_back(bufs.back()->data());
+/// Where a loop's iterations read their carry and write the next one, so that no carry is
+/// copied per iteration: the first iteration reads the loop's operands where they lie, and
+/// the iterations then alternate between the loop's result buffers and one scratch set,
+/// arranged when the trip count is known so that the last one writes the results (with it
+/// unknown, a final copy out of the scratch set is needed every other trip count). A carry
+/// the body returns unchanged (`kept`) stays in the operand's buffer throughout: the body's
+/// program returns it in place (Executable::run_sync copies nothing onto itself), and it is
+/// copied to the result once at the end.
+class LoopCarry {
+ public:
+  /// The carry of the loop `c`: its operands from input `first` on, its results the first
+  /// outputs of `c`, one per element of `kept`.
+  LoopCarry(const ir::KernelCall& c, size_t first, std::vector<bool> kept, std::optional<int64_t> trips)
+      : avals_(c.out_avals.subspan(0, kept.size())), kept_(std::move(kept)), trips_(trips), dev_(c.device),
+        cur_(c.ins.begin() + long(first), c.ins.begin() + long(first + kept_.size())), next_(kept_.size()),
+        targets_(kept_.size()) {
+    for (size_t k = 0; k < kept_.size(); ++k) {
+      // A result over one of the loop's operands (the executable plans none today) would be
+      // overwritten while an iteration still reads that operand: use scratch memory instead.
+      bool overlaps = false;
+      for (size_t j = 0; j < c.ins.size(); ++j) overlaps |= ranges_overlap(c.outs[k], avals_[k], c.ins[j], c.in_avals[j]);
+      targets_[k][0] = overlaps ? nullptr : c.outs[k];
+      results_.push_back(c.outs[k]);
     }
   }
+  /// The carry the current iteration reads.
+  std::span<const void* const> reads() const { return cur_; }
+  /// Where the current iteration writes the next carry.
+  std::span<void* const> writes() {
+    aim();
+    return next_;
+  }
+  /// After an iteration: what it wrote becomes the carry.
+  void advance() {
+    std::ranges::copy(next_, cur_.begin());
+    ++done_;
+  }
+  /// After the last iteration: copies into the results what is not there yet.
+  void finish() {
+    for (size_t k = 0; k < cur_.size(); ++k) {
+      if (cur_[k] == results_[k] || avals_[k].nbytes() == 0) continue;
+      std::memcpy(results_[k], cur_[k], avals_[k].nbytes());
+      count_value_copy(avals_[k].nbytes());
+    }
+  }
+
+ private:
+  static bool ranges_overlap(const void* a, const Aval& av, const void* b, const Aval& bv) {
+    const auto* pa = static_cast<const std::byte*>(a);
+    const auto* pb = static_cast<const std::byte*>(b);
+    return av.nbytes() > 0 && bv.nbytes() > 0 && pa < pb + bv.nbytes() && pb < pa + av.nbytes();
+  }
+  void aim() {
+    // Iteration `done_` writes the results when an even number of iterations follow it:
+    // targets 0 and 1 alternate, and the results are target 0.
+    const size_t t = (trips_ ? *trips_ - 1 - done_ : done_) % 2 == 0 ? 0 : 1;
+    for (size_t k = 0; k < cur_.size(); ++k) {
+      if (kept_[k]) {
+        next_[k] = const_cast<void*>(cur_[k]);
+        continue;
+      }
+      void*& target = targets_[k][t];
+      if (!target) {
+        bufs_.push_back(Buffer::allocate(avals_[k].nbytes(), dev_, &avals_[k]));
+        target = bufs_.back()->data();
+      }
+      next_[k] = target;
+    }
+  }
+  std::span<const Aval> avals_;
+  std::vector<bool> kept_;
+  std::optional<int64_t> trips_;
+  DeviceImpl* dev_;
+  std::vector<const void*> cur_;
+  std::vector<void*> next_;
+  std::vector<std::array<void*, 2>> targets_;  // per carry: the results (or scratch), scratch
+  std::vector<void*> results_;
+  std::vector<std::shared_ptr<Buffer>> bufs_;
+  int64_t done_ = 0;
 };
+
+/// Per carry of a loop body (carry k is input `first + k` and output k): whether the body
+/// returns it unchanged.
+std::vector<bool> kept_carries(const ir::Program& body, size_t first, size_t n) {
+  std::vector<bool> kept(n, false);
+  for (size_t k = 0; k < n && k < body.outvars.size(); ++k) {
+    const ir::Atom& out = body.outvars[k];
+    kept[k] = !out.is_literal() && out.var() == body.invars[first + k];
+  }
+  return kept;
+}
 
 void while_kernel(const ir::KernelCall& c) {
   auto [cn, bn, nc] = while_parts(c.ins.size(), c.params);
   const ProgramRef& cond = c.params.get<ProgramRef>("cond");
   const ProgramRef& body = c.params.get<ProgramRef>("body");
-  std::span<const Aval> carry_avals = c.out_avals;
-  // The first iteration reads the operands (a program never writes over its inputs); then
-  // the carries go back and forth between two sets of buffers of our own.
-  Slots next(carry_avals, c.device), other(carry_avals, c.device);
-  std::vector<const void*> cur(c.ins.begin() + long(cn + bn), c.ins.end());
-  std::vector<const void*> cin(c.ins.begin(), c.ins.begin() + long(cn)), bin(c.ins.begin() + long(cn), c.ins.begin() + long(cn + bn));
-  size_t nci = cin.size(), nbi = bin.size();
-  for (const void* p : cur) cin.push_back(p), bin.push_back(p);
+  LoopCarry carry(c, cn + bn, kept_carries(*body, bn, nc), std::nullopt);
+  std::vector<const void*> cin(c.ins.begin(), c.ins.begin() + long(cn + nc)),
+      bin(c.ins.begin() + long(cn), c.ins.begin() + long(cn + bn + nc));
   bool go = false;
   void* go_ptr = &go;
   for (;;) {
-    std::copy(cur.begin(), cur.end(), cin.begin() + long(nci));
+    std::ranges::copy(carry.reads(), cin.begin() + long(cn));
     ir::run_program(cond, cin, std::span<void* const>(&go_ptr, 1), c.device);
     if (!go) break;
-    std::copy(cur.begin(), cur.end(), bin.begin() + long(nbi));
-    ir::run_program(body, bin, next.ptrs, c.device);
-    std::copy(next.ptrs.begin(), next.ptrs.end(), cur.begin());
-    std::swap(next, other);
+    std::ranges::copy(carry.reads(), bin.begin() + long(bn));
+    ir::run_program(body, bin, carry.writes(), c.device);
+    carry.advance();
   }
-  for (size_t i = 0; i < nc; ++i) std::memcpy(c.outs[i], cur[i], carry_avals[i].nbytes());
+  carry.finish();
 }
 
 Params while_params(const Params& params, ProgramRef cond, ProgramRef body, size_t cn, size_t bn) {
@@ -490,25 +568,14 @@ std::vector<Aval> scan_aval(std::span<const Aval> ins, const Params& params) {
 void scan_kernel(const ir::KernelCall& c) {
   ScanParts s = scan_parts(c.ins.size(), c.params);
   const ProgramRef& body = c.params.get<ProgramRef>("program");
-  std::span<const Aval> carry_avals = c.out_avals.subspan(0, s.ncarry);
-  if (s.length == 0) {
-    for (size_t k = 0; k < s.ncarry; ++k) std::memcpy(c.outs[k], c.ins[s.nconsts + k], carry_avals[k].nbytes());
-    return;
-  }
-  // The carries go back and forth between the result's buffers and one set of our own,
-  // so that the last step writes the result: the first step reads the operands (a body
-  // never writes over its inputs) and nothing is copied.
-  const Slots spare(s.length > 1 ? carry_avals : std::span<const Aval>(), c.device);
+  LoopCarry carry(c, s.nconsts, kept_carries(*body, s.nconsts, s.ncarry), s.length);
   std::vector<const void*> in(c.ins.begin(), c.ins.end());
   std::vector<void*> out(c.outs.begin(), c.outs.end());
   const size_t ny = c.outs.size() - s.ncarry;
   for (int64_t step = 0; step < s.length; ++step) {
     int64_t i = s.reverse ? s.length - 1 - step : step;
-    const bool into_result = (s.length - 1 - step) % 2 == 0;
-    for (size_t k = 0; k < s.ncarry; ++k) {
-      if (step > 0) in[s.nconsts + k] = out[k];  // the previous step's carry
-      out[k] = into_result ? c.outs[k] : spare.ptrs[k];
-    }
+    std::ranges::copy(carry.reads(), in.begin() + long(s.nconsts));
+    std::ranges::copy(carry.writes(), out.begin());
     for (size_t k = 0; k < s.nxs; ++k) {
       size_t idx = s.nconsts + s.ncarry + k;
       size_t slice = c.in_avals[idx].nbytes() / size_t(s.length);
@@ -519,7 +586,9 @@ void scan_kernel(const ir::KernelCall& c) {
       out[s.ncarry + k] = static_cast<char*>(c.outs[s.ncarry + k]) + size_t(i) * slice;
     }
     ir::run_program(body, in, out, c.device);
+    carry.advance();
   }
+  carry.finish();
 }
 
 Params scan_params(const Params& params, ProgramRef body, size_t nconsts, size_t ncarry, std::optional<bool> reverse = {}) {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/value_copies.h"
 #include "tessel/control_flow.h"
 #include "transforms/check_transforms.h"
 
@@ -408,6 +409,80 @@ TEST(ForiLoop, Vmap) {
   auto f = [](const V& a) { return fori_dynamic(a[0], i32(0), a[1]); };
   check_vmap(f, {mixed_rows(), i32s({0, 1, 2, 4})}, {0, 0});
   check_vmap(f, {f64s({0.3, -0.2}), i32s({3, 0, 2})}, {ts::none, 0}, 1);
+}
+
+// Loop carries stay where the iterations write them: the first iteration reads the loop's
+// operands in place, the iterations alternate between the results and one scratch set, and
+// a carry the body keeps is never written. Copies that only move a value are counted
+// (detail::value_copy_bytes): none per iteration.
+namespace {
+/// x' = 0.5 x + k + i for `trips` trips of a fori_loop with int bounds (a scan) or Array
+/// bounds (a while loop), k carried unchanged; returns (x, k) and the bytes copied.
+std::tuple<ts::Array, ts::Array, size_t> halving_loop(const ts::Array& x, const ts::Array& k, int trips, bool dynamic) {
+  using Carry = std::pair<ts::Array, ts::Array>;
+  auto body = [](const ts::Array& i, const Carry& c) {
+    return Carry(c.first * 0.5 + c.second + ts::astype(i, ts::f64), c.second);
+  };
+  auto f = ts::jit([&](const ts::Array& a, const ts::Array& b) {
+    return dynamic ? ts::fori_loop(i32(0), i32(trips), body, Carry(a, b)) : ts::fori_loop(0, trips, body, Carry(a, b));
+  });
+  f(x, k).first.block_until_ready();  // compiles the loop and its body
+  const size_t before = tessel::detail::value_copy_bytes();
+  auto [rx, rk] = f(x, k);
+  rx.block_until_ready();
+  rk.block_until_ready();
+  return {rx, rk, tessel::detail::value_copy_bytes() - before};
+}
+}  // namespace
+
+TEST(LoopCarry, NoCarryIsCopiedPerIterationAndAKeptCarryOnceAtTheEnd) {
+  const ts::Array x = uniform({64, 256}, 31), k = uniform({64, 256}, 32);
+  const size_t carry_bytes = size_t(x.nbytes());
+  for (bool dynamic : {false, true})
+    for (int trips : {0, 1, 2, 3, 10, 11}) {
+      SCOPED_TRACE(std::string(dynamic ? "while" : "scan") + ", " + std::to_string(trips) + " trips");
+      auto [rx, rk, copied] = halving_loop(x, k, trips, dynamic);
+      ts::Array want = x;
+      for (int i = 0; i < trips; ++i) want = want * 0.5 + k + double(i);
+      expect_close(rx, want, 1e-12, "x");
+      EXPECT_EQ(vals(rk), vals(k));
+      if (trips == 0) continue;  // (the operands are the results: copied once)
+      if (!dynamic) {
+        // A scan knows its length: its last iteration writes the results; k moves once.
+        EXPECT_EQ(copied, carry_bytes);
+      } else {
+        // A while loop's last iteration may have written the scratch set: at most one more
+        // copy of x and of the index (the bound is kept, like k), never one per trip.
+        EXPECT_GE(copied, carry_bytes + 4);
+        EXPECT_LE(copied, 2 * carry_bytes + 12);
+      }
+    }
+}
+
+TEST(LoopCarry, SwappedAndNestedCarriesKeepTheirValues) {
+  // (a, b) -> (b, a + b): each result of an iteration is read from the other carry.
+  using Pair = std::pair<ts::Array, ts::Array>;
+  const ts::Array a0 = uniform({8, 128}, 33), b0 = uniform({8, 128}, 34);
+  for (int trips : {1, 2, 5}) {
+    auto fib = ts::jit([&](const ts::Array& a, const ts::Array& b) {
+      return ts::fori_loop(0, trips, [](const ts::Array&, const Pair& c) { return Pair(c.second, c.first + c.second); },
+                           Pair(a, b));
+    });
+    ts::Array wa = a0, wb = b0;
+    for (int i = 0; i < trips; ++i) std::tie(wa, wb) = std::pair(wb, wa + wb);
+    auto [ra, rb] = fib(a0, b0);
+    expect_close(ra, wa, 1e-12, "a");
+    expect_close(rb, wb, 1e-12, "b");
+  }
+  // A scan inside a while loop: the inner loop's operands are the outer iteration's buffers.
+  auto nested = ts::jit([](const ts::Array& x) {
+    return ts::fori_loop(i32(0), i32(3), [](const ts::Array&, const ts::Array& v) {
+      return ts::fori_loop(0, 2, [](const ts::Array&, const ts::Array& w) { return w * 0.5 + 1.0; }, v);
+    }, x);
+  });
+  ts::Array want = a0;
+  for (int i = 0; i < 6; ++i) want = want * 0.5 + 1.0;
+  expect_close(nested(a0), want, 1e-12, "nested");
 }
 
 // ======================================== scan ========================================
