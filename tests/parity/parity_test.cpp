@@ -207,66 +207,103 @@ struct Data {
 
 std::filesystem::path data_dir() { return std::filesystem::path(TESSEL_SOURCE_DIR) / "tests/parity/data"; }
 
-const Data& data() {
-  static const Data d = [] {
-    Data d;
-    std::vector<std::filesystem::path> files;
-    for (const auto& e : std::filesystem::directory_iterator(data_dir()))
-      if (e.path().extension() == ".txt") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& path : files) {
-      std::ifstream f(path);
-      std::string line;
-      int lineno = 0;
-      Case c;
-      while (std::getline(f, line)) {
-        ++lineno;
-        if (line.empty() || line[0] == '#') continue;
-        std::istringstream in(line);
-        std::string tag;
-        in >> tag;
-        const std::string where = path.filename().string() + ":" + std::to_string(lineno);
-        if (tag == "jax_version") in >> d.jax_version[path.filename().string()];
-        else if (tag == "case") {
-          c = Case{};
-          in >> c.name >> c.func;
-          c.file = path.filename().string();
-          c.line = lineno;
-        } else if (tag == "param") {
-          std::string key, type, value;
-          in >> key >> type;
-          std::getline(in >> std::ws, value);
-          c.params.set(key, type, value);
-        } else if (tag == "tol" || tag == "gtol") {
-          std::string r, a;
-          in >> r >> a;
-          (tag == "tol" ? c.rtol : c.grtol) = std::strtod(r.c_str(), nullptr);
-          (tag == "tol" ? c.atol : c.gatol) = std::strtod(a.c_str(), nullptr);
-        } else if (tag == "diff") {
-          std::string v;
-          in >> v;
-          c.has_grad = true;
-          c.diff = parse_ints(v);
-        } else if (tag == "in") c.in.push_back(parse_array(in, where));
-        else if (tag == "out") c.out.push_back(parse_array(in, where));
-        else if (tag == "jvp_in") c.jvp_in.push_back(parse_array(in, where));
-        else if (tag == "jvp_out") c.jvp_out.push_back(parse_array(in, where));
-        else if (tag == "vjp_in") c.vjp_in.push_back(parse_array(in, where));
-        else if (tag == "vjp_out") c.vjp_out.push_back(parse_array(in, where));
-        else if (tag == "end") d.cases.push_back(std::move(c));
-        else throw std::runtime_error(where + ": unknown line tag '" + tag + "'");
-      }
+/// The data files, in order.
+std::vector<std::filesystem::path> data_files() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(data_dir()))
+    if (e.path().extension() == ".txt") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// Reads the data files. With `only_func`, the arrays, parameters and tolerances of the other
+/// functions' cases are skipped (those cases keep their name, key and place): parsing all
+/// 9 MB of numbers in every test process cost each of the ~4,000 CTest entries about 0.15 s.
+/// Each line is still parsed in full by the one test of its function, and by
+/// ParityData.RecordsTheJaxVersionAndCaseNamesAreUnique.
+Data read_data(const std::string* only_func) {
+  Data d;
+  for (const auto& path : data_files()) {
+    std::ifstream f(path);
+    std::string line;
+    int lineno = 0;
+    Case c;
+    bool skip = false;  // the current case's lines after `case` are not read
+    while (std::getline(f, line)) {
+      ++lineno;
+      if (line.empty() || line[0] == '#') continue;
+      const std::string tag = line.substr(0, line.find(' '));
+      const bool known = tag == "jax_version" || tag == "case" || tag == "param" || tag == "tol" ||
+                         tag == "gtol" || tag == "diff" || tag == "in" || tag == "out" || tag == "jvp_in" ||
+                         tag == "jvp_out" || tag == "vjp_in" || tag == "vjp_out" || tag == "end";
+      const std::string where = path.filename().string() + ":" + std::to_string(lineno);
+      if (!known) throw std::runtime_error(where + ": unknown line tag '" + tag + "'");
+      if (skip && tag != "case" && tag != "end" && tag != "jax_version") continue;
+      std::istringstream in(line);
+      in.ignore(std::streamsize(tag.size()));
+      if (tag == "jax_version") in >> d.jax_version[path.filename().string()];
+      else if (tag == "case") {
+        c = Case{};
+        in >> c.name >> c.func;
+        c.file = path.filename().string();
+        c.line = lineno;
+        skip = only_func && c.func != *only_func;
+      } else if (tag == "param") {
+        std::string key, type, value;
+        in >> key >> type;
+        std::getline(in >> std::ws, value);
+        c.params.set(key, type, value);
+      } else if (tag == "tol" || tag == "gtol") {
+        std::string r, a;
+        in >> r >> a;
+        (tag == "tol" ? c.rtol : c.grtol) = std::strtod(r.c_str(), nullptr);
+        (tag == "tol" ? c.atol : c.gatol) = std::strtod(a.c_str(), nullptr);
+      } else if (tag == "diff") {
+        std::string v;
+        in >> v;
+        c.has_grad = true;
+        c.diff = parse_ints(v);
+      } else if (tag == "in") c.in.push_back(parse_array(in, where));
+      else if (tag == "out") c.out.push_back(parse_array(in, where));
+      else if (tag == "jvp_in") c.jvp_in.push_back(parse_array(in, where));
+      else if (tag == "jvp_out") c.jvp_out.push_back(parse_array(in, where));
+      else if (tag == "vjp_in") c.vjp_in.push_back(parse_array(in, where));
+      else if (tag == "vjp_out") c.vjp_out.push_back(parse_array(in, where));
+      else if (tag == "end") d.cases.push_back(std::move(c));
     }
-    return d;
-  }();
+  }
   return d;
 }
 
-/// The function keys of the data, in order.
+/// Every case in full (read once per process, by the tests that need them all).
+const Data& data() {
+  static const Data d = read_data(nullptr);
+  return d;
+}
+
+/// The function keys of the data, in order: the second word of each `case` line, found
+/// without reading the other lines (every test process lists the parity tests at start-up).
 std::vector<std::string> data_funcs() {
-  std::set<std::string> s;
-  for (const auto& c : data().cases) s.insert(c.func);
-  return {s.begin(), s.end()};
+  static const std::vector<std::string> funcs = [] {
+    std::set<std::string> s;
+    for (const auto& path : data_files()) {
+      std::ifstream f(path, std::ios::binary);
+      std::string text(std::filesystem::file_size(path), '\0');
+      f.read(text.data(), std::streamsize(text.size()));
+      for (size_t at = 0; at < text.size();) {
+        const size_t end = std::min(text.find('\n', at), text.size());
+        if (text.compare(at, 5, "case ") == 0) {
+          std::istringstream line(text.substr(at + 5, end - at - 5));
+          std::string name, func;
+          line >> name >> func;
+          s.insert(func);
+        }
+        at = end + 1;
+      }
+    }
+    return std::vector<std::string>(s.begin(), s.end());
+  }();
+  return funcs;
 }
 
 // ---- comparison ----
@@ -383,7 +420,7 @@ TEST_P(Parity, MatchesJax) {
   ASSERT_NE(it, registry().end()) << "no registry entry for '" << func << "' (add one to tests/parity/cases_*.cpp)";
   int n = 0;
   std::vector<std::string> failures;
-  for (const auto& c : data().cases) {
+  for (const auto& c : read_data(&func).cases) {
     if (c.func != func) continue;
     ++n;
     try {
