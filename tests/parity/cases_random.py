@@ -1,6 +1,7 @@
 """Parity cases of include/tessel/random.h (jax.random with raw uint32[2] keys). Random bits,
-keys, integer draws and normal draws (erf_inv as XLA computes it) are exact; floats made
-through other transcendental functions (log, exp, tan, pow) get a tolerance."""
+keys, integer draws, normal draws (erf_inv as XLA computes it) and draws through exp, log and
+log1p (computed as XLA computes them: ops::xla_exp, xla_log, xla_log1p) are exact; floats
+made through other transcendental functions (tan, pow) get a tolerance."""
 import jax
 import jax.extend.random
 import numpy as np
@@ -36,12 +37,39 @@ def cases(s):
     s.case("random.threefry_2x32", jax.extend.random.threefry_2x32, [key, np.arange(5, dtype=np.uint32)],
            name="random_threefry_2x32_odd")
 
+    xla_math(s)
     distributions(s, key)
 
 
-# truncated_normal's bounds go through erf: float32 erf is XLA's (exact); float64 erf is
-# libmvec's in tessel's vector loops and libm's in XLA, a few ulp apart.
-TRUNCATED_NORMAL_TOL = {"float32": EXACT, "float64": MATH_TOL["float64"]}
+def xla_math(s):
+    """ops::xla_exp, xla_log, xla_log1p and fma (src/ops/special.h): exp, log and log1p as
+    XLA's CPU backend computes them, checked exactly against jax.jit(jnp.exp) etc. over each
+    function's whole range, subnormal and special values included (XLA's kernels flush
+    subnormal inputs and results to zero, and so do these)."""
+    rng = np.random.default_rng(29)
+    for dt in ["float32", "float64", "float16", "bfloat16"]:
+        big = 700.0 if dt == "float64" else 88.0 if dt == "float32" else 11.0
+        specials = [0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30, np.inf, -np.inf, np.nan]
+        x = np.concatenate([rng.uniform(-big, big, 2000), rng.standard_normal(1000), np.linspace(-1.0, 1.0, 257),
+                            [big, -big, 88.5, 88.72, 88.73, -87.3, -87.4, -103.0, 709.78, -708.4, -745.2], specials])
+        pos = np.concatenate([np.exp(rng.uniform(-100 if dt == "float64" else -80, 80, 2000)),
+                              np.arange(1, 1025) / 1024.0, [1e-40, 5e-39, 1.2e-38, 3e-308 if dt == "float64" else 1.0],
+                              specials])
+        l1p = np.concatenate([-np.arange(0, 1024) / 1024.0, rng.uniform(-1, 4, 2000), [0.41421356, -0.41421356, -1.0],
+                              specials])
+        with np.errstate(over="ignore"):
+            cast = lambda v: np.asarray(v, np.float64).astype(jax.numpy.dtype(dt))
+            s.case("ops.xla_exp", jax.jit(jax.numpy.exp), [cast(x)], tol=EXACT, name=f"ops_xla_exp_{dt}")
+            s.case("ops.xla_log", jax.jit(jax.numpy.log), [cast(pos)], tol=EXACT, name=f"ops_xla_log_{dt}")
+            s.case("ops.xla_log1p", jax.jit(jax.numpy.log1p), [cast(l1p)], tol=EXACT, name=f"ops_xla_log1p_{dt}")
+    for dt in ["float32", "float64"]:
+        a, b, c = (rng.standard_normal(3000).astype(dt) for _ in range(3))
+        s.case("ops.fma", jax.jit(lambda a, b, c: a * b + c), [a, b, c], tol=EXACT, name=f"ops_fma_{dt}")
+
+
+# truncated_normal's bounds go through erf as XLA computes it (ops::xla_erf: libm's scalar erf
+# in float64) and its uniform through one fused multiply-add (ops::fma), as XLA contracts it.
+TRUNCATED_NORMAL_TOL = EXACT
 
 
 def normals(s, key):
@@ -100,28 +128,40 @@ def distributions(s, key):
            [key, rand_logits], {"axis": 0, "shape": (7, 5), "replace": True}, name="random_categorical_axis0")
     s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
            [keys[1], logits], {"axis": 1, "shape": (4, 3), "replace": False}, name="random_categorical_noreplace")
-    for dtype in ["float32", "float64"]:
+    # Through log and log1p (XLA's, exact); cauchy goes through tan (libm's, a few ulp).
+    tol_of = {"cauchy": MATH_TOL}
+    for dtype in ["float32", "float64", "float16", "bfloat16"]:
         for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy", "maxwell"]:
             fn = getattr(jax.random, name)
             s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [key],
-                   {"shape": (3, 7), "dtype": dtype}, tol=MATH_TOL)
+                   {"shape": (3, 7), "dtype": dtype}, tol=tol_of.get(name, EXACT))
     for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy"]:
         fn = getattr(jax.random, name)
         for i, k in enumerate(keys[1:]):
-            s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [k],
-                   {"shape": (64,), "dtype": "float32"}, tol=MATH_TOL, name=f"random_{name}_key{i}")
+            for shape in [(64,), (5, 205)]:
+                s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [k],
+                       {"shape": shape, "dtype": "float32"}, tol=tol_of.get(name, EXACT),
+                       name=f"random_{name}_key{i}_{shape[-1]}")
     for dtype in ["int32", "float32", "int8"]:
         s.case("random.rademacher", lambda k, shape, dtype: jax.random.rademacher(k, shape, dtype), [key],
                {"shape": (11,), "dtype": dtype})
     sig = f32([0.5, 1.0, 2.0])
     s.case("random.lognormal", lambda k, sg, shape, dtype: jax.random.lognormal(k, sg, shape, dtype), [key, sig],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.pareto", lambda k, b, shape, dtype: jax.random.pareto(k, b, shape, dtype), [key, sig],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
+    for i, k in enumerate(keys):  # more keys, shapes and dtypes for the exp/log samplers
+        for dtype, shape in [("float32", (130, 3)), ("float64", (2, 3)), ("float16", (2, 3)), ("bfloat16", (2, 3))]:
+            sg = sig.astype(dtype)
+            for name in ["lognormal", "pareto", "rayleigh"]:
+                fn = getattr(jax.random, name)
+                s.case(f"random.{name}", lambda k, p, shape, dtype, fn=fn: fn(k, p, shape, dtype),
+                       [k, sg], {"shape": shape, "dtype": dtype},
+                       tol=EXACT, name=f"random_{name}_{dtype}_key{i}")
     s.case("random.weibull_min", lambda k, sc, c, shape, dtype: jax.random.weibull_min(k, sc, c, shape, dtype),
            [key, f32(2.0), sig], {"shape": (4, 3), "dtype": "float32"}, tol=MATH_TOL)
     s.case("random.rayleigh", lambda k, sc, shape, dtype: jax.random.rayleigh(k, sc, shape, dtype), [key, sig],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.wald", lambda k, m, shape, dtype: jax.random.wald(k, m, shape, dtype), [key, sig],
            {"shape": (4, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.triangular", lambda k, l, m, r, shape, dtype: jax.random.triangular(k, l, m, r, shape, dtype),
@@ -145,39 +185,39 @@ def gamma_family(s, keys):
     alphas = f32([[0.1, 0.5, 1.0], [2.0, 7.5, 100.0]])
     for i, k in enumerate(keys):
         s.case("random.gamma", lambda k, a, shape, dtype: jax.random.gamma(k, a, shape, dtype), [k, alphas],
-               {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL, name=f"random_gamma_key{i}")
+               {"shape": (2, 3), "dtype": "float32"}, tol=EXACT, name=f"random_gamma_key{i}")
     s.case("random.gamma", lambda k, a, shape, dtype: jax.random.gamma(k, a, shape, dtype),
-           [keys[0], np.asarray([0.3, 3.0], np.float64)], {"shape": (4, 2), "dtype": "float64"}, tol=MATH_TOL,
+           [keys[0], np.asarray([0.3, 3.0], np.float64)], {"shape": (4, 2), "dtype": "float64"}, tol=EXACT,
            name="random_gamma_float64")
     # The implicit reparameterization gradient: series and continued fraction of the
     # incomplete gamma function (through lgamma and digamma), a few ulp of their terms.
     s.case("random.gamma", lambda k, a: jax.random.gamma(k, a), [keys[1], f32([0.2, 0.9, 1.0, 4.0, 30.0])],
-           {}, tol=MATH_TOL, grad=True, gtol=(1e-4, 1e-6), name="random_gamma_grad")
+           {}, tol=EXACT, grad=True, gtol=(1e-4, 1e-6), name="random_gamma_grad")
     s.case("random.loggamma", lambda k, a: jax.random.loggamma(k, a), [keys[2], f32([0.05, 0.9, 6.0])],
-           {}, tol=MATH_TOL, grad=True, gtol=(1e-4, 1e-6), name="random_loggamma_grad")
+           {}, tol=EXACT, grad=True, gtol=(1e-4, 1e-6), name="random_loggamma_grad")
     s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype), [keys[0], alphas],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype),
-           [keys[1], f32([1e-3, 0.05])], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL, name="random_loggamma_small")
+           [keys[1], f32([1e-3, 0.05])], {"shape": (3, 2), "dtype": "float32"}, tol=EXACT, name="random_loggamma_small")
     s.case("random.beta", lambda k, a, b, shape, dtype: jax.random.beta(k, a, b, shape, dtype),
-           [keys[0], f32([0.5, 2.0, 5.0]), f32(1.5)], {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[0], f32([0.5, 2.0, 5.0]), f32(1.5)], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
-           [keys[1], f32([0.2, 1.0, 3.0, 10.0])], {"shape": (3,), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[1], f32([0.2, 1.0, 3.0, 10.0])], {"shape": (3,), "dtype": "float32"}, tol=EXACT)
     s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
-           [keys[0], f32([[1.0, 2.0], [0.5, 0.5]])], {"shape": None, "dtype": "float32"}, tol=MATH_TOL,
+           [keys[0], f32([[1.0, 2.0], [0.5, 0.5]])], {"shape": None, "dtype": "float32"}, tol=EXACT,
            name="random_dirichlet_batch")
     s.case("random.chisquare", lambda k, df, shape, dtype: jax.random.chisquare(k, df, shape, dtype),
-           [keys[0], f32([1.0, 3.0, 10.0])], {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[0], f32([1.0, 3.0, 10.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.t", lambda k, df, shape, dtype: jax.random.t(k, df, shape, dtype),
            [keys[2], f32([1.0, 3.0, 30.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.f", lambda k, a, b, shape, dtype: jax.random.f(k, a, b, shape, dtype),
-           [keys[0], f32([[2.0, 5.0]] * 3), f32(4.0)], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[0], f32([[2.0, 5.0]] * 3), f32(4.0)], {"shape": (3, 2), "dtype": "float32"}, tol=EXACT)
     for p in [0.5, 1.0, 2.0, 3.0]:
         s.case("random.generalized_normal", lambda k, p, shape, dtype: jax.random.generalized_normal(k, p, shape, dtype),
-               [keys[0]], {"p": p, "shape": (4, 3), "dtype": "float32"}, tol=MATH_TOL)
+               [keys[0]], {"p": p, "shape": (4, 3), "dtype": "float32"}, tol=EXACT)
     for d, p in [(3, 2), (5, 1)]:
         s.case("random.ball", lambda k, d, p, shape, dtype: jax.random.ball(k, d, p, shape, dtype), [keys[1]],
-               {"d": d, "p": p, "shape": (4,), "dtype": "float32"}, tol=MATH_TOL)
+               {"d": d, "p": p, "shape": (4,), "dtype": "float32"}, tol=EXACT)
     shuffles(s, keys)
 
 
