@@ -11,6 +11,7 @@
 #include "core/dtype_check.h"
 #include "core/shape_check.h"
 #include "ops/rule_util.h"
+#include "ops/special.h"
 #include "ops/strided.h"
 #include "tessel/random.h"
 
@@ -322,15 +323,9 @@ Array uniform(const Array& key, const Shape& shape, DType dtype, const Array& mi
                      shape_to_string(shape));
   Array lo = astype(minval, dtype), hi = astype(maxval, dtype);
   Array f = unit_uniform("uniform", key, shape, dtype);
-  Array scaled = f * (hi - lo) + lo;
-  if (dtype == DType::float32) {
-    // XLA contracts JAX's f * (hi - lo) + lo into one fused multiply-add (one rounding);
-    // float64 holds the product of two float32 exactly, so the sum rounds once to float64 and
-    // once to float32: JAX's bits (truncated_normal and bounded uniform) except for rare ties
-    // of that double rounding.
-    const Array wide = astype(f, DType::float64) * astype(hi - lo, DType::float64) + astype(lo, DType::float64);
-    scaled = astype(wide, DType::float32);
-  }
+  // XLA contracts JAX's f * (hi - lo) + lo into one fused multiply-add (one rounding) in
+  // float32 and float64; half types compute each step in float32 and round it back.
+  Array scaled = dtype == DType::float32 || dtype == DType::float64 ? ops::fma(f, hi - lo, lo) : f * (hi - lo) + lo;
   // The max guards against rounding below minval when (hi - lo) * f + lo is inexact.
   return broadcast_to(maximum(lo, scaled), shape);
 }

@@ -1,6 +1,7 @@
 // Special functions (lax level): lgamma, digamma, polygamma, zeta, igamma, igammac,
 // igamma_grad_a, random_gamma_grad, betainc, bessel_i0e, bessel_i1e and erf_inv (whose scalar
-// function is in scalar.h), and scipy's expi, exp1 and expn. Each is an
+// function is in scalar.h), scipy's expi, exp1 and expn, and the random samplers' xla_exp,
+// xla_log, xla_log1p, xla_erf and fma (scalar.h). Each is an
 // element-wise primitive on floating operands of one dtype (or rank 0) whose scalar function
 // is scalar::<name> (backend/cpu/scalar_special.h, shared with generated code, so they fuse);
 // float32 and float64 run the vectorised block form where the function has one. Half types
@@ -195,6 +196,43 @@ struct erf_inv_op {
   // d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2).
   static Array d(size_t, Xs, const Array& y) { return exp(y * y) * (std::sqrt(std::numbers::pi) / 2); }
 };
+// exp, log, log1p and erf as XLA's CPU backend computes them (scalar.h: xla_exp, xla_log,
+// xla_log1p, xla_erf): the random samplers use them so that their draws equal JAX's bit for
+// bit. The exp/log/log1p/erf primitives keep libm's (libmvec's) vectorised functions.
+struct xla_exp_op {
+  static constexpr const char* name = "xla_exp";
+  static constexpr int arity = 1;
+  template <class T> static T f(T x) { return scalar::xla_exp(x); }
+  static Array d(size_t, Xs, const Array& y) { return y; }
+};
+struct xla_log_op {
+  static constexpr const char* name = "xla_log";
+  static constexpr int arity = 1;
+  template <class T> static T f(T x) { return scalar::xla_log(x); }
+  static Array d(size_t, Xs xs, const Array&) { return c_like(1, xs[0]) / xs[0]; }
+};
+struct xla_log1p_op {
+  static constexpr const char* name = "xla_log1p";
+  static constexpr int arity = 1;
+  template <class T> static T f(T x) { return scalar::xla_log1p(x); }
+  static Array d(size_t, Xs xs, const Array&) { return c_like(1, xs[0]) / (c_like(1, xs[0]) + xs[0]); }
+};
+struct xla_erf_op {
+  static constexpr const char* name = "xla_erf";
+  static constexpr int arity = 1;
+  template <class T> static T f(T x) { return scalar::xla_erf(x); }
+  // d erf(x) = 2/sqrt(pi) exp(-x^2).
+  static Array d(size_t, Xs xs, const Array&) {
+    return xla_exp(-(xs[0] * xs[0])) * (2 / std::sqrt(std::numbers::pi));
+  }
+};
+// a * b + c with one rounding (std::fma), as XLA contracts JAX's multiply-adds.
+struct fma_op {
+  static constexpr const char* name = "fma";
+  static constexpr int arity = 3;
+  template <class T> static T f(T a, T b, T c) { return scalar::fma(a, b, c); }
+  static Array d(size_t i, Xs xs, const Array& y) { return i == 0 ? xs[1] : i == 1 ? xs[0] : c_like(1, y); }
+};
 struct bessel_i0e_op {
   static constexpr const char* name = "bessel_i0e";
   static constexpr int arity = 1;
@@ -253,6 +291,11 @@ const ir::Primitive& igamma_grad_a_p = define<igamma_grad_a_op>();
 const ir::Primitive& random_gamma_grad_p = define<random_gamma_grad_op>();
 const ir::Primitive& betainc_p = define<betainc_op>();
 const ir::Primitive& erf_inv_p = define<erf_inv_op>();
+const ir::Primitive& xla_exp_p = define<xla_exp_op>();
+const ir::Primitive& xla_log_p = define<xla_log_op>();
+const ir::Primitive& xla_log1p_p = define<xla_log1p_op>();
+const ir::Primitive& xla_erf_p = define<xla_erf_op>();
+const ir::Primitive& fma_p = define<fma_op>();
 const ir::Primitive& bessel_i0e_p = define<bessel_i0e_op>();
 const ir::Primitive& bessel_i1e_p = define<bessel_i1e_op>();
 const ir::Primitive& expi_p = define<expi_op>();
@@ -270,6 +313,11 @@ Array bind_special(const ir::Primitive& p, std::vector<Array> xs) {
 Array expi(const Array& x) { return bind1(expi_p, {x}); }
 Array exp1(const Array& x) { return bind1(exp1_p, {x}); }
 Array expn(const Array& n, const Array& x) { return bind_special(expn_p, {n, x}); }
+Array xla_exp(const Array& x) { return bind1(xla_exp_p, {x}); }
+Array xla_log(const Array& x) { return bind1(xla_log_p, {x}); }
+Array xla_log1p(const Array& x) { return bind1(xla_log1p_p, {x}); }
+Array xla_erf(const Array& x) { return bind1(xla_erf_p, {x}); }
+Array fma(const Array& a, const Array& b, const Array& c) { return bind_special(fma_p, {a, b, c}); }
 
 }  // namespace tessel::ops
 

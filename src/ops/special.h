@@ -1,6 +1,7 @@
 #pragma once
 // The exponential-integral primitives (special.cpp) for scipy::special, which has their public
-// names: jax.lax has no such functions, so they get no lax-level entry point.
+// names: jax.lax has no such functions, so they get no lax-level entry point. And the
+// primitives that let ts::random's samplers compute what JAX computes, bit for bit.
 #include "tessel/array.h"
 
 namespace tessel::ops {
@@ -11,5 +12,22 @@ Array expi(const Array& x);
 Array exp1(const Array& x);
 /// E_n(x) for integer n >= 0 (scipy.special.expn); n and x promoted and broadcast together.
 Array expn(const Array& n, const Array& x);
+
+/// e^x as XLA's CPU backend computes it (scalar::xla_exp: Cephes' polynomial in float32,
+/// XLA's rational intrinsic in float64; half types through float32). Used by the random
+/// samplers so that lognormal, pareto, ... equal JAX's draws; ts::exp stays libm's.
+Array xla_exp(const Array& x);
+/// log(x) as XLA's CPU backend computes it (Cephes' polynomial in float32, libm's scalar log
+/// in float64).
+Array xla_log(const Array& x);
+/// log(1 + x) as XLA's CPU backend computes it (a Cephes rational below sqrt(2) - 1, xla_log
+/// of 1 + x above).
+Array xla_log1p(const Array& x);
+/// erf(x) as XLA's CPU backend computes it (Eigen's rational interpolant in float32, as
+/// tessel::erf; libm's scalar erf in float64, where tessel::erf takes libmvec's vector form).
+Array xla_erf(const Array& x);
+/// a * b + c rounded once (a fused multiply-add), floating operands promoted and broadcast
+/// together: what XLA computes for JAX's `a * b + c` where its CPU code contracts the two.
+Array fma(const Array& a, const Array& b, const Array& c);
 
 }  // namespace tessel::ops

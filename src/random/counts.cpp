@@ -54,7 +54,7 @@ Array poisson_knuth(const Array& key, const Array& lam, const Shape& shape, DTyp
         auto [next, sub] = split2(rng);
         Array k2 = where(greater(log_prod, neg_lam), k + Array(Scalar(1, dtype)), k);
         Array u = uniform(sub, shape, DType::float32);
-        return State{i + Array(Scalar(1, DType::int32)), k2, next, log_prod + log(u)};
+        return State{i + Array(Scalar(1, DType::int32)), k2, next, log_prod + ops::xla_log(u)};
       },
       init);
   return std::get<1>(done) - Array(Scalar(1, dtype));
@@ -64,7 +64,7 @@ Array poisson_knuth(const Array& key, const Array& lam, const Shape& shape, DTyp
 Array poisson_rejection(const Array& key, const Array& lam, const Shape& shape, DType dtype) {
   const DType ft = lam.dtype();
   auto c = [ft](double v) { return constant(v, ft); };
-  Array log_lam = log(lam);
+  Array log_lam = ops::xla_log(lam);
   Array b = c(0.931) + c(2.53) * sqrt(lam);
   Array a = c(-0.059) + c(0.02483) * b;
   Array inv_alpha = c(1.1239) + c(1.1328) / (b - c(3.4));
@@ -73,7 +73,7 @@ Array poisson_rejection(const Array& key, const Array& lam, const Shape& shape, 
     Array u = u_draw - c(0.5);
     Array us = c(0.5) - abs(u);
     Array k = floor((((c(2.0) * a) / us + b) * u + lam) + c(0.43));
-    Array s_ = log((v * inv_alpha) / (a / (us * us) + b));
+    Array s_ = ops::xla_log((v * inv_alpha) / (a / (us * us) + b));
     Array t_ = ((-lam) + k * log_lam) - lgamma(k + c(1.0));
     Array accept1 = logical_and(greater_equal(us, c(0.07)), less_equal(v, v_r));
     Array reject = logical_or(less(k, c(0.0)), logical_and(less(us, c(0.013)), greater(v, us)));
@@ -102,7 +102,7 @@ Array stirling_tail(const Array& k) {
 // Counting geometric waiting times until they pass `count` (small count * prob).
 Array binomial_inversion(const Array& key, const Array& count, const Array& prob, const Shape& shape, DType dtype) {
   const DType ft = prob.dtype();
-  Array log1m = log1p(-prob);
+  Array log1m = ops::xla_log1p(-prob);
   Array max_iters = Array(Scalar(std::numeric_limits<int32_t>::max()));
   using State = std::tuple<Array, Array, Array, Array>;  // round, number of geometrics, their sum, key
   State init{Array(Scalar(0, DType::int32)), zeros(shape, ft), zeros(shape, ft), key};
@@ -115,7 +115,7 @@ Array binomial_inversion(const Array& key, const Array& count, const Array& prob
         auto [sub, next] = split2(rng);  // JAX takes the first key as the subkey here
         Array num2 = where(less_equal(total, count), num + constant(1.0, ft), num);
         Array u = uniform(sub, shape, ft);
-        Array geom = ceil(log(u) / log1m);
+        Array geom = ceil(ops::xla_log(u) / log1m);
         return State{i + Array(Scalar(1, DType::int32)), num2, total + geom, next};
       },
       init);
@@ -141,10 +141,10 @@ Array binomial_btrs(const Array& key, const Array& count, const Array& prob, con
     Array accept1 = logical_and(greater_equal(us, c(0.07)), less_equal(v, v_r));
     Array k = floor(((c(2.0) * a) / us + b) * u + cc);
     Array reject = logical_or(less(k, c(0.0)), greater(k, count));
-    Array lv = log((v * alpha) / (a / (us * us) + b));
-    Array ub = (m + c(0.5)) * log((m + one) / (r * ((count - m) + one))) +
-               (count + one) * log(((count - m) + one) / ((count - k) + one)) +
-               (k + c(0.5)) * log((r * ((count - k) + one)) / (k + one)) + stirling_tail(m) +
+    Array lv = ops::xla_log((v * alpha) / (a / (us * us) + b));
+    Array ub = (m + c(0.5)) * ops::xla_log((m + one) / (r * ((count - m) + one))) +
+               (count + one) * ops::xla_log(((count - m) + one) / ((count - k) + one)) +
+               (k + c(0.5)) * ops::xla_log((r * ((count - k) + one)) / (k + one)) + stirling_tail(m) +
                stirling_tail(count - m) - stirling_tail(k) - stirling_tail(count - k);
     return std::pair(k, logical_or(accept1, logical_and(logical_not(reject), less_equal(lv, ub))));
   });

@@ -164,7 +164,7 @@ Array truncated_normal(const Array& key, const Array& lower, const Array& upper,
   // jax.random divides by sqrt(2); XLA rewrites a division by a constant into a product with
   // the constant's reciprocal (rounded), and so does this, so the bounds equal JAX's.
   Array inv_sqrt2 = constant(1.0, dtype) / sqrt2;
-  Array a = erf(lo * inv_sqrt2), b = erf(hi * inv_sqrt2);
+  Array a = ops::xla_erf(lo * inv_sqrt2), b = ops::xla_erf(hi * inv_sqrt2);
   Array out = sqrt2 * erf_inv(uniform(key, s, dtype, a, b));
   // Rounding (or u landing on a) could reach the bounds: clamp into the open interval.
   return clip(out, next_float(stop_gradient(lo), true), next_float(stop_gradient(hi), false));
@@ -173,24 +173,24 @@ Array truncated_normal(const Array& key, const Array& lower, const Array& upper,
 Array gumbel(const Array& key, const Shape& shape, DType dtype) {
   check_float("gumbel", dtype);
   Array u = uniform(key, shape, dtype, constant(float_info(dtype).tiny(), dtype), constant(1.0, dtype));
-  return -log(-log(u));
+  return -ops::xla_log(-ops::xla_log(u));
 }
 
 Array exponential(const Array& key, const Shape& shape, DType dtype) {
   check_float("exponential", dtype);
-  return -log1p(-uniform(key, shape, dtype));
+  return -ops::xla_log1p(-uniform(key, shape, dtype));
 }
 
 Array laplace(const Array& key, const Shape& shape, DType dtype) {
   check_float("laplace", dtype);
   Array u = uniform(key, shape, dtype, constant(-1.0 + float_info(dtype).epsneg(), dtype), constant(1.0, dtype));
-  return sign(u) * log1p(-abs(u));
+  return sign(u) * ops::xla_log1p(-abs(u));
 }
 
 Array logistic(const Array& key, const Shape& shape, DType dtype) {
   check_float("logistic", dtype);
   Array x = uniform(key, shape, dtype, constant(float_info(dtype).tiny(), dtype), constant(1.0, dtype));
-  return log(x) - log1p(-x);
+  return ops::xla_log(x) - ops::xla_log1p(-x);
 }
 
 Array cauchy(const Array& key, const Shape& shape, DType dtype) {
@@ -211,14 +211,14 @@ Array lognormal(const Array& key, const Array& sigma, std::optional<Shape> shape
   check_key("lognormal", key);
   check_float("lognormal", dtype);
   const Shape s = sample_shape("lognormal", shape, {sigma.shape()});
-  return exp(normal(key, s, dtype) * astype(sigma, dtype));
+  return ops::xla_exp(normal(key, s, dtype) * astype(sigma, dtype));
 }
 
 Array pareto(const Array& key, const Array& b, std::optional<Shape> shape, DType dtype) {
   check_key("pareto", key);
   check_float("pareto", dtype);
   const Shape s = sample_shape("pareto", shape, {b.shape()});
-  return exp(exponential(key, s, dtype) / astype(b, dtype));
+  return ops::xla_exp(exponential(key, s, dtype) / astype(b, dtype));
 }
 
 Array weibull_min(const Array& key, const Array& scale, const Array& concentration, const Shape& shape,
@@ -228,7 +228,7 @@ Array weibull_min(const Array& key, const Array& scale, const Array& concentrati
   sample_shape("weibull_min", shape, {scale.shape(), concentration.shape()});
   Array u = uniform(key, shape, dtype);
   Array c = astype(concentration, dtype);
-  return broadcast_to(pow(-log1p(-u), constant(1.0, dtype) / c) * astype(scale, dtype), shape);
+  return broadcast_to(pow(-ops::xla_log1p(-u), constant(1.0, dtype) / c) * astype(scale, dtype), shape);
 }
 
 Array rayleigh(const Array& key, const Array& scale, std::optional<Shape> shape, DType dtype) {
@@ -236,7 +236,7 @@ Array rayleigh(const Array& key, const Array& scale, std::optional<Shape> shape,
   check_float("rayleigh", dtype);
   const Shape s = sample_shape("rayleigh", shape, {scale.shape()});
   Array u = uniform(key, s, dtype);
-  return param(scale, dtype, s) * sqrt(log(u) * constant(-2.0, dtype));
+  return param(scale, dtype, s) * sqrt(ops::xla_log(u) * constant(-2.0, dtype));
 }
 
 Array maxwell(const Array& key, const Shape& shape, DType dtype) {
@@ -300,7 +300,7 @@ Array geometric(const Array& key, const Array& p, std::optional<Shape> shape, DT
   Array u = uniform(key, s, pd);
   // u = 0 maps to 1 (JAX keeps its samples for a key while avoiding log(0)).
   u = where(equal(u, constant(0.0, pd)), constant(1.0, pd), u);
-  Array g = floor(log(u) / broadcast_to(log1p(-astype(p, pd)), s)) + constant(1.0, pd);
+  Array g = floor(ops::xla_log(u) / broadcast_to(ops::xla_log1p(-astype(p, pd)), s)) + constant(1.0, pd);
   return astype(g, dtype);
 }
 

@@ -31,7 +31,7 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
   auto rejected = [&](const State& s) {
     const auto& [k, X, V, U] = s;
     Array squeeze = greater_equal(U, one - c(0.0331) * (X * X));
-    Array exact = greater_equal(log(U), X * c(0.5) + d * ((one - V) + log(V)));
+    Array exact = greater_equal(ops::xla_log(U), X * c(0.5) + d * ((one - V) + ops::xla_log(V)));
     return logical_and(squeeze, exact);
   };
   auto propose = [&](const State& s) {
@@ -56,7 +56,7 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
     Array log_samples = -exponential(subkey, {}, dt);
     Array log_boost =
         where(logical_or(boost_mask, equal(log_samples, zero)), zero, log_samples * (one / alpha));
-    return (log(d) + log(V)) + log_boost;
+    return (ops::xla_log(d) + ops::xla_log(V)) + log_boost;
   }
   Array samples = one - uniform(subkey, {}, dt);
   Array boost = where(boost_mask, one, pow(samples, one / alpha));
@@ -68,7 +68,7 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
 Array gamma_tangent(const Array& sample, const Array& a, bool log_space) {
   if (!log_space) return tessel::random_gamma_grad(a, sample);
   const DType dt = a.dtype();
-  Array s = exp(sample);
+  Array s = ops::xla_exp(sample);
   s = where(equal(s, constant(0.0, dt)), constant(float_info(dt).tiny(), dt), s);
   return tessel::random_gamma_grad(a, s) / s;
 }
@@ -137,7 +137,7 @@ Array beta(const Array& key, const Array& a, const Array& b, std::optional<Shape
   Array log_gamma_b = loggamma(key_b, param(b, dtype, s), s, dtype);
   // a / (a + b) from the logs without overflow: scale both by the larger.
   Array log_max = maximum(log_gamma_a, log_gamma_b);
-  Array ga = exp(log_gamma_a - log_max), gb = exp(log_gamma_b - log_max);
+  Array ga = ops::xla_exp(log_gamma_a - log_max), gb = ops::xla_exp(log_gamma_b - log_max);
   return ga / (ga + gb);
 }
 
@@ -160,7 +160,7 @@ Array chisquare(const Array& key, const Array& df, std::optional<Shape> shape, D
   const Shape s = sample_shape("chisquare", shape, {df.shape()});
   Array two = constant(2.0, dtype);
   Array half_df = astype(df, dtype) / two;
-  return exp(loggamma(key, half_df, s, dtype)) * two;
+  return ops::xla_exp(loggamma(key, half_df, s, dtype)) * two;
 }
 
 Array t(const Array& key, const Array& df, std::optional<Shape> shape, DType dtype) {

@@ -112,7 +112,7 @@ Array choice(const Array& key, const Array& a, const Shape& shape, bool replace,
       ind = astype(searchsorted(cdf, r), DType::int32);
     } else {
       // Gumbel top-k: the k largest perturbed log-probabilities are a sample without replacement.
-      Array g = gumbel(key, {n_inputs}, pd) + log(probs);
+      Array g = gumbel(key, {n_inputs}, pd) + ops::xla_log(probs);
       ind = top_k(g, n_draws).second;
     }
   }

@@ -1,6 +1,8 @@
 #pragma once
 // Shared checks and helpers of ts::random's samplers (src/random/*.cpp): key, dtype and
 // shape validation with JAX's rules, finfo constants and the key split every sampler uses.
+// The samplers take exp, log and log1p from ops::xla_exp/xla_log/xla_log1p (ops/special.h),
+// which compute what XLA does, so that their draws equal JAX's bit for bit.
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "core/dtype_check.h"
 #include "core/shape_check.h"
 #include "ops/op_util.h"
+#include "ops/special.h"
 #include "tessel/random.h"
 
 namespace tessel::random::sampler {

@@ -1,4 +1,5 @@
 // tessel's side of tests/parity/cases_random.py (include/tessel/random.h).
+#include "ops/special.h"
 #include "parity/parity.h"
 #include "tessel/nn_initializers.h"
 #include "tessel/random.h"
@@ -21,6 +22,12 @@ TESSEL_PARITY_CASES(random) {
     return out(ts::random::normal(x[0], p.ints("shape"), p.dtype("dtype")));
   });
   reg("random.threefry_2x32", binary(ts::random::threefry_2x32));
+  // exp, log, log1p, erf and multiply-add as XLA computes them (src/ops/special.h), for the samplers.
+  reg("ops.xla_exp", unary(ts::ops::xla_exp));
+  reg("ops.xla_log", unary(ts::ops::xla_log));
+  reg("ops.xla_log1p", unary(ts::ops::xla_log1p));
+  reg("ops.xla_erf", unary(ts::ops::xla_erf));
+  reg("ops.fma", [](const In& x, const Params&) { return out(ts::ops::fma(x[0], x[1], x[2])); });
   // Samplers (include/tessel/random_distributions.h).
   reg("random.randint", [](const In& x, const Params& p) {
     return out(ts::random::randint(x[0], p.ints("shape"), x[1], x[2], p.dtype("dtype")));

@@ -1,11 +1,15 @@
 """Parity cases of include/tessel/random.h (jax.random with raw uint32[2] keys). Random bits,
-keys, integer draws and normal draws (erf_inv as XLA computes it) are exact; floats made
-through other transcendental functions (log, exp, tan, pow) get a tolerance."""
+keys, integer draws, normal draws (erf_inv as XLA computes it) and draws through exp, log and
+log1p (computed as XLA computes them: ops::xla_exp, xla_log, xla_log1p) are exact; floats
+made through other transcendental functions (tan, pow) get a tolerance."""
 import jax
 import jax.extend.random
 import numpy as np
 
 from parity_lib import EXACT, MATH_TOL
+
+# Half-precision draws that differ from JAX's in the last bit (MATH_TOL has no half entries).
+HALF_TOL = {"float16": (2e-3, 1e-30), "bfloat16": (1.6e-2, 1e-30)}
 
 KEYS = [0, 42, 2**32 - 1, -1]
 
@@ -36,12 +40,48 @@ def cases(s):
     s.case("random.threefry_2x32", jax.extend.random.threefry_2x32, [key, np.arange(5, dtype=np.uint32)],
            name="random_threefry_2x32_odd")
 
+    xla_math(s)
     distributions(s, key)
 
 
-# truncated_normal's bounds go through erf: float32 erf is XLA's (exact); float64 erf is
-# libmvec's in tessel's vector loops and libm's in XLA, a few ulp apart.
-TRUNCATED_NORMAL_TOL = {"float32": EXACT, "float64": MATH_TOL["float64"]}
+def xla_math(s):
+    """ops::xla_exp, xla_log, xla_log1p, xla_erf and fma (src/ops/special.h): exp, log, log1p
+    and erf as XLA's CPU backend computes them, checked exactly against jax.jit(jnp.exp) etc. over each
+    function's whole range, subnormal and special values included (XLA's kernels flush
+    subnormal inputs and results to zero, and so do these)."""
+    rng = np.random.default_rng(29)
+    for dt in ["float32", "float64", "float16", "bfloat16"]:
+        big = 700.0 if dt == "float64" else 88.0 if dt == "float32" else 11.0
+        specials = [0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30, np.inf, -np.inf, np.nan]
+        x = np.concatenate([rng.uniform(-big, big, 2000), rng.standard_normal(1000), np.linspace(-1.0, 1.0, 257),
+                            [big, -big, 88.5, 88.72, 88.73, -87.3, -87.4, -103.0, 709.78, -708.4, -745.2], specials])
+        pos = np.concatenate([np.exp(rng.uniform(-100 if dt == "float64" else -80, 80, 2000)),
+                              np.arange(1, 1025) / 1024.0, [1e-40, 5e-39, 1.2e-38, 3e-308 if dt == "float64" else 1.0],
+                              specials])
+        l1p = np.concatenate([-np.arange(0, 1024) / 1024.0, rng.uniform(-1, 4, 2000), [0.41421356, -0.41421356, -1.0],
+                              specials])
+        with np.errstate(over="ignore"):
+            cast = lambda v: np.asarray(v, np.float64).astype(jax.numpy.dtype(dt))
+            s.case("ops.xla_exp", jax.jit(jax.numpy.exp), [cast(x)], tol=EXACT, name=f"ops_xla_exp_{dt}")
+            s.case("ops.xla_log", jax.jit(jax.numpy.log), [cast(pos)], tol=EXACT, name=f"ops_xla_log_{dt}")
+            s.case("ops.xla_log1p", jax.jit(jax.numpy.log1p), [cast(l1p)], tol=EXACT, name=f"ops_xla_log1p_{dt}")
+        s.case("ops.xla_erf", jax.jit(jax.lax.erf), [cast(x / 20)], tol=EXACT, name=f"ops_xla_erf_{dt}")
+    # Their derivatives are JAX's (exp: y, log: 1/x, log1p: 1/(1+x), erf: 2/sqrt(pi) e^-x^2).
+    small = np.asarray([0.3, 1.7, 2.5, 0.01], np.float32)
+    for name, fn in [("xla_exp", jax.numpy.exp), ("xla_log", jax.numpy.log), ("xla_log1p", jax.numpy.log1p),
+                     ("xla_erf", jax.lax.erf)]:
+        s.case(f"ops.{name}", fn, [small], tol=EXACT, grad=True, gtol=MATH_TOL, name=f"ops_{name}_grad")
+    for dt in ["float32", "float64"]:
+        a, b, c = (rng.standard_normal(3000).astype(dt) for _ in range(3))
+        s.case("ops.fma", jax.jit(lambda a, b, c: a * b + c), [a, b, c], tol=EXACT, name=f"ops_fma_{dt}")
+    # Eager JAX rounds a * b and + c separately (no fusion), hence MATH_TOL for this case's values.
+    s.case("ops.fma", lambda a, b, c: a * b + c, [a[:5], b[:5], c[:5]], tol=MATH_TOL, grad=True, gtol=MATH_TOL,
+           name="ops_fma_grad")
+
+
+# truncated_normal's bounds go through erf as XLA computes it (ops::xla_erf: libm's scalar erf
+# in float64) and its uniform through one fused multiply-add (ops::fma), as XLA contracts it.
+TRUNCATED_NORMAL_TOL = EXACT
 
 
 def normals(s, key):
@@ -100,28 +140,45 @@ def distributions(s, key):
            [key, rand_logits], {"axis": 0, "shape": (7, 5), "replace": True}, name="random_categorical_axis0")
     s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
            [keys[1], logits], {"axis": 1, "shape": (4, 3), "replace": False}, name="random_categorical_noreplace")
-    for dtype in ["float32", "float64"]:
+    # Through log and log1p (XLA's, exact); cauchy goes through tan (libm's, a few ulp; XLA's
+    # float32 tan is glibc's scalar tanf). Not yet exact: gumbel and logistic in float16 (the
+    # half-precision uniform with minval = tiny), maxwell in float64 and bfloat16 (the order of
+    # its 3-term sum).
+    tol_of = {("cauchy", "float32"): MATH_TOL, ("cauchy", "float64"): MATH_TOL,
+              ("gumbel", "float16"): HALF_TOL, ("logistic", "float16"): HALF_TOL,
+              ("maxwell", "float64"): MATH_TOL, ("maxwell", "bfloat16"): HALF_TOL}
+    for dtype in ["float32", "float64", "float16", "bfloat16"]:
         for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy", "maxwell"]:
             fn = getattr(jax.random, name)
             s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [key],
-                   {"shape": (3, 7), "dtype": dtype}, tol=MATH_TOL)
+                   {"shape": (3, 7), "dtype": dtype}, tol=tol_of.get((name, dtype), EXACT))
     for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy"]:
         fn = getattr(jax.random, name)
         for i, k in enumerate(keys[1:]):
-            s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [k],
-                   {"shape": (64,), "dtype": "float32"}, tol=MATH_TOL, name=f"random_{name}_key{i}")
+            for shape in [(64,), (5, 205)]:
+                s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [k],
+                       {"shape": shape, "dtype": "float32"}, tol=tol_of.get((name, "float32"), EXACT),
+                       name=f"random_{name}_key{i}_{shape[-1]}")
     for dtype in ["int32", "float32", "int8"]:
         s.case("random.rademacher", lambda k, shape, dtype: jax.random.rademacher(k, shape, dtype), [key],
                {"shape": (11,), "dtype": dtype})
     sig = f32([0.5, 1.0, 2.0])
     s.case("random.lognormal", lambda k, sg, shape, dtype: jax.random.lognormal(k, sg, shape, dtype), [key, sig],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.pareto", lambda k, b, shape, dtype: jax.random.pareto(k, b, shape, dtype), [key, sig],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
+    for i, k in enumerate(keys):  # more keys, shapes and dtypes for the exp/log samplers
+        for dtype, shape in [("float32", (130, 3)), ("float64", (2, 3)), ("float16", (2, 3)), ("bfloat16", (2, 3))]:
+            sg = sig.astype(dtype)
+            for name in ["lognormal", "pareto", "rayleigh"]:
+                fn = getattr(jax.random, name)
+                s.case(f"random.{name}", lambda k, p, shape, dtype, fn=fn: fn(k, p, shape, dtype),
+                       [k, sg], {"shape": shape, "dtype": dtype},
+                       tol=EXACT, name=f"random_{name}_{dtype}_key{i}")
     s.case("random.weibull_min", lambda k, sc, c, shape, dtype: jax.random.weibull_min(k, sc, c, shape, dtype),
            [key, f32(2.0), sig], {"shape": (4, 3), "dtype": "float32"}, tol=MATH_TOL)
     s.case("random.rayleigh", lambda k, sc, shape, dtype: jax.random.rayleigh(k, sc, shape, dtype), [key, sig],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.wald", lambda k, m, shape, dtype: jax.random.wald(k, m, shape, dtype), [key, sig],
            {"shape": (4, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.triangular", lambda k, l, m, r, shape, dtype: jax.random.triangular(k, l, m, r, shape, dtype),
@@ -139,8 +196,10 @@ def distributions(s, key):
 
 
 def gamma_family(s, keys):
-    """gamma and the samplers built on it: one rejection loop per element, so the draws
-    equal JAX's exactly up to the last bits of log/pow/erf_inv (MATH_TOL)."""
+    """gamma and the samplers built on it: one rejection loop per element through XLA's log
+    and exp (exact), so beta, chisquare, t and most loggamma draws are exact; gamma (alpha < 1
+    boosts through pow: XLA's is glibc's scalar powf with subnormal results flushed), dirichlet,
+    f, generalized_normal and ball (pow) stay within MATH_TOL."""
     f32 = lambda v: np.asarray(v, np.float32)
     alphas = f32([[0.1, 0.5, 1.0], [2.0, 7.5, 100.0]])
     for i, k in enumerate(keys):
@@ -156,18 +215,18 @@ def gamma_family(s, keys):
     s.case("random.loggamma", lambda k, a: jax.random.loggamma(k, a), [keys[2], f32([0.05, 0.9, 6.0])],
            {}, tol=MATH_TOL, grad=True, gtol=(1e-4, 1e-6), name="random_loggamma_grad")
     s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype), [keys[0], alphas],
-           {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype),
-           [keys[1], f32([1e-3, 0.05])], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL, name="random_loggamma_small")
+           [keys[1], f32([1e-3, 0.05])], {"shape": (3, 2), "dtype": "float32"}, tol=EXACT, name="random_loggamma_small")
     s.case("random.beta", lambda k, a, b, shape, dtype: jax.random.beta(k, a, b, shape, dtype),
-           [keys[0], f32([0.5, 2.0, 5.0]), f32(1.5)], {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[0], f32([0.5, 2.0, 5.0]), f32(1.5)], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
            [keys[1], f32([0.2, 1.0, 3.0, 10.0])], {"shape": (3,), "dtype": "float32"}, tol=MATH_TOL)
     s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
            [keys[0], f32([[1.0, 2.0], [0.5, 0.5]])], {"shape": None, "dtype": "float32"}, tol=MATH_TOL,
            name="random_dirichlet_batch")
     s.case("random.chisquare", lambda k, df, shape, dtype: jax.random.chisquare(k, df, shape, dtype),
-           [keys[0], f32([1.0, 3.0, 10.0])], {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[0], f32([1.0, 3.0, 10.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.t", lambda k, df, shape, dtype: jax.random.t(k, df, shape, dtype),
            [keys[2], f32([1.0, 3.0, 30.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.f", lambda k, a, b, shape, dtype: jax.random.f(k, a, b, shape, dtype),

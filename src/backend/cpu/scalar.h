@@ -275,13 +275,17 @@ inline float xla_erf(float x) {
   return std::fabs(x) >= 3.832506856900711f ? std::copysign(1.0f, x) : ratio;
 }
 TESSEL_SCALAR_UNARY(erf, if constexpr (std::is_same_v<T, float>) return xla_erf(x); else return std::erf(x);)
+/// XLA's float64 erf on CPU: libm's scalar erf, declared under another name so that vector
+/// loops call it rather than libmvec's vector forms (a few ulp apart).
+extern "C" double tessel_libm_erf(double) noexcept __asm__("erf");
+inline double xla_erf(double x) { return tessel_libm_erf(x); }
 /// The float32 natural logarithm of XLA's CPU backend, which replaces libm's logf with
 /// Cephes' approximation: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) from a degree-8
 /// polynomial in t = m - 1 (three interleaved Horner chains), and e ln 2 added in two parts
 /// (0.693359375 exact, -2.12194440e-4 the rest). Where XLA's code multiplies then adds, the
 /// steps are fused multiply-adds as LLVM contracts them there; the other roundings are
-/// XLA's, so results equal XLA's log bit for bit for normal inputs (erf_inv's use; XLA's
-/// kernels flush subnormal inputs to zero, this reads them as the smallest normal float).
+/// XLA's, so results equal XLA's log bit for bit, subnormal inputs included (XLA's kernels
+/// flush them to zero: -inf).
 inline float xla_log(float x) {
   // max(x, smallest normal) on the bits (positive floats order as integers; negative x and
   // zero become the smallest normal): an integer max, which the vectoriser keeps branch-free
@@ -300,15 +304,60 @@ inline float xla_log(float x) {
   const float poly = std::fma(std::fma(std::fma(a, t3, b), t3, c), t3, -2.12194440e-4f * e);
   const float r = std::fma(0.693359375f, e, std::fma(-0.5f, t2, t) + poly);
   constexpr float inf = std::numeric_limits<float>::infinity();
-  return x > 0.0f ? (x == inf ? x : r) : x == 0.0f ? -inf : std::numeric_limits<float>::quiet_NaN();
+  // Subnormal inputs count as zero, as in XLA's kernels (which flush them): -inf.
+  constexpr float min = std::numeric_limits<float>::min();
+  return x >= min ? (x == inf ? x : r) : x > -min ? -inf : std::numeric_limits<float>::quiet_NaN();
 }
-/// The natural logarithm XLA's log1p calls for float64: libm's log (XLA's CPU backend
-/// approximates only float32 logarithms). Declared under another name so that vector loops
-/// keep calling glibc's scalar log rather than libmvec's vector forms (scalar.h's
-/// declarations), whose last bits differ.
+/// XLA's float64 natural logarithm on CPU: libm's log (XLA approximates only float32
+/// logarithms itself). Declared under another name so that vector loops keep calling glibc's
+/// scalar log rather than libmvec's vector forms (the declarations above), whose last bits differ.
 extern "C" double tessel_libm_log(double) noexcept __asm__("log");
-inline float xla_log_of(float x) { return xla_log(x); }
-inline double xla_log_of(double x) { return tessel_libm_log(x); }
+inline double xla_log(double x) { return tessel_libm_log(x); }
+
+/// XLA's float32 exp on CPU (Cephes' polynomial, as XLA's CPU backend rewrites every float32
+/// exp): n = floor(x log2(e) + 1/2) with x clamped to [-87.8, 88.8] and n to [-127, 127],
+/// a = x - n ln 2 in two parts (0.693359375 exact, then -2.12194440e-4), e^a = 1 + a + a^2 P(a)
+/// with P of degree 5, times 2^n built from its exponent bits (0 for n = -127). Multiply-adds
+/// are fused as LLVM contracts them in XLA's code, and results below the smallest normal float
+/// are flushed to zero as XLA's kernels do, so results equal XLA's bit for bit (checked on
+/// 8.4e6 inputs over the whole range, tests/parity/tools/exp_log_vs_xla.py). Branch-free, so
+/// loops over it vectorise.
+inline float xla_exp(float x) {
+  const float c = std::min(std::max(x, -87.8f), 88.8f);  // NaN stays NaN, +-inf become the bounds
+  // max(-127, .) first maps NaN to -127, so the conversion to int below is always defined.
+  const float n = std::min(std::max(-127.0f, std::floor(std::fma(c, 1.44269504088896341f, 0.5f))), 127.0f);
+  float a = std::fma(-0.693359375f, n, c);
+  a = std::fma(2.12194440e-4f, n, a);
+  float p = std::fma(a, 1.9875691500e-4f, 1.3981999507e-3f);
+  p = std::fma(p, a, 8.3334519073e-3f);
+  p = std::fma(p, a, 4.1665795894e-2f);
+  p = std::fma(p, a, 1.6666665459e-1f);
+  p = std::fma(p, a, 5.0000001201e-1f);
+  const float ea = 1.0f + std::fma(p, a * a, a);
+  const float r = ea * std::bit_cast<float>(uint32_t(int32_t(n) + 127) << 23);
+  return std::fabs(r) < std::numeric_limits<float>::min() ? 0.0f : r;
+}
+/// XLA's float64 exp on CPU (its own intrinsic, Cephes' rational form as in Eigen):
+/// n = floor(x log2(e) + 1/2) with x clamped to [-708.396, 709.783], g = x - n ln 2 in two
+/// parts, e^g = 1 + 2 g P(g^2) / (Q(g^2) - g P(g^2)), scaled by 2^n; 0 below and +inf above
+/// the clamp. Multiply-adds fused as LLVM contracts them; bit for bit XLA's on 4.2e6 inputs.
+inline double xla_exp(double x) {
+  constexpr double lo = -708.3964185322641, hi = 709.782712893384;
+  const double c = std::max(lo, std::min(hi, x));  // NaN becomes hi (the result is selected below)
+  const double n = std::floor(std::fma(c, 1.4426950408889634073599, 0.5));
+  double g = std::fma(-n, 0.693145751953125, c);
+  g = std::fma(-n, 1.42860682030941723212e-6, g);
+  const double g2 = g * g;
+  const double p = std::fma(std::fma(1.26177193074810590878e-4, g2, 3.02994407707441961300e-2), g2,
+                            9.99999999999999999910e-1) * g;
+  const double q = std::fma(std::fma(std::fma(3.00198505138664455042e-6, g2, 2.52448340349684104192e-3), g2,
+                                     2.27265548208155028766e-1), g2, 2.00000000000000000009e0);
+  // 2^n in two exact factors (n is in [-1022, 1024]): one rounding, as ldexp.
+  const int64_t n1 = int64_t(n) / 2, n2 = int64_t(n) - n1;
+  const double r = std::fma(p / (q - p), 2.0, 1.0) * std::bit_cast<double>(uint64_t(n1 + 1023) << 52) *
+                   std::bit_cast<double>(uint64_t(n2 + 1023) << 52);
+  return x != x ? x : x < lo ? 0.0 : x > hi ? std::numeric_limits<double>::infinity() : r;
+}
 
 /// XLA's log1p (float32 and float64): below |x| = sqrt(2) - 1 a Cephes rational function,
 /// x - x^2/2 + x^3 P(x)/Q(x) with P and Q of degree 6 evaluated by fused Horner steps;
@@ -324,9 +373,12 @@ template <class T> inline T xla_log1p(T x) {
   const T x2 = x * x;
   const T ratio = horner_fma(kNumerator, x) / horner_fma(kDenominator, x);
   const T small = x + std::fma(T(-0.5), x2, (x * x2) * ratio);
-  const T large = xla_log_of(x + T(1));
+  const T large = xla_log(x + T(1));
   return std::fabs(x) < T(0.41421356237309504880) ? small : large;
 }
+
+/// a * b + c with one rounding: the fma primitive (ops/special.h).
+template <class T> inline T fma(T a, T b, T c) { return std::fma(a, b, c); }
 
 /// lax.erf_inv, computed as XLA computes it on CPU so that results (and random.normal's
 /// samples) equal JAX's bit for bit: Giles, "Approximating the erfinv function" (GPU

@@ -63,12 +63,12 @@ template <class T, class Group> __attribute__((always_inline)) inline void by_gr
       else std::memcpy(out + i, res, size_t(m) * sizeof(T));                                       \
     });                                                                                            \
   }
-// The functions libmvec has (scalar.h), logistic (exp and a select), erf_inv (polynomials) and
-// the special functions written as selects (scalar_special.h).
+// The functions libmvec has (scalar.h), logistic (exp and a select), erf_inv and XLA's exp, log
+// and log1p (polynomials) and the special functions written as selects (scalar_special.h).
 #define TESSEL_VECTOR_UNARY_FUNCTIONS(X)                                                                      \
   X(exp) X(exp2) X(expm1) X(log) X(log1p) X(cbrt) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) \
   X(tanh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(logistic) X(erf_inv) X(lgamma) X(digamma) X(bessel_i0e)  \
-  X(bessel_i1e)
+  X(bessel_i1e) X(xla_exp) X(xla_log) X(xla_log1p) X(xla_erf)
 #define TESSEL_VECTOR_BINARY_FUNCTIONS(X) X(pow) X(atan2)
 TESSEL_VECTOR_UNARY_FUNCTIONS(TESSEL_VECTOR_UNARY)
 TESSEL_VECTOR_BINARY_FUNCTIONS(TESSEL_VECTOR_BINARY)
