@@ -105,3 +105,9 @@ def sort_complex(a):
 
 
 from . import fft  # noqa: E402,F401  (jnp.fft)
+from . import _numpy_linalg as linalg  # noqa: E402  (jnp.linalg)
+import sys as _sys  # noqa: E402
+
+# `import tessel.numpy.linalg` / `tessel.numpy.fft` as with jax.numpy's subpackages.
+_sys.modules[__name__ + ".linalg"] = linalg
+_sys.modules[__name__ + ".fft"] = fft
