@@ -7,7 +7,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <memory>
+#include <tuple>
 #include <optional>
 #include <span>
 #include <vector>
@@ -36,6 +38,10 @@ Array to_array(nb::handle h);
 /// Like to_array, but a Python scalar meets `other` as in JAX: weak, and holding its value
 /// in double precision when `other` is 64-bit (so `x_f64 * 0.1` keeps 0.1 exactly).
 Array to_array_like(nb::handle h, const Array& other);
+/// Array arguments of one function converted together: the first one that is not a Python
+/// scalar is converted with to_array, the others like it (to_array_like), so Python scalars
+/// are weak against it whichever position they take.
+template <class... H> std::array<Array, sizeof...(H)> to_arrays_like(H... hs);
 /// An optional dtype argument (None -> nullopt).
 std::optional<DType> optional_dtype(nb::handle h);
 
@@ -59,6 +65,29 @@ std::vector<Array> from_list(nb::handle seq, bool allow_none = false);
 /// The C++ function of leaves that calls the Python function `f(list_of_arrays)` (with the
 /// GIL taken, whichever thread runs it).
 detail::FlatFn flat_fn(nb::handle f);
+
+template <class T> using HandleFor = nb::handle;
+/// Binds the C++ function `fn` of arrays as `name` taking Python values, converted together
+/// by to_arrays_like; `extra` are nanobind's annotations (nb::arg names, defaults, docs).
+template <class... A, class... Extra>
+void def_arrays(nb::module_& m, const char* name, Array (*fn)(const A&...), const Extra&... extra) {
+  m.def(name, [fn](HandleFor<A>... xs) {
+    return std::apply([fn](const auto&... a) { return fn(a...); }, to_arrays_like(xs...));
+  }, extra...);
+}
+
+template <class... H> std::array<Array, sizeof...(H)> to_arrays_like(H... hs) {
+  nb::handle handles[] = {hs...};
+  nb::handle anchor = handles[0];
+  for (nb::handle h : handles)
+    if (!PyBool_Check(h.ptr()) && !PyLong_CheckExact(h.ptr()) && !PyFloat_CheckExact(h.ptr()) &&
+        !PyComplex_CheckExact(h.ptr())) {
+      anchor = h;
+      break;
+    }
+  Array first = to_array(anchor);
+  return {(hs.ptr() == anchor.ptr() ? first : to_array_like(hs, first))...};
+}
 
 void bind_errors(nb::module_& m);
 void bind_array(nb::module_& m);
@@ -90,5 +119,7 @@ void bind_comm(nb::module_& m);
 void bind_custom_partitioning(nb::module_& m);
 void bind_interop(nb::module_& m);
 void bind_jit_key(nb::module_& m);
+void bind_linalg(nb::module_& m);
+void bind_scipy(nb::module_& m);
 
 }  // namespace tessel::python

@@ -24,7 +24,8 @@ std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::type_n
 /// str(h) (nb::str(h) would take h to be a str already).
 std::string py_str(nb::handle h) { return nb::cast<std::string>(nb::steal<nb::str>(PyObject_Str(h.ptr()))); }
 
-/// The tessel dtype of a DLPack dtype (as NumPy exports it).
+}  // namespace
+
 DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source) {
   using code = nb::dlpack::dtype_code;
   switch (code(t.code)) {
@@ -49,6 +50,8 @@ DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source) {
   throw DTypeError("asarray: the NumPy dtype " + py_str(source.attr("dtype")) +
                    " has no tessel dtype; convert it to a bool, integer, floating or complex dtype first");
 }
+
+namespace {
 
 
 /// An Array copied from a NumPy array or scalar (any layout: non-contiguous ones are made contiguous).

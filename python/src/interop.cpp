@@ -1,6 +1,7 @@
 // Zero-copy views of tessel arrays for NumPy (`__array__`, the buffer protocol) and DLPack
 // (`__dlpack__`), through tessel/host_view.h: the view's owner keeps the array's buffer
-// alive, and views are read-only, as jax.Array's are.
+// alive, and views are read-only, as jax.Array's are. The other way, tessel arrays over
+// NumPy arrays' memory (tessel::wrap_host_memory), holding a reference to the NumPy array.
 #include <nanobind/ndarray.h>
 
 #include <memory>
@@ -13,6 +14,8 @@ namespace tessel::python {
 
 /// The DLPack dtype of `d` (convert.cpp).
 nb::dlpack::dtype dlpack_dtype(DType d);
+/// The tessel dtype of DLPack dtype `t` of `source`'s elements; a DTypeError when none (convert.cpp).
+DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source);
 
 namespace {
 
@@ -38,6 +41,32 @@ void bind_interop(nb::module_& m) {
   }, nb::arg("x"), "A read-only NumPy array over x's memory, or None (x laid out over devices, or bfloat16).");
   i.def("dlpack_view", [](const Array& x) { return view_of<>(x); }, nb::arg("x"),
         "A DLPack capsule over x's memory (read-only by convention), or None.");
+  i.def("wrap_numpy", [](nb::handle a, bool strict) -> nb::object {
+    nb::ndarray<nb::ro, nb::device::cpu> arr;
+    if (!nb::try_cast(a, arr)) {
+      if (strict)
+        throw ValueError("asarray: copy=False, but a value of type " +
+                         nb::cast<std::string>(nb::type_name(a.type())) +
+                         " cannot be used without a copy (not a NumPy array of native byte order in CPU memory)");
+      return nb::none();
+    }
+    Shape shape(arr.ndim());
+    std::vector<int64_t> strides(arr.ndim());
+    for (size_t k = 0; k < arr.ndim(); ++k) {
+      shape[k] = int64_t(arr.shape(k));
+      strides[k] = int64_t(arr.stride(k)) * int64_t(arr.itemsize());
+    }
+    DType dtype = dtype_from_dlpack(arr.dtype(), a);
+    try {
+      return nb::cast(wrap_host_memory(arr.data(), shape, dtype, [owner = hold_python(a)]() mutable { owner.reset(); },
+                                       strides));
+    } catch (const ValueError&) {
+      if (strict) throw;
+      return nb::none();  // not C-contiguous or misaligned: the caller copies
+    }
+  }, nb::arg("a"), nb::arg("strict") = false,
+     "An Array over the memory of NumPy array `a` (kept alive by the Array), or None when it needs a copy "
+     "(not C-contiguous, misaligned); with `strict` that is a ValueError saying why.");
 }
 
 }  // namespace tessel::python

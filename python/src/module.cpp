@@ -17,4 +17,6 @@ NB_MODULE(_tessel, m) {
   tessel::python::bind_custom_partitioning(m);
   tessel::python::bind_interop(m);
   tessel::python::bind_jit_key(m);
+  tessel::python::bind_linalg(m);
+  tessel::python::bind_scipy(m);
 }

@@ -131,7 +131,12 @@ void bind_sharding(nb::module_& m) {
       }, "The devices' ids shaped like the grid.")
       .def("__repr__", &Mesh::to_string)
       .def("__eq__", [](const Mesh& a, nb::handle b) { return nb::isinstance<Mesh>(b) && a == nb::cast<Mesh>(b); })
-      .def("__hash__", [](const Mesh& x) { return nb::hash(nb::make_tuple(x.to_string(), device_list(x.devices()))); });
+      .def("__hash__", [](const Mesh& x) {
+        // The axes (names and sizes) and the device ids: what __eq__ compares.
+        size_t h = std::hash<std::string>{}(x.to_string());
+        for (const Device& d : x.devices()) h = h * 1000003u ^ size_t(d.id());
+        return h;
+      });
   s.def("make_mesh", [](std::vector<int64_t> shape, std::vector<std::string> names, std::vector<Device> devices) {
     return make_mesh(shape, names, std::move(devices));
   }, nb::arg("axis_shapes"), nb::arg("axis_names"), nb::arg("devices") = std::vector<Device>{},
@@ -189,9 +194,22 @@ void bind_sharding(nb::module_& m) {
 
   s.def("shard_map", [](nb::handle f, const Mesh& mesh, nb::handle args, nb::handle in_specs, nb::handle out_specs) {
     std::vector<Array> xs = from_list(args);
-    return to_list(detail::shard_map_flat(flat_fn(f), mesh, xs, to_specs(in_specs), to_specs(out_specs)));
+    if (!PyCallable_Check(out_specs.ptr()))
+      return to_list(detail::shard_map_flat(flat_fn(f), mesh, xs, to_specs(in_specs), to_specs(out_specs)));
+    // out_specs given as a tree prefix are known per result leaf only once `f` has run:
+    // shard_map_flat traces `f` first and reads `outs` afterwards, so the traced function
+    // fills it in (the Python callable returns the per-leaf specs of the last trace).
+    std::vector<PartitionSpec> outs;
+    detail::FlatFn body = [traced = flat_fn(f), specs = hold_python(out_specs), &outs](std::span<const Array> in) {
+      std::vector<Array> r = traced(in);
+      nb::gil_scoped_acquire gil;
+      outs = to_specs((*specs)());
+      return r;
+    };
+    return to_list(detail::shard_map_flat(body, mesh, xs, to_specs(in_specs), outs));
   }, nb::arg("fn"), nb::arg("mesh"), nb::arg("args"), nb::arg("in_specs"), nb::arg("out_specs"),
-     "shard_map on flat lists: one spec per argument leaf; one per result leaf or one for all.");
+     "shard_map on flat lists: one spec per argument leaf; out_specs one per result leaf, one for all, or a "
+     "callable giving one per result leaf after `fn` ran.");
 
   using Reduction = Array (*)(const Array&, const AxisNames&);
   const std::pair<const char*, Reduction> reductions[] = {{"psum", &psum}, {"pmean", &pmean}, {"pmax", &pmax}, {"pmin", &pmin}};

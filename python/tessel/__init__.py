@@ -40,3 +40,6 @@ __all__ += ["comm", "distributed", "sharding", "custom_partitioning", "device_pu
 from ._interop import from_dlpack  # noqa: E402
 
 __all__ += ["from_dlpack"]
+from . import scipy  # noqa: E402
+
+__all__ += ["scipy"]

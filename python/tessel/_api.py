@@ -16,6 +16,7 @@ __all__ = ["jit", "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "
 
 _JIT_CACHE_LIMIT = 256
 _avals_key = _t.avals_key
+_mesh_context = _sharding._context
 _jit_call = _t.jit_call
 
 
@@ -92,6 +93,13 @@ class _Jitted:
         # Fast path: positional Array arguments only (no pytree to flatten, no statics), keyed
         # by their avals packed in one C++ call (None when an argument is not an Array).
         key = None if kwargs or self._static_argnums else _avals_key(*args)
+        meshes = _mesh_context.meshes
+        if key is not None and meshes:
+            # Bare PartitionSpecs (in/out_shardings, shard_map without a mesh) resolve against
+            # the `with mesh:` context at trace time: a program is only reused under its mesh.
+            # Keyed by id (hashing a mesh costs microseconds); the entry holds the mesh, so
+            # the id cannot be reused while it is cached.
+            key = (id(meshes[-1]), key)
         if key is not None:
             hit = self._fast_cache.get(key)
             if hit is not None:
@@ -101,7 +109,7 @@ class _Jitted:
         if key is not None and not _t.jit_captures_tracers(entry):
             if len(self._fast_cache) >= _JIT_CACHE_LIMIT:
                 self._fast_cache.pop(next(iter(self._fast_cache)))
-            self._fast_cache[key] = (entry, out_tree)
+            self._fast_cache[key] = (entry, out_tree, meshes[-1] if meshes else None)
         return tree_unflatten(out_tree, _t.jit_call(entry, leaves))
 
     def lower(self, *args, **kwargs):
@@ -127,7 +135,8 @@ class _Jitted:
         leaves, treedef = tree_flatten((dyn_args, dyn_kwargs))
         leaves = [_as_array(x) for x in leaves]
         try:
-            key = (treedef, statics, static_kw, tuple(x._aval_key for x in leaves))
+            meshes = _mesh_context.meshes
+            key = (treedef, statics, static_kw, tuple(x._aval_key for x in leaves), meshes[-1] if meshes else None)
             hit = self._cache.get(key)
         except TypeError as e:
             raise ValueError(f"jit({self._name}): static arguments must be hashable (they key the cache); "

@@ -1,7 +1,8 @@
 """DLPack both ways (`np.from_dlpack(x)`, `tessel.from_dlpack(t)`) and the buffer protocol
 for tessel.Array. Exports are zero-copy read-only views of the array's buffer when it is
 one buffer on one device of this process (tessel/host_view.h); arrays laid out over
-devices are assembled into a copy first. Imports copy once (tessel owns its buffers)."""
+devices are assembled into a copy first. Imports wrap C-contiguous aligned memory without
+a copy (tessel::wrap_host_memory) and copy the rest once."""
 
 import numpy as np
 
@@ -40,10 +41,14 @@ Array.__dlpack_device__ = _dlpack_device
 
 def from_dlpack(x, device=None, copy=None):
     """An Array from any object exporting DLPack or NumPy's protocols (a NumPy array, a
-    tensor of another library in CPU memory), copied once into tessel's memory."""
-    del copy  # tessel always copies on import
+    tensor of another library in CPU memory): without a copy when the memory is
+    C-contiguous and aligned (the Array keeps the exporter alive; do not write to the memory
+    while the Array is alive), else copied once. copy=True always copies; copy=False raises
+    a ValueError where a copy is needed."""
     a = np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
-    out = Array(a)
+    out = None if copy else _i.wrap_numpy(a, copy is False)
+    if out is None:
+        out = Array(a)
     if device is not None:
         from .sharding import device_put
         out = device_put(out, device)

@@ -8,6 +8,7 @@ import builtins as _builtins
 import numpy as _onp
 
 from ._tessel import Array
+from ._tessel import interop_functions as _interop
 from ._tessel import numpy_functions as _fns
 
 ndarray = Array
@@ -44,9 +45,27 @@ pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
 
 
 def array(object, dtype=None, copy=True):
-    """An Array from a value (jnp.array); `copy` is accepted for compatibility (Arrays are immutable)."""
-    del copy
-    return _fns.asarray(object, dtype)
+    """An Array from a value (jnp.array): a copy of NumPy input unless copy=False or None
+    (then as `asarray`)."""
+    return asarray(object, dtype, copy=None if copy is not True else True)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """An Array from a value (jnp.asarray). A NumPy array (C-contiguous, aligned, of the
+    asked dtype) is used without a copy: the Array holds a reference to it and reads its
+    memory, so it must not be written while the Array (or anything computed from it
+    lazily) is alive, as with JAX's zero-copy imports. copy=True always copies; copy=False
+    raises a ValueError where a copy is needed."""
+    if order not in (None, "C", "K", "A"):
+        raise ValueError(f"asarray: order={order!r} is not supported; tessel arrays are row-major (order='C')")
+    if copy is not True and type(a) is _onp.ndarray and (dtype is None or _onp.dtype(dtype) == a.dtype):
+        out = _interop.wrap_numpy(a, copy is False)
+        if out is not None:
+            return out
+    elif copy is False and not isinstance(a, Array):
+        raise ValueError(f"asarray: copy=False, but a {type(a).__name__} of dtype {dtype} needs a copy to become "
+                         f"an Array; pass copy=None to allow one")
+    return _fns.asarray(a, dtype)
 
 
 def arange(start, stop=None, step=None, dtype=None):
@@ -105,3 +124,9 @@ def sort_complex(a):
 
 
 from . import fft  # noqa: E402,F401  (jnp.fft)
+from . import _numpy_linalg as linalg  # noqa: E402  (jnp.linalg)
+import sys as _sys  # noqa: E402
+
+# `import tessel.numpy.linalg` / `tessel.numpy.fft` as with jax.numpy's subpackages.
+_sys.modules[__name__ + ".linalg"] = linalg
+_sys.modules[__name__ + ".fft"] = fft

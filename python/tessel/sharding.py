@@ -119,12 +119,18 @@ def _wrap(impl):
 
 # ---- the mesh context (`with Mesh(...)`): bare PartitionSpecs name shardings over it ----
 
-_context = threading.local()
+class _MeshContext(threading.local):
+    """Per thread: the meshes of the enclosing `with mesh:` blocks, innermost last (jit keys
+    its cache on the innermost one)."""
+
+    def __init__(self):
+        self.meshes = []
+
+
+_context = _MeshContext()
 
 
 def _mesh_stack():
-    if not hasattr(_context, "meshes"):
-        _context.meshes = []
     return _context.meshes
 
 
@@ -211,8 +217,8 @@ def shard_map(f, mesh=None, in_specs=None, out_specs=None, check_rep=None, check
     each device's piece, its dimensions divided by the mesh axes its spec names; `f`
     returns per-device pieces that `out_specs` assemble. `in_specs`: one PartitionSpec per
     argument (or a tree prefix of the arguments; one spec alone applies to all);
-    `out_specs`: one spec for every result, or a tree of specs with the structure of the
-    result. Inside `f`, tessel.lax collectives (psum, all_gather, ppermute, ...) name mesh
+    `out_specs`: a tree prefix of the result (one spec for every result, one per
+    element of a returned tuple or dict, ...). Inside `f`, tessel.lax collectives (psum, all_gather, ppermute, ...) name mesh
     axes. Differentiable, batchable and jittable. `check_rep`/`check_vma` are accepted and
     ignored (tessel does not track replication)."""
     if in_specs is None or out_specs is None:
@@ -226,22 +232,17 @@ def shard_map(f, mesh=None, in_specs=None, out_specs=None, check_rep=None, check
         leaves, tree = tree_flatten(args)
         specs = in_specs if _is_spec_leaf(in_specs) else tuple(in_specs)
         per_leaf = _per_leaf(specs, args, "in_specs", "shard_map")
-        out_spec_leaves, out_spec_tree = tree_flatten(out_specs, is_leaf=_is_spec_leaf)
-        single_out = _is_spec_leaf(out_specs)
         boxes = {}
 
         def flat(pieces):
             out = f(*tree_unflatten(tree, pieces))
             out_leaves, boxes["out"] = tree_flatten(out)
-            if not single_out and len(out_leaves) != len(out_spec_leaves):
-                raise ValueError(f"shard_map: out_specs {out_specs!r} has {len(out_spec_leaves)} spec(s) but the "
-                                 f"function returns {len(out_leaves)} array(s) ({boxes['out']}); give one spec "
-                                 f"for all results or one per result")
+            # out_specs is a tree prefix of the result (as in JAX): one spec per result leaf.
+            boxes["specs"] = [P() if s is None else s for s in _per_leaf(out_specs, out, "out_specs", "shard_map")]
             return out_leaves
 
         outs = _s.shard_map(flat, m, [v if isinstance(v, Array) else Array(v) for v in leaves],
-                            [P() if s is None else s for s in per_leaf],
-                            [P() if s is None else s for s in out_spec_leaves])
+                            [P() if s is None else s for s in per_leaf], lambda: boxes["specs"])
         return tree_unflatten(boxes["out"], outs)
 
     mapped.__name__ = getattr(f, "__name__", "shard_map")

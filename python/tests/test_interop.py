@@ -1,5 +1,6 @@
 """Zero-copy NumPy and DLPack interop: views share the array's buffer, are read-only and
-outlive the Array; laid-out and bfloat16 arrays fall back to a copy; imports copy once."""
+outlive the Array; laid-out and bfloat16 arrays fall back to a copy. Imports wrap C-contiguous
+aligned NumPy memory without a copy (tessel::wrap_host_memory) and copy the rest."""
 
 import gc
 
@@ -59,3 +60,69 @@ def test_dlpack_protocol_arguments():
         x.__dlpack__(stream=1)
     c = np.from_dlpack(x, copy=True)
     assert not np.shares_memory(c, np.asarray(x))
+
+
+def _address(a):
+    return np.asarray(a).__array_interface__["data"][0]
+
+
+def _gone(ref):
+    """Whether weakref `ref` died within a few seconds (the last reference to wrapped memory
+    may be a finished computation's, dropped on its stream thread)."""
+    import time
+    for _ in range(400):
+        gc.collect()
+        if ref() is None:
+            return True
+        time.sleep(0.005)
+    return False
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, np.complex128, np.uint8])
+def test_asarray_wraps_numpy_memory_without_a_copy(dtype):
+    import weakref
+    a = (np.arange(12) % 3).astype(dtype).reshape(3, 4)
+    want = a.copy()
+    x = tnp.asarray(a)
+    assert x.dtype == dtype and _address(x) == _address(a)  # the NumPy array's own memory
+    np.testing.assert_array_equal(np.asarray(tnp.sum(x, axis=0)), want.sum(axis=0))
+    ref = weakref.ref(a)
+    del a
+    assert not _gone(ref)  # x keeps the NumPy array alive
+    np.testing.assert_array_equal(np.asarray(x), want)
+    del x
+    assert _gone(ref)  # and lets it go with the last Array
+
+
+def test_asarray_copies_where_it_must_or_is_asked_to():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    strided = a[:, ::2]
+    y = tnp.asarray(strided)  # not C-contiguous: copied
+    assert _address(y) != _address(a)
+    np.testing.assert_array_equal(np.asarray(y), strided)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        tnp.asarray(strided, copy=False)
+    raw = np.frombuffer(bytearray(4 * 5 + 1), dtype=np.float32, offset=1)  # misaligned floats
+    assert not raw.flags.aligned
+    np.testing.assert_array_equal(np.asarray(tnp.asarray(raw)), np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match="not aligned"):
+        tnp.asarray(raw, copy=False)
+    with pytest.raises(ValueError, match="copy=False"):
+        tnp.asarray([1.0, 2.0], copy=False)
+    copied = tnp.array(a)  # jnp.array copies by default: later writes to `a` are not seen
+    assert _address(copied) != _address(a)
+    a[0, 0] = 100.0
+    assert float(copied[0, 0]) == 0.0
+    assert _address(tnp.asarray(a, dtype=np.float64)) != _address(a)  # another dtype: a converted copy
+
+
+def test_from_dlpack_wraps_without_a_copy_and_donation_never_writes_the_memory():
+    a = np.arange(256, dtype=np.float32)
+    x = tessel.from_dlpack(a)
+    assert _address(x) == _address(a)
+    assert _address(tessel.from_dlpack(a, copy=True)) != _address(a)
+    step = tessel.jit(lambda v: v * 3.0 + 1.0, donate_argnums=0)
+    y = step(tnp.asarray(a))
+    np.testing.assert_array_equal(np.asarray(y), a * 3 + 1)
+    np.testing.assert_array_equal(a, np.arange(256, dtype=np.float32))  # donated, released, not overwritten
+    assert _address(y) != _address(a)

@@ -182,3 +182,43 @@ def test_shard_map_pytrees_and_errors(mesh):
         bad(x)
     with pytest.raises(ValueError):
         tessel.shard_map(lambda a: a, mesh=m, in_specs=P("i"), out_specs=P("i"))(np.arange(6, dtype=np.float32))
+
+
+def test_shard_map_out_specs_is_a_tree_prefix_of_the_result():
+    m = tessel.make_mesh((8,), ("i",))
+    x = np.arange(16, dtype=np.float32)
+
+    def body(a):
+        return (a * 2, a + 1), {"total": lax.psum(tnp.sum(a), "i"), "first": a[:1]}
+
+    # (P("i"), {...}) covers both leaves of the inner tuple with one spec, as JAX allows.
+    f = tessel.shard_map(body, mesh=m, in_specs=P("i"), out_specs=(P("i"), {"total": P(), "first": P("i")}))
+    for g in (f, tessel.jit(f)):
+        (doubled, plus_one), d = g(x)
+        np.testing.assert_array_equal(np.asarray(doubled), 2 * x)
+        np.testing.assert_array_equal(np.asarray(plus_one), x + 1)
+        assert float(d["total"]) == float(x.sum())
+        np.testing.assert_array_equal(np.asarray(d["first"]), x[::2])
+    grads = tessel.grad(lambda v: tnp.sum(f(v)[0][0]) + f(v)[1]["total"])(x)
+    np.testing.assert_allclose(np.asarray(grads), np.full(16, 3.0))  # d sum(2x)/dx + d psum(sum(x))/dx
+    bad = tessel.shard_map(body, mesh=m, in_specs=P("i"), out_specs=(P("i"), {"other": P()}))
+    with pytest.raises(ValueError, match="out_specs"):
+        bad(x)
+
+
+def test_jit_cache_keys_on_the_context_mesh():
+    x = np.arange(8, dtype=np.float32)
+    eight = tessel.make_mesh((8,), ("i",))
+    four = tessel.make_mesh((4,), ("i",), tessel.devices()[:4])
+    f = tessel.jit(lambda a: a * 2, out_shardings=P("i"))  # a bare spec: resolved against `with mesh:`
+    per_device = tessel.jit(tessel.shard_map(lambda a: a * 0 + a.shape[0], in_specs=P("i"), out_specs=P("i")))
+    for mesh, n in [(eight, 8), (four, 4), (eight, 8), (four, 4)]:
+        with mesh:
+            y = f(x)
+            assert len(y.sharding.device_set) == n
+            np.testing.assert_array_equal(np.asarray(y), 2 * x)
+            np.testing.assert_array_equal(np.asarray(per_device(x)), np.full(8, 8 // n))  # shard size
+            assert len(f(a=x).sharding.device_set) == n  # the keyword path keys on the mesh too
+    assert f._cache_size() == 4  # (positional, keyword) x (two meshes)
+    with pytest.raises(ValueError, match="mesh"):
+        f(x)  # no context mesh for the bare spec

@@ -179,9 +179,22 @@ Memory& Memory::operator=(Memory&& o) noexcept {
   return *this;
 }
 
+Memory Memory::foreign(void* data, std::function<void()> release) {
+  Memory m;
+  m.ptr_ = data;
+  m.base_ = new std::function<void()>(std::move(release));
+  return m;
+}
+
 void Memory::reset() {
   if (!ptr_) return;
-  if (capacity_ < kMinCached || !cache().give(ptr_, capacity_)) std::free(base_);
+  if (capacity_ == 0) {  // foreign memory: its owner's release runs (it must not throw)
+    auto* release = static_cast<std::function<void()>*>(base_);
+    if (*release) (*release)();
+    delete release;
+  } else if (capacity_ < kMinCached || !cache().give(ptr_, capacity_)) {
+    std::free(base_);
+  }
   ptr_ = base_ = nullptr;
   capacity_ = 0;
 }

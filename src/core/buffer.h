@@ -33,6 +33,10 @@ class Memory {
   /// As Memory(nbytes), for a value of `aval` on `device`: out of memory is a
   /// ResourceExhaustedError naming the bytes, the shape and dtype, and the device.
   static Memory for_value(size_t nbytes, DeviceImpl* device, const ShapeDtype* aval);
+  /// Memory owned elsewhere (tessel::wrap_host_memory): giving it back runs `release` once
+  /// instead of caching or freeing it. Its capacity() is 0, so no computation ever takes it
+  /// to write a result into (a donated foreign array is released, never overwritten).
+  static Memory foreign(void* data, std::function<void()> release);
   ~Memory() { reset(); }
   Memory(Memory&& o) noexcept : ptr_(o.ptr_), base_(o.base_), capacity_(o.capacity_) {
     o.ptr_ = o.base_ = nullptr, o.capacity_ = 0;
@@ -49,7 +53,9 @@ class Memory {
 
  private:
   void* ptr_ = nullptr;
-  void* base_ = nullptr;  // what malloc gave (ptr_ rounded up to the alignment), for free()
+  // What malloc gave (ptr_ rounded up to the alignment), for free(); for foreign memory
+  // (ptr_ set, capacity_ 0) the heap-allocated release function.
+  void* base_ = nullptr;
   size_t capacity_ = 0;
 };
 
