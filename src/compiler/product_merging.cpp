@@ -7,6 +7,8 @@
 #include <unordered_map>
 
 #include "compiler/passes.h"
+#include "ops/elementwise.h"
+#include "ops/indexing.h"
 #include "ops/linalg.h"
 
 namespace tessel::compiler {
@@ -21,13 +23,13 @@ using ir::Var;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 bool is_product(const Equation& e) {
-  return e.prim->name == "dot_general" && e.inputs.size() == 2 && !e.inputs[0].is_literal() &&
+  return e.prim->matrix_product && e.inputs.size() == 2 && !e.inputs[0].is_literal() &&
          !e.inputs[1].is_literal() && e.params.has("lhs_contracting");
 }
 
 /// An `add` of two variables of its own type (no broadcast scalar).
 bool is_plain_add(const Equation& e) {
-  if (e.prim->name != "add" || e.inputs.size() != 2 || e.outputs.size() != 1) return false;
+  if (e.prim != &ops::add_p.prim || e.inputs.size() != 2 || e.outputs.size() != 1) return false;
   for (const Atom& a : e.inputs)
     if (a.is_literal() || !(a.aval() == e.outputs[0]->aval)) return false;
   return true;
@@ -95,7 +97,7 @@ bool agree_except(const Aval& a, const Aval& b, int64_t dim) {
 /// Whether some equation of `p` concatenates exactly `atoms`, in this order, along `dim`.
 bool concatenated(const Program& p, const std::vector<Atom>& atoms, int64_t dim) {
   for (const Equation& e : p.eqns)
-    if (e.prim->name == "concatenate" && e.params.get_int("dimension") == dim && e.inputs == atoms) return true;
+    if (e.prim == &ops::concatenate_p && e.params.get_int("dimension") == dim && e.inputs == atoms) return true;
   return false;
 }
 
@@ -103,7 +105,7 @@ bool concatenated(const Program& p, const std::vector<Atom>& atoms, int64_t dim)
 /// n variables `atoms` along `dim`, if one does.
 std::optional<std::vector<size_t>> concatenation_order(const Program& p, const std::vector<Atom>& atoms, int64_t dim) {
   for (const Equation& e : p.eqns) {
-    if (e.prim->name != "concatenate" || e.params.get_int("dimension") != dim || e.inputs.size() != atoms.size())
+    if (e.prim != &ops::concatenate_p || e.params.get_int("dimension") != dim || e.inputs.size() != atoms.size())
       continue;
     std::vector<size_t> order;
     for (const Atom& in : e.inputs) {
@@ -150,7 +152,7 @@ Var emit(std::vector<Equation>& out, const ir::Primitive& prim, std::vector<Atom
 }
 
 Var emit_concatenation(std::vector<Equation>& out, std::vector<Atom> ins, int64_t dim) {
-  return emit(out, ir::lookup_primitive("concatenate"), std::move(ins), ir::Params{{"dimension", dim}});
+  return emit(out, ops::concatenate_p, std::move(ins), ir::Params{{"dimension", dim}});
 }
 
 /// Replaces p's equations by those not at indices `removed`, with `merged` inserted before
@@ -226,7 +228,7 @@ bool merge_siblings(Program& p, const Positions& pos, const Siblings& s) {
     start[size_t(out_dim)] = at;
     at += r->aval.shape[size_t(out_dim)];
     limit[size_t(out_dim)] = at;
-    emit(merged, ir::lookup_primitive("slice"), {Atom(product)},
+    emit(merged, ops::slice_p, {Atom(product)},
          ir::Params{{"start_indices", start}, {"limit_indices", limit}, {"strides", strides}}, r);
   }
 

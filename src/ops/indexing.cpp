@@ -184,10 +184,14 @@ std::vector<ir::IndexCase> slice_index_map(const ir::IndexMap& m, std::span<cons
   return {{.at = im}};
 }
 
+}  // namespace
+
 const ir::Primitive& slice_p = ir::register_primitive({
     .name = "slice", .arity = {1, 1}, .abstract_eval = slice_aval, .cpu_kernel = slice_kernel, .fusion = ir::FusionKind::kShape,
     .index_map = slice_index_map, .point_cost = 0, .jvp = jvp_linear, .transpose = slice_transpose,
     .batch = slice_batch, .sharding_rule = slice_sharding_rule, .localize = slice_localize});
+
+namespace {
 
 // ---- dynamic_slice[slice_sizes](operand, *start_indices) and
 //      dynamic_update_slice(operand, update, *start_indices); as in JAX, a negative start

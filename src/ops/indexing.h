@@ -16,6 +16,11 @@ namespace tessel::ops {
 extern const ir::Primitive& gather_p;
 extern const ir::Primitive& scatter_p;
 
+/// slice[start_indices, limit_indices, strides](operand) and concatenate[dimension](*operands)
+/// (shape.cpp): the compiler's product merging (compiler/product_merging.cpp) emits them.
+extern const ir::Primitive& slice_p;
+extern const ir::Primitive& concatenate_p;
+
 /// The parameters gather and scatter share: indexed `axes`, where the batch dimensions go
 /// in the indexed shape (`batch_pos`), and the strided window on the other dimensions.
 Params indexed_params(const Axes& axes, int64_t batch_pos, const Shape& start, const Shape& limit,

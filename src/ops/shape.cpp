@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/shape_check.h"
+#include "ops/indexing.h"
 #include "ops/rule_util.h"
 #include "ops/strided.h"
 
@@ -345,10 +346,14 @@ std::vector<ir::IndexCase> concatenate_index_map(const ir::IndexMap& m, std::spa
   return cases;
 }
 
+}  // namespace
+
 const ir::Primitive& concatenate_p = ir::register_primitive({
     .name = "concatenate", .arity = {1, -1}, .abstract_eval = concatenate_aval, .cpu_kernel = concatenate_kernel,
     .index_map = concatenate_index_map, .jvp = jvp_linear, .transpose = concatenate_transpose,
     .batch = concatenate_batch, .sharding_rule = concatenate_sharding_rule});
+
+namespace {
 
 // ---- pad[padding_config](operand, padding_value): padding_config holds (low, high,
 // interior) for each dimension, flattened; negative low/high crop ----
