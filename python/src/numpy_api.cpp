@@ -91,10 +91,10 @@ bool numpy_value_into(nb::handle h, const ShapeDtype& want, Array& out) {
     out = Array::from_bytes(PyArray_DATA(a), want.shape, want.dtype);
     return true;
   }
-  if (PyArray_IsScalar(p, Generic) && want.shape.empty()) {
-    nb::object descr = nb::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromScalar(p)));
-    if (!descr.is_valid()) throw nb::python_error();
-    if (!same_type(reinterpret_cast<PyArray_Descr*>(descr.ptr()), want.dtype)) return false;
+  if (want.shape.empty() && numpy_kind(want.dtype).first &&
+      Py_TYPE(p) == reinterpret_cast<PyArray_Descr*>(dtype_to_py(want.dtype).ptr())->typeobj) {
+    // A NumPy scalar of exactly the dtype's scalar type (np.float32 for float32); other
+    // scalar types (np.longlong for int64) take the generic path.
     alignas(16) unsigned char value[16];
     PyArray_ScalarAsCtype(p, value);
     count_numpy_copy(itemsize(want.dtype));
