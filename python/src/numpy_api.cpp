@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "common.h"
 #include "tessel/host_view.h"
@@ -51,6 +53,61 @@ bool same_type(PyArray_Descr* d, DType want) {
   const auto [kind, size] = numpy_kind(want);
   return kind && d->kind == kind && PyDataType_ELSIZE(d) == size && !PyDataType_ISBYTESWAPPED(d) &&
          d->type_num != NPY_OBJECT;
+}
+
+/// References to NumPy arguments that jit wrapped, dropped by threads without the GIL: the
+/// device's stream releases an argument when its computation is done, and taking the GIL
+/// there would wait for the Python thread (which holds it while it runs Python code). They
+/// are dropped on a Python thread instead: at the next wrapped argument, or by a pending
+/// call the interpreter runs soon.
+class DeferredReleases {
+ public:
+  void release(PyObject* o) {
+    if (PyGILState_Check()) {
+      Py_DECREF(o);
+      return;
+    }
+    bool schedule = false;
+    {
+      std::lock_guard lock(mu_);
+      pending_.push_back(o);
+      schedule = !scheduled_;
+      scheduled_ = true;
+    }
+    if (schedule && Py_AddPendingCall(&DeferredReleases::run_pending, this) != 0) {
+      std::lock_guard lock(mu_);
+      scheduled_ = false;  // the interpreter's queue is full: the next wrapped argument drains
+    }
+  }
+  /// Drops the pending references (GIL held).
+  void drain() {
+    std::vector<PyObject*> gone;
+    {
+      std::lock_guard lock(mu_);
+      if (pending_.empty()) return;
+      gone.swap(pending_);
+    }
+    for (PyObject* o : gone) Py_DECREF(o);
+  }
+
+ private:
+  static int run_pending(void* self) {
+    auto* d = static_cast<DeferredReleases*>(self);
+    {
+      std::lock_guard lock(d->mu_);
+      d->scheduled_ = false;
+    }
+    d->drain();
+    return 0;
+  }
+  std::mutex mu_;
+  std::vector<PyObject*> pending_;
+  bool scheduled_ = false;
+};
+
+DeferredReleases& deferred_releases() {
+  static auto* d = new DeferredReleases();  // never destroyed: used by threads until exit
+  return *d;
 }
 
 }  // namespace
@@ -114,10 +171,15 @@ std::optional<Array> wrap_numpy_argument(nb::handle h) {
   // NumPy's ALIGNED flag (alignment to the whole item's natural alignment) implies.
   Shape shape(size_t(PyArray_NDIM(a)));
   for (size_t i = 0; i < shape.size(); ++i) shape[i] = int64_t(PyArray_DIM(a, int(i)));
+  deferred_releases().drain();
+  Py_INCREF(p);
   try {
-    return wrap_host_memory(PyArray_DATA(a), shape, *dtype, [owner = hold_python(h)]() mutable { owner.reset(); });
+    return wrap_host_memory(PyArray_DATA(a), shape, *dtype, [p] {
+      if (Py_IsInitialized()) deferred_releases().release(p);  // leaked when the interpreter is gone
+    });
   } catch (const ValueError&) {
-    return std::nullopt;  // not as tessel wants it (alignment): the caller copies
+    Py_DECREF(p);  // refused before taking `release` (alignment): the caller copies
+    return std::nullopt;
   }
 }
 
