@@ -21,7 +21,7 @@ std::vector<Array> from_list(nb::handle seq, bool allow_none) {
 
 detail::FlatFn flat_fn(nb::handle f) {
   return [f = hold_python(f)](std::span<const Array> xs) {
-    nb::gil_scoped_acquire gil;
+    ScopedGil gil;
     return from_list((*f)(to_list(xs)));
   };
 }

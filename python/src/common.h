@@ -54,6 +54,29 @@ std::vector<Index> to_index(nb::handle h);
 
 /// The elements of `x` as a new NumPy array (one copy; bfloat16 is widened to float32).
 nb::object to_numpy(const Array& x);
+/// Imports NumPy's C API for python/src/numpy_api.cpp (at module import).
+void init_numpy_api();
+/// A writable NumPy array over `x`'s memory, kept alive by the NumPy array (no copy; a copy
+/// through to_numpy for bfloat16 or arrays laid out over devices). For values nobody else
+/// reads (a host callback's private copies of its arguments).
+nb::object numpy_over(const Array& x);
+/// A NumPy array or scalar `h` of exactly `want`'s dtype and shape (C-contiguous) copied into
+/// `out`; false, `out` untouched, for anything else (the caller converts it generically).
+bool numpy_value_into(nb::handle h, const ShapeDtype& want, Array& out);
+/// An Array over the memory of NumPy array `h` without a copy (tessel::wrap_host_memory,
+/// holding a reference to `h`) when it is a C-contiguous, aligned, non-empty np.ndarray of
+/// a tessel dtype in native byte order; nullopt otherwise.
+std::optional<Array> wrap_numpy_argument(nb::handle h);
+/// The aval a NumPy array argument `h` (an np.ndarray of a tessel dtype, any layout) has as
+/// an Array; nullopt for anything else.
+std::optional<ShapeDtype> numpy_argument_aval(nb::handle h);
+/// A jitted call's argument: wrap_numpy_argument's array when it applies, else to_array.
+Array to_argument(nb::handle h);
+/// Counts `nbytes` copied out of a NumPy array (or scalar) into a tessel array.
+void count_numpy_copy(size_t nbytes);
+/// Bytes counted by count_numpy_copy since the module was imported (tests check that jit
+/// arguments are not copied).
+size_t numpy_copy_bytes();
 /// The single element of `x` as a Python bool, int, float or complex.
 nb::object to_python_scalar(const Array& x);
 
@@ -98,6 +121,32 @@ void bind_host(nb::module_& m);
 void bind_colocated(nb::module_& m);
 void bind_pipeline(nb::module_& m);
 
+/// Holds the GIL for Python code run from any thread (host callbacks, traced functions). On a
+/// thread Python did not create (tessel's streams and receivers), the first use makes the
+/// thread's Python thread state and keeps it for the thread's life, where
+/// nb::gil_scoped_acquire would make and free one per callback.
+class ScopedGil {
+ public:
+  ScopedGil() {
+    thread_local bool kept = false;
+    if (!kept && !PyGILState_GetThisThreadState()) {
+      PyGILState_Ensure();  // never released: the thread state stays
+      kept = keep_ = true;
+    } else {
+      state_ = PyGILState_Ensure();
+    }
+  }
+  ~ScopedGil() {
+    if (keep_) PyEval_SaveThread();
+    else PyGILState_Release(state_);
+  }
+  ScopedGil(const ScopedGil&) = delete;
+  ScopedGil& operator=(const ScopedGil&) = delete;
+
+ private:
+  PyGILState_STATE state_{};
+  bool keep_ = false;
+};
 /// A Python object owned by C++ closures (callbacks, colocated functions, traced functions):
 /// released with the GIL held, whichever thread drops the last reference, and leaked when the
 /// interpreter is already gone (a cache destroyed at process exit). python/src/host.cpp.

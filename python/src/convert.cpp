@@ -63,6 +63,7 @@ Array from_numpy(nb::handle a) {
     auto arr = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(bits);
     Shape s(arr.ndim());
     for (size_t i = 0; i < arr.ndim(); ++i) s[i] = int64_t(arr.shape(i));
+    count_numpy_copy(arr.nbytes());
     return Array::from_bytes(arr.data(), s, DType::bfloat16);
   }
   std::string kind = nb::cast<std::string>(c.attr("dtype").attr("kind"));
@@ -73,6 +74,7 @@ Array from_numpy(nb::handle a) {
                      " to an Array; pass numbers, nested lists of numbers or a numeric NumPy array");
   Shape s(arr.ndim());
   for (size_t i = 0; i < arr.ndim(); ++i) s[i] = int64_t(arr.shape(i));
+  count_numpy_copy(arr.nbytes());
   return Array::from_bytes(arr.data(), s, dtype_from_dlpack(arr.dtype(), c));
 }
 

@@ -91,7 +91,7 @@ RaisedExceptions& raised() {
 /// Runs `body` (which calls Python) with the GIL held; a Python exception becomes a
 /// tessel::Error with the exception's type, message and traceback text, and a ticket.
 template <class F> auto run_python(const std::string& name, F&& body) {
-  nb::gil_scoped_acquire gil;
+  ScopedGil gil;
   try {
     return body();
   } catch (nb::python_error& e) {
@@ -99,32 +99,51 @@ template <class F> auto run_python(const std::string& name, F&& body) {
   }
 }
 
-/// A callback's values: NumPy arrays (what JAX's callbacks receive), or tessel Arrays.
+/// A callback's values: NumPy arrays (what JAX's callbacks receive) over the runtime's
+/// private host copies, or tessel Arrays.
 nb::list leaves_to_list(const std::vector<Array>& xs, bool as_numpy) {
   nb::list l;
-  for (const Array& x : xs) l.append(as_numpy ? to_numpy(x) : nb::cast(x));
+  for (const Array& x : xs) l.append(as_numpy ? numpy_over(x) : nb::cast(x));
   return l;
 }
 
-/// A callback's result leaf as an Array of dtype `want`: a NumPy array of that dtype is
-/// copied directly (the common case, kept cheap); anything else goes through to_array, and
-/// the runtime reports a dtype or shape that does not match.
-Array result_leaf(nb::handle h, DType want) {
-  nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> arr;
-  if (!nb::isinstance<Array>(h) && nb::try_cast(h, arr)) {
-    const bool same = visit_dtype(want, [&](auto z) {
-      using T = decltype(z);
-      if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, complex64_t> || std::is_same_v<T, complex128_t>)
-        return arr.dtype() == nb::dtype<T>();
-      else return false;
-    });
-    if (same) {
-      Shape s(arr.ndim());
-      for (size_t i = 0; i < arr.ndim(); ++i) s[i] = int64_t(arr.shape(i));
-      return Array::from_bytes(arr.data(), s, want);
-    }
-  }
+/// A callback's result leaf as an Array of `want`'s aval: a NumPy array or scalar of that
+/// dtype and shape is copied directly (the common case, kept cheap); anything else goes
+/// through to_array, and the runtime reports a dtype or shape that does not match.
+Array result_leaf(nb::handle h, const ShapeDtype& want) {
+  Array out;
+  if (numpy_value_into(h, want, out)) return out;
   return to_array(h);
+}
+
+/// A synchronous callback's result, `r` = (leaves, structure), as the runtime checks it.
+host::detail::CallResult call_result(nb::handle r, const std::vector<ShapeDtype>& results) {
+  nb::tuple t = nb::borrow<nb::tuple>(r);
+  host::detail::CallResult out;
+  size_t k = 0;
+  for (nb::handle x : nb::borrow<nb::sequence>(t[0])) {
+    out.leaves.push_back(k < results.size() ? result_leaf(x, results[k]) : to_array(x));
+    ++k;
+  }
+  out.structure = nb::cast<std::string>(t[1]);
+  return out;
+}
+
+/// Calls `fn(*leaves)` with the leaves as NumPy arrays, by vectorcall (no argument list).
+nb::object call_with_leaves(nb::handle fn, const std::vector<Array>& values) {
+  constexpr size_t kOnStack = 8;
+  std::vector<nb::object> held;
+  held.reserve(values.size());
+  PyObject* small[kOnStack + 1];
+  std::vector<PyObject*> large;
+  PyObject** args = values.size() <= kOnStack ? small : (large.resize(values.size() + 1), large.data());
+  for (size_t i = 0; i < values.size(); ++i) {
+    held.push_back(numpy_over(values[i]));
+    args[i + 1] = held.back().ptr();
+  }
+  PyObject* r = PyObject_Vectorcall(fn.ptr(), args + 1, values.size() | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  if (!r) throw nb::python_error();
+  return nb::steal(r);
 }
 
 nb::tuple device_tuple(const Device& d) { return nb::make_tuple(d.id(), d.to_string()); }
@@ -174,7 +193,7 @@ nb::object exception_type(const std::string& type_name) {
 std::shared_ptr<nb::object> hold_python(nb::handle o) {
   return std::shared_ptr<nb::object>(new nb::object(nb::borrow(o)), [](nb::object* p) {
     if (!Py_IsInitialized()) return;
-    nb::gil_scoped_acquire gil;
+    ScopedGil gil;
     delete p;
   });
 }
@@ -213,33 +232,47 @@ void bind_host(nb::module_& m) {
      "thread; transforms is a list of (name, batch_dims); leaves are NumPy arrays with as_numpy, else Arrays.");
 
   h.def("call_leaves", [](nb::handle fn, nb::handle leaves, nb::handle result_avals, const std::string& structure,
-                          const std::string& name, bool with_device, int device_index, const std::string& kind) {
+                          const std::string& name, bool with_device, int device_index, const std::string& kind,
+                          nb::handle direct, nb::handle finish) {
     std::vector<Array> xs;
     for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_array(x));
     std::vector<ShapeDtype> results;
     for (nb::handle r : nb::borrow<nb::sequence>(result_avals))
       results.emplace_back(to_shape(r.attr("shape")), dtype_from_py(r.attr("dtype")));
-    host::detail::LeafCall call = [f = hold_python(fn), name, results](std::vector<Array> values,
-                                                                      const Device& device) {
-      return run_python(name, [&] {
-        nb::tuple r = nb::borrow<nb::tuple>((*f)(leaves_to_list(values, true), device_tuple(device)));
-        host::detail::CallResult out;
-        size_t k = 0;
-        for (nb::handle x : nb::borrow<nb::sequence>(r[0])) {
-          out.leaves.push_back(k < results.size() ? result_leaf(x, results[k].dtype) : to_array(x));
-          ++k;
-        }
-        out.structure = nb::cast<std::string>(r[1]);
-        return out;
-      });
-    };
+    host::detail::LeafCall call;
+    if (direct.is_none()) {
+      call = [f = hold_python(fn), name, results](std::vector<Array> values, const Device& device) {
+        return run_python(name, [&] { return call_result((*f)(leaves_to_list(values, true), device_tuple(device)),
+                                                         results); });
+      };
+    } else {
+      // The user's function called with the leaves themselves; a single result leaf that is
+      // a NumPy value of the declared aval needs no Python code of ours (the cost of an
+      // io_callback in a loop), anything else goes through finish(result) -> (leaves, structure).
+      call = [f = hold_python(direct), done = hold_python(finish), name, results, structure](
+                 std::vector<Array> values, const Device&) {
+        return run_python(name, [&] {
+          nb::object r = call_with_leaves(*f, values);
+          host::detail::CallResult out;
+          out.leaves.resize(1);
+          if (results.size() == 1 && numpy_value_into(r, results[0], out.leaves[0])) {
+            out.structure = structure;
+            return out;
+          }
+          return call_result((*done)(r), results);
+        });
+      };
+    }
     std::vector<Array> outs = host::detail::call_leaves(std::move(call), xs, results, structure, name, with_device,
                                                         device_index, call_kind(kind));
     return leaves_to_list(outs, false);
   }, nb::arg("fn"), nb::arg("leaves"), nb::arg("result_avals"), nb::arg("structure"), nb::arg("name"),
-     nb::arg("with_device"), nb::arg("device_index"), nb::arg("kind"),
+     nb::arg("with_device"), nb::arg("device_index"), nb::arg("kind"), nb::arg("direct") = nb::none(),
+     nb::arg("finish") = nb::none(),
      "Binds a synchronous call: fn(leaves, (device_id, device_name)) returns (result_leaves, structure), checked "
-     "against result_avals (objects with .shape and .dtype) and structure.");
+     "against result_avals (objects with .shape and .dtype) and structure. With `direct`, direct(*leaves) is "
+     "called instead and its result handed to finish(result) -> (result_leaves, structure), unless it is the "
+     "one declared result leaf as a NumPy value of its aval.");
 
   h.def("barrier_wait", [](const std::string& logging_name) {
     nb::gil_scoped_release release;

@@ -4,6 +4,7 @@
 
 NB_MODULE(_tessel, m) {
   m.doc() = "tessel's C++ runtime (use the tessel package, not this module)";
+  tessel::python::init_numpy_api();
   tessel::python::bind_errors(m);
   tessel::python::bind_array(m);
   tessel::python::bind_numpy(m);

@@ -58,9 +58,16 @@ void bind_transforms(nb::module_& m) {
     return JitHandle{detail::jit_compile(flat_fn(f), avals_of(xs), name, std::move(donated))};
   }, nb::arg("fn"), nb::arg("leaves"), nb::arg("name"), nb::arg("donated") = std::vector<int>{},
      "Traces fn (list of Arrays -> list of Arrays) on tracers shaped like `leaves` and compiles it.");
+  t.def("jit_argument", [](nb::handle x) { return to_argument(x); }, nb::arg("x"),
+        "x as jit passes it: an Array as it is, a C-contiguous aligned NumPy array without a copy (its "
+        "memory wrapped), anything else converted as asarray does.");
+  t.def("numpy_copy_bytes", &numpy_copy_bytes,
+        "Bytes copied out of NumPy arrays and scalars into tessel arrays since import (tests check that jit "
+        "arguments are not copied).");
   t.def("jit_captures_tracers", [](const JitHandle& h) { return detail::jit_entry_captures_tracers(*h.entry); });
   t.def("jit_call", [](const JitHandle& h, nb::handle leaves) {
-    std::vector<Array> xs = from_list(leaves);
+    std::vector<Array> xs;
+    for (nb::handle x : nb::borrow<nb::sequence>(leaves)) xs.push_back(to_argument(x));
     std::vector<Array> outs;
     {
       nb::gil_scoped_release release;  // a host callback in the program takes the GIL (host.cpp)

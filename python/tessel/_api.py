@@ -18,6 +18,7 @@ _JIT_CACHE_LIMIT = 256
 _avals_key = _t.avals_key
 _mesh_context = _sharding._context
 _jit_call = _t.jit_call
+_jit_argument = _t.jit_argument
 
 
 def _as_array(x):
@@ -133,7 +134,7 @@ class _Jitted:
         dyn_args = [a for i, a in enumerate(args) if i not in static]
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
         leaves, treedef = tree_flatten((dyn_args, dyn_kwargs))
-        leaves = [_as_array(x) for x in leaves]
+        leaves = [_jit_argument(x) for x in leaves]  # NumPy arrays wrapped, not copied
         try:
             meshes = _mesh_context.meshes
             key = (treedef, statics, static_kw, tuple(x._aval_key for x in leaves), meshes[-1] if meshes else None)

@@ -175,17 +175,17 @@ def _result_spec(result_shape, name):
 _ARRAY_TYPES = (np.ndarray, np.generic, _tessel.Array)
 
 
-def _bind_call(fn, arg, result_shape, *, name, kind, with_device=False, device_index=0, flat=False):
+def _bind_call(fn, arg, result_shape, *, name, kind, with_device=False, device_index=0, direct=None):
     """One definition for call, pure_callback and io_callback: binds `fn(tree, device)` on
-    `arg`'s leaves — `fn(leaves, device)` with `flat` — and checks its result against
-    `result_shape` (a pytree, or None)."""
+    `arg`'s leaves and checks its result against `result_shape` (a pytree, or None). With
+    `direct`, `arg` is a flat sequence of leaves and the runtime calls `direct(*leaves)`
+    itself (fn unused), handing its result here only when it is not a single NumPy leaf."""
     specs, out_treedef, structure = _result_spec(result_shape, name)
     leaves, treedef = tree_flatten(arg)
     one_leaf = out_treedef is not None and out_treedef.node_type is None
 
-    def run(values, device):
-        r = fn(values if flat else tree_unflatten(treedef, values), _device(device) if with_device else None)
-        if one_leaf and isinstance(r, _ARRAY_TYPES):  # the common case, without flattening
+    def finish(r):
+        if one_leaf and isinstance(r, _ARRAY_TYPES):  # without flattening
             return [r], structure
         if out_treedef is None:
             if r is not None:
@@ -199,7 +199,11 @@ def _bind_call(fn, arg, result_shape, *, name, kind, with_device=False, device_i
         out_leaves = [x if hasattr(x, "dtype") else np.asarray(x, dtype=s.dtype) for x, s in zip(out_leaves, specs)]
         return out_leaves, structure
 
-    outs = _native.call_leaves(run, leaves, specs, structure, name, bool(with_device), int(device_index), kind)
+    def run(values, device):
+        return finish(fn(tree_unflatten(treedef, values), _device(device) if with_device else None))
+
+    outs = _native.call_leaves(run, leaves, specs, structure, name, bool(with_device), int(device_index), kind,
+                               direct, finish)
     return None if out_treedef is None else tree_unflatten(out_treedef, outs)
 
 
@@ -221,8 +225,7 @@ def _bind_args(callback, result_shape_dtypes, args, kwargs, *, name, kind):
     """pure_callback's and io_callback's `callback(*args, **kwargs)`; positional leaves alone
     skip the rebuilding of the argument tree."""
     if not kwargs and all(tree_flatten(a)[1].node_type is None for a in args):
-        return _bind_call(lambda values, d: callback(*values), args, result_shape_dtypes, name=name, kind=kind,
-                          flat=True)
+        return _bind_call(None, list(args), result_shape_dtypes, name=name, kind=kind, direct=callback)
     return _bind_call(lambda a, d: callback(*a[0], **a[1]), (args, kwargs), result_shape_dtypes, name=name, kind=kind)
 
 

@@ -308,3 +308,82 @@ def test_custom_vjp_prints_cotangents():
     hcb.barrier_wait()
     assert float(g) == pytest.approx(27.0)
     assert out.getvalue() == "what: cotangents\n( 9. 3. )\n"
+
+
+# ---- pure_callback/io_callback with positional array arguments: the runtime calls the
+# function itself with NumPy arrays over its private copies, and takes a NumPy result of the
+# declared aval without Python code of tessel's (python/src/numpy_api.cpp) ----
+
+
+def test_callback_arguments_are_private_writable_numpy_arrays():
+    seen = []
+
+    def keep(a, b):
+        assert type(a) is np.ndarray and type(b) is np.ndarray
+        assert (a.dtype, a.shape, b.dtype, b.shape) == (np.float32, (2, 3), np.int32, ())
+        seen.append(a)
+        a += 100  # the callback's own copy: the computation's values do not change
+        return a.sum(dtype=np.float32) + b.astype(np.float32)
+
+    x = tnp.arange(6.0).reshape(2, 3)
+    f = tessel.jit(lambda x, k: tessel.lax.fori_loop(
+        0, 3, lambda i, c: c + tessel.io_callback(keep, SD((), np.float32), x, k + i), tnp.asarray(0.0)))
+    assert float(f(x, tnp.asarray(1, dtype=np.int32))) == 3 * (15 + 600) + (1 + 2 + 3)
+    np.testing.assert_array_equal(np.asarray(x), np.arange(6.0).reshape(2, 3))
+    # Arrays a callback kept stay valid and distinct after later calls.
+    assert len(seen) == 3 and len({id(a) for a in seen}) == 3
+    for a in seen:
+        np.testing.assert_array_equal(a, np.arange(6.0).reshape(2, 3) + 100)
+
+
+@pytest.mark.parametrize("result, want", [
+    (lambda v: v * 2, [2.0, 4.0]),  # an ndarray of the declared aval (the direct path)
+    (lambda v: tnp.asarray(v) * 2, [2.0, 4.0]),  # a tessel Array: converted
+    (lambda v: np.asarray([2, 4], np.float32)[::-1][::-1], [2.0, 4.0]),  # a view: still C-contiguous
+    (lambda v: np.asarray([[2.0], [4.0]], np.float32)[:, 0], [2.0, 4.0]),  # strided: converted
+])
+def test_callback_results_of_every_form(result, want):
+    y = tessel.jit(lambda v: tessel.pure_callback(result, SD((2,), np.float32), v))(tnp.asarray([1.0, 2.0]))
+    np.testing.assert_array_equal(np.asarray(y), want)
+
+
+def test_callback_scalar_results():
+    spec = SD((), np.float32)
+    assert float(tessel.io_callback(lambda v: v + np.float32(1), spec, tnp.asarray(1.0))) == 2.0  # np.float32
+    assert float(tessel.io_callback(lambda v: 3.5, spec, tnp.asarray(1.0))) == 3.5  # a Python float
+    with pytest.raises(tessel.TesselError, match=r"f64\[\].*f32\[\]"):
+        float(tessel.io_callback(lambda v: np.float64(1), spec, tnp.asarray(1.0)))  # a wrong dtype is reported
+    with pytest.raises(tessel.TesselError, match=r"f32\[1\].*f32\[\]"):
+        float(tessel.io_callback(lambda v: np.ones(1, np.float32), spec, tnp.asarray(1.0)))  # and a wrong shape
+
+
+def test_callback_complex_bool_and_int64_values():
+    c = tessel.pure_callback(lambda v: v * 1j, SD((2,), np.complex64), tnp.asarray([1.0, 2.0]).astype(np.complex64))
+    np.testing.assert_array_equal(np.asarray(c), [1j, 2j])
+    b = tessel.pure_callback(lambda v: ~v, SD((2,), np.bool_), tnp.asarray([True, False]))
+    np.testing.assert_array_equal(np.asarray(b), [False, True])
+    with pytest.raises(tessel.TesselError, match=r"i64\[2\].*i32\[2\]"):
+        np.asarray(tessel.pure_callback(lambda v: v.astype(np.int64), SD((2,), np.int32), tnp.asarray([1, 2])))
+
+
+def test_callback_exception_in_direct_call_keeps_type():
+    def cb(a, b):
+        raise MyError(f"two arguments {a.shape} {b.shape}")
+
+    y = tessel.jit(lambda a: tessel.io_callback(cb, SD((), np.float32), a, a))(tnp.asarray(1.0))
+    with pytest.raises(MyError, match=r"two arguments \(\) \(\)") as info:
+        float(y)
+    assert "in cb" in "".join(traceback.format_exception(info.value))
+
+
+def test_callbacks_in_a_loop_from_a_python_thread_and_a_tessel_thread():
+    # The stream thread keeps its Python thread state between callbacks; a Python thread's
+    # own state is used as it is. Both give the same values.
+    f = tessel.jit(lambda n, x: tessel.lax.fori_loop(0, n, lambda i, c: tessel.io_callback(
+        lambda v: v + np.float32(1), SD((), np.float32), c), x))
+    assert float(f(tnp.asarray(1000), tnp.asarray(0.0))) == 1000.0
+    out = []
+    t = threading.Thread(target=lambda: out.append(float(f(tnp.asarray(50), tnp.asarray(1.0)))))
+    t.start()
+    t.join()
+    assert out == [51.0]

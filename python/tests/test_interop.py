@@ -126,3 +126,81 @@ def test_from_dlpack_wraps_without_a_copy_and_donation_never_writes_the_memory()
     np.testing.assert_array_equal(np.asarray(y), a * 3 + 1)
     np.testing.assert_array_equal(a, np.arange(256, dtype=np.float32))  # donated, released, not overwritten
     assert _address(y) != _address(a)
+
+
+# ---- jit's NumPy arguments: wrapped, not copied (python/src/numpy_api.cpp) ----
+
+_copied = tessel._tessel.transform_functions.numpy_copy_bytes
+
+
+def _refcount_returns_to(a, want):
+    """Waits (briefly) for the runtime to drop its references to `a` (`want`: the caller's
+    sys.getrefcount(a) before the calls): an argument may be released by the device's thread
+    just after the result is ready."""
+    import sys
+    import time
+    for _ in range(200):
+        gc.collect()
+        if sys.getrefcount(a) == want + 1:  # + this frame's reference
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def test_jit_numpy_arguments_are_not_copied():
+    import sys
+    f = tessel.jit(lambda x, y: x * 2.0 + y)
+    a = np.arange(256 * 1024, dtype=np.float32)  # 1 MiB
+    b = np.ones(256 * 1024, dtype=np.float32)
+    refs = sys.getrefcount(a)
+    before = _copied()
+    for _ in range(3):  # the tracing call, then the cached fast path
+        y = f(a, b)
+        np.testing.assert_array_equal(np.asarray(y), a * 2 + 1)
+    assert _copied() == before, f"jit copied {_copied() - before} bytes of NumPy arguments"
+    assert _refcount_returns_to(a, refs), "the wrapped argument was never released"
+    # The same program serves tessel arrays of the same avals.
+    np.testing.assert_array_equal(np.asarray(f(tnp.asarray(b), b)), 3.0)
+    assert f._cache_size() == 1
+
+
+def test_jit_copies_numpy_arguments_it_cannot_wrap():
+    f = tessel.jit(lambda x: x + 1)
+    strided = np.arange(64, dtype=np.float32)[::2]  # not C-contiguous
+    before = _copied()
+    np.testing.assert_array_equal(np.asarray(f(strided)), strided + 1)
+    assert _copied() - before == strided.nbytes
+    unaligned = np.ndarray((8,), np.float32, buffer=np.zeros(40, np.uint8), offset=1)  # misaligned
+    assert not unaligned.flags.aligned
+    before = _copied()
+    np.testing.assert_array_equal(np.asarray(f(unaligned)), 1.0)
+    assert _copied() - before == unaligned.nbytes
+    # Python scalars keep their weak default types; NumPy scalars their own.
+    assert np.asarray(f(1.5)).dtype == np.float32
+    assert np.asarray(f(np.float64(1.5))).dtype == np.float64
+
+
+def test_jit_donated_numpy_argument_is_never_written():
+    a = np.full(1024, 3.0, dtype=np.float32)
+    y = tessel.jit(lambda x: x * 2.0, donate_argnums=0)(a)
+    np.testing.assert_array_equal(np.asarray(y), 6.0)
+    np.testing.assert_array_equal(a, 3.0)
+
+
+def test_memory_stable_over_100000_jitted_calls_with_numpy_arguments():
+    import sys
+    from test_transforms import resident_mb
+    f = tessel.jit(lambda x: x * 2.0 + 1.0)
+    x = np.ones(16, dtype=np.float32)
+    for _ in range(1000):  # warm up allocator pools and caches
+        y = f(x)
+    y.block_until_ready()
+    refs = sys.getrefcount(x)
+    before, copied = resident_mb(), _copied()
+    for _ in range(100_000):
+        y = f(x)
+    y.block_until_ready()
+    np.testing.assert_allclose(np.asarray(y), 3.0)
+    assert _copied() == copied
+    assert _refcount_returns_to(x, refs)
+    assert resident_mb() - before < 16, f"resident memory grew from {before:.1f} MB to {resident_mb():.1f} MB"

@@ -51,16 +51,17 @@ Array wrap_host_memory(const void* data, const Shape& shape, DType dtype, std::f
                        const std::vector<int64_t>& byte_strides) {
   detail::checked_dtype(dtype, "wrap_host_memory");
   const size_t n = size_t(detail::checked_size("wrap_host_memory", shape, dtype)) * itemsize(dtype);
-  const std::string what = shape_to_string(shape) + " of " + dtype_name(dtype);
+  // Named only in errors: jit wraps every NumPy argument, so the success path builds no text.
+  auto what = [&] { return shape_to_string(shape) + " of " + dtype_name(dtype); };
   if (std::string why = stride_problem(shape, dtype, byte_strides); !why.empty())
-    throw ValueError("wrap_host_memory: the memory of " + what + " is not C-contiguous (" + why +
+    throw ValueError("wrap_host_memory: the memory of " + what() + " is not C-contiguous (" + why +
                      "); copy it into row-major order first (e.g. numpy.ascontiguousarray) and use Array::from_bytes");
   if (n == 0) {
     if (release) release();
     return Array::from_bytes(nullptr, shape, dtype);
   }
   if (!data)
-    throw ValueError("wrap_host_memory: data is a null pointer for " + what + "; pass the address of " +
+    throw ValueError("wrap_host_memory: data is a null pointer for " + what() + "; pass the address of " +
                      std::to_string(shape_size(shape)) + " elements in row-major order");
   const size_t align = is_complex(dtype) ? itemsize(dtype) / 2 : itemsize(dtype);
   if (reinterpret_cast<uintptr_t>(data) % align != 0)
