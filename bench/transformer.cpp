@@ -14,9 +14,9 @@
 // forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
 // tessel's time over JAX's, lower is better). Exits 1 when the values disagree with JAX's.
 //
-// Every time is the best of kRounds rounds, on both sides (JAX's script takes the count as
-// its argument): a best of 3 varied by +-20% from process to process on these shared
-// cores, too much for a goal a few percent away.
+// Every time is the best of 10 rounds ($TESSEL_BENCH_ROUNDS overrides), on both sides (JAX's
+// script takes the count as its argument): a best of 3 varied by +-20% from process to
+// process on these shared cores, too much for a goal a few percent away.
 //
 // Where the environment sets OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE (as these machines' does:
 // Haswell kernels, slower than the CPU's own), a copy of this program run without them
@@ -45,8 +45,11 @@ namespace tb = tessel::bench;
 namespace {
 
 constexpr int64_t kHeads = 8;
-/// Rounds each time is the best of (tessel and JAX alike).
-constexpr int kRounds = 10;
+/// Rounds each time is the best of (tessel and JAX alike): $TESSEL_BENCH_ROUNDS, else 10.
+const int kRounds = [] {
+  const char* r = std::getenv("TESSEL_BENCH_ROUNDS");
+  return r && std::atoi(r) > 0 ? std::atoi(r) : 10;
+}();
 constexpr double kEps = 1e-5;
 
 /// The block's parameters; the biases of q, k, v, the output projection and the two MLP

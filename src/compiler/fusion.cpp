@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "ir/serialize.h"
 #include "ops/op_util.h"
+#include "ops/shape.h"
 #include "tessel/error.h"
 
 namespace tessel::compiler {
@@ -810,13 +811,46 @@ ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
   return opt.stream ? stream_chains(out, opt.stream_band_bytes, opt.stream_block_rows) : out;
 }
 
+/// A column reduction of a reshape that keeps the reduced leading dimensions and regroups
+/// only the kept ones (attention's heads merged back into the model dimension) reduces the
+/// reshape's operand instead and reshapes its small result: the reduction then joins the
+/// loop nest computing that operand (the q, k and v bias gradients sum the heads'
+/// gradients where they are computed, not after the reshape, which is read again).
+ir::Program reduce_before_reshapes(const ir::Program& p) {
+  std::unordered_map<const ir::VarNode*, const ir::Equation*> producer;
+  for (const ir::Equation& e : p.eqns)
+    for (const ir::Var& o : e.outputs) producer[o.get()] = &e;
+  ir::Program out = without_equations(p);
+  for (const ir::Equation& e : p.eqns) {
+    const ir::Equation* r = nullptr;
+    if (is_column_reduction(e) && !e.inputs[0].is_literal())
+      if (auto it = producer.find(e.inputs[0].var().get()); it != producer.end() && it->second->prim == &ops::reshape_p)
+        r = it->second;
+    const size_t k = r ? e.params.get_ints("axes").size() : 0;
+    if (!r || r->inputs[0].is_literal() || r->inputs[0].aval().ndim() <= int64_t(k) ||
+        !std::equal(r->inputs[0].aval().shape.begin(), r->inputs[0].aval().shape.begin() + long(k),
+                    e.inputs[0].aval().shape.begin())) {
+      out.eqns.push_back(e);
+      continue;
+    }
+    const Aval operand = r->inputs[0].aval();
+    const Aval small = e.prim->abstract_eval(std::span<const Aval>(&operand, 1), e.params).at(0);
+    ir::Equation sum{e.prim, {r->inputs[0]}, {ir::new_var(small)}, e.params};
+    ir::Equation shaped{&ops::reshape_p, {ir::Atom(sum.outputs[0])}, {e.outputs[0]},
+                        ir::Params{{"new_sizes", e.outputs[0]->aval.shape}}};
+    out.eqns.push_back(std::move(sum));
+    out.eqns.push_back(std::move(shaped));
+  }
+  return out;
+}
+
 }  // namespace
 
 ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   if (!codegen_enabled()) return p;  // (merged products would copy their slices unfused)
   ir::Program merged = p;
   if (opt.merge_products) merge_products(merged);
-  return fuse_loop_nests(block_loop_steps(merged, opt.min_elements), opt);
+  return fuse_loop_nests(block_loop_steps(reduce_before_reshapes(merged), opt.min_elements), opt);
 }
 
 }  // namespace tessel::compiler

@@ -143,9 +143,10 @@ TEST(RowReductions, FusedEqualUnfusedOnEveryReductionShapeWithNaNAndInf) {
         };
         ts::ir::Program p = lower(f, {x});
         const ts::ir::Program fused_program = ts::compiler::fuse(p, fuse_everything());
-        if (dtype == ts::f32 || dtype == ts::f64)
+        if (dtype == ts::f32 || dtype == ts::f64) {
           for (const char* prim : {"reduce_sum", "reduce_max", "reduce_min"})
             ASSERT_EQ(count_prim(fused_program, prim), 0u) << ts::ir::print_program(fused_program);
+        }
         auto fused = run(fused_program, {x});
         auto plain = run(p, {x});
         for (size_t k = 0; k < 3; ++k) {
@@ -431,7 +432,9 @@ TEST(ColumnReductions, FusedEqualUnfusedWithinTheBound) {
           return std::vector<ts::Array>{y * 2.0, ts::sum(y, axes), ts::max(y, axes), ts::min(y, axes)};
         };
         ts::ir::Program p = lower(f, {x});
-        const ts::ir::Program fused_program = ts::compiler::fuse(p, fuse_everything());
+        ts::compiler::FusionOptions options = fuse_everything();
+        options.store_shared_values = false;  // (else a small domain stores y for its four readers)
+        const ts::ir::Program fused_program = ts::compiler::fuse(p, options);
         for (const char* prim : {"reduce_sum", "reduce_max", "reduce_min"})
           ASSERT_EQ(count_prim(fused_program, prim), 0u) << ts::ir::print_program(fused_program);
         ASSERT_EQ(count_prim(fused_program, "fused"), 1u) << ts::ir::print_program(fused_program);  // one loop nest
