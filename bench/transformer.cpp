@@ -239,6 +239,7 @@ int main() {
 
   {  // batch 8, sequence 256, model 512
     auto [p, x] = make_block(8, 256, 512);
+    if (std::getenv("TFM_DUMP")) { std::printf("%s\n", vg.lower(p, x).compile().as_text().c_str()); return 0; }
     double l_fwd = double(fwd(p, x).item<float>());
     auto [l_vg, g] = vg(p, x);
     double grad_sq = 0;

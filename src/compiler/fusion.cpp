@@ -826,15 +826,15 @@ ir::Program reduce_before_reshapes(const ir::Program& p) {
     if (is_column_reduction(e) && !e.inputs[0].is_literal())
       if (auto it = producer.find(e.inputs[0].var().get()); it != producer.end() && it->second->prim == &ops::reshape_p)
         r = it->second;
+    const Shape reshaped = e.inputs[0].aval().shape, operand = r ? r->inputs[0].aval().shape : Shape{};
     const size_t k = r ? e.params.get_ints("axes").size() : 0;
-    if (!r || r->inputs[0].is_literal() || r->inputs[0].aval().ndim() <= int64_t(k) ||
-        !std::equal(r->inputs[0].aval().shape.begin(), r->inputs[0].aval().shape.begin() + long(k),
-                    e.inputs[0].aval().shape.begin())) {
+    if (!r || r->inputs[0].is_literal() || operand.size() <= k ||
+        !std::equal(operand.begin(), operand.begin() + long(k), reshaped.begin())) {
       out.eqns.push_back(e);
       continue;
     }
-    const Aval operand = r->inputs[0].aval();
-    const Aval small = e.prim->abstract_eval(std::span<const Aval>(&operand, 1), e.params).at(0);
+    const Aval in = r->inputs[0].aval();
+    const Aval small = e.prim->abstract_eval(std::span<const Aval>(&in, 1), e.params).at(0);
     ir::Equation sum{e.prim, {r->inputs[0]}, {ir::new_var(small)}, e.params};
     ir::Equation shaped{&ops::reshape_p, {ir::Atom(sum.outputs[0])}, {e.outputs[0]},
                         ir::Params{{"new_sizes", e.outputs[0]->aval.shape}}};

@@ -499,4 +499,31 @@ TEST(ColumnReductions, TenMillionTermsWithCancellation) {
   }
 }
 
+/// Attention's bias gradients sum the heads' gradients after a reshape merges the heads
+/// into the model dimension: the sum moves before the reshape (which keeps the summed
+/// leading dimensions) and joins the loop nest that computes the heads' gradients.
+TEST(ColumnReductions, SumsOfMergedHeadsJoinTheLoopNestOfTheHeads) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  auto a = normal({{4, 8, 64, 32}}, 41);
+  auto f = [](std::span<const ts::Array> v) {
+    ts::Array heads = ts::transpose(ts::tanh(v[0]), ts::Axes{0, 2, 1, 3});  // [4, 64, 8, 32]
+    ts::Array merged = ts::reshape(heads, {4, 64, 256});
+    return std::vector<ts::Array>{merged * 2.0, ts::sum(merged, {0, 1})};
+  };
+  ts::ir::Program p = lower(f, a);
+  const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything());
+  EXPECT_EQ(count_prim(fused, "reduce_sum"), 0u) << ts::ir::print_program(fused);
+  bool in_heads_nest = false;  // the sum is an output of the loop nest over [4, 64, 8, 32]
+  for (const auto& e : fused.eqns)
+    if (e.prim->name == "fused")
+      for (const auto& o : e.outputs) in_heads_nest |= o->aval.shape == ts::Shape{8, 32};
+  EXPECT_TRUE(in_heads_nest) << ts::ir::print_program(fused);
+  auto got = run(fused, a), want = run(p, a);
+  for (size_t k = 0; k < 2; ++k) {
+    auto x = got[k].to_vector<float>(), y = want[k].to_vector<float>();
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 1e-5 * (1 + std::abs(y[i]))) << k << " " << i;
+  }
+}
+
 }  // namespace
