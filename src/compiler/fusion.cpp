@@ -826,7 +826,7 @@ ir::Program reduce_before_reshapes(const ir::Program& p) {
     if (is_column_reduction(e) && !e.inputs[0].is_literal())
       if (auto it = producer.find(e.inputs[0].var().get()); it != producer.end() && it->second->prim == &ops::reshape_p)
         r = it->second;
-    const Shape reshaped = e.inputs[0].aval().shape, operand = r ? r->inputs[0].aval().shape : Shape{};
+    const Shape reshaped = r ? e.inputs[0].aval().shape : Shape{}, operand = r ? r->inputs[0].aval().shape : Shape{};
     const size_t k = r ? e.params.get_ints("axes").size() : 0;
     if (!r || r->inputs[0].is_literal() || operand.size() <= k ||
         !std::equal(operand.begin(), operand.begin() + long(k), reshaped.begin())) {
