@@ -61,6 +61,20 @@ std::optional<ir::ReductionEpilogue> reduction_of(const ir::Equation& e) {
   return e.prim->reduction_epilogue(x.dtype);
 }
 
+/// The epilogue of a column reduction (codegen.h's is_column_reduction); empty otherwise.
+std::optional<ir::ReductionEpilogue> column_reduction_of(const ir::Equation& e) {
+  if (!e.prim->reduction_epilogue) return std::nullopt;
+  const Aval& x = e.inputs[0].aval();
+  if (!ops::codegen_type(x.dtype)) return std::nullopt;
+  const auto& axes = e.params.get_ints("axes");
+  if (axes.empty() || int64_t(axes.size()) >= x.ndim()) return std::nullopt;
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (axes[k] != int64_t(k)) return std::nullopt;
+  const ir::Combine how = reduction_combine(e);
+  if (how != ir::Combine::kSum && how != ir::Combine::kMax && how != ir::Combine::kMin) return std::nullopt;
+  return e.prim->reduction_epilogue(x.dtype);
+}
+
 /// The vectorized form of a fused reduction (generate_kernel's lanes): partial results of
 /// the operand's type, folded with `combine` (a sum's lanes add in the operand's precision
 /// and fold into its float64 accumulator; max and min fold as they accumulate).
@@ -203,6 +217,16 @@ class BodyEmitter {
     for (size_t d = 0; d < domain.size(); ++d) identity.push_back({int(d), 1, 0});
     for (size_t k = 0; k < g_.outvars.size(); ++k) {
       const ir::Equation* root = producer_.at(g_.outvars[k].var().get());
+      if (auto r = column_reduction_of(*root)) {  // into the call's row of accumulators
+        const size_t lead = root->params.get_ints("axes").size();
+        const Shape row(domain.begin() + long(lead), domain.end());
+        const IndexMap at(identity.begin() + long(lead), identity.end());
+        std::string v = value(root->inputs[0], identity);
+        if (!targets_.empty() && targets_[k].empty()) continue;  // read by no one
+        const std::string out = targets_.empty() ? "out" + std::to_string(k) : targets_[k][0].name;
+        line(format_combine(r->combine, out + "[" + flat_index(row, at) + "]", v) + ";");
+        continue;
+      }
       if (auto r = reduction_of(*root)) {  // accumulate the reduced operand
         std::string v = value(root->inputs[0], identity);
         if (lanes_) line(format_combine(lanes_of(*root)->combine, prefix_ + "lane" + std::to_string(k) + "[l_]", v) + ";");
@@ -865,11 +889,17 @@ GroupShape group_shape(const ir::Program& g) {
     const Shape& in = root->inputs[0].aval().shape;
     return {in, in.size() - root->params.get_ints("axes").size()};
   }
+  if (root && column_reduction_of(*root)) {  // visits every point, like an element-wise root
+    const Shape& in = root->inputs[0].aval().shape;
+    return {in, in.size()};
+  }
   const Shape& out = g.outvars[0].aval().shape;
   return {out, out.size()};
 }
 
 bool is_fusible_reduction(const ir::Equation& e) { return reduction_of(e).has_value(); }
+
+bool is_column_reduction(const ir::Equation& e) { return column_reduction_of(e).has_value(); }
 
 ir::Combine reduction_combine(const ir::Equation& e) {
   if (!e.prim->sharding_rule) return ir::Combine::kNone;
@@ -981,8 +1011,12 @@ std::string generate_row_phased_kernel(const std::vector<ir::Program>& phases, c
     s += "  const " + t + "* __restrict in" + K + " = static_cast<const " + t + "*>(bufs[" + K + "]);\n";
     sources[invars[k].get()] = {Source::kArray, "in" + K};
   }
+  std::unordered_map<const ir::VarNode*, const ir::Equation*> producer;
+  for (const ir::Program& g : phases)
+    for (const ir::Equation& e : g.eqns) producer.emplace(e.outputs[0].get(), &e);
   for (size_t k = 0; k < outvars.size(); ++k) {
-    const std::string t = ops::codegen_type(outvars[k]->aval.dtype), K = str(int64_t(k));
+    const auto column = column_reduction_of(*producer.at(outvars[k].get()));  // a row of accumulators
+    const std::string t = column ? column->acc_type : ops::codegen_type(outvars[k]->aval.dtype), K = str(int64_t(k));
     s += "  " + t + "* __restrict out" + K + " = static_cast<" + t + "*>(bufs[" + str(int64_t(invars.size() + k)) +
          "]);\n";
     out_of[outvars[k].get()] = "out" + K;
@@ -1066,7 +1100,8 @@ std::vector<bool> ring_buffers(const ir::Program& g, const std::unordered_set<co
   std::vector<bool> r;
   for (const ir::Var& v : g.invars) r.push_back(ring_values.count(v.get()) && ring_indexable(shape, v->aval, false));
   for (const ir::Atom& a : g.outvars)
-    r.push_back(!a.is_literal() && ring_values.count(a.var().get()) && ring_indexable(shape, a.aval(), true));
+    r.push_back(!a.is_literal() && ring_values.count(a.var().get()) && ring_indexable(shape, a.aval(), true) &&
+                !(producer_in(g, a.var().get()) && is_column_reduction(*producer_in(g, a.var().get()))));
   return r;
 }
 
@@ -1136,7 +1171,9 @@ std::string generate_kernel(const ir::Program& g, const std::string& name,
   IndexMap kept_map;
   for (size_t d = 0; d < kept; ++d) kept_map.push_back({int(d), 1, 0});
   for (size_t k = 0; k < g.outvars.size(); ++k) {
-    const std::string t = ops::codegen_type(g.outvars[k].aval().dtype), K = str(int64_t(k));
+    const ir::Equation* producer = g.outvars[k].is_literal() ? nullptr : producer_in(g, g.outvars[k].var().get());
+    const auto column = producer ? column_reduction_of(*producer) : std::nullopt;
+    const std::string t = column ? column->acc_type : ops::codegen_type(g.outvars[k].aval().dtype), K = str(int64_t(k));
     s += "  " + t + "* __restrict out" + K + " = static_cast<" + t + "*>(bufs[" + str(int64_t(g.invars.size() + k)) +
          "]);\n";
     if (kept == rank) continue;

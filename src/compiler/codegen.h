@@ -40,6 +40,14 @@ bool reads_at_run_time_offsets(const ir::Equation& e);
 /// then all such reductions of one operand shape and axes).
 bool is_fusible_reduction(const ir::Equation& e);
 
+/// A reduction with a reduction_epilogue rule for its operand's dtype over leading axes
+/// (axes 0 .. k-1 of an operand of rank > k, summed, maxed or minned: a bias or layer-norm
+/// gradient's column sum): fused into the loop nest over its operand's shape beside that
+/// shape's element-wise roots. Its kernel output is a row of accumulators (the epilogue's
+/// acc_type) into which each call adds its rows; the fusion pass gives each fixed block of
+/// rows its own row and combines them in block order (docs/performance.md).
+bool is_column_reduction(const ir::Equation& e);
+
 /// How partial results of the reduction `e` combine: what its sharding rule says of its
 /// reduced factors (the collective that would combine them across devices), else kNone.
 ir::Combine reduction_combine(const ir::Equation& e);

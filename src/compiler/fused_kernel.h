@@ -24,9 +24,11 @@ using KernelFnPtr = void (*)(void* const* bufs, int64_t r0, int64_t r1);
 class FusedKernel final : public ir::ParamObject {
  public:
   /// `ring_buffers`: per input then output, whether the kernel indexes it at its row modulo
-  /// its mask (codegen.h's ring_buffers; empty: none).
+  /// its mask (codegen.h's ring_buffers; empty: none). `columns`: per output, how a column
+  /// reduction's rows of accumulators combine (codegen.h's is_column_reduction), kNone for
+  /// the other outputs (empty: none).
   FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape,
-              std::vector<bool> ring_buffers = {});
+              std::vector<bool> ring_buffers = {}, std::vector<ir::Combine> columns = {});
   size_t hash() const override;
   bool equals(const ir::ParamObject& o) const override;
   std::string to_string() const override { return name_; }
@@ -36,6 +38,11 @@ class FusedKernel final : public ir::ParamObject {
   const GroupShape& shape() const { return shape_; }
   /// Whether buffer `position` (inputs, then outputs) may be a ring of rows.
   bool ring_buffer(size_t position) const { return position < ring_buffers_.size() && ring_buffers_[position]; }
+  /// How output `o`'s per-block rows combine when it is a column reduction, else kNone.
+  ir::Combine column(size_t o) const { return o < columns_.size() ? columns_[o] : ir::Combine::kNone; }
+  /// Whether some output is a column reduction: the kernel then runs whole, by fixed blocks
+  /// of rows (never streamed or split around a halo exchange).
+  bool has_columns() const { return !columns_.empty(); }
 
  private:
   std::shared_ptr<KernelLibrary> lib_;
@@ -43,6 +50,7 @@ class FusedKernel final : public ir::ParamObject {
   std::string name_;
   GroupShape shape_;
   std::vector<bool> ring_buffers_;
+  std::vector<ir::Combine> columns_;
 };
 
 /// Whether `e` is a `fused` equation (one generated loop nest).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -19,6 +20,7 @@
 #include "core/log.h"
 #include "ir/serialize.h"
 #include "ops/op_util.h"
+#include "ops/shape.h"
 #include "tessel/error.h"
 
 namespace tessel::compiler {
@@ -87,11 +89,87 @@ bool run_blocked_full_reduction(const ir::KernelCall& c, const FusedKernel& k, c
   return true;
 }
 
+// At most this many blocks of rows in a loop nest with column reductions (larger blocks
+// beyond): bounds the rows of partial results to allocate and combine.
+constexpr int64_t kMaxColumnBlocks = 64;
+
+/// Calls f(A{}, T{}) with a column reduction's accumulator type A (the reduction epilogue's
+/// acc_type: double for sums, the operand's type for max and min) and output type T.
+template <class F> void visit_column_types(ir::Combine how, DType d, F&& f) {
+  if (d == DType::float64) f(double{}, double{});
+  else if (how == ir::Combine::kSum) f(double{}, float{});
+  else f(float{}, float{});
+}
+
+template <class A> A column_identity(ir::Combine how) {
+  if (how == ir::Combine::kSum) return A(0);
+  return how == ir::Combine::kMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+}
+
+// A loop nest with column reductions (codegen.h's is_column_reduction: bias and layer-norm
+// gradients' sums over leading axes) runs by fixed blocks of rows (by the shape only, so the
+// bits do not depend on the thread count), of about kFullReductionBlock points or more and at
+// most kMaxColumnBlocks of them, in parallel. Each block accumulates into its own row of
+// partial results (sums in double) and the rows then combine in block order, sums in double
+// and rounded once to the output dtype (docs/performance.md gives the bound).
+void run_column_blocks(const ir::KernelCall& c, const FusedKernel& k, const std::vector<void*>& bufs, int64_t rows,
+                       int64_t row_points, int64_t align) {
+  int64_t block_rows = std::max({int64_t(1), kFullReductionBlock / std::max<int64_t>(1, row_points),
+                                 (rows + kMaxColumnBlocks - 1) / kMaxColumnBlocks});
+  block_rows = (block_rows + align - 1) / align * align;
+  const int64_t nb = std::max<int64_t>(1, (rows + block_rows - 1) / block_rows);
+  const size_t nin = c.ins.size(), nout = c.outs.size();
+  std::vector<std::vector<double>> parts(nout);  // per column output: nb rows of accumulators
+  for (size_t o = 0; o < nout; ++o)
+    if (k.column(o) != ir::Combine::kNone) parts[o].resize(size_t(nb * c.out_avals[o].size()));
+  KernelFnPtr fn = k.fn();
+  cpu::parallel_for(nb, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<void*> local = bufs;
+    for (int64_t b = b0; b < b1; ++b) {
+      for (size_t o = 0; o < nout; ++o) {
+        const ir::Combine how = k.column(o);
+        if (how == ir::Combine::kNone) continue;
+        visit_column_types(how, c.out_avals[o].dtype, [&](auto a, auto) {
+          using A = decltype(a);
+          const int64_t n = c.out_avals[o].size();
+          A* row = reinterpret_cast<A*>(parts[o].data()) + b * n;
+          std::fill(row, row + n, column_identity<A>(how));
+          local[nin + o] = row;
+        });
+      }
+      fn(local.data(), b * block_rows, std::min(rows, (b + 1) * block_rows));
+    }
+  });
+  for (size_t o = 0; o < nout; ++o) {
+    const ir::Combine how = k.column(o);
+    if (how == ir::Combine::kNone) continue;
+    visit_column_types(how, c.out_avals[o].dtype, [&](auto a, auto t) {
+      using A = decltype(a);
+      using T = decltype(t);
+      const int64_t n = c.out_avals[o].size();
+      const A* part = reinterpret_cast<const A*>(parts[o].data());
+      T* out = static_cast<T*>(c.outs[o]);
+      cpu::parallel_for(n, 4096, [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) {
+          A v = part[j];
+          for (int64_t b = 1; b < nb; ++b) {
+            const A w = part[b * n + j];
+            v = how == ir::Combine::kSum ? v + w : how == ir::Combine::kMax ? scalar::max(v, w) : scalar::min(v, w);
+          }
+          out[j] = T(v);
+        }
+      });
+    });
+  }
+}
+
 // Rows of the domain's first dimension are split over the shared arena, in chunks of at
 // least ~16K points so each chunk outweighs its scheduling, starting at multiples of
 // row_alignment (so the values do not depend on the number of threads); a reduction over
-// every dimension runs by fixed blocks of rows (run_blocked_full_reduction).
-/// Rows [r0, r1) of the kernel's domain (all of them for a rank-0 domain: [0, 1)).
+// every dimension runs by fixed blocks of rows (run_blocked_full_reduction), and so does a
+// loop nest with column reductions (run_column_blocks).
+/// Rows [r0, r1) of the kernel's domain (all of them for a rank-0 domain: [0, 1); always all
+/// of them for a kernel with column reductions, which split_rows never splits).
 void fused_rows_range(const ir::KernelCall& c, int64_t r0, int64_t r1) {
   const auto& k = c.params.get_object<FusedKernel>("kernel");
   std::vector<void*> bufs;
@@ -104,6 +182,7 @@ void fused_rows_range(const ir::KernelCall& c, int64_t r0, int64_t r1) {
   int64_t row_points = 1;
   for (size_t d = 1; d < domain.size(); ++d) row_points *= domain[d];
   const int64_t align = row_alignment(k.shape()), units = (r1 - r0 + align - 1) / align;
+  if (k.has_columns()) return run_column_blocks(c, k, bufs, rows, row_points, align);
   if (k.shape().kept == 0 && !domain.empty() && run_blocked_full_reduction(c, k, bufs, rows, row_points, align)) return;
   const int64_t grain = k.shape().kept == 0
                             ? std::max<int64_t>(units, 1)
@@ -157,9 +236,12 @@ struct Plan {
       if (!a.is_literal()) stored.insert(a.var().get());
   }
 
-  /// The equations computing `roots` inline (program order) and the values they read.
+  /// The equations computing `roots` inline (program order) and the values they read; a
+  /// root that another of `roots` reads (a column sum's operand, fusion.cpp's schedule) is
+  /// computed inline there too.
   void closure(const std::vector<const ir::VarNode*>& roots, std::vector<size_t>& eqns,
                std::vector<ir::Var>& inputs) const {
+    const VarSet root_set(roots.begin(), roots.end());
     std::unordered_set<size_t> seen;
     VarSet seen_inputs;
     std::vector<size_t> stack;
@@ -171,7 +253,7 @@ struct Plan {
       for (const ir::Atom& a : p.eqns[i].inputs) {
         if (a.is_literal()) continue;
         const ir::VarNode* v = a.var().get();
-        if (is_inline(v)) stack.push_back(producer.at(v));
+        if (is_inline(v) || root_set.count(v)) stack.push_back(producer.at(v));
         else if (seen_inputs.insert(v).second) inputs.push_back(a.var());
       }
     }
@@ -192,7 +274,7 @@ struct Plan {
 
 /// Points a root's loop nest visits (a reduction visits its operand).
 int64_t group_points(const ir::Equation& e) {
-  return is_fusible_reduction(e) ? e.inputs[0].aval().size() : e.outputs[0]->aval.size();
+  return is_fusible_reduction(e) || is_column_reduction(e) ? e.inputs[0].aval().size() : e.outputs[0]->aval.size();
 }
 
 /// True when the loop nest of root `i` computes a value of `min_elements` points or more
@@ -284,8 +366,9 @@ bool store_shared_value(Plan& plan, const FusionOptions& opt) {
 void plan_materialization(Plan& plan, const FusionOptions& opt) {
   const ir::Program& p = plan.p;
   for (size_t i = 0; i < p.eqns.size(); ++i) {
-    plan.fusible[i] = can_generate(p.eqns[i]) || is_fusible_reduction(p.eqns[i]);
-    if (is_fusible_reduction(p.eqns[i])) plan.stored.insert(p.eqns[i].outputs[0].get());  // always a root
+    const bool reduction = is_fusible_reduction(p.eqns[i]) || is_column_reduction(p.eqns[i]);
+    plan.fusible[i] = can_generate(p.eqns[i]) || reduction;
+    if (reduction) plan.stored.insert(p.eqns[i].outputs[0].get());  // always a root
   }
   // An update (a static scatter) writing a small region of a stored array stays an unfused
   // step: the executable can run it in place on a dead buffer, writing only the region (a
@@ -390,7 +473,14 @@ void sink_roots(const Plan& plan, std::vector<Step>& steps, const FusionOptions&
   for (size_t s = steps.size(); s-- > 0;) {
     if (steps[s].roots.empty()) continue;
     const std::vector<const ir::VarNode*> roots = steps[s].roots;
+    // A column sum and the root it reads stay together (the sum reads it inline).
+    auto linked = [&](const ir::VarNode* r) {
+      for (const ir::VarNode* o : steps[s].roots)
+        if (o != r && (reads_of_root.at(o).count(r) || reads_of_root.at(r).count(o))) return true;
+      return false;
+    };
     for (const ir::VarNode* r : roots) {
+      if (linked(r)) continue;
       size_t target = s;
       for (size_t u = s + 1; u < steps.size(); ++u) {
         const Step& st = steps[u];
@@ -408,8 +498,10 @@ void sink_roots(const Plan& plan, std::vector<Step>& steps, const FusionOptions&
 }
 
 /// Orders the program into steps: unfused equations in place; each root joins the latest
-/// loop nest of its shape that runs after everything it reads (else starts its own); then
-/// roots sink into later loop nests (sink_roots).
+/// loop nest of its shape that runs after everything it reads (else starts its own); a
+/// column sum may also join the loop nest computing what it reads, which then computes both
+/// at each point (its operand is read from memory by no one); then roots sink into later
+/// loop nests (sink_roots).
 std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
   const ir::Program& p = plan.p;
   std::vector<Step> steps;
@@ -427,8 +519,8 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
     VarSet& reads = reads_of_root[root];
     for (const auto& v : inputs) reads.insert(v.get());
     const ir::Equation& e = p.eqns[i];
-    const bool reduction = is_fusible_reduction(e);
-    const Shape& domain = reduction ? e.inputs[0].aval().shape : root->aval.shape;
+    const bool reduction = is_fusible_reduction(e), column = is_column_reduction(e);
+    const Shape& domain = reduction || column ? e.inputs[0].aval().shape : root->aval.shape;
     const size_t kept = reduction ? domain.size() - e.params.get_ints("axes").size() : domain.size();
     Step* target = nullptr;
     for (size_t s = steps.size(); s-- > 0;) {
@@ -439,9 +531,19 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
       } else {
         for (auto* r : st.roots) produces |= reads.count(r) > 0;
       }
-      if (produces) break;
-      if (!st.roots.empty() && st.domain == domain && st.kept == kept &&
-          int64_t(st.roots.size()) < opt.max_outputs) {
+      const bool joins = !st.roots.empty() && st.domain == domain && st.kept == kept &&
+                         int64_t(st.roots.size()) < opt.max_outputs;
+      if (produces) {
+        // computes what the sum reads (element-wise values, not another sum): sums them in place
+        bool elementwise = true;
+        for (auto* r : st.roots) {
+          const ir::Equation& q = p.eqns[plan.producer.at(r)];
+          elementwise &= !reads.count(r) || !(is_fusible_reduction(q) || is_column_reduction(q));
+        }
+        if (column && joins && elementwise) target = &st;
+        break;
+      }
+      if (joins) {
         target = &st;
         break;
       }
@@ -582,12 +684,13 @@ ir::Program phased_program(const Unit& u, const std::string& name) {
 }  // namespace
 
 FusedKernel::FusedKernel(std::shared_ptr<KernelLibrary> lib, std::string name, GroupShape shape,
-                         std::vector<bool> ring_buffers)
+                         std::vector<bool> ring_buffers, std::vector<ir::Combine> columns)
     : lib_(std::move(lib)),
       fn_(reinterpret_cast<KernelFnPtr>(lib_->symbol(name))),
       name_(std::move(name)),
       shape_(std::move(shape)),
-      ring_buffers_(std::move(ring_buffers)) {}
+      ring_buffers_(std::move(ring_buffers)),
+      columns_(std::move(columns)) {}
 
 size_t FusedKernel::hash() const { return std::hash<const void*>()(reinterpret_cast<const void*>(fn_)); }
 
@@ -685,8 +788,16 @@ ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
     auto g = std::make_shared<const ir::Program>(phased ? phased_program(u, p.name + "_fused") : std::move(u.groups[0]));
     GroupShape shape = group_shape(phased ? u.groups[0] : *g);
     if (phased) shape.kept = shape.domain.size() - 1;
+    std::vector<ir::Combine> columns;  // per output, when some are column reductions
+    for (size_t o = 0; o < g->outvars.size(); ++o)
+      for (const ir::Equation& e : g->eqns)
+        if (!g->outvars[o].is_literal() && e.outputs[0].get() == g->outvars[o].var().get() && is_column_reduction(e)) {
+          columns.resize(g->outvars.size(), ir::Combine::kNone);
+          columns[o] = reduction_combine(e);
+        }
     auto kernel = std::make_shared<const FusedKernel>(lib, "tessel_fused_" + std::to_string(k), shape,
-                                                      phased ? std::vector<bool>{} : ring_buffers(*g, rings));
+                                                      phased ? std::vector<bool>{} : ring_buffers(*g, rings),
+                                                      std::move(columns));
     ++k;
     ir::Params params{{"program", ir::ProgramRef(g)}, {"kernel", std::shared_ptr<const ir::ParamObject>(kernel)}};
     if (phased) params.set("phases", int64_t(u.groups.size()));
@@ -700,13 +811,46 @@ ir::Program fuse_loop_nests(const ir::Program& p, const FusionOptions& opt) {
   return opt.stream ? stream_chains(out, opt.stream_band_bytes, opt.stream_block_rows) : out;
 }
 
+/// A column reduction of a reshape that keeps the reduced leading dimensions and regroups
+/// only the kept ones (attention's heads merged back into the model dimension) reduces the
+/// reshape's operand instead and reshapes its small result: the reduction then joins the
+/// loop nest computing that operand (the q, k and v bias gradients sum the heads'
+/// gradients where they are computed, not after the reshape, which is read again).
+ir::Program reduce_before_reshapes(const ir::Program& p) {
+  std::unordered_map<const ir::VarNode*, const ir::Equation*> producer;
+  for (const ir::Equation& e : p.eqns)
+    for (const ir::Var& o : e.outputs) producer[o.get()] = &e;
+  ir::Program out = without_equations(p);
+  for (const ir::Equation& e : p.eqns) {
+    const ir::Equation* r = nullptr;
+    if (is_column_reduction(e) && !e.inputs[0].is_literal())
+      if (auto it = producer.find(e.inputs[0].var().get()); it != producer.end() && it->second->prim == &ops::reshape_p)
+        r = it->second;
+    const Shape reshaped = r ? e.inputs[0].aval().shape : Shape{}, operand = r ? r->inputs[0].aval().shape : Shape{};
+    const size_t k = r ? e.params.get_ints("axes").size() : 0;
+    if (!r || r->inputs[0].is_literal() || operand.size() <= k ||
+        !std::equal(operand.begin(), operand.begin() + long(k), reshaped.begin())) {
+      out.eqns.push_back(e);
+      continue;
+    }
+    const Aval in = r->inputs[0].aval();
+    const Aval small = e.prim->abstract_eval(std::span<const Aval>(&in, 1), e.params).at(0);
+    ir::Equation sum{e.prim, {r->inputs[0]}, {ir::new_var(small)}, e.params};
+    ir::Equation shaped{&ops::reshape_p, {ir::Atom(sum.outputs[0])}, {e.outputs[0]},
+                        ir::Params{{"new_sizes", e.outputs[0]->aval.shape}}};
+    out.eqns.push_back(std::move(sum));
+    out.eqns.push_back(std::move(shaped));
+  }
+  return out;
+}
+
 }  // namespace
 
 ir::Program fuse(const ir::Program& p, const FusionOptions& opt) {
   if (!codegen_enabled()) return p;  // (merged products would copy their slices unfused)
   ir::Program merged = p;
   if (opt.merge_products) merge_products(merged);
-  return fuse_loop_nests(block_loop_steps(merged, opt.min_elements), opt);
+  return fuse_loop_nests(block_loop_steps(reduce_before_reshapes(merged), opt.min_elements), opt);
 }
 
 }  // namespace tessel::compiler

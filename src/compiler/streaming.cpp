@@ -632,7 +632,7 @@ const FusedKernel& kernel_of(const ir::Equation& e) { return e.params.get_object
 
 /// A loop nest that can be a member of a chain: one that keeps its domain's first dimension.
 bool streamable(const ir::Equation& e) {
-  if (!is_fused(e)) return false;
+  if (!is_fused(e) || kernel_of(e).has_columns()) return false;
   const GroupShape& s = kernel_of(e).shape();
   return !s.domain.empty() && s.kept >= 1 && s.domain[0] >= 1;
 }

@@ -8,6 +8,7 @@
 #include "core/shape_check.h"
 #include "ops/indexing.h"
 #include "ops/rule_util.h"
+#include "ops/shape.h"
 #include "ops/strided.h"
 
 namespace tessel::ops {
@@ -120,11 +121,15 @@ std::vector<ir::IndexCase> reshape_index_map(const ir::IndexMap& m, std::span<co
   return {{.at = im}};
 }
 
+}  // namespace
+
 const ir::Primitive& reshape_p = ir::register_primitive({
     .name = "reshape", .arity = {1, 1}, .abstract_eval = reshape_aval, .cpu_kernel = copy_kernel,
     .inplace = reshape_inplace, .fusion = ir::FusionKind::kShape, .index_map = reshape_index_map,
     .point_cost = 0, .jvp = jvp_linear, .transpose = reshape_transpose, .batch = reshape_batch,
     .sharding_rule = reshape_sharding_rule, .localize = reshape_localize});
+
+namespace {
 
 // ---- transpose[permutation]: output dim i is input dim permutation[i] ----
 

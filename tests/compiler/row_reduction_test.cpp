@@ -1,6 +1,7 @@
 // Vectorized fused reductions and row-phased loop nests (codegen.h, docs/performance.md):
 // fused sums stay within the documented error bound of a float64 reference (adversarial
-// cancellation, 10^7 elements), max/min keep JAX's NaN semantics, and user-written softmax,
+// cancellation, 10^7 elements), max/min keep JAX's NaN semantics, column sums (over leading
+// axes) fuse into the loop nest of their operand, and user-written softmax,
 // log-softmax, logsumexp, layer norm and RMS norm (and their gradients) compile to one
 // row-phased loop nest equal to the plain evaluation.
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <regex>
+#include <sstream>
 
 #include "compiler/codegen.h"
 #include "compiler/fusion.h"
@@ -122,7 +125,8 @@ TEST(RowReductions, TenMillionElementsWithCancellation) {
 TEST(RowReductions, FusedEqualUnfusedOnEveryReductionShapeWithNaNAndInf) {
   if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
   std::mt19937 rng(11);
-  for (ts::DType dtype : {ts::f32, ts::f64}) {
+  // (float16 and bfloat16 have no generated form: their reductions stay unfused kernels)
+  for (ts::DType dtype : {ts::f32, ts::f64, ts::f16, ts::bf16}) {
     for (int special = 0; special < 4; ++special) {
       std::vector<double> v(size_t(6 * 40 * 70));
       for (auto& x : v) x = double(int(rng() % 2001) - 1000) / 64;
@@ -138,7 +142,12 @@ TEST(RowReductions, FusedEqualUnfusedOnEveryReductionShapeWithNaNAndInf) {
           return std::vector<ts::Array>{ts::sum(y, axes), ts::max(y, axes), ts::min(y, axes)};
         };
         ts::ir::Program p = lower(f, {x});
-        auto fused = run(ts::compiler::fuse(p, fuse_everything()), {x});
+        const ts::ir::Program fused_program = ts::compiler::fuse(p, fuse_everything());
+        if (dtype == ts::f32 || dtype == ts::f64) {
+          for (const char* prim : {"reduce_sum", "reduce_max", "reduce_min"})
+            ASSERT_EQ(count_prim(fused_program, prim), 0u) << ts::ir::print_program(fused_program);
+        }
+        auto fused = run(fused_program, {x});
         auto plain = run(p, {x});
         for (size_t k = 0; k < 3; ++k) {
           auto a = ts::astype(fused[k], ts::f64).to_vector<double>();
@@ -148,7 +157,9 @@ TEST(RowReductions, FusedEqualUnfusedOnEveryReductionShapeWithNaNAndInf) {
             if (std::isnan(b[i])) {
               EXPECT_TRUE(std::isnan(a[i])) << "output " << k << " element " << i;
             } else if (k == 0 && std::isfinite(b[i])) {
-              EXPECT_NEAR(a[i], b[i], 1e-5 * 3 * 70 * 40 * 16) << "sum element " << i;  // |y| <= 3 * 16
+              // |y| <= 3 * 16; the half floats round each of the unfused partial sums
+              const double tol = dtype == ts::f16 || dtype == ts::bf16 ? 1e-2 * 3 * 70 * 40 * 16 : 1e-5 * 3 * 70 * 40 * 16;
+              EXPECT_NEAR(a[i], b[i], tol) << "sum element " << i;
             } else {
               EXPECT_EQ(a[i], b[i]) << "output " << k << " element " << i;
               EXPECT_EQ(std::signbit(a[i]), std::signbit(b[i])) << "output " << k << " element " << i;
@@ -347,6 +358,173 @@ TEST(RowPhased, NonLocalReadsKeepSeparateLoopNests) {
   EXPECT_EQ(count_prim(fused, "fused_rows"), 0u) << ts::ir::print_program(fused);
   auto got = run(fused, x)[0].to_vector<float>(), want = run(p, x)[0].to_vector<float>();
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i])));
+}
+
+// ---- column reductions (sums over leading axes) fuse into their producers ----
+
+/// Top-level equations of primitive `prim` in an executable's compiled text (lines indented
+/// by four spaces; the programs of fused steps are indented further).
+size_t top_level_steps(const std::string& text, const std::string& prim) {
+  std::istringstream in(text);
+  const std::regex step("^    [^ #].* = " + prim + "\\[.*");
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += std::regex_match(line, step);
+  return n;
+}
+
+/// A dense layer's bias and the layer-norm parameters' gradients are sums over the leading
+/// axes: the compiled program computes each in the loop nest of its operand, not as a
+/// reduction step of its own reading the operand again.
+TEST(ColumnReductions, BiasAndLayerNormGradientsFuseIntoTheirProducers) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  auto a = normal({{4, 64, 256}, {256}, {256}, {256}, {4, 64, 256}}, 21);
+  auto loss = [](const std::vector<ts::Array>& v) {
+    ts::Array y = ts::tanh(layer_norm(v[0], v[1], v[2]) + v[3]);
+    return ts::sum(y * v[4]);
+  };
+  auto g = ts::jit([loss](const std::vector<ts::Array>& v) { return ts::grad(loss)(v); });
+  const std::string text = g.lower(a).compile().as_text();
+  EXPECT_EQ(top_level_steps(text, "reduce_sum"), 0u) << text;
+  EXPECT_NE(text.find(":f32[256] = reduce_sum[axes=(0, 1)]"), std::string::npos) << text;  // inside a loop nest
+  auto got = g(a);
+  auto want = ts::grad(loss)(a);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 1; k < 4; ++k) {  // the three parameters' gradients
+    auto x = got[k].to_vector<float>(), y = want[k].to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 1e-4 * (1 + std::abs(y[i]))) << k << " " << i;
+  }
+}
+
+/// docs/performance.md's bound on a fused column sum of `n` terms: accumulated in float64
+/// per block of rows, the blocks summed in float64, one rounding to the output dtype (unit
+/// roundoff u).
+double column_bound(double u, int64_t n, double abs_sum, double exact) {
+  return u * std::abs(exact) + double(n) * std::ldexp(1.0, -53) * abs_sum + 1e-300;
+}
+
+/// Random element-wise producers and sums, max and min over leading axes (one or two, with
+/// an element-wise root of the same loop nest beside them): fused equal the unfused kernels
+/// (sums within the bound of a long double reference, max and min exactly), with NaN and
+/// infinities.
+TEST(ColumnReductions, FusedEqualUnfusedWithinTheBound) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  std::mt19937 rng(31);
+  struct Case {
+    ts::Shape shape;
+    ts::Axes axes;
+  };
+  int op = 0;  // the producer: one per shape (a kernel to compile per shape and dtype)
+  for (const Case& c : {Case{{300, 70}, {0}}, Case{{5, 37, 130}, {0}}, Case{{5, 37, 130}, {0, 1}},
+                        Case{{3, 4, 65, 9}, {0, 1, 2}}}) {
+    op = (op + 1) % 3;
+    for (ts::DType dtype : {ts::f32, ts::f64}) {
+      const double u = std::ldexp(1.0, dtype == ts::f32 ? -24 : -53);
+      for (int special = 0; special < 3; ++special) {
+        int64_t size = 1;
+        for (int64_t d : c.shape) size *= d;
+        std::vector<double> v = adversarial(size_t(size), rng());
+        for (size_t i = 0; i < v.size(); i += 89 + size_t(special) * 7) {
+          if (special == 1) v[i] = std::numeric_limits<double>::quiet_NaN();
+          if (special == 2) v[i] = (i / 89) % 2 ? std::numeric_limits<double>::infinity() : -0.0;
+        }
+        ts::Array x = ts::Array(v, c.shape).astype(dtype);
+        auto f = [axes = c.axes, op](std::span<const ts::Array> a) {
+          ts::Array y = op == 0 ? a[0] * 0.5 : op == 1 ? ts::abs(a[0]) * -0.25 : a[0] * 0.5 + ts::abs(a[0]) * 0.25;
+          return std::vector<ts::Array>{y * 2.0, ts::sum(y, axes), ts::max(y, axes), ts::min(y, axes)};
+        };
+        ts::ir::Program p = lower(f, {x});
+        ts::compiler::FusionOptions options = fuse_everything();
+        options.store_shared_values = false;  // (else a small domain stores y for its four readers)
+        const ts::ir::Program fused_program = ts::compiler::fuse(p, options);
+        for (const char* prim : {"reduce_sum", "reduce_max", "reduce_min"})
+          ASSERT_EQ(count_prim(fused_program, prim), 0u) << ts::ir::print_program(fused_program);
+        ASSERT_EQ(count_prim(fused_program, "fused"), 1u) << ts::ir::print_program(fused_program);  // one loop nest
+        auto fused = run(fused_program, {x});
+        auto plain = run(p, {x});
+        // The long double reference of the sums, from the rounded input.
+        const auto xs = ts::astype(x, ts::f64).to_vector<double>();
+        const auto ys = ts::astype(run(p, {x})[0], ts::f64).to_vector<double>();  // 2 y, exact
+        const int64_t cols = fused[1].size(), n = int64_t(xs.size()) / cols;
+        for (size_t k = 0; k < 4; ++k) {
+          auto a = ts::astype(fused[k], ts::f64).to_vector<double>();
+          auto b = ts::astype(plain[k], ts::f64).to_vector<double>();
+          ASSERT_EQ(a.size(), b.size());
+          for (size_t j = 0; j < a.size(); ++j) {
+            if (std::isnan(b[j])) {
+              ASSERT_TRUE(std::isnan(a[j])) << "output " << k << " element " << j;
+            } else if (k == 1 && std::isfinite(b[j])) {
+              long double s = 0, abs_sum = 0;
+              for (int64_t r = 0; r < n; ++r) {
+                const long double y = (long double)ys[size_t(r * cols) + j] / 2;
+                s += y;
+                abs_sum += y < 0 ? -y : y;
+              }
+              const double bound = column_bound(u, n, double(abs_sum), double(s));
+              ASSERT_LE(std::abs(a[j] - double(s)), bound) << "column " << j;
+              ASSERT_LE(std::abs(a[j] - b[j]), bound + double(n) * u * double(abs_sum)) << "column " << j;
+            } else {
+              ASSERT_EQ(a[j], b[j]) << "output " << k << " element " << j;
+              ASSERT_EQ(std::signbit(a[j]), std::signbit(b[j])) << "output " << k << " element " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/// 10^7 terms with cancellation summed over the leading axis (many blocks of rows): within
+/// the bound of the long double sums.
+TEST(ColumnReductions, TenMillionTermsWithCancellation) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const int64_t rows = 100000, cols = 100;
+  std::vector<double> v = adversarial(size_t(rows * cols), 7);
+  ts::Array x = ts::Array(v, {rows, cols}).astype(ts::f32);
+  auto f = [](std::span<const ts::Array> a) { return std::vector<ts::Array>{ts::sum(a[0] * 0.5 + 1.0, {0})}; };
+  ts::ir::Program p = lower(f, {x});
+  const ts::ir::Program fused_program = ts::compiler::fuse(p, fuse_everything());
+  ASSERT_EQ(count_prim(fused_program, "reduce_sum"), 0u) << ts::ir::print_program(fused_program);
+  const auto got = ts::astype(run(fused_program, {x})[0], ts::f64).to_vector<double>();
+  const auto xs = ts::astype(x, ts::f64).to_vector<double>();
+  for (int64_t j = 0; j < cols; ++j) {
+    long double s = 0, abs_sum = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const long double y = (long double)xs[size_t(r * cols + j)] * 0.5L + 1;
+      s += y;
+      abs_sum += y < 0 ? -y : y;
+    }
+    // + 1 rounds once per element in float32: one more u per |y|
+    const double u = std::ldexp(1.0, -24);
+    EXPECT_LE(std::abs(got[size_t(j)] - double(s)), column_bound(u, rows, double(abs_sum), double(s)) + u * double(abs_sum))
+        << "column " << j;
+  }
+}
+
+/// Attention's bias gradients sum the heads' gradients after a reshape merges the heads
+/// into the model dimension: the sum moves before the reshape (which keeps the summed
+/// leading dimensions) and joins the loop nest that computes the heads' gradients.
+TEST(ColumnReductions, SumsOfMergedHeadsJoinTheLoopNestOfTheHeads) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  auto a = normal({{4, 8, 64, 32}}, 41);
+  auto f = [](std::span<const ts::Array> v) {
+    ts::Array heads = ts::transpose(ts::tanh(v[0]), ts::Axes{0, 2, 1, 3});  // [4, 64, 8, 32]
+    ts::Array merged = ts::reshape(heads, {4, 64, 256});
+    return std::vector<ts::Array>{merged * 2.0, ts::sum(merged, {0, 1})};
+  };
+  ts::ir::Program p = lower(f, a);
+  const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything());
+  EXPECT_EQ(count_prim(fused, "reduce_sum"), 0u) << ts::ir::print_program(fused);
+  bool in_heads_nest = false;  // the sum is an output of the loop nest over [4, 64, 8, 32]
+  for (const auto& e : fused.eqns)
+    if (e.prim->name == "fused")
+      for (const auto& o : e.outputs) in_heads_nest |= o->aval.shape == ts::Shape{8, 32};
+  EXPECT_TRUE(in_heads_nest) << ts::ir::print_program(fused);
+  auto got = run(fused, a), want = run(p, a);
+  for (size_t k = 0; k < 2; ++k) {
+    auto x = got[k].to_vector<float>(), y = want[k].to_vector<float>();
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 1e-5 * (1 + std::abs(y[i]))) << k << " " << i;
+  }
 }
 
 }  // namespace
