@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -67,6 +68,7 @@ double mean(const std::vector<double>& v) {
 
 struct Bubble {
   double measured = 1, simulated = 1, imbalance = 1;
+  std::vector<pp::TimelineEvent> timeline;  // of the step measured
 };
 
 // The step of the smallest measured bubble among a few, with the bubble `simulate` gives
@@ -89,6 +91,7 @@ Bubble measured_bubble(const pp::Schedule& schedule, const pp::RemoteMpmdMesh& m
     if (measured >= best.measured) continue;
     const pp::TaskTimes times = pp::measured_task_times(timeline);
     best.measured = measured;
+    best.timeline = timeline;
     best.simulated = pp::simulate(step.plan(), times).bubble_fraction;
     std::vector<double> stage(2, 0.0);
     for (auto& [key, us] : times.per_task) stage[size_t(std::get<1>(key))] += us;
@@ -111,6 +114,12 @@ int driver() {
   tb::report("pipeline.bubble_excess", std::max(gpipe.measured, one.measured) / theory, "ratio");
   tb::report("pipeline.bubble_vs_simulated",
              std::max(gpipe.measured / gpipe.simulated, one.measured / one.simulated), "ratio");
+  // The measured steps as Chrome traces (`PREFIX_gpipe.json`, `PREFIX_1f1b.json`), to see
+  // where the idle time beyond the simulated bubble goes.
+  if (const char* prefix = std::getenv("TESSEL_BENCH_TRACE")) {
+    pp::write_chrome_trace(std::string(prefix) + "_gpipe.json", gpipe.timeline);
+    pp::write_chrome_trace(std::string(prefix) + "_1f1b.json", one.timeline);
+  }
 
   pp::PipelineOptions opts;
   opts.num_microbatches = 8;
