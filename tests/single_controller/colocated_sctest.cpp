@@ -27,6 +27,9 @@ ts::Array slowly_plus_one(const ts::Array& x) {
   return x + 1;
 }
 
+// 1 where the argument is weakly typed on the worker (a C++ int is), else 0.
+ts::Array weak_flag(const ts::Array& x) { return ts::device_put(ts::Array(int(x.weak_type())), x.sharding()); }
+
 // The process that ran the call, as an array on the input's devices.
 ts::Array process_of(const ts::Array& x) { return x * 0 + ts::process_index(); }
 
@@ -62,6 +65,7 @@ TESSEL_REGISTER_COLOCATED(scaled_by_key_length);
 TESSEL_REGISTER_COLOCATED(times_ten);
 TESSEL_REGISTER_COLOCATED(slowly_plus_one);
 TESSEL_REGISTER_COLOCATED(process_of);
+TESSEL_REGISTER_COLOCATED(weak_flag);
 TESSEL_REGISTER_COLOCATED_CLASS(Counter, int);
 TESSEL_REGISTER_COLOCATED_METHOD(Counter, add);
 
@@ -85,6 +89,25 @@ TEST_F(SingleControllerColocated, RunsOnTheWorkerOwningTheDevice) {
     EXPECT_EQ(p.item<int>(), d.process_index());
     EXPECT_EQ(where.out_spec_discoveries(), 1u);
     EXPECT_EQ(co::colocated(times_ten).specialize({.out_specs_fn = same})(x).item<int>(), 70);
+  }
+}
+
+// A value the function computed is kept on the worker as the output itself (not rebuilt
+// around its buffer), and still with the output spec's aval: `x * 10` of a weak scalar is
+// weak where it is computed, the output made of it is not.
+TEST_F(SingleControllerColocated, ComputedResultsTakeTheOutputSpecsAval) {
+  auto tens = co::colocated(times_ten).specialize({.out_specs_fn = same});
+  auto weak = co::colocated(weak_flag).specialize({.out_specs_fn = same});
+  for (const ts::Device& d : workers) {
+    ts::Array x = ts::device_put(ts::Array(3), d);
+    EXPECT_EQ(weak(x).item<int>(), 1) << "a C++ int stays weak on the worker";
+    ts::Array y = tens(x);
+    EXPECT_EQ(weak(y).item<int>(), 0);
+    EXPECT_EQ(y.item<int>(), 30);
+    ts::Array z = tens(y);
+    EXPECT_EQ(weak(z).item<int>(), 0);
+    EXPECT_EQ(z.item<int>(), 300);
+    EXPECT_EQ(z.device(), d);
   }
 }
 
