@@ -22,6 +22,8 @@
 //                          when stages are tiny (4 x 4): what dispatching an instruction
 //                          costs (receives are left out: they wait for the peer) (goal <= 20)
 //   pipeline.step_tiny_us  one whole step of the tiny pipeline (16 tasks per worker)
+// TESSEL_BENCH_TRACE=prefix writes the measured GPipe and 1F1B steps (the ones reported) as
+// Chrome traces, prefix_gpipe.json and prefix_1f1b.json.
 // Run alone: it starts itself under `mpirun -np 5` as the driver (2 workers for the bubble
 // and overhead figures, 4 for the data-parallel one).
 #include <unistd.h>
