@@ -1114,12 +1114,12 @@ WorkerStats worker_stats(int process) {
   return st;
 }
 
-Array lookup(uint64_t id, const std::string& what) {
+Array lookup(uint64_t id, std::string_view what) {
   State& s = state();
   std::lock_guard lock(s.table_mu);
   auto it = s.table.find(id);
   if (it == s.table.end())
-    throw Error(what + ": worker process " + std::to_string(mpi::world_rank()) + " holds no array with id " +
+    throw Error(std::string(what) + ": worker process " + std::to_string(mpi::world_rank()) + " holds no array with id " +
                 std::to_string(id) + " (freed already?)");
   if (it->second.error) std::rethrow_exception(it->second.error);
   return it->second.array;

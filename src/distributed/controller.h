@@ -153,8 +153,9 @@ void store(uint64_t id, Array a);
 /// Worker: keeps the error that producing `id` raised; `lookup` rethrows it.
 void store_error(uint64_t id, std::exception_ptr error);
 /// Worker: the array kept under `id`; rethrows the error that producing it raised; Error
-/// naming `what` for an id that is not (or no longer) kept.
-Array lookup(uint64_t id, const std::string& what);
+/// naming `what` for an id that is not (or no longer) kept. (`what` is a view: every call
+/// and fetch looks its arrays up, mostly with a literal.)
+Array lookup(uint64_t id, std::string_view what);
 // ---- objects held by workers (programs, pipelines, call frames) ----
 
 /// Worker: keeps `object` under `id` (an id from the driver's new_id) until the driver
