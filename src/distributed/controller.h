@@ -106,6 +106,11 @@ std::string request(int process, const std::string& kind, std::string_view paylo
 
 // ---- handlers (worker side) ----
 
+/// Worker: how its server waits for the next message now: Wait::long_work while work that
+/// handed serving over (run_while_others_serve, e.g. a pipelined step) still runs, so that
+/// the server does not spin on the cores that work needs; else Wait::prompt.
+Wait serving_wait();
+
 /// The answer to one message: call `ok` or `fail` once, from any thread (a handler that
 /// must wait hands its Reply to another thread, so the worker goes on serving). Messages
 /// sent with `post` ignore it.
