@@ -22,12 +22,15 @@
 //                          when stages are tiny (4 x 4): what dispatching an instruction
 //                          costs (receives are left out: they wait for the peer) (goal <= 20)
 //   pipeline.step_tiny_us  one whole step of the tiny pipeline (16 tasks per worker)
+// TESSEL_BENCH_TRACE=prefix writes the measured GPipe and 1F1B steps (the ones reported) as
+// Chrome traces, prefix_gpipe.json and prefix_1f1b.json.
 // Run alone: it starts itself under `mpirun -np 5` as the driver (2 workers for the bubble
 // and overhead figures, 4 for the data-parallel one).
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -67,6 +70,7 @@ double mean(const std::vector<double>& v) {
 
 struct Bubble {
   double measured = 1, simulated = 1, imbalance = 1;
+  std::vector<pp::TimelineEvent> timeline;  // of the step measured
 };
 
 // The step of the smallest measured bubble among a few, with the bubble `simulate` gives
@@ -89,6 +93,7 @@ Bubble measured_bubble(const pp::Schedule& schedule, const pp::RemoteMpmdMesh& m
     if (measured >= best.measured) continue;
     const pp::TaskTimes times = pp::measured_task_times(timeline);
     best.measured = measured;
+    best.timeline = timeline;
     best.simulated = pp::simulate(step.plan(), times).bubble_fraction;
     std::vector<double> stage(2, 0.0);
     for (auto& [key, us] : times.per_task) stage[size_t(std::get<1>(key))] += us;
@@ -111,6 +116,12 @@ int driver() {
   tb::report("pipeline.bubble_excess", std::max(gpipe.measured, one.measured) / theory, "ratio");
   tb::report("pipeline.bubble_vs_simulated",
              std::max(gpipe.measured / gpipe.simulated, one.measured / one.simulated), "ratio");
+  // The measured steps as Chrome traces (`PREFIX_gpipe.json`, `PREFIX_1f1b.json`), to see
+  // where the idle time beyond the simulated bubble goes.
+  if (const char* prefix = std::getenv("TESSEL_BENCH_TRACE")) {
+    pp::write_chrome_trace(std::string(prefix) + "_gpipe.json", gpipe.timeline);
+    pp::write_chrome_trace(std::string(prefix) + "_1f1b.json", one.timeline);
+  }
 
   pp::PipelineOptions opts;
   opts.num_microbatches = 8;

@@ -122,6 +122,17 @@ Array output_of(const OutputTemplate& t, Array&& result) {
   const auto* c = tessel::detail::as_concrete(result);
   if (!c) throw Error("internal: colocated: a checked result is not concrete");
   const bool sole = result.impl().use_count() == 1;
+  // The common case, a value the function computed on the output's one device that nothing
+  // else holds: it becomes the output as it is, given the output's aval (its weak type may
+  // differ) and committed, as the general path below would make it (no new array, no
+  // vector of pieces).
+  if (sole && c->on_one_local_device() && !c->remote && t.local_devices.size() == 1 &&
+      t.local_devices[0] == c->device() && c->buffer().use_count() == 1 && !c->buffer()->is_donated()) {
+    auto* own = const_cast<tessel::detail::ConcreteArray*>(c);  // sole: nobody else sees it change
+    own->aval = t.aval;
+    own->committed = true;
+    return std::move(result);
+  }
   std::span<const std::shared_ptr<tessel::detail::Buffer>> pieces = c->shards();
   std::vector<std::shared_ptr<tessel::detail::Buffer>> shards(t.local_devices.size());
   for (size_t pos = 0; pos < shards.size(); ++pos) {

@@ -553,11 +553,23 @@ struct Serving {
   int idle_followers = 0;
   std::vector<std::thread> followers;
   const std::function<void()>* on_takeover = nullptr;  // of the work being handed over
+  // Long work still running on threads that handed serving over. While there is any, the
+  // server polls briefly and then sleeps (Wait::long_work) instead of spinning 2 ms after
+  // each message: on a machine with few cores the spin took them from that work (a
+  // pipelined step's compute), and the messages that arrive meanwhile (the next step, a
+  // read that waits for this one) are not in a hurry.
+  std::atomic<int> handed_over{0};
 };
 Serving& serving() {
   static auto* s = new Serving();
   return *s;
 }
+
+}  // namespace
+
+Wait serving_wait() { return serving().handed_over.load(std::memory_order_relaxed) > 0 ? Wait::long_work : Wait::prompt; }
+
+namespace {
 
 void serve_messages();
 
@@ -583,6 +595,7 @@ bool follow() {
     }
   }
   sv.server = std::this_thread::get_id();
+  sv.handed_over.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -656,7 +669,7 @@ void serve_messages() {
   State& s = state();
   Serving& sv = serving();
   PostedReceive& in = posted_receive();
-  Backoff backoff;
+  Backoff backoff(serving_wait());
   auto last_check = std::chrono::steady_clock::now();
   while (!s.stop_requested) {
     int done = 0;
@@ -680,7 +693,7 @@ void serve_messages() {
     const Message message = take_message(in, status);
     in.post();  // the next message may arrive while this one runs
     dispatch(message.bytes);
-    backoff = Backoff();
+    backoff = Backoff(serving_wait());
     std::lock_guard lock(sv.mu);  // only a handler can have handed serving over
     if (sv.server != std::this_thread::get_id()) return;
   }
@@ -1018,7 +1031,7 @@ void run_while_others_serve(const std::function<void()>& fn, const std::function
       std::lock_guard lock(sv.mu);
       if (sv.on_takeover == &hook) sv.on_takeover = nullptr;
       if (sv.server == me) sv.successor_wanted = false;  // nobody took over: go on serving
-      // else serve_messages sees another server and this thread becomes a follower
+      else sv.handed_over.fetch_sub(1, std::memory_order_relaxed);  // and this thread becomes a follower
     }
   } done{sv, on_takeover, me};
   fn();
@@ -1114,12 +1127,12 @@ WorkerStats worker_stats(int process) {
   return st;
 }
 
-Array lookup(uint64_t id, const std::string& what) {
+Array lookup(uint64_t id, std::string_view what) {
   State& s = state();
   std::lock_guard lock(s.table_mu);
   auto it = s.table.find(id);
   if (it == s.table.end())
-    throw Error(what + ": worker process " + std::to_string(mpi::world_rank()) + " holds no array with id " +
+    throw Error(std::string(what) + ": worker process " + std::to_string(mpi::world_rank()) + " holds no array with id " +
                 std::to_string(id) + " (freed already?)");
   if (it->second.error) std::rethrow_exception(it->second.error);
   return it->second.array;

@@ -106,6 +106,11 @@ std::string request(int process, const std::string& kind, std::string_view paylo
 
 // ---- handlers (worker side) ----
 
+/// Worker: how its server waits for the next message now: Wait::long_work while work that
+/// handed serving over (run_while_others_serve, e.g. a pipelined step) still runs, so that
+/// the server does not spin on the cores that work needs; else Wait::prompt.
+Wait serving_wait();
+
 /// The answer to one message: call `ok` or `fail` once, from any thread (a handler that
 /// must wait hands its Reply to another thread, so the worker goes on serving). Messages
 /// sent with `post` ignore it.
@@ -153,8 +158,9 @@ void store(uint64_t id, Array a);
 /// Worker: keeps the error that producing `id` raised; `lookup` rethrows it.
 void store_error(uint64_t id, std::exception_ptr error);
 /// Worker: the array kept under `id`; rethrows the error that producing it raised; Error
-/// naming `what` for an id that is not (or no longer) kept.
-Array lookup(uint64_t id, const std::string& what);
+/// naming `what` for an id that is not (or no longer) kept. (`what` is a view: every call
+/// and fetch looks its arrays up, mostly with a literal.)
+Array lookup(uint64_t id, std::string_view what);
 // ---- objects held by workers (programs, pipelines, call frames) ----
 
 /// Worker: keeps `object` under `id` (an id from the driver's new_id) until the driver

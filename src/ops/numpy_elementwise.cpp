@@ -1,6 +1,7 @@
 // jax.numpy-level element-wise functions and operators, composed from the primitives of
 // elementwise.cpp: dtype promotion (to float for transcendental functions), divide,
 // floor_divide, remainder, where, clip, isnan/isinf, logical_* and bitwise_*, complex parts.
+#include <array>
 #include <limits>
 #include <numbers>
 
@@ -32,24 +33,27 @@ enum class Promote {
 };
 
 /// The operands promoted, checked against the dtype classes `mask` and broadcast.
-std::vector<Array> promoted(const std::string& op, const Array& a, const Array& b, Promote how, uint8_t mask) {
+// (In a std::array: every eager binary operation comes through here, and a vector would
+// allocate.)
+std::array<Array, 2> promoted(const std::string& op, const Array& a, const Array& b, Promote how, uint8_t mask) {
   PromotedType t = promote_types(a.dtype(), a.weak_type(), b.dtype(), b.weak_type());
   if (how == Promote::kInexact) t.dtype = to_inexact(t.dtype);
   if (how == Promote::kNumeric && is_bool(t.dtype)) t = {default_int, false};
   check_class(op, t.dtype, mask);
-  std::vector<Array> xs{convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)};
+  std::array<Array, 2> xs{convert(a, t.dtype, t.weak), convert(b, t.dtype, t.weak)};
   // Equal shapes, or a scalar operand (the kernels take rank-0 operands as they are), need
   // no broadcast: the common small case skips the shape vectors broadcast_all builds.
   const Shape& sa = xs[0].shape();
   const Shape& sb = xs[1].shape();
   if (sa == sb || sa.empty() || sb.empty()) return xs;
-  return broadcast_all(op, std::move(xs));
+  std::vector<Array> both = broadcast_all(op, {std::move(xs[0]), std::move(xs[1])});
+  return {std::move(both[0]), std::move(both[1])};
 }
 
 Array binary(const Elementwise& e, const std::string& op, const Array& a, const Array& b,
              Promote how = Promote::kAsIs) {
-  auto xs = promoted(op, a, b, how, e.mask);
-  return bind1(e.prim, {xs[0], xs[1]});
+  const std::array<Array, 2> xs = promoted(op, a, b, how, e.mask);
+  return bind1(e.prim, std::span<const Array>(xs));
 }
 
 /// An integer divisor with its zeros replaced by 1: jnp.remainder and jnp.fmod give 0 there.

@@ -10,9 +10,12 @@
 #include <optional>
 #include <thread>
 
+#include <sys/prctl.h>
+
 #include "core/array_impl.h"
 #include "core/buffer.h"
 #include "core/device_impl.h"
+#include "core/thread.h"
 #include "distributed/controller.h"
 #include "distributed/mpi.h"
 #include "ir/sharding_rule.h"
@@ -77,11 +80,22 @@ int wire_tag(const Loaded& p, uint64_t step, int transfer) {
   return 1 + int(step % uint64_t(windows)) * per_step + transfer;
 }
 
+// How a step's thread waits for a transfer: polls without a system call for kWaitSpin (a
+// value already on its way arrives within microseconds), then tests every kWaitPause,
+// sleeping between, with the thread's timer slack cut to 1 us so that a pause is ~20 us
+// and not the default 70. The waiting worker's peer is computing what it waits for: a
+// waiter that polled with sched_yield for thousands of rounds (milliseconds) took a
+// share of the cores from that computation, on a machine with fewer cores than threads.
+constexpr auto kWaitSpin = std::chrono::microseconds(50), kWaitPause = std::chrono::microseconds(20);
+
 // Waits for `req`, giving up (with the error every stopped worker reports) when another
 // worker says that this step failed there.
 void wait_watching(MPI_Request& req, uint64_t step) {
   MPI_Comm comm = ctl::peer_comm();
-  for (int polls = 0;; ++polls) {
+  thread_local const bool fine_sleeps = ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
+  (void)fine_sleeps;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
     int done = 0;
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (done) return;
@@ -98,8 +112,7 @@ void wait_watching(MPI_Request& req, uint64_t step) {
                     " failed in the same step");
       }
     }
-    if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    else std::this_thread::yield();
+    if (std::chrono::steady_clock::now() - start >= kWaitSpin) std::this_thread::sleep_for(kWaitPause);
   }
 }
 
@@ -215,6 +228,85 @@ Array finish_all_reduce(PendingReduce& r, uint64_t step, DeviceImpl* device) {
   return sum;
 }
 
+// Drives a step's posted transfers while its thread computes a task. MPI moves a message
+// above its eager size only inside MPI calls of the two processes, so a receive whose data
+// arrives during a task was copied only at the next task boundary or at its wait, on the
+// critical path (most of the measured bubble beyond the simulated one: docs/pipeline.md).
+// While a task runs, a helper thread tests the posted requests every kEvery, sleeping
+// between; it sleeps on a condition variable once none is left or no task runs. Started
+// only for a step that posts a large transfer (small ones complete on their own). `mu` is
+// held by the step's thread except while it computes: the helper's tests and the step's
+// own MPI calls on these requests never overlap.
+class TransferProgress {
+ public:
+  static constexpr size_t kLargeBytes = 4096;  // Open MPI's shared-memory eager limit
+  static constexpr auto kEvery = std::chrono::microseconds(50);
+
+  // `test` tests every posted request, true while any is still pending; called with `mu` held.
+  explicit TransferProgress(std::function<bool()> test) : test_(std::move(test)) {}
+  TransferProgress(const TransferProgress&) = delete;
+  TransferProgress& operator=(const TransferProgress&) = delete;
+  ~TransferProgress() {
+    {
+      std::lock_guard lock(mu);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::mutex mu;
+
+  // A transfer of `nbytes` was posted (with `mu` held).
+  void posted(size_t nbytes) { large_ |= nbytes >= kLargeBytes; }
+
+  // Lets the helper test while a task computes: releases `lock` (on `mu`) for the scope's
+  // life, and takes it back at its end, also when the task throws.
+  class Computing {
+   public:
+    Computing(TransferProgress& p, std::unique_lock<std::mutex>& lock) : p_(p), lock_(lock) {
+      if (p_.large_ && !p_.thread_.joinable())
+        p_.thread_ = tessel::detail::start_thread("a pipelined step's transfer progress", [&p = p_] { p.run(); });
+      p_.computing_ = true;
+      ++p_.task_;
+      lock_.unlock();
+      p_.cv_.notify_one();
+    }
+    ~Computing() {
+      lock_.lock();
+      p_.computing_ = false;
+    }
+
+   private:
+    TransferProgress& p_;
+    std::unique_lock<std::mutex>& lock_;
+  };
+
+ private:
+  void run() {
+    std::unique_lock lock(mu);
+    uint64_t tested = 0;  // the last task whose transfers were all done
+    while (!stop_) {
+      cv_.wait(lock, [&] { return stop_ || (computing_ && task_ != tested); });
+      while (!stop_ && computing_) {
+        if (!test_()) {
+          tested = task_;
+          break;
+        }
+        lock.unlock();
+        std::this_thread::sleep_for(kEvery);
+        lock.lock();
+      }
+    }
+  }
+
+  std::function<bool()> test_;
+  std::condition_variable cv_;
+  std::thread thread_;
+  bool large_ = false, computing_ = false, stop_ = false;
+  uint64_t task_ = 0;
+};
+
 std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std::vector<uint64_t>& in_ids,
                                       std::vector<Array>& results) {
   std::map<int64_t, Array> slots;
@@ -237,17 +329,23 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
   // MPI moves a large message only inside MPI calls of its two processes: a worker about to
   // compute lets the transfers it has posted go on first (a receive whose sender is ready
   // copies its data now, not at its wait), at every task boundary.
+  // True while any posted transfer is not done.
   auto progress = [&] {
     int done = 0;
+    bool pending = false;
     for (auto& [slot_id, r] : recvs)
-      if (r.req != MPI_REQUEST_NULL) MPI_Test(&r.req, &done, MPI_STATUS_IGNORE);
+      if (r.req != MPI_REQUEST_NULL) MPI_Test(&r.req, &done, MPI_STATUS_IGNORE), pending |= r.req != MPI_REQUEST_NULL;
     for (auto& [tag, r] : reductions)
       for (MPI_Request& req : r.reqs)
-        if (req != MPI_REQUEST_NULL) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (req != MPI_REQUEST_NULL) MPI_Test(&req, &done, MPI_STATUS_IGNORE), pending |= req != MPI_REQUEST_NULL;
     std::erase_if(sends, [&](Pending& s) {
       return s.req == MPI_REQUEST_NULL || (MPI_Test(&s.req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done);
     });
+    return pending || !sends.empty();
   };
+  // Declared after what `progress` touches, so that its helper ends first.
+  TransferProgress transfers(progress);
+  std::unique_lock transfers_lock(transfers.mu);
   try {
     for (const Instruction& in : p.stream) {
       const double t0 = now_us();
@@ -269,6 +367,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           r.aval = in.aval;
           mpi::check(MPI_Irecv(buf->data(), block.count(), block.type(), p.process_of(in.peer), wire_tag(p, step, in.tag), comm, &r.req),
                      "MPI_Irecv", "pipelined");
+          transfers.posted(in.aval.nbytes());
           break;
         }
         case Op::wait: {
@@ -285,11 +384,13 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
           progress();
           std::vector<Array> args;
           for (int64_t s : in.ins) args.push_back(slot(s));
-          std::vector<Array> outs = tessel::detail::jit_call(*p.segments.at(in.segment), args);
-          for (size_t k = 0; k < outs.size(); ++k) {
-            outs[k].block_until_ready();
-            slots[in.outs[k]] = outs[k];
+          std::vector<Array> outs;
+          {
+            TransferProgress::Computing computing(transfers, transfers_lock);
+            outs = tessel::detail::jit_call(*p.segments.at(in.segment), args);
+            for (const Array& o : outs) o.block_until_ready();
           }
+          for (size_t k = 0; k < outs.size(); ++k) slots[in.outs[k]] = outs[k];
           if (in.task.microbatch < 0)  // the epilogue: once per step, after the stage tasks
             events.push_back({0, "epilogue", "epilogue", in.task.stage, -1, t0, now_us()});
           else
@@ -306,6 +407,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
                                comm, &req),
                      "MPI_Isend", "pipelined");
           sends.push_back({req, a});
+          transfers.posted(a.aval().nbytes());
           events.push_back({0, in.to_string(), "send", -1, -1, t0, now_us()});
           break;
         }
@@ -337,6 +439,7 @@ std::vector<TimelineEvent> run_stream(const Loaded& p, uint64_t step, const std:
         }
         case Op::all_reduce_start:
           reductions.emplace(in.tag, start_all_reduce(p, step, in, slot(in.ins[0]), first));
+          transfers.posted(in.aval.nbytes());
           break;
         case Op::all_reduce_wait: {
           auto it = reductions.find(in.tag);

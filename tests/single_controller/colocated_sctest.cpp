@@ -27,6 +27,20 @@ ts::Array slowly_plus_one(const ts::Array& x) {
   return x + 1;
 }
 
+// Runs for 300 ms on the worker: another thread takes over serving meanwhile.
+ts::Array sleepy_identity(const ts::Array& x) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  return x;
+}
+
+// 1 while the worker's server waits as for long work (ctl::serving_wait), else 0.
+ts::Array serving_for_long_work(const ts::Array& x) {
+  return ts::device_put(ts::Array(int(ctl::serving_wait() == ctl::Wait::long_work)), x.sharding());
+}
+
+// 1 where the argument is weakly typed on the worker (a C++ int is), else 0.
+ts::Array weak_flag(const ts::Array& x) { return ts::device_put(ts::Array(int(x.weak_type())), x.sharding()); }
+
 // The process that ran the call, as an array on the input's devices.
 ts::Array process_of(const ts::Array& x) { return x * 0 + ts::process_index(); }
 
@@ -62,6 +76,9 @@ TESSEL_REGISTER_COLOCATED(scaled_by_key_length);
 TESSEL_REGISTER_COLOCATED(times_ten);
 TESSEL_REGISTER_COLOCATED(slowly_plus_one);
 TESSEL_REGISTER_COLOCATED(process_of);
+TESSEL_REGISTER_COLOCATED(weak_flag);
+TESSEL_REGISTER_COLOCATED(sleepy_identity);
+TESSEL_REGISTER_COLOCATED(serving_for_long_work);
 TESSEL_REGISTER_COLOCATED_CLASS(Counter, int);
 TESSEL_REGISTER_COLOCATED_METHOD(Counter, add);
 
@@ -86,6 +103,51 @@ TEST_F(SingleControllerColocated, RunsOnTheWorkerOwningTheDevice) {
     EXPECT_EQ(where.out_spec_discoveries(), 1u);
     EXPECT_EQ(co::colocated(times_ten).specialize({.out_specs_fn = same})(x).item<int>(), 70);
   }
+}
+
+// A value the function computed is kept on the worker as the output itself (not rebuilt
+// around its buffer), and still with the output spec's aval: `x * 10` of a weak scalar is
+// weak where it is computed, the output made of it is not.
+TEST_F(SingleControllerColocated, ComputedResultsTakeTheOutputSpecsAval) {
+  auto tens = co::colocated(times_ten).specialize({.out_specs_fn = same});
+  auto weak = co::colocated(weak_flag).specialize({.out_specs_fn = same});
+  for (const ts::Device& d : workers) {
+    ts::Array x = ts::device_put(ts::Array(3), d);
+    EXPECT_EQ(weak(x).item<int>(), 1) << "a C++ int stays weak on the worker";
+    ts::Array y = tens(x);
+    EXPECT_EQ(weak(y).item<int>(), 0);
+    EXPECT_EQ(y.item<int>(), 30);
+    ts::Array z = tens(y);
+    EXPECT_EQ(weak(z).item<int>(), 0);
+    EXPECT_EQ(z.item<int>(), 300);
+    EXPECT_EQ(z.device(), d);
+  }
+}
+
+// While a call that handed serving over still runs on a worker, the server there polls
+// briefly and then sleeps (it does not spin on the cores that call needs); once the call
+// ended, it spins again for prompt replies.
+TEST_F(SingleControllerColocated, TheServerSleepsWhileLongWorkRuns) {
+  auto sleepy = co::colocated(sleepy_identity).specialize({.out_specs_fn = same});
+  auto mode = co::colocated(serving_for_long_work).specialize({.out_specs_fn = same});
+  const ts::Device& d = workers.front();
+  ts::Array x = ts::device_put(ts::Array(5), d);
+  EXPECT_EQ(mode(x).item<int>(), 0) << "nothing long runs";
+  // Asked from another thread (its own caller queue) while the long call runs, until seen.
+  auto until = [&](int want, std::chrono::milliseconds limit) {
+    int got = -1;
+    std::thread asker([&] {
+      const auto start = std::chrono::steady_clock::now();
+      while ((got = mode(x).item<int>()) != want && std::chrono::steady_clock::now() - start < limit)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
+    asker.join();
+    return got;
+  };
+  ts::Array s = sleepy(x);
+  EXPECT_EQ(until(1, std::chrono::milliseconds(250)), 1) << "the server while the long call runs";
+  EXPECT_EQ(s.item<int>(), 5);
+  EXPECT_EQ(until(0, std::chrono::milliseconds(1000)), 0) << "the server after the long call";
 }
 
 // The worker reads each message where it arrived, in one of two buffers that take turns.
