@@ -237,6 +237,17 @@ TEST(Fusion, EdgeBodyBranchesDoNotRetestWhatEnclosingBranchesTested) {
   EXPECT_GT(ifs, 0u) << source;
 }
 
+/// `f` on `args` fused into one loop nest (checked, with its values against the unfused
+/// kernels'): the nest's generated source ("" when it did not fuse into one).
+std::string one_nest_source(const auto& f, const std::vector<ts::Array>& args, const std::string& what) {
+  const ts::ir::Program p = lower(f, args);
+  const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything(1 << 20));
+  EXPECT_EQ(fused.eqns.size(), 1u) << what << ": " << ts::ir::print_program(fused);
+  if (fused.eqns.size() != 1) return "";
+  expect_same(run(fused, args), run(p, args), what);
+  return ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
+}
+
 // The edge columns of the interior rows (left and right of the interior box) run bodies
 // specialised to their own boxes, not the generic body per point: only the rows outside the
 // interior box call it. Columns of an edge segment that answer a test differently still
@@ -254,12 +265,7 @@ TEST(Fusion, EdgeColumnsOfInteriorRowsRunSpecialisedBodies) {
   for (ts::DType dtype : {ts::i32, ts::f32}) {
     auto args = random_inputs(dtype, 30, 41, 11);
     args.pop_back();
-    const ts::ir::Program p = lower(f, args);
-    const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything(1 << 20));
-    ASSERT_EQ(fused.eqns.size(), 1u) << ts::ir::print_program(fused);
-    expect_same(run(fused, args), run(p, args), std::string("edge columns, ") + ts::dtype_name(dtype));
-    const std::string source =
-        ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
+    const std::string source = one_nest_source(f, args, std::string("edge columns, ") + ts::dtype_name(dtype));
     // Once for the rows outside every specialised body, and for the edge columns of each band
     // of edge rows (EdgeRowsRunBodiesSpecialisedToTheirBands): none in the interior rows.
     EXPECT_EQ(count_of(source, "generic(i0, i1);"), 1 + 2 * count_of(source, "} else if (i0 >= ")) << source;
@@ -278,12 +284,7 @@ TEST(Fusion, EdgeRowsRunBodiesSpecialisedToTheirBands) {
   for (ts::DType dtype : {ts::f32, ts::f64}) {
     auto args = random_inputs(dtype, 40, 64, 5);
     args.resize(1);
-    const ts::ir::Program p = lower(f, args);
-    const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything(1 << 20));
-    ASSERT_EQ(fused.eqns.size(), 1u) << ts::ir::print_program(fused);
-    expect_same(run(fused, args), run(p, args), std::string("edge rows, ") + ts::dtype_name(dtype));
-    const std::string source =
-        ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
+    const std::string source = one_nest_source(f, args, std::string("edge rows, ") + ts::dtype_name(dtype));
     // Rows [0, 2) (the pad), 41 (the wrap) and 42 (the pad): 3 bands around the interior
     // rows [2, 41).
     EXPECT_EQ(count_of(source, "} else if (i0 >= "), 3u) << source;
