@@ -178,7 +178,11 @@ class InProcessGroup final : public CollectiveGroup {
     const uint64_t ticket = started_[size_t(rank)]++;  // (only member `rank`'s thread touches these)
     sources_[size_t(rank)][ticket] = source;
     if (dest < 0) return ticket;
-    std::vector<std::byte> rows(bytes);
+    std::vector<std::byte> rows;
+    {
+      std::lock_guard lock(mail_mu_);
+      rows = spare_rows(bytes);
+    }
     if (bytes) std::memcpy(rows.data(), in, bytes);
     {
       std::lock_guard lock(mail_mu_);
@@ -222,6 +226,27 @@ class InProcessGroup final : public CollectiveGroup {
   }
   void barrier();
 
+  /// A row buffer of `bytes` bytes, from the buffers receivers gave back when one is large
+  /// enough (a loop exchanges the same halo every iteration: no allocation, no zero-fill
+  /// of rows about to be overwritten, after the first). Called with mail_mu_ held.
+  std::vector<std::byte> spare_rows(size_t bytes) {
+    for (auto it = spare_.begin(); it != spare_.end(); ++it)
+      if (it->capacity() >= bytes) {
+        std::vector<std::byte> rows = std::move(*it);
+        spare_.erase(it);
+        rows.resize(bytes);  // within capacity: keeps the old contents, writes none
+        return rows;
+      }
+    return std::vector<std::byte>(bytes);
+  }
+  /// Keeps a received row buffer for the next permute_start (at most one per member and
+  /// direction in flight is typical; a few more cover programs with several exchanges).
+  /// Called with mail_mu_ held.
+  void give_back_rows(std::vector<std::byte> rows) {
+    constexpr size_t kMaxSpare = 8;
+    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(rows));
+  }
+
   InProcessHub& hub_;
   std::vector<int> members_;
   // Written by each member at its own index before barrier 1, read by all between the
@@ -243,6 +268,7 @@ class InProcessGroup final : public CollectiveGroup {
   std::mutex mail_mu_;
   std::condition_variable mail_cv_;
   std::map<std::pair<int, uint64_t>, Posted> mail_;
+  std::vector<std::vector<std::byte>> spare_;  // received rows' buffers, for reuse
 };
 
 class InProcessHub final : public CollectiveHub {
@@ -319,6 +345,8 @@ void InProcessGroup::permute_done(int rank, uint64_t ticket, void* out) {
   mail_.erase(it);
   lock.unlock();
   if (!rows.empty()) std::memcpy(out, rows.data(), rows.size());
+  lock.lock();
+  give_back_rows(std::move(rows));
 }
 
 void InProcessGroup::barrier() {

@@ -136,6 +136,13 @@ std::vector<ts::Array> random_inputs(ts::DType dtype, int64_t rows, int64_t cols
   return xs;
 }
 
+/// Occurrences of `what` in `text`.
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 class FusionRandomPrograms : public ::testing::TestWithParam<std::tuple<ts::DType, uint32_t>> {};
 
 TEST_P(FusionRandomPrograms, FusedAgreeWithUnfusedKernels) {
@@ -230,6 +237,17 @@ TEST(Fusion, EdgeBodyBranchesDoNotRetestWhatEnclosingBranchesTested) {
   EXPECT_GT(ifs, 0u) << source;
 }
 
+/// `f` on `args` fused into one loop nest (checked, with its values against the unfused
+/// kernels'): the nest's generated source ("" when it did not fuse into one).
+std::string one_nest_source(const auto& f, const std::vector<ts::Array>& args, const std::string& what) {
+  const ts::ir::Program p = lower(f, args);
+  const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything(1 << 20));
+  EXPECT_EQ(fused.eqns.size(), 1u) << what << ": " << ts::ir::print_program(fused);
+  if (fused.eqns.size() != 1) return "";
+  expect_same(run(fused, args), run(p, args), what);
+  return ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
+}
+
 // The edge columns of the interior rows (left and right of the interior box) run bodies
 // specialised to their own boxes, not the generic body per point: only the rows outside the
 // interior box call it. Columns of an edge segment that answer a test differently still
@@ -247,16 +265,30 @@ TEST(Fusion, EdgeColumnsOfInteriorRowsRunSpecialisedBodies) {
   for (ts::DType dtype : {ts::i32, ts::f32}) {
     auto args = random_inputs(dtype, 30, 41, 11);
     args.pop_back();
-    const ts::ir::Program p = lower(f, args);
-    const ts::ir::Program fused = ts::compiler::fuse(p, fuse_everything(1 << 20));
-    ASSERT_EQ(fused.eqns.size(), 1u) << ts::ir::print_program(fused);
-    expect_same(run(fused, args), run(p, args), std::string("edge columns, ") + ts::dtype_name(dtype));
-    const std::string source =
-        ts::compiler::generate_kernel(*fused.eqns[0].params.get<ts::ir::ProgramRef>("program"), "kernel");
-    size_t calls = 0;
-    for (size_t at = source.find("generic(i0, i1);"); at != std::string::npos; at = source.find("generic(i0, i1);", at + 1))
-      ++calls;
-    EXPECT_EQ(calls, 1u) << source;
+    const std::string source = one_nest_source(f, args, std::string("edge columns, ") + ts::dtype_name(dtype));
+    // Once for the rows outside every specialised body, and for the edge columns of each band
+    // of edge rows (EdgeRowsRunBodiesSpecialisedToTheirBands): none in the interior rows.
+    EXPECT_EQ(count_of(source, "generic(i0, i1);"), 1 + 2 * count_of(source, "} else if (i0 >= ")) << source;
+  }
+}
+
+// The rows outside the interior box (here the last row, whose roll wraps to the first, and
+// the rows of a pad) run bodies specialised to their bands of rows, over the interior
+// columns, instead of the generic body at every point; the values are the unfused ones.
+TEST(Fusion, EdgeRowsRunBodiesSpecialisedToTheirBands) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  auto f = [](std::span<const ts::Array> x) {
+    const ts::Array u = x[0] * 0.5f + ts::roll(x[0], -1, 0) * 0.25f + ts::roll(x[0], 1, 1) * 0.25f;
+    return std::vector<ts::Array>{ts::pad(u, {{2, 1}, {0, 0}}) * 3.0f};
+  };
+  for (ts::DType dtype : {ts::f32, ts::f64}) {
+    auto args = random_inputs(dtype, 40, 64, 5);
+    args.resize(1);
+    const std::string source = one_nest_source(f, args, std::string("edge rows, ") + ts::dtype_name(dtype));
+    // Rows [0, 2) (the pad), 41 (the wrap) and 42 (the pad): 3 bands around the interior
+    // rows [2, 41).
+    EXPECT_EQ(count_of(source, "} else if (i0 >= "), 3u) << source;
+    EXPECT_NE(source.find("} else if (i0 >= 41 && i0 < 42) {"), std::string::npos) << source;
   }
 }
 

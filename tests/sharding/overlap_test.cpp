@@ -129,6 +129,32 @@ TEST(OverlapGroup, TwoPermutesPostedBeforeEitherFinishes) {
   }
 }
 
+// Row buffers are reused from one permute to the next (a loop exchanges its halo every
+// iteration): rounds of growing and shrinking sizes, with a size 0 among them, each get
+// exactly their own rows, never a leftover of a larger earlier round.
+TEST(OverlapGroup, RepeatedPermutesOfChangingSizesGetTheirOwnRows) {
+  auto hub = dist::make_in_process_hub(2);
+  const std::vector<size_t> sizes{3, 5, 2, 0, 5, 7, 1};
+  std::vector<std::vector<std::vector<float>>> got(2);
+  run_threads(2, [&](int r) {
+    dist::CollectiveGroup& g = hub->group({0, 1});
+    for (size_t round = 0; round < sizes.size(); ++round) {
+      std::vector<float> mine(sizes[round]);
+      for (size_t i = 0; i < mine.size(); ++i) mine[i] = float(1000 * r + 10 * int(round) + int(i));
+      std::vector<float> theirs(sizes[round] + 1, -1.0f);  // one more: nothing is written past the rows
+      g.permute_done(r, g.permute_start(r, mine.data(), sizeof(float) * mine.size(), 1 - r, 1 - r), theirs.data());
+      got[size_t(r)].push_back(theirs);
+    }
+  });
+  for (int r = 0; r < 2; ++r)
+    for (size_t round = 0; round < sizes.size(); ++round) {
+      const auto& v = got[size_t(r)][round];
+      for (size_t i = 0; i < sizes[round]; ++i)
+        EXPECT_EQ(v[i], float(1000 * (1 - r) + 10 * int(round) + int(i))) << "member " << r << " round " << round;
+      EXPECT_EQ(v[sizes[round]], -1.0f) << "member " << r << " round " << round;
+    }
+}
+
 // A member waiting for rows that never come wakes when another member fails.
 TEST(OverlapGroup, AbortWakesAMemberWaitingForRows) {
   auto hub = dist::make_in_process_hub(2);
