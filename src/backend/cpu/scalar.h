@@ -380,8 +380,8 @@ template <class T> inline T xla_log1p(T x) {
 /// XLA's pow and tan on CPU are glibc's scalar powf/pow and tanf/tan (LLVM lowers its pow and
 /// tan calls to them), run as XLA runs every kernel: with the SSE control bits flush-to-zero
 /// (FTZ) and denormals-are-zero (DAZ) set. FTZ turns subnormal results into zeros; DAZ makes
-/// glibc read a subnormal pow base as 2^-150 (its normalising x * 2^23 gives 0) and a subnormal
-/// angle as 0. xla_pow and xla_tan flush subnormal results, and for the rare subnormal operand
+/// glibc read a subnormal pow base as 2^-150 (its normalising x * 2^23 gives 0), while tan
+/// returns a subnormal angle untouched. xla_pow and xla_tan flush subnormal results, and for the rare subnormal operand
 /// set the two bits around the call (an ldmxcsr costs more than the call itself on some
 /// processors, so only there), which reproduces XLA's values for every input (checked on 3e6
 /// inputs per dtype, tests/parity/tools/pow_tan_vs_xla.py). Declared under other names so that
