@@ -10,9 +10,6 @@ import numpy as np
 
 from parity_lib import EXACT, MATH_TOL
 
-# Half-precision draws that differ from JAX's in the last bit (MATH_TOL has no half entries).
-HALF_TOL = {"float16": (2e-3, 1e-30), "bfloat16": (1.6e-2, 1e-30)}
-
 KEYS = [0, 42, 2**32 - 1, -1]
 
 
@@ -163,25 +160,26 @@ def distributions(s, key):
     s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
            [keys[1], logits], {"axis": 1, "shape": (4, 3), "replace": False}, name="random_categorical_noreplace")
     # Through log and log1p (XLA's, exact), cauchy through tan (ops::xla_tan, exact), maxwell
-    # through its 3-term sum in XLA's order. Not exact: gumbel and logistic in float16 (the
-    # half-precision uniform with minval = tiny: no composition of rounded float16 steps, nor the
-    # float32 chain, reproduces XLA's fused half-precision kernel), maxwell in bfloat16 (likewise:
-    # XLA fuses the whole sampler, and no rounding of the bfloat16 normals' squares and sum tried
-    # reproduces it).
-    tol_of = {("gumbel", "float16"): HALF_TOL, ("logistic", "float16"): HALF_TOL,
-              ("maxwell", "bfloat16"): HALF_TOL}
+    # through its 3-term sum in XLA's order, gumbel and logistic from XLA's folded
+    # uniform(tiny, 1).
     for dtype in ["float32", "float64", "float16", "bfloat16"]:
         for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy", "maxwell"]:
             fn = getattr(jax.random, name)
             s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [key],
-                   {"shape": (3, 7), "dtype": dtype}, tol=tol_of.get((name, dtype), EXACT))
+                   {"shape": (3, 7), "dtype": dtype}, tol=EXACT)
     for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy"]:
         fn = getattr(jax.random, name)
         for i, k in enumerate(keys[1:]):
             for shape in [(64,), (5, 205)]:
                 s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [k],
-                       {"shape": shape, "dtype": "float32"}, tol=tol_of.get((name, "float32"), EXACT),
+                       {"shape": shape, "dtype": "float32"}, tol=EXACT,
                        name=f"random_{name}_key{i}_{shape[-1]}")
+    for name in ["gumbel", "logistic", "maxwell"]:  # half types: the folded uniform, maxwell's sum
+        fn = getattr(jax.random, name)
+        for i, k in enumerate(keys[1:]):
+            for dtype in ["float16", "bfloat16"]:
+                s.case(f"random.{name}", lambda k, shape, dtype, fn=fn: fn(k, shape, dtype), [k],
+                       {"shape": (257,), "dtype": dtype}, tol=EXACT, name=f"random_{name}_{dtype}_key{i}")
     for dtype in ["int32", "float32", "int8"]:
         s.case("random.rademacher", lambda k, shape, dtype: jax.random.rademacher(k, shape, dtype), [key],
                {"shape": (11,), "dtype": dtype})
