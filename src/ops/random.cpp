@@ -337,7 +337,10 @@ Array normal(const Array& key, const Shape& shape, DType dtype) {
     const DType rt = real_dtype(dtype);
     Array re = normal_real(reshape(slice(ks, {0, 0}, {1, 2}), {2}), shape, rt);
     Array im = normal_real(reshape(slice(ks, {1, 0}, {2, 2}), {2}), shape, rt);
-    return complex(re, im) / Array(Scalar(std::sqrt(2.0), rt));
+    // JAX divides re + i im by the constant sqrt(2); XLA turns that division into a product
+    // with the reciprocal 1/sqrt(2) rounded to the part type (checked exactly on 5e4 draws).
+    Array inv_sqrt2 = Array(Scalar(1.0, rt)) / Array(Scalar(std::sqrt(2.0), rt));
+    return complex(re * inv_sqrt2, im * inv_sqrt2);
   }
   check_float("normal", dtype);
   return normal_real(key, shape, dtype);

@@ -1,7 +1,7 @@
 // Special functions (lax level): lgamma, digamma, polygamma, zeta, igamma, igammac,
 // igamma_grad_a, random_gamma_grad, betainc, bessel_i0e, bessel_i1e and erf_inv (whose scalar
 // function is in scalar.h), scipy's expi, exp1 and expn, and the random samplers' xla_exp,
-// xla_log, xla_log1p, xla_erf and fma (scalar.h). Each is an
+// xla_log, xla_log1p, xla_erf, xla_pow, xla_tan and fma (scalar.h). Each is an
 // element-wise primitive on floating operands of one dtype (or rank 0) whose scalar function
 // is scalar::<name> (backend/cpu/scalar_special.h, shared with generated code, so they fuse);
 // float32 and float64 run the vectorised block form where the function has one. Half types
@@ -226,6 +226,25 @@ struct xla_erf_op {
     return xla_exp(-(xs[0] * xs[0])) * (2 / std::sqrt(std::numbers::pi));
   }
 };
+// pow and tan as XLA's CPU backend computes them (scalar.h: glibc's powf/pow and tanf/tan with
+// subnormals flushed, as XLA's kernels run): gamma's boost for alpha < 1, weibull_min,
+// generalized_normal, ball and cauchy. Derivatives as jax.lax.pow's and tan's.
+struct xla_pow_op {
+  static constexpr const char* name = "xla_pow";
+  static constexpr int arity = 2;
+  template <class T> static T f(T x, T y) { return scalar::xla_pow(x, y); }
+  static Array d(size_t i, Xs xs, const Array& y) {
+    const Array &a = xs[0], &b = xs[1];
+    if (i == 0) return b * xla_pow(a, b - c_like(1, b));
+    return xla_log(where(a == c_like(0, a), c_like(1, a), a)) * y;  // log(x) with 0 replaced by 1, as JAX
+  }
+};
+struct xla_tan_op {
+  static constexpr const char* name = "xla_tan";
+  static constexpr int arity = 1;
+  template <class T> static T f(T x) { return scalar::xla_tan(x); }
+  static Array d(size_t, Xs, const Array& y) { return y * y + c_like(1, y); }
+};
 // a * b + c with one rounding (std::fma), as XLA contracts JAX's multiply-adds.
 struct fma_op {
   static constexpr const char* name = "fma";
@@ -295,6 +314,8 @@ const ir::Primitive& xla_exp_p = define<xla_exp_op>();
 const ir::Primitive& xla_log_p = define<xla_log_op>();
 const ir::Primitive& xla_log1p_p = define<xla_log1p_op>();
 const ir::Primitive& xla_erf_p = define<xla_erf_op>();
+const ir::Primitive& xla_pow_p = define<xla_pow_op>();
+const ir::Primitive& xla_tan_p = define<xla_tan_op>();
 const ir::Primitive& fma_p = define<fma_op>();
 const ir::Primitive& bessel_i0e_p = define<bessel_i0e_op>();
 const ir::Primitive& bessel_i1e_p = define<bessel_i1e_op>();
@@ -317,6 +338,8 @@ Array xla_exp(const Array& x) { return bind1(xla_exp_p, {x}); }
 Array xla_log(const Array& x) { return bind1(xla_log_p, {x}); }
 Array xla_log1p(const Array& x) { return bind1(xla_log1p_p, {x}); }
 Array xla_erf(const Array& x) { return bind1(xla_erf_p, {x}); }
+Array xla_pow(const Array& x, const Array& y) { return bind_special(xla_pow_p, {x, y}); }
+Array xla_tan(const Array& x) { return bind1(xla_tan_p, {x}); }
 Array fma(const Array& a, const Array& b, const Array& c) { return bind_special(fma_p, {a, b, c}); }
 
 }  // namespace tessel::ops

@@ -26,6 +26,12 @@ Array xla_log1p(const Array& x);
 /// erf(x) as XLA's CPU backend computes it (Eigen's rational interpolant in float32, as
 /// tessel::erf; libm's scalar erf in float64, where tessel::erf takes libmvec's vector form).
 Array xla_erf(const Array& x);
+/// x^y as XLA's CPU backend computes it: glibc's scalar powf/pow with subnormals flushed to
+/// zero as XLA's kernels run (half types through float32); x and y promoted and broadcast
+/// together. ts::pow stays libmvec's vector form.
+Array xla_pow(const Array& x, const Array& y);
+/// tan(x) as XLA's CPU backend computes it: glibc's scalar tanf/tan, subnormals flushed.
+Array xla_tan(const Array& x);
 /// a * b + c rounded once (a fused multiply-add), floating operands promoted and broadcast
 /// together: what XLA computes for JAX's `a * b + c` where its CPU code contracts the two.
 Array fma(const Array& a, const Array& b, const Array& c);

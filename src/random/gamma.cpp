@@ -59,7 +59,7 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
     return (ops::xla_log(d) + ops::xla_log(V)) + log_boost;
   }
   Array samples = one - uniform(subkey, {}, dt);
-  Array boost = where(boost_mask, one, pow(samples, one / alpha));
+  Array boost = where(boost_mask, one, ops::xla_pow(samples, one / alpha));
   return (d * V) * boost;
 }
 
@@ -101,21 +101,6 @@ Array gamma_impl(const char* op, const Array& key, const Array& a, std::optional
     throw DTypeError(std::string(op) + ": the shape parameter a must be a real array, got " + a.aval().to_string());
   const Shape s = sample_shape(op, shape, {a.shape()});
   return gamma_draws(key, param(a, dtype, s), log_space);
-}
-
-// |g|^p as jnp.power computes it: an integer p by square-and-multiply (lax.integer_pow),
-// anything else by pow.
-Array power_of(const Array& x, double p) {
-  if (p != std::floor(p) || p < 1 || p > 64) return pow(x, constant(p, x.dtype()));
-  auto n = int64_t(p);
-  std::optional<Array> acc;
-  Array base = x;
-  while (n > 0) {
-    if (n & 1) acc = acc ? *acc * base : base;
-    n >>= 1;
-    if (n > 0) base = base * base;
-  }
-  return *acc;
 }
 
 }  // namespace
@@ -195,7 +180,7 @@ Array generalized_normal(const Array& key, double p, const Shape& shape, DType d
   Array inv_p = constant(1.0 / p, dtype);
   Array g = gamma(key_g, inv_p, shape, dtype);
   Array r = rademacher(key_r, shape, dtype);
-  return r * pow(g, inv_p);
+  return r * ops::xla_pow(g, inv_p);
 }
 
 Array ball(const Array& key, int64_t d, double p, const Shape& shape, DType dtype) {
@@ -207,7 +192,9 @@ Array ball(const Array& key, int64_t d, double p, const Shape& shape, DType dtyp
   gshape.push_back(d);
   Array g = generalized_normal(k1, p, gshape, dtype);
   Array e = exponential(k2, shape, dtype);
-  Array norm = pow(sum(power_of(abs(g), p), {-1}) + e, constant(1.0 / p, dtype));
+  // p is a traced argument of JAX's jitted _ball, so |g|^p is lax.pow for every p (never
+  // integer_pow).
+  Array norm = ops::xla_pow(sum(ops::xla_pow(abs(g), constant(p, dtype)), {-1}) + e, constant(1.0 / p, dtype));
   return g / expand_dims(norm, {-1});
 }
 

@@ -22,11 +22,13 @@ TESSEL_PARITY_CASES(random) {
     return out(ts::random::normal(x[0], p.ints("shape"), p.dtype("dtype")));
   });
   reg("random.threefry_2x32", binary(ts::random::threefry_2x32));
-  // exp, log, log1p, erf and multiply-add as XLA computes them (src/ops/special.h), for the samplers.
+  // exp, log, log1p, erf, pow, tan and multiply-add as XLA computes them (src/ops/special.h), for the samplers.
   reg("ops.xla_exp", unary(ts::ops::xla_exp));
   reg("ops.xla_log", unary(ts::ops::xla_log));
   reg("ops.xla_log1p", unary(ts::ops::xla_log1p));
   reg("ops.xla_erf", unary(ts::ops::xla_erf));
+  reg("ops.xla_pow", binary(ts::ops::xla_pow));
+  reg("ops.xla_tan", unary(ts::ops::xla_tan));
   reg("ops.fma", [](const In& x, const Params&) { return out(ts::ops::fma(x[0], x[1], x[2])); });
   // Samplers (include/tessel/random_distributions.h).
   reg("random.randint", [](const In& x, const Params& p) {

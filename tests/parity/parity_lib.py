@@ -145,6 +145,12 @@ def is_inexact(a):
     return np.issubdtype(np.asarray(a).dtype, np.inexact)
 
 
+def has_tolerance(a):
+    """Whether a case's tolerance applies to this array: inexact, or bfloat16 (which numpy does
+    not count as inexact)."""
+    return is_inexact(a) or np.asarray(a).dtype == jax.numpy.bfloat16
+
+
 def needs_x64(inputs, params):
     """True when JAX must run with jax_enable_x64 for these inputs and parameters."""
     if any(x.dtype.itemsize > 4 and x.dtype.kind != "c" or x.dtype == np.complex128 for x in inputs):
@@ -193,7 +199,7 @@ class Suite:
 
     def _case(self, func, fn, inputs, params, tol, grad, gtol, name, seed):
         outs = [np.asarray(o) for o in as_list(fn(*inputs, **params))]
-        ref_dtype = next((x.dtype for x in inputs + outs if is_inexact(x)), None)
+        ref_dtype = next((x.dtype for x in inputs + outs if has_tolerance(x)), None)
         t = tol_for(DEFAULT_TOL if tol is None else tol, ref_dtype) if ref_dtype is not None else EXACT
         base = name or "_".join([func.replace(".", "_")] + sorted({x.dtype.name for x in inputs}))
         cname, k = base, 1
