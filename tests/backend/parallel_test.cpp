@@ -1,0 +1,98 @@
+// cpu::parallel_for: every index exactly once, chunks of at least `grain`, exceptions on the
+// caller, concurrent and nested callers (more callers than the helpers' slots), and
+// back-to-back small calls served by more than one thread.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu/parallel.h"
+
+namespace cpu = tessel::cpu;
+
+namespace {
+
+/// Runs parallel_for(n, grain) and checks that its chunks cover [0, n) once each, hold at
+/// least `grain` items when the call split, and number at most a few per thread.
+void expect_covered_once(int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  cpu::parallel_for(n, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) hits[size_t(i)].fetch_add(1);
+    std::lock_guard<std::mutex> lock(mu);
+    chunks.emplace_back(lo, hi);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "index " << i << " of n=" << n << " grain=" << grain;
+  if (n > 0 && n < 2 * grain) EXPECT_EQ(chunks.size(), 1u) << "n=" << n << " grain=" << grain;
+  if (chunks.size() > 1) {
+    for (const auto& [lo, hi] : chunks) EXPECT_GE(hi - lo, grain) << "n=" << n << " grain=" << grain;
+  }
+}
+
+}  // namespace
+
+TEST(ParallelFor, CoversEveryIndexOnceInChunksOfAtLeastGrain) {
+  for (int64_t n : {0, 1, 2, 3, 7, 64, 1000, 100003})
+    for (int64_t grain : {1, 2, 3, 16, 1000, 200000}) expect_covered_once(n, grain);
+}
+
+TEST(ParallelFor, ExceptionReachesTheCallerAfterEveryChunkRan) {
+  std::atomic<int64_t> covered{0};
+  EXPECT_THROW(cpu::parallel_for(64, 1,
+                                 [&](int64_t lo, int64_t hi) {
+                                   covered.fetch_add(hi - lo);
+                                   throw std::runtime_error("chunk failed");
+                                 }),
+               std::runtime_error);
+  EXPECT_EQ(covered.load(), 64);
+  // The slot it used serves the next call.
+  expect_covered_once(1000, 10);
+}
+
+TEST(ParallelFor, ConcurrentCallersBeyondTheSlotsAndNestedCallsAllComplete) {
+  // 12 threads at once (more than the 8 slots of the helpers; the rest use oneTBB directly),
+  // each chunk calling parallel_for again.
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 12; ++t)
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        const int64_t n = 16 + t, inner = 100 + round;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n * inner));
+        cpu::parallel_for(n, 1, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i)
+            cpu::parallel_for(inner, 7, [&](int64_t a, int64_t b) {
+              for (int64_t j = a; j < b; ++j) hits[size_t(i * inner + j)].fetch_add(1);
+            });
+        });
+        for (const auto& h : hits) failures += h.load() != 1;
+      }
+    });
+  for (std::thread& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ParallelFor, BackToBackSmallCallsRunOnMoreThanOneThread) {
+  if (cpu::num_threads() < 2) GTEST_SKIP() << "one thread (TESSEL_NUM_THREADS=1)";
+  // Two chunks of ~100 us each, 200 calls in a row, as a small time step's kernels: the
+  // second chunk must reach another thread (the helpers stay awake between calls). On a
+  // loaded machine some calls run both chunks on the caller; never all of them.
+  int split = 0;
+  for (int call = 0; call < 200; ++call) {
+    std::thread::id ids[2];
+    cpu::parallel_for(2, 1, [&](int64_t lo, int64_t hi) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      for (int64_t k = lo; k < hi; ++k) ids[k] = std::this_thread::get_id();
+    });
+    split += ids[0] != ids[1];
+  }
+  EXPECT_GT(split, 0);
+}
