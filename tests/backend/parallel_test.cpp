@@ -29,7 +29,9 @@ void expect_covered_once(int64_t n, int64_t grain) {
     chunks.emplace_back(lo, hi);
   });
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "index " << i << " of n=" << n << " grain=" << grain;
-  if (n > 0 && n < 2 * grain) EXPECT_EQ(chunks.size(), 1u) << "n=" << n << " grain=" << grain;
+  if (n > 0 && n < 2 * grain) {
+    EXPECT_EQ(chunks.size(), 1u) << "n=" << n << " grain=" << grain;
+  }
   if (chunks.size() > 1) {
     for (const auto& [lo, hi] : chunks) EXPECT_GE(hi - lo, grain) << "n=" << n << " grain=" << grain;
   }
