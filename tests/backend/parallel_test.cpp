@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
-#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -80,21 +79,26 @@ TEST(ParallelFor, ConcurrentCallersBeyondTheSlotsAndNestedCallsAllComplete) {
   EXPECT_EQ(failures.load(), 0);
 }
 
-TEST(ParallelFor, BackToBackSmallCallsRunOnMoreThanOneThread) {
+TEST(ParallelFor, AChunkRunsOnAnotherThreadWhileTheCallerRunsOne) {
   if (cpu::num_threads() < 2) GTEST_SKIP() << "one thread (TESSEL_NUM_THREADS=1)";
-  // Two chunks of ~100 us each, 200 calls in a row, as a small time step's kernels: the
-  // second chunk must reach another thread (the helpers stay awake between calls). On a
-  // loaded machine some calls run both chunks on the caller; never all of them.
-  int split = 0;
-  for (int call = 0; call < 200; ++call) {
+  // Back-to-back calls of two chunks, as a small time step's kernels: in each, the chunk
+  // that starts first waits (up to 10 s, far beyond any wake-up) for the other to start
+  // on another thread, which happens only if a helper takes it while the first runs.
+  for (int call = 0; call < 20; ++call) {
+    std::atomic<int> started{0};
+    std::atomic<bool> met{false};
     std::thread::id ids[2];
     cpu::parallel_for(2, 1, [&](int64_t lo, int64_t hi) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-      while (std::chrono::steady_clock::now() < until) {
+      for (int64_t k = lo; k < hi; ++k) {
+        ids[k] = std::this_thread::get_id();
+        if (started.fetch_add(1) == 0) {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (started.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+          met = started.load() == 2;
+        }
       }
-      for (int64_t k = lo; k < hi; ++k) ids[k] = std::this_thread::get_id();
     });
-    split += ids[0] != ids[1];
+    EXPECT_TRUE(met.load()) << "call " << call << ": the second chunk did not start while the first ran";
+    EXPECT_NE(ids[0], ids[1]) << "call " << call;
   }
-  EXPECT_GT(split, 0);
 }

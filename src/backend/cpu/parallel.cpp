@@ -33,8 +33,8 @@ oneapi::tbb::task_arena& arena() {
 // (as long as a whole 360x180 shallow-water step), and often runs every chunk on the
 // calling thread before the worker arrives. So a parallel_for publishes its chunks in a
 // fixed slot, and helper tasks on the arena's workers claim them; a helper keeps looking
-// for published chunks for kHelperSpin after its last one before it returns its worker to
-// oneTBB (as the hand-written OpenMP baselines' barriers spin before they sleep). The
+// for published chunks for kHelperSpin after its last one (or its start) before it returns
+// its worker to oneTBB (as the hand-written OpenMP baselines' barriers spin before they sleep). The
 // caller claims chunks too and waits for the claimed ones, so no chunk waits for a helper.
 
 constexpr auto kHelperSpin = std::chrono::microseconds(50);
@@ -92,8 +92,7 @@ bool serve_slots() {
     Slot& slot = s[i];
     if (!slot.open.load(std::memory_order_acquire)) continue;
     slot.visitors.fetch_add(1, std::memory_order_seq_cst);
-    if (slot.open.load(std::memory_order_seq_cst) &&
-        slot.next.load(std::memory_order_relaxed) < slot.chunks) {
+    if (slot.open.load(std::memory_order_seq_cst) && slot.next.load(std::memory_order_relaxed) < slot.chunks) {
       slot.run_chunks();
       worked = true;
     }
@@ -102,7 +101,7 @@ bool serve_slots() {
   return worked;
 }
 
-/// The body of a helper task: serves slots until none had work for kHelperSpin.
+/// The body of a helper task: serves slots until it found no chunk for kHelperSpin.
 void helper() {
   using clock = std::chrono::steady_clock;
   for (;;) {
