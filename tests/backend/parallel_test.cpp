@@ -11,10 +11,16 @@
 #include <vector>
 
 #include "backend/cpu/parallel.h"
+#include "core/config.h"
 
 namespace cpu = tessel::cpu;
 
 namespace {
+
+/// Whether parallel_for hands chunks to helpers (TESSEL_PARALLEL_SPIN_US > 0, the default).
+/// Without them oneTBB splits the range, which may make chunks below `grain` and cancels
+/// the chunks not yet started when one throws.
+bool helpers_on() { return tessel::config::get_int(tessel::config::kParallelSpinUs) > 0; }
 
 /// Runs parallel_for(n, grain) and checks that its chunks cover [0, n) once each, hold at
 /// least `grain` items when the call split, and number at most a few per thread.
@@ -31,7 +37,7 @@ void expect_covered_once(int64_t n, int64_t grain) {
   if (n > 0 && n < 2 * grain) {
     EXPECT_EQ(chunks.size(), 1u) << "n=" << n << " grain=" << grain;
   }
-  if (chunks.size() > 1) {
+  if (chunks.size() > 1 && helpers_on()) {
     for (const auto& [lo, hi] : chunks) EXPECT_GE(hi - lo, grain) << "n=" << n << " grain=" << grain;
   }
 }
@@ -51,7 +57,9 @@ TEST(ParallelFor, ExceptionReachesTheCallerAfterEveryChunkRan) {
                                    throw std::runtime_error("chunk failed");
                                  }),
                std::runtime_error);
-  EXPECT_EQ(covered.load(), 64);
+  if (helpers_on()) {
+    EXPECT_EQ(covered.load(), 64);
+  }
   // The slot it used serves the next call.
   expect_covered_once(1000, 10);
 }

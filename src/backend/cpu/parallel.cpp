@@ -33,11 +33,10 @@ oneapi::tbb::task_arena& arena() {
 // (as long as a whole 360x180 shallow-water step), and often runs every chunk on the
 // calling thread before the worker arrives. So a parallel_for publishes its chunks in a
 // fixed slot, and helper tasks on the arena's workers claim them; a helper keeps looking
-// for published chunks for kHelperSpin after its last one (or its start) before it returns
-// its worker to oneTBB (as the hand-written OpenMP baselines' barriers spin before they sleep). The
+// for published chunks for TESSEL_PARALLEL_SPIN_US after its last one (or its start) before
+// it returns its worker to oneTBB (as the hand-written OpenMP baselines' barriers spin before they sleep). The
 // caller claims chunks too and waits for the claimed ones, so no chunk waits for a helper.
 
-constexpr auto kHelperSpin = std::chrono::microseconds(50);
 constexpr int kSlots = 8;            // parallel_for calls served at once; more use oneTBB directly
 constexpr int64_t kChunksPerThread = 4;  // for balance when a thread is late or preempted
 
@@ -101,7 +100,12 @@ bool serve_slots() {
   return worked;
 }
 
-/// The body of a helper task: serves slots until it found no chunk for kHelperSpin.
+std::chrono::microseconds helper_spin() {
+  static const std::chrono::microseconds us{config::get_int(config::kParallelSpinUs)};
+  return us;
+}
+
+/// The body of a helper task: serves slots until it found no chunk for helper_spin().
 void helper() {
   using clock = std::chrono::steady_clock;
   for (;;) {
@@ -110,7 +114,7 @@ void helper() {
       if (serve_slots()) {
         last = clock::now();
         idle = 0;
-      } else if (idle % 64 == 63 && clock::now() - last > kHelperSpin) {
+      } else if (idle % 64 == 63 && clock::now() - last > helper_spin()) {
         break;
       }
       cpu_relax();
@@ -179,7 +183,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
-  if (run_in_slot(n, grain, fn)) return;
+  if (helper_spin().count() > 0 && run_in_slot(n, grain, fn)) return;
   // Device streams are plain threads; each joins the one arena, whose workers steal chunks.
   arena().execute([&] {
     oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, size_t(grain)),

@@ -10,11 +10,11 @@ namespace tessel::cpu {
 int num_threads();
 
 /// Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel on the shared arena
-/// when n >= 2 * grain (chunks hold at least `grain` items, at most a few chunks per
-/// thread). Runs inline when n < 2 * grain or the arena has one thread. The chunks go to
-/// helpers that stay awake for a short while after their last chunk, so back-to-back
-/// small calls (a time step's kernels) do not wait for a sleeping thread to wake. fn must
-/// not throw across threads: exceptions are rethrown on the caller after all chunks finish.
+/// when n >= 2 * grain; inline when n < 2 * grain or the arena has one thread. Chunks go to
+/// helpers that stay awake for TESSEL_PARALLEL_SPIN_US after their last chunk (back-to-back
+/// small calls then wait for no sleeping thread); they hold at least `grain` items, a few
+/// per thread (with TESSEL_PARALLEL_SPIN_US=0, oneTBB splits and may make smaller ones). fn
+/// must not throw across threads: an exception is rethrown on the caller after the chunks end.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace tessel::cpu
