@@ -33,9 +33,10 @@ oneapi::tbb::task_arena& arena() {
 // (as long as a whole 360x180 shallow-water step), and often runs every chunk on the
 // calling thread before the worker arrives. So a parallel_for publishes its chunks in a
 // fixed slot, and helper tasks on the arena's workers claim them; a helper keeps looking
-// for published chunks for TESSEL_PARALLEL_SPIN_US after its last one (or its start) before
-// it returns its worker to oneTBB (as the hand-written OpenMP baselines' barriers spin before they sleep). The
-// caller claims chunks too and waits for the claimed ones, so no chunk waits for a helper.
+// for published chunks for TESSEL_PARALLEL_SPIN_US after its last one (or its start)
+// before it returns its worker to oneTBB, as the hand-written OpenMP baselines' barriers
+// spin before they sleep. The caller claims chunks too and waits only for claimed ones,
+// so no chunk waits for a helper to arrive.
 
 constexpr int kSlots = 8;            // parallel_for calls served at once; more use oneTBB directly
 constexpr int64_t kChunksPerThread = 4;  // for balance when a thread is late or preempted
@@ -47,7 +48,8 @@ struct Slot {
   std::atomic<bool> open{false};    // chunks may be claimed
   std::atomic<int> visitors{0};     // helpers looking at the slot
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
-  int64_t n = 0, chunks = 0;
+  int64_t n = 0;
+  std::atomic<int64_t> chunks{0};  // (read by helpers checking for work while a caller sets it)
   std::atomic<int64_t> next{0};  // the next chunk to claim
   std::atomic<int64_t> done{0};  // chunks finished
   std::mutex error_mu;
@@ -55,9 +57,10 @@ struct Slot {
 
   /// Claims and runs chunks until none is left.
   void run_chunks() {
-    for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+    const int64_t c = chunks.load(std::memory_order_relaxed);
+    for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < c;) {
       try {
-        (*fn)(k * n / chunks, (k + 1) * n / chunks);
+        (*fn)(k * n / c, (k + 1) * n / c);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();
@@ -91,7 +94,8 @@ bool serve_slots() {
     Slot& slot = s[i];
     if (!slot.open.load(std::memory_order_acquire)) continue;
     slot.visitors.fetch_add(1, std::memory_order_seq_cst);
-    if (slot.open.load(std::memory_order_seq_cst) && slot.next.load(std::memory_order_relaxed) < slot.chunks) {
+    if (slot.open.load(std::memory_order_seq_cst) &&
+        slot.next.load(std::memory_order_relaxed) < slot.chunks.load(std::memory_order_relaxed)) {
       slot.run_chunks();
       worked = true;
     }
@@ -124,7 +128,8 @@ void helper() {
     bool pending = false;
     Slot* s = slots();
     for (int i = 0; i < kSlots; ++i)
-      pending |= s[i].open.load(std::memory_order_seq_cst) && s[i].next.load(std::memory_order_relaxed) < s[i].chunks;
+      pending |= s[i].open.load(std::memory_order_seq_cst) &&
+                 s[i].next.load(std::memory_order_relaxed) < s[i].chunks.load(std::memory_order_relaxed);
     if (!pending) return;
     helpers().fetch_add(1, std::memory_order_seq_cst);
   }
@@ -143,13 +148,14 @@ bool run_in_slot(int64_t n, int64_t grain, const std::function<void(int64_t, int
   slot->fn = &fn;
   slot->n = n;
   // Chunks of at least `grain` items, at most a few per thread.
-  slot->chunks = std::min<int64_t>(n / grain, kChunksPerThread * threads);
+  const int64_t chunks = std::min<int64_t>(n / grain, kChunksPerThread * threads);
+  slot->chunks.store(chunks, std::memory_order_relaxed);
   slot->next.store(0, std::memory_order_relaxed);
   slot->done.store(0, std::memory_order_relaxed);
   slot->error = nullptr;
   slot->open.store(true, std::memory_order_seq_cst);
   // Enough helpers for the other threads (a spinning one takes the chunks at once).
-  const int want = int(std::min<int64_t>(slot->chunks - 1, threads - 1));
+  const int want = int(std::min<int64_t>(chunks - 1, threads - 1));
   for (int h = helpers().load(std::memory_order_seq_cst); h < want;)
     if (helpers().compare_exchange_weak(h, h + 1, std::memory_order_seq_cst)) {
       arena().enqueue(helper);
@@ -158,7 +164,7 @@ bool run_in_slot(int64_t n, int64_t grain, const std::function<void(int64_t, int
   slot->run_chunks();
   slot->open.store(false, std::memory_order_seq_cst);
   // Wait for the chunks helpers claimed, then for helpers still looking at the slot.
-  for (int k = 0; slot->done.load(std::memory_order_acquire) < slot->chunks; ++k) {
+  for (int k = 0; slot->done.load(std::memory_order_acquire) < chunks; ++k) {
     if (k < 4096) cpu_relax();
     else std::this_thread::yield();  // a preempted helper needs a core
   }
