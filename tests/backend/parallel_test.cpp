@@ -23,7 +23,7 @@ namespace {
 bool helpers_on() { return tessel::config::get_int(tessel::config::kParallelSpinUs) > 0; }
 
 /// Runs parallel_for(n, grain) and checks that its chunks cover [0, n) once each, hold at
-/// least `grain` items when the call split, and number at most a few per thread.
+/// least `grain` items when helpers ran it.
 void expect_covered_once(int64_t n, int64_t grain) {
   std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
   std::mutex mu;
@@ -34,10 +34,10 @@ void expect_covered_once(int64_t n, int64_t grain) {
     chunks.emplace_back(lo, hi);
   });
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "index " << i << " of n=" << n << " grain=" << grain;
-  if (n > 0 && n < 2 * grain) {
+  if (n > 0 && n <= grain) {
     EXPECT_EQ(chunks.size(), 1u) << "n=" << n << " grain=" << grain;
   }
-  if (chunks.size() > 1 && helpers_on()) {
+  if (chunks.size() > 1 && helpers_on() && n >= 2 * grain) {
     for (const auto& [lo, hi] : chunks) EXPECT_GE(hi - lo, grain) << "n=" << n << " grain=" << grain;
   }
 }

@@ -185,11 +185,12 @@ int num_threads() {
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  if (n < 2 * grain || num_threads() == 1) {
+  if (n <= grain || num_threads() == 1) {
     fn(0, n);
     return;
   }
-  if (helper_spin().count() > 0 && run_in_slot(n, grain, fn)) return;
+  // Helpers take chunks of at least `grain` items, so at least two of them.
+  if (n >= 2 * grain && helper_spin().count() > 0 && run_in_slot(n, grain, fn)) return;
   // Device streams are plain threads; each joins the one arena, whose workers steal chunks.
   arena().execute([&] {
     oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, size_t(grain)),
