@@ -64,6 +64,15 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "has no effect on tessel's products. (The OpenBLAS count is process-wide: a program that also calls "
             "OpenBLAS itself and wants its threads calls `openblas_set_num_threads` around those calls.) Results "
             "do not depend on it (docs/performance.md)."},
+    {.var = Var::kParallelSpinUs, .name = "TESSEL_PARALLEL_SPIN_US", .kind = Kind::kInteger,
+     .min = 0, .max = 1000000, .default_int = 0,
+     .doc = "Microseconds a helper thread of the pool keeps looking for the next chunks of work after its last "
+            "chunk before it gives its thread back to oneTBB: the kernels of a small time step, called back to "
+            "back, then need not wait for a sleeping thread to wake (tens of microseconds on a busy machine). "
+            "`0` (the default until a quiet machine shows a gain; 50 is the value measured): no helpers, every "
+            "split kernel goes through oneTBB's `parallel_for`. On cores shared with other busy processes the "
+            "polling spends this process's share of a core "
+            "([performance.md](performance.md#time-steps-what-a-step-costs-besides-its-loop-nests))."},
     // Any integer: a negative one queues even the operations that write nothing.
     {.var = Var::kEagerInlineBytes, .name = "TESSEL_EAGER_INLINE_BYTES", .kind = Kind::kInteger,
      .default_int = 1 << 16,
@@ -210,7 +219,7 @@ template <Kind K>
 constexpr bool agrees(Key<K> key) {
   return kTable[size_t(key.var)].kind == K;
 }
-static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
+static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kParallelSpinUs) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
                   agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionSmallPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&

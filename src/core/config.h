@@ -18,6 +18,7 @@ namespace tessel::config {
 enum class Var {
   kCpuDevices,
   kNumThreads,
+  kParallelSpinUs,
   kEagerInlineBytes,
   kStreamMaxQueue,
   kAllocatorCacheBytes,
@@ -98,6 +99,7 @@ using PathKey = Key<Kind::kPath>;
 
 inline constexpr IntKey kCpuDevices{Var::kCpuDevices};
 inline constexpr IntKey kNumThreads{Var::kNumThreads};
+inline constexpr IntKey kParallelSpinUs{Var::kParallelSpinUs};
 inline constexpr IntKey kEagerInlineBytes{Var::kEagerInlineBytes};
 inline constexpr IntKey kStreamMaxQueue{Var::kStreamMaxQueue};
 inline constexpr IntKey kAllocatorCacheBytes{Var::kAllocatorCacheBytes};

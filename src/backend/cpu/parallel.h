@@ -10,9 +10,11 @@ namespace tessel::cpu {
 int num_threads();
 
 /// Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel on the shared arena
-/// when n > grain (chunks hold at least `grain` items). Runs inline when n <= grain or the
-/// arena has one thread. fn must not throw across threads: exceptions are rethrown on the
-/// caller after all chunks finish.
+/// when n > grain; inline when n <= grain or the arena has one thread. With
+/// TESSEL_PARALLEL_SPIN_US > 0 and n >= 2 * grain, chunks go to helpers that stay awake that
+/// long after their last chunk (back-to-back small calls then wait for no sleeping thread),
+/// at least `grain` items each, a few per thread; otherwise oneTBB splits by `grain`. fn
+/// must not throw across threads: an exception is rethrown on the caller after the chunks end.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace tessel::cpu
