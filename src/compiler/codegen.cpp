@@ -363,6 +363,11 @@ class BodyEmitter {
   /// How deep invariant_along follows a denominator's producers before answering "varies".
   static constexpr int kInvariantDepth = 8;
 
+  /// The loop variable of the innermost loop: the domain's last dimension. Not the last
+  /// index of a value's map: a value of higher rank than the domain (a 2-D quotient whose
+  /// row a rank-1 loop nest reads through a slice) is indexed by more variables than loop.
+  int innermost_var() const { return int(lo_.size()) - 1; }
+
   /// Whether the element of `a` at index map `m` is the same for every value of loop variable
   /// `var` (the innermost): a literal, a row's value of an earlier phase, an input read at an
   /// index that does not use `var`, or a value computed from such elements only.
@@ -493,8 +498,8 @@ class BodyEmitter {
     if (e.prim->codegen) {
       bool invariant_quotient =
           e.prim->quotient && (out.dtype == DType::float32 || out.dtype == DType::float64) &&
-          e.inputs[1].aval().dtype == out.dtype && !m.empty() &&
-          invariant_along(e.inputs[1], operand_map(e.inputs[1], m), int(m.size()) - 1, kInvariantDepth);
+          e.inputs[1].aval().dtype == out.dtype && !m.empty() && !lo_.empty() &&
+          invariant_along(e.inputs[1], operand_map(e.inputs[1], m), innermost_var(), kInvariantDepth);
       if (invariant_quotient && e.inputs[1].is_literal()) {
         // A constant denominator: its range is known here, and the C++ compiler folds the
         // reciprocal (correctly rounded, as at run time), in every version of the loop.

@@ -216,6 +216,12 @@ struct Plan {
   std::unordered_map<const ir::VarNode*, size_t> producer;       // value -> equation index
   std::unordered_map<const ir::VarNode*, ir::Var> var_of;        // every value of p
   VarSet stored;
+  /// Line roots (loop nests over fewer than min_elements points that read a large value:
+  /// the line a halo exchange sends) computed from the values their large inputs were
+  /// computed from, through stored values: they then wait for no loop nest over the large
+  /// domain, which can run after the exchange together with the others (hoist_small_steps).
+  VarSet recomputing;
+  VarSet read_at_run_time_offsets;  // stored for the loop nests that read them so: never recomputed
 
   explicit Plan(const ir::Program& prog) : p(prog), fusible(prog.eqns.size()) {
     for (const auto& v : p.invars) var_of[v.get()] = v;
@@ -230,6 +236,16 @@ struct Plan {
     auto it = producer.find(v);
     return it != producer.end() && fusible[it->second] && !stored.count(v);
   }
+  /// Whether a recomputing line root computes `v` inline although it is stored: a value of
+  /// a fusible equation other than a reduction (which folds along its own loop), not read
+  /// at run-time offsets (which read a stored buffer).
+  bool recomputable(const ir::VarNode* v) const {
+    auto it = producer.find(v);
+    return it != producer.end() && fusible[it->second] && !is_fusible_reduction(p.eqns[it->second]) &&
+           !read_at_run_time_offsets.count(v);
+  }
+  /// (A loop nest's roots all recompute or none does: closure follows one rule for all.)
+  bool recomputes(const ir::VarNode* root) const { return recomputing.count(root) > 0; }
   bool is_root(size_t i) const { return fusible[i] && stored.count(p.eqns[i].outputs[0].get()); }
   void store_inputs_of(size_t i) {
     for (const ir::Atom& a : p.eqns[i].inputs)
@@ -245,6 +261,7 @@ struct Plan {
     std::unordered_set<size_t> seen;
     VarSet seen_inputs;
     std::vector<size_t> stack;
+    const bool through = !roots.empty() && recomputes(roots[0]);
     for (auto* r : roots) stack.push_back(producer.at(r));
     while (!stack.empty()) {
       size_t i = stack.back();
@@ -253,7 +270,7 @@ struct Plan {
       for (const ir::Atom& a : p.eqns[i].inputs) {
         if (a.is_literal()) continue;
         const ir::VarNode* v = a.var().get();
-        if (is_inline(v) || root_set.count(v)) stack.push_back(producer.at(v));
+        if (is_inline(v) || root_set.count(v) || (through && recomputable(v))) stack.push_back(producer.at(v));
         else if (seen_inputs.insert(v).second) inputs.push_back(a.var());
       }
     }
@@ -280,13 +297,16 @@ int64_t group_points(const ir::Equation& e) {
 /// True when the loop nest of root `i` computes a value of `min_elements` points or more
 /// inline: a small root read from a large computed value (a halo line sent by MPI, a corner
 /// of a stencil's result) stays a small loop nest, since as an unfused kernel it would force
-/// the whole large value into memory.
+/// the whole large value into memory. So does one reading a large stored value that a
+/// fusible equation computes (it may recompute it: recompute_line).
 bool reads_large_inline_value(const Plan& plan, size_t i, int64_t min_elements) {
   std::vector<size_t> eqns;
   std::vector<ir::Var> inputs;
   plan.closure({plan.p.eqns[i].outputs[0].get()}, eqns, inputs);
   for (size_t j : eqns)
     if (j != i && plan.p.eqns[j].outputs[0]->aval.size() >= std::max<int64_t>(min_elements, 1)) return true;
+  for (const ir::Var& v : inputs)  // a stored one a line root may recompute (Plan::recomputing)
+    if (plan.recomputable(v.get()) && v->aval.size() >= std::max<int64_t>(min_elements, 1)) return true;
   return false;
 }
 
@@ -360,6 +380,25 @@ bool store_shared_value(Plan& plan, const FusionOptions& opt) {
   return true;
 }
 
+/// Work per point up to which a line root recomputes through stored values (Plan::recomputing):
+/// a line is a few thousand points, so this is little work, but it is code to compile.
+constexpr int64_t kLineRecomputeCost = 4096;
+
+/// Makes root `i` recompute through stored values when it is a line root (fewer than
+/// min_elements points; the smaller roots left fusible read a large value) and its loop nest
+/// then costs at most kLineRecomputeCost per point. True if it does.
+bool recompute_line(Plan& plan, size_t i, const FusionOptions& opt) {
+  if (group_points(plan.p.eqns[i]) >= opt.min_elements) return false;
+  const ir::VarNode* root = plan.p.eqns[i].outputs[0].get();
+  if (plan.recomputing.count(root)) return true;
+  plan.recomputing.insert(root);
+  const int64_t cost = group_cost(plan.group({root})).total;
+  TESSEL_DEBUG_LOG("fusion: line root " + std::to_string(i) + " recomputes at " + std::to_string(cost) + " per point");
+  if (cost <= kLineRecomputeCost) return true;
+  plan.recomputing.erase(root);
+  return false;
+}
+
 /// Decides what fuses: stores every value a non-fused consumer or the program's output
 /// needs; demotes roots too small to be worth a kernel; and, where a group would recompute
 /// more than `max_point_cost` per point, stores the value whose recomputation costs most.
@@ -383,7 +422,12 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
   for (const ir::Atom& a : p.outvars)
     if (!a.is_literal()) plan.stored.insert(a.var().get());
   for (size_t i = 0; i < p.eqns.size(); ++i)
-    if (!plan.fusible[i] || reads_at_run_time_offsets(p.eqns[i])) plan.store_inputs_of(i);
+    if (!plan.fusible[i] || reads_at_run_time_offsets(p.eqns[i])) {
+      plan.store_inputs_of(i);
+      if (plan.fusible[i])
+        for (const ir::Atom& a : p.eqns[i].inputs)
+          if (!a.is_literal()) plan.read_at_run_time_offsets.insert(a.var().get());
+    }
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < p.eqns.size(); ++i)
@@ -419,6 +463,7 @@ void plan_materialization(Plan& plan, const FusionOptions& opt) {
     for (size_t i = 0; i < p.eqns.size(); ++i) {
       if (!plan.is_root(i)) continue;
       const ir::VarNode* root = p.eqns[i].outputs[0].get();
+      if (recompute_line(plan, i, opt)) continue;
       const int64_t budget = point_budget(p.eqns[i], opt);
       for (;;) {
         GroupCost cost = group_cost(plan.group({root}));
@@ -486,7 +531,7 @@ void sink_roots(const Plan& plan, std::vector<Step>& steps, const FusionOptions&
         const Step& st = steps[u];
         if (step_reads(plan, st, r, reads_of_root)) break;
         if (!st.roots.empty() && st.domain == steps[s].domain && st.kept == steps[s].kept &&
-            int64_t(st.roots.size()) < opt.max_outputs)
+            int64_t(st.roots.size()) < opt.max_outputs && plan.recomputes(st.roots[0]) == plan.recomputes(r))
           target = u;
       }
       if (target == s) continue;
@@ -494,6 +539,43 @@ void sink_roots(const Plan& plan, std::vector<Step>& steps, const FusionOptions&
       std::erase(steps[s].roots, r);
     }
     if (steps[s].roots.empty()) steps.erase(steps.begin() + std::ptrdiff_t(s));
+  }
+}
+
+/// Moves each small step (a loop nest over fewer than min_elements points, or an unfused
+/// equation whose operands and results are all that small: a halo line, its message) before
+/// the loop nests over large domains that run just before it and compute nothing it reads.
+/// A halo exchange then no longer separates the large loop nests of the fields around it,
+/// which run together (and stream as one chain) after the exchanges. Small steps keep their
+/// order among themselves, so effects keep theirs.
+void hoist_small_steps(const Plan& plan, std::vector<Step>& steps, const FusionOptions& opt,
+                       const std::unordered_map<const ir::VarNode*, VarSet>& reads_of_root) {
+  const int64_t small = std::max<int64_t>(opt.min_elements, 1);
+  auto points = [](const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  auto is_small = [&](const Step& st) {
+    if (!st.roots.empty()) return points(st.domain) < small;
+    const ir::Equation& e = plan.p.eqns[st.eqn];
+    for (const ir::Atom& a : e.inputs)
+      if (a.aval().size() >= small) return false;
+    for (const ir::Var& o : e.outputs)
+      if (o->aval.size() >= small) return false;
+    return true;
+  };
+  auto reads_from = [&](const Step& reader, const Step& nest) {
+    for (const ir::VarNode* r : nest.roots)
+      if (step_reads(plan, reader, r, reads_of_root)) return true;
+    return false;
+  };
+  for (size_t s = 1; s < steps.size(); ++s) {
+    if (!is_small(steps[s])) continue;
+    for (size_t t = s; t > 0 && !steps[t - 1].roots.empty() && !is_small(steps[t - 1]) &&
+                       !reads_from(steps[t], steps[t - 1]);
+         --t)
+      std::swap(steps[t - 1], steps[t]);
   }
 }
 
@@ -532,7 +614,8 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
         for (auto* r : st.roots) produces |= reads.count(r) > 0;
       }
       const bool joins = !st.roots.empty() && st.domain == domain && st.kept == kept &&
-                         int64_t(st.roots.size()) < opt.max_outputs;
+                         int64_t(st.roots.size()) < opt.max_outputs &&
+                         plan.recomputes(st.roots[0]) == plan.recomputes(root);
       if (produces) {
         // computes what the sum reads (element-wise values, not another sum): sums them in place
         bool elementwise = true;
@@ -551,6 +634,7 @@ std::vector<Step> schedule(const Plan& plan, const FusionOptions& opt) {
     if (target) target->roots.push_back(root);
     else steps.push_back(Step{0, {root}, domain, kept});
   }
+  hoist_small_steps(plan, steps, opt, reads_of_root);
   sink_roots(plan, steps, opt, reads_of_root);
   return steps;
 }

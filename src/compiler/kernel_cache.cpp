@@ -297,6 +297,7 @@ std::shared_ptr<KernelLibrary> load_or_compile(const std::string& source) {
     st.stats.compiles++;
     st.stats.compile_ms += ms_since(c0);
     if (rc != 0) {
+      st.stats.failures++;
       std::string log = read_file(tmp + ".log", 4000);
       fs::remove(tmp + ".so", ec);
       throw Error("codegen: compiling generated kernels with '" + compiler_path() + "' failed (exit " +

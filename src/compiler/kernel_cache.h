@@ -40,6 +40,7 @@ struct CodegenStats {
   double compile_ms = 0;     ///< wall time spent in them
   int64_t disk_loads = 0;    ///< shared objects loaded from the disk cache without compiling
   double load_ms = 0;        ///< wall time of those loads
+  int64_t failures = 0;      ///< compiler invocations that failed (jit then runs unfused)
 };
 CodegenStats codegen_stats();
 /// Forgets libraries loaded by this process (kernels in use stay loaded), so the next

@@ -203,4 +203,48 @@ TEST(Quotient, GeneratedSourceMultipliesByTheReciprocal) {
   if (std::getenv("TESSEL_TEST_PRINT_SOURCE")) std::fputs(src.c_str(), stderr);
 }
 
+/// Every element of `got` has the bits of the same element of `want`.
+void expect_same_bits(const std::string& what, const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0) << what << " point " << i << ": " << got[i]
+                                                                 << " against " << want[i];
+}
+
+// A loop nest's innermost loop variable is the domain's last, not the last index of a value's
+// map. A rank-1 loop nest reading one row of a 2-D quotient (the halo row that the mpi4jax
+// shallow-water step sends) indexes the quotient by (3, i0): its denominator varies along
+// i0, so the nest divides; it was judged invariant along "i1" and hoisted before the loop,
+// where i0 is undeclared, and the kernel failed to compile (jit ran unfused). Conversely a
+// 1-D quotient broadcast over the rows of a 2-D nest is indexed by (i1) alone. Both must
+// compile fused and give the plain evaluation's bits.
+TEST(Quotient, ValuesOfAnotherRankThanTheLoopNestAreTestedAlongItsInnermostLoop) {
+  if (!ts::compiler::codegen_enabled()) GTEST_SKIP() << "code generation is off";
+  const int64_t rows = 6, cols = 1000;
+  std::vector<float> positive = numerators<float>(rows, cols + 1, 11);
+  for (float& v : positive) v = std::fabs(v) + 0.5f;
+  const std::vector<ts::Array> args{ts::Array(numerators<float>(rows, cols, 10), {rows, cols}),
+                                    ts::Array(positive, {rows, cols + 1}),
+                                    ts::Array(numerators<float>(1, cols, 12), {cols})};
+  const std::vector<std::pair<std::string, fusion_test::Fn>> programs{
+      {"row 3 of x / (0.25 * (h[:, :-1] + h[:, 1:]))",
+       [](std::span<const ts::Array> a) {
+         const ts::Array h = a[1];
+         const ts::Array mean = 0.25f * (ts::slice(h, {0, 0}, {rows, cols}) + ts::slice(h, {0, 1}, {rows, cols + 1}));
+         return std::vector<ts::Array>{ts::reshape(ts::slice(a[0] / mean, {3, 0}, {4, cols}), {cols})};
+       }},
+      {"x + broadcast(y / (y + 2))",
+       [](std::span<const ts::Array> a) {
+         return std::vector<ts::Array>{a[0] + ts::broadcast_to(a[2] / (a[2] * a[2] + 2.0f), {rows, cols})};
+       }},
+  };
+  for (const auto& [what, f] : programs) {
+    const int64_t failures = ts::compiler::codegen_stats().failures;
+    ts::ir::Program fused = ts::compiler::fuse(lower(f, args), fuse_everything());
+    EXPECT_EQ(ts::compiler::codegen_stats().failures, failures) << what;
+    ASSERT_EQ(fusion_test::count_prim(fused, "fused"), 1u) << what << "\n" << ts::ir::print_program(fused);
+    expect_same_bits(what, run(fused, args)[0].to_vector<float>(), f(args)[0].to_vector<float>());
+  }
+}
+
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "compiler/compile_failure_check.h"
+
 #include "tessel/device.h"
 #include "tessel/distributed.h"
 
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
     delete listeners.Release(listeners.default_result_printer());
     listeners.Append(new FailurePrinter(rank));
   }
+  // A kernel that fails to compile fails the test (jit would silently run it unfused).
+  ::testing::UnitTest::GetInstance()->listeners().Append(new compile_failure_check::CompileFailureCheck);
   int rc = RUN_ALL_TESTS();
   if (rc != 0) std::fprintf(stderr, "rank %d: tests failed\n", rank);
   return rc;
