@@ -22,7 +22,8 @@ namespace tessel::detail {
 class DeviceImpl;
 
 /// A block of (CPU) memory from the caching allocator: 64-byte aligned, holding at least
-/// the bytes asked for (rounded up to a size class). Move-only; goes back to the cache (or
+/// the bytes asked for (rounded up to a size class); large ones start a few cache lines
+/// into their block, a different number each time (TESSEL_BUFFER_STAGGER_LINES). Move-only; goes back to the cache (or
 /// the system, when the cache is full) when destroyed.
 class Memory {
  public:
@@ -46,14 +47,16 @@ class Memory {
   Memory& operator=(const Memory&) = delete;
 
   void* data() const { return ptr_; }
-  size_t capacity() const { return capacity_; }
+  /// The bytes usable from data() on (0 for foreign memory).
+  size_t capacity() const;
   explicit operator bool() const { return ptr_ != nullptr; }
   /// Gives the block back now.
   void reset();
 
  private:
   void* ptr_ = nullptr;
-  // What malloc gave (ptr_ rounded up to the alignment), for free(); for foreign memory
+  // What malloc gave, for free() and the cache: ptr_ rounded up to the alignment, or the
+  // block ptr_ starts a few cache lines into (kMinStaggered in buffer.cpp); for foreign memory
   // (ptr_ set, capacity_ 0) the heap-allocated release function.
   void* base_ = nullptr;
   size_t capacity_ = 0;

@@ -100,6 +100,15 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "(`madvise(MADV_HUGEPAGE)`, for systems whose `/sys/kernel/mm/transparent_hugepage/enabled` is "
             "`madvise`): a kernel streaming through large arrays then misses the TLB once per 2 MiB instead of "
             "once per 4 KiB, which costs most on a virtual machine (nested page tables). `0` turns it off."},
+    {.var = Var::kBufferStaggerLines, .name = "TESSEL_BUFFER_STAGGER_LINES", .kind = Kind::kInteger, .min = 0,
+     .max = 4, .default_int = 3,
+     .doc = "Buffers of 256 KiB and more start this many 64-byte cache lines times 0, 1, ..., 15 (in turn, one "
+            "step per allocation) past their block's start (at most 4, so that the 16 starts differ within a "
+            "4 KiB page). Large blocks all begin at the same place of a 4 KiB "
+            "page (2 MiB-aligned, or page-aligned from `mmap`), so without it row i of every array of a loop "
+            "nest maps to the same L1 cache set and the same low 12 address bits; when a row is a multiple of "
+            "4 KiB (1024 `float32`, 512 `float64` columns) every row does, and the shallow-water step at "
+            "1022x1585 took 1.8x as long. `0` turns it off."},
     {.var = Var::kDisableCodegen, .name = "TESSEL_DISABLE_CODEGEN", .kind = Kind::kFlag,
      .default_int = 0,
      .doc = "Any non-empty value other than `0` turns code generation off: `jit` runs one unfused kernel per "
@@ -220,7 +229,7 @@ constexpr bool agrees(Key<K> key) {
   return kTable[size_t(key.var)].kind == K;
 }
 static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kParallelSpinUs) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
-                  agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
+                  agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kBufferStaggerLines) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionSmallPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&
                   agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) && agrees(kPeerTimeoutMs) &&

@@ -23,6 +23,7 @@ enum class Var {
   kStreamMaxQueue,
   kAllocatorCacheBytes,
   kHugePageBytes,
+  kBufferStaggerLines,
   kDisableCodegen,
   kConvOnednn,
   kCxx,
@@ -104,6 +105,7 @@ inline constexpr IntKey kEagerInlineBytes{Var::kEagerInlineBytes};
 inline constexpr IntKey kStreamMaxQueue{Var::kStreamMaxQueue};
 inline constexpr IntKey kAllocatorCacheBytes{Var::kAllocatorCacheBytes};
 inline constexpr IntKey kHugePageBytes{Var::kHugePageBytes};
+inline constexpr IntKey kBufferStaggerLines{Var::kBufferStaggerLines};
 inline constexpr FlagKey kDisableCodegen{Var::kDisableCodegen};
 inline constexpr FlagKey kConvOnednn{Var::kConvOnednn};
 inline constexpr StringKey kCxx{Var::kCxx};

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/config.h"
 #include "tessel/error.h"
 
 namespace td = tessel::detail;
@@ -67,11 +70,45 @@ TEST(Allocator, FreedBlocksAreReusedBySizeClass) {
   td::Memory again(n - 1000);  // same size class
   const auto after = td::allocator_stats();
   EXPECT_GE(after.hits, before.hits + 1);
-  EXPECT_EQ(again.data(), first);  // the most recently freed block of its class
+  // The most recently freed block of its class (its data a few cache lines further in or
+  // back: large buffers are staggered, see below).
+  const auto distance = std::abs(static_cast<char*>(again.data()) - static_cast<char*>(first));
+  EXPECT_LT(distance, 4096) << "a different block";
+  EXPECT_GE(again.capacity(), n - 1000);
   EXPECT_LE(after.cached_bytes, after.limit);
+  void* data = again.data();
   td::Memory moved = std::move(again);
   EXPECT_FALSE(again);
-  EXPECT_EQ(moved.data(), first);
+  EXPECT_EQ(moved.data(), data);
+  EXPECT_GE(moved.capacity(), n - 1000);
+}
+
+// Large buffers start at different places of a 4 KiB page (TESSEL_BUFFER_STAGGER_LINES),
+// so that row i of the arrays a loop nest streams through does not map to one L1 set; each
+// still holds the bytes asked for, 64-byte aligned, and goes back to the cache whole.
+TEST(Allocator, LargeBuffersStartAtDifferentPlacesOfAPage) {
+  const int64_t lines = tessel::config::get_int(tessel::config::kBufferStaggerLines);
+  if (lines == 0) GTEST_SKIP() << "TESSEL_BUFFER_STAGGER_LINES=0";
+  const size_t n = size_t(4) << 20;  // a whole size class: the stagger needs room beyond it
+  std::vector<td::Memory> blocks;
+  std::set<uintptr_t> places;
+  for (int k = 0; k < 16; ++k) {
+    blocks.emplace_back(n);
+    const auto at = reinterpret_cast<uintptr_t>(blocks.back().data());
+    EXPECT_EQ(at % 64, 0u);
+    EXPECT_GE(blocks.back().capacity(), n);
+    std::memset(blocks.back().data(), k, n);  // every byte asked for is there
+    places.insert(at % 4096);
+  }
+  EXPECT_EQ(places.size(), 16u) << "16 consecutive large buffers share places of a page";
+  EXPECT_EQ(static_cast<unsigned char*>(blocks[5].data())[n - 1], 5);
+  const auto before = td::allocator_stats();
+  blocks.clear();  // back to the cache, whole (their block's start, not data())
+  if (before.limit >= 16 * td::allocator_size_class(n + 15 * 64 * size_t(lines))) {
+    EXPECT_GE(td::allocator_stats().cached_bytes, before.cached_bytes + 16 * n);
+  }
+  td::Memory small(100'000);  // under 256 KiB: not staggered, so nothing is added to it
+  EXPECT_EQ(td::allocator_size_class(100'000), small.capacity());
 }
 
 TEST(Allocator, BuffersDeferTheirMemory) {
