@@ -27,6 +27,9 @@ namespace tessel::python {
 /// Python type (float -> float32, int -> int32, complex -> complex64, bool -> bool, as
 /// jax.numpy's defaults).
 DType dtype_from_py(nb::handle h);
+/// The dtype of NumPy's kind character ('b', 'i', 'u', 'f', 'c'; 'B' for bfloat16, which
+/// NumPy lacks) and item size in bits; nullopt where tessel has none (long double, ...).
+std::optional<DType> dtype_of_kind(char kind, int64_t bits);
 /// The NumPy dtype of `d` (bfloat16 as ml_dtypes' when installed, else the name).
 nb::object dtype_to_py(DType d);
 

@@ -26,27 +26,35 @@ std::string py_str(nb::handle h) { return nb::cast<std::string>(nb::steal<nb::st
 
 }  // namespace
 
-DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source) {
-  using code = nb::dlpack::dtype_code;
-  switch (code(t.code)) {
-    case code::Bool: return DType::bool_;
-    case code::Int:
-      switch (t.bits) { case 8: return DType::int8; case 16: return DType::int16; case 32: return DType::int32; case 64: return DType::int64; }
+std::optional<DType> dtype_of_kind(char kind, int64_t bits) {
+  switch (kind) {
+    case 'b': return DType::bool_;
+    case 'i':
+      switch (bits) { case 8: return DType::int8; case 16: return DType::int16; case 32: return DType::int32; case 64: return DType::int64; }
       break;
-    case code::UInt:
-      switch (t.bits) { case 8: return DType::uint8; case 16: return DType::uint16; case 32: return DType::uint32; case 64: return DType::uint64; }
+    case 'u':
+      switch (bits) { case 8: return DType::uint8; case 16: return DType::uint16; case 32: return DType::uint32; case 64: return DType::uint64; }
       break;
-    case code::Float:
-      switch (t.bits) { case 16: return DType::float16; case 32: return DType::float32; case 64: return DType::float64; }
+    case 'f':
+      switch (bits) { case 16: return DType::float16; case 32: return DType::float32; case 64: return DType::float64; }
       break;
-    case code::Bfloat:
-      if (t.bits == 16) return DType::bfloat16;
+    case 'B':
+      if (bits == 16) return DType::bfloat16;
       break;
-    case code::Complex:
-      switch (t.bits) { case 64: return DType::complex64; case 128: return DType::complex128; }
+    case 'c':
+      switch (bits) { case 64: return DType::complex64; case 128: return DType::complex128; }
       break;
     default: break;
   }
+  return std::nullopt;
+}
+
+DType dtype_from_dlpack(nb::dlpack::dtype t, nb::handle source) {
+  using code = nb::dlpack::dtype_code;
+  const char kind = code(t.code) == code::Bool ? 'b' : code(t.code) == code::Int ? 'i' : code(t.code) == code::UInt ? 'u'
+                    : code(t.code) == code::Float ? 'f' : code(t.code) == code::Bfloat ? 'B'
+                    : code(t.code) == code::Complex ? 'c' : 0;
+  if (std::optional<DType> d = dtype_of_kind(kind, t.bits)) return *d;
   throw DTypeError("asarray: the NumPy dtype " + py_str(source.attr("dtype")) +
                    " has no tessel dtype; convert it to a bool, integer, floating or complex dtype first");
 }

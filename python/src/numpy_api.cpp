@@ -31,22 +31,8 @@ std::pair<char, int> numpy_kind(DType d) {
 /// The tessel dtype of a native-byte-order NumPy descriptor, if any.
 std::optional<DType> dtype_of_descr(PyArray_Descr* d) {
   if (PyDataType_ISBYTESWAPPED(d)) return std::nullopt;
-  const int64_t size = PyDataType_ELSIZE(d);
-  switch (d->kind) {
-    case 'b': return DType::bool_;
-    case 'i': return size == 1 ? DType::int8 : size == 2 ? DType::int16 : size == 4 ? DType::int32 : DType::int64;
-    case 'u': return size == 1 ? DType::uint8 : size == 2 ? DType::uint16 : size == 4 ? DType::uint32 : DType::uint64;
-    case 'f':
-      if (size == 2) return DType::float16;
-      if (size == 4) return DType::float32;
-      if (size == 8) return DType::float64;
-      return std::nullopt;  // long double
-    case 'c':
-      if (size == 8) return DType::complex64;
-      if (size == 16) return DType::complex128;
-      return std::nullopt;
-    default: return std::nullopt;
-  }
+  if (d->kind == 'B') return std::nullopt;  // dtype_of_kind's code for bfloat16, not a NumPy kind
+  return dtype_of_kind(d->kind, int64_t(PyDataType_ELSIZE(d)) * 8);
 }
 
 bool same_type(PyArray_Descr* d, DType want) {
