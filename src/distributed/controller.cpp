@@ -569,6 +569,9 @@ Serving& serving() {
 
 Wait serving_wait() { return serving().handed_over.load(std::memory_order_relaxed) > 0 ? Wait::long_work : Wait::prompt; }
 
+LongWork::LongWork() { serving().handed_over.fetch_add(1, std::memory_order_relaxed); }
+LongWork::~LongWork() { serving().handed_over.fetch_sub(1, std::memory_order_relaxed); }
+
 namespace {
 
 void serve_messages();
@@ -717,15 +720,17 @@ void serve() {
 }
 
 // True once every buffer is computed, waiting up to 0.5 ms: the answer to a read that
-// arrives just before its value is usually that close.
+// arrives just before its value is usually that close. While long work runs (serving_wait)
+// it answers at once: the value is most likely that work's, and a spin would take a core
+// from it.
 bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
-  return detail::spin_until(
-      [&] {
-        for (auto& b : bufs)
-          if (b && !b->ready()) return false;
-        return true;
-      },
-      std::chrono::microseconds(500));
+  auto all_ready = [&] {
+    for (auto& b : bufs)
+      if (b && !b->ready()) return false;
+    return true;
+  };
+  if (serving_wait() == Wait::long_work) return all_ready();
+  return detail::spin_until(all_ready, std::chrono::microseconds(500));
 }
 
 // This process's resident memory (/proc/self/statm), 0 where it cannot be read.
