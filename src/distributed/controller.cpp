@@ -672,13 +672,17 @@ void serve_messages() {
   State& s = state();
   Serving& sv = serving();
   PostedReceive& in = posted_receive();
-  Backoff backoff(serving_wait());
+  Wait wait = serving_wait();
+  Backoff backoff(wait);
   auto last_check = std::chrono::steady_clock::now();
   while (!s.stop_requested) {
     int done = 0;
     MPI_Status status;
     mpi::check(MPI_Test(&in.req, &done, &status), "MPI_Test", serving_op());
     if (!done) {
+      // Long work that ended (a pipelined step) is often followed by the driver's next
+      // message at once: poll promptly again from then on.
+      if (Wait now = serving_wait(); now != wait) backoff = Backoff(wait = now);
       if (auto now = std::chrono::steady_clock::now(); now - last_check > std::chrono::milliseconds(100)) {
         last_check = now;
         // A driver on another host that vanished sends nothing more: end instead of serving
@@ -696,7 +700,7 @@ void serve_messages() {
     const Message message = take_message(in, status);
     in.post();  // the next message may arrive while this one runs
     dispatch(message.bytes);
-    backoff = Backoff(serving_wait());
+    backoff = Backoff(wait = serving_wait());
     std::lock_guard lock(sv.mu);  // only a handler can have handed serving over
     if (sv.server != std::this_thread::get_id()) return;
   }

@@ -332,11 +332,11 @@ std::vector<Array> PipelineState::run(Compiled& c, std::span<const Array> leaves
                        std::move(keep)});
   in_flight.back().keep.insert(in_flight.back().keep.end(), leaves.begin(), leaves.end());
   // One worker after the other, on this thread: each answers at once (its step thread runs
-  // the step), so a round trip costs less than starting a thread to wait for it. The last
-  // stage first: the first stage's worker starts the step, and the others wait for it.
+  // the step), so a round trip costs less than starting a thread to wait for it. The first
+  // stage's worker first: it starts the step, and the others wait for its values.
   std::exception_ptr refused;
   const std::vector<int> watch = processes();
-  for (int w = W - 1; w >= 0; --w) {
+  for (int w = 0; w < W; ++w) {
     try {
       record(size_t(w), c.key, ctl::request(mesh.process_of(w), "pipeline.step", payloads[size_t(w)], watch));
     } catch (...) {
