@@ -392,6 +392,33 @@ TEST(PipelinedAsync, StepsInFlightEqualSynchronousOnes) {
   EXPECT_FALSE(step.timeline().empty());  // waits for the steps in flight
 }
 
+// More steps back to back than may be in flight (8): the workers' step threads take them
+// in the order issued, the 9th and 10th calls wait for the oldest, and every loss and the
+// final weights equal the plain step's, under GPipe and 1F1B.
+TEST(PipelinedAsync, MoreStepsThanMayBeInFlightEqualThePlainStep) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  const MlpStep plain{Mlp{2 * W, W}};
+  auto [x, y] = regression_batch(16, 8);
+  for (const pp::Schedule& schedule : {pp::Schedule(pp::GPipe{}), pp::Schedule(pp::OneF1B{})}) {
+    pp::PipelineOptions opts = options_for({schedule, W, 4});
+    opts.donate_argnums = {0};
+    auto step = pp::pipelined(plain, mesh, opts);
+    std::vector<ts::Array> w = weights(2 * W, 8), ref = weights(2 * W, 8), losses;
+    for (int k = 0; k < 10; ++k) {
+      auto [next, loss] = step(w, x, y);
+      w = next;
+      losses.push_back(loss);
+    }
+    for (int k = 0; k < 10; ++k) {
+      auto [r, rl] = ts::jit(plain)(ref, x, y);
+      ref = r;
+      expect_close(losses[size_t(k)], rl, name_of(schedule) + " step " + std::to_string(k) + " loss");
+    }
+    for (size_t i = 0; i < ref.size(); ++i) expect_close(w[i], ref[i], name_of(schedule) + " w" + std::to_string(i));
+  }
+}
+
 // A step that fails on a worker (it reads an ArrayRef an earlier step donated) returns like
 // any other; the failure comes with the next read of its results and, once the driver has
 // collected the step, with the next call, naming the worker; the call after that runs.
