@@ -604,7 +604,7 @@ std::shared_ptr<const Loaded> find_loaded(uint64_t key, const ctl::Reply& reply)
       pending.push_back(std::move(bufs));
     }
     // Runs on the worker's step thread, in its turn, while the driver goes on.
-    auto run = [p, seq, step, in_ids = std::move(in_ids), out_ids = std::move(out_ids), pending = std::move(pending)] {
+    auto run = [p, seq, step, in_ids = std::move(in_ids), out_ids = std::move(out_ids), pending] {
       std::string bytes;
       std::exception_ptr error;
       try {
@@ -643,7 +643,7 @@ std::shared_ptr<const Loaded> find_loaded(uint64_t key, const ctl::Reply& reply)
     };
     try {
       step_runner().push(std::move(run));
-    } catch (...) {  // no thread to run it: the step fails, and the driver's call with it
+    } catch (...) {  // no thread to run it: the step fails (its results say so), and the call
       for (auto& bufs : pending)
         for (auto& b : bufs) b->set_error(std::current_exception());
       reply.fail(std::current_exception());
