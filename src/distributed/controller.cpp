@@ -553,9 +553,10 @@ struct Serving {
   int idle_followers = 0;
   std::vector<std::thread> followers;
   const std::function<void()>* on_takeover = nullptr;  // of the work being handed over
-  // Long work still running on threads that handed serving over. While there is any, the
-  // server polls briefly and then sleeps (Wait::long_work) instead of spinning 2 ms after
-  // each message: on a machine with few cores the spin took them from that work (a
+  // Long work still running on threads that handed serving over, or marked by LongWork (a
+  // pipelined step queued for, or running on, the worker's step thread). While there is
+  // any, the server polls briefly and then sleeps (Wait::long_work) instead of spinning 2 ms
+  // after each message: on a machine with few cores the spin took them from that work (a
   // pipelined step's compute), and the messages that arrive meanwhile (the next step, a
   // read that waits for this one) are not in a hurry.
   std::atomic<int> handed_over{0};
