@@ -191,8 +191,8 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "price of latency (a remote colocated call takes ~20 us at 2000, ~150 us at 50 on the 2-core VM). "
             "It must agree in every process. Reading a pipelined step's results does not use it: the driver "
             "polls 50 us, then sleeps in steps of at most 0.1 ms, leaving the cores to the workers running the "
-            "step ([pipeline.md](pipeline.md#timelines)); nor does a worker's server while work that handed "
-            "serving over (a pipelined step, a long colocated call) still runs there: it polls 50 us, then sleeps "
+            "step ([pipeline.md](pipeline.md#timelines)); nor does a worker's server while long work (a "
+            "pipelined step, a colocated call that handed serving over) runs or waits there: it polls 50 us, then sleeps "
             "the same way."},
     {.var = Var::kPeerTimeoutMs, .name = "TESSEL_PEER_TIMEOUT_MS", .kind = Kind::kInteger,
      .min = 0, .max = 3600000, .default_int = 10000, .default_doc = "10 s",

@@ -553,9 +553,10 @@ struct Serving {
   int idle_followers = 0;
   std::vector<std::thread> followers;
   const std::function<void()>* on_takeover = nullptr;  // of the work being handed over
-  // Long work still running on threads that handed serving over. While there is any, the
-  // server polls briefly and then sleeps (Wait::long_work) instead of spinning 2 ms after
-  // each message: on a machine with few cores the spin took them from that work (a
+  // Long work still running on threads that handed serving over, or marked by LongWork (a
+  // pipelined step queued for, or running on, the worker's step thread). While there is
+  // any, the server polls briefly and then sleeps (Wait::long_work) instead of spinning 2 ms
+  // after each message: on a machine with few cores the spin took them from that work (a
   // pipelined step's compute), and the messages that arrive meanwhile (the next step, a
   // read that waits for this one) are not in a hurry.
   std::atomic<int> handed_over{0};
@@ -568,6 +569,9 @@ Serving& serving() {
 }  // namespace
 
 Wait serving_wait() { return serving().handed_over.load(std::memory_order_relaxed) > 0 ? Wait::long_work : Wait::prompt; }
+
+LongWork::LongWork() { serving().handed_over.fetch_add(1, std::memory_order_relaxed); }
+LongWork::~LongWork() { serving().handed_over.fetch_sub(1, std::memory_order_relaxed); }
 
 namespace {
 
@@ -669,13 +673,17 @@ void serve_messages() {
   State& s = state();
   Serving& sv = serving();
   PostedReceive& in = posted_receive();
-  Backoff backoff(serving_wait());
+  Wait wait = serving_wait();
+  Backoff backoff(wait);
   auto last_check = std::chrono::steady_clock::now();
   while (!s.stop_requested) {
     int done = 0;
     MPI_Status status;
     mpi::check(MPI_Test(&in.req, &done, &status), "MPI_Test", serving_op());
     if (!done) {
+      // Long work that ended (a pipelined step) is often followed by the driver's next
+      // message at once: poll promptly again from then on.
+      if (Wait now = serving_wait(); now != wait) backoff = Backoff(wait = now);
       if (auto now = std::chrono::steady_clock::now(); now - last_check > std::chrono::milliseconds(100)) {
         last_check = now;
         // A driver on another host that vanished sends nothing more: end instead of serving
@@ -693,7 +701,7 @@ void serve_messages() {
     const Message message = take_message(in, status);
     in.post();  // the next message may arrive while this one runs
     dispatch(message.bytes);
-    backoff = Backoff(serving_wait());
+    backoff = Backoff(wait = serving_wait());
     std::lock_guard lock(sv.mu);  // only a handler can have handed serving over
     if (sv.server != std::this_thread::get_id()) return;
   }
@@ -717,15 +725,17 @@ void serve() {
 }
 
 // True once every buffer is computed, waiting up to 0.5 ms: the answer to a read that
-// arrives just before its value is usually that close.
+// arrives just before its value is usually that close. While long work runs (serving_wait)
+// it answers at once: the value is most likely that work's, and a spin would take a core
+// from it.
 bool ready_soon(const std::vector<std::shared_ptr<detail::Buffer>>& bufs) {
-  return detail::spin_until(
-      [&] {
-        for (auto& b : bufs)
-          if (b && !b->ready()) return false;
-        return true;
-      },
-      std::chrono::microseconds(500));
+  auto all_ready = [&] {
+    for (auto& b : bufs)
+      if (b && !b->ready()) return false;
+    return true;
+  };
+  if (serving_wait() == Wait::long_work) return all_ready();
+  return detail::spin_until(all_ready, std::chrono::microseconds(500));
 }
 
 // This process's resident memory (/proc/self/statm), 0 where it cannot be read.

@@ -111,6 +111,19 @@ std::string request(int process, const std::string& kind, std::string_view paylo
 /// the server does not spin on the cores that work needs; else Wait::prompt.
 Wait serving_wait();
 
+/// Worker: marks long work that runs off the serving thread (a pipelined step on a thread of
+/// its own) for the object's life. Meanwhile serving_wait says Wait::long_work, as for work
+/// handed over by run_while_others_serve, and a read of a value not yet computed waits on a
+/// thread of its own at once instead of spinning the serving thread first (the value is
+/// most likely that work's, and the spin takes a core from it).
+class LongWork {
+ public:
+  LongWork();
+  ~LongWork();
+  LongWork(const LongWork&) = delete;
+  LongWork& operator=(const LongWork&) = delete;
+};
+
 /// The answer to one message: call `ok` or `fail` once, from any thread (a handler that
 /// must wait hands its Reply to another thread, so the worker goes on serving). Messages
 /// sent with `post` ignore it.

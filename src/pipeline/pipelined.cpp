@@ -162,14 +162,19 @@ class PipelineState {
     const PartitionSpec spec = leaf < specs.size() && specs[leaf] ? *specs[leaf] : PartitionSpec();
     return NamedSharding(mesh.local_mesh(worker), spec);
   }
+  // The workers' processes, in worker order.
+  std::vector<int> processes() const {
+    std::vector<int> all;
+    for (int k = 0; k < mesh.num_workers(); ++k) all.push_back(mesh.process_of(k));
+    return all;
+  }
   // Sends every worker its message of `kind` at once (payloads[w]); one future reply each.
   // A wait watches every worker, so one that dies ends the others' waits too.
   // With `only`, asks those workers alone (one future each, in that order). `wait` says how
   // the threads waiting for the replies poll (Wait::long_work for a reply after a step).
   std::vector<std::future<std::string>> ask_all(const std::string& kind, std::vector<std::string> payloads,
                                                 std::vector<size_t> only = {}, ctl::Wait wait = ctl::Wait::prompt) const {
-    std::vector<int> watch;
-    for (int k = 0; k < mesh.num_workers(); ++k) watch.push_back(mesh.process_of(k));
+    const std::vector<int> watch = processes();
     if (only.empty())
       for (int w = 0; w < mesh.num_workers(); ++w) only.push_back(size_t(w));
     std::vector<std::future<std::string>> replies;
@@ -326,11 +331,14 @@ std::vector<Array> PipelineState::run(Compiled& c, std::span<const Array> leaves
   in_flight.push_back({c.key, seq, std::vector<std::optional<std::string>>(size_t(W)), std::vector<std::exception_ptr>(size_t(W)),
                        std::move(keep)});
   in_flight.back().keep.insert(in_flight.back().keep.end(), leaves.begin(), leaves.end());
-  auto acks = ask_all("pipeline.step", std::move(payloads));
+  // One worker after the other, on this thread: each answers at once (its step thread runs
+  // the step), so a round trip costs less than starting a thread to wait for it. The first
+  // stage's worker first: it starts the step, and the others wait for its values.
   std::exception_ptr refused;
+  const std::vector<int> watch = processes();
   for (int w = 0; w < W; ++w) {
     try {
-      record(size_t(w), c.key, acks[size_t(w)].get());
+      record(size_t(w), c.key, ctl::request(mesh.process_of(w), "pipeline.step", payloads[size_t(w)], watch));
     } catch (...) {
       if (!refused) refused = std::current_exception();
     }

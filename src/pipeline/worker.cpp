@@ -5,6 +5,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -45,12 +47,11 @@ struct Loaded {
   std::vector<Instruction> stream;
   std::vector<Sharding> out_shardings;
   std::vector<Aval> out_avals;
-  // Steps run one at a time in the order the driver issued them (`seq`), each on its own
+  // Steps run one at a time in the order the driver issued them, on the worker's step
   // thread, while the driver goes on; `finished` keeps each step's timeline (or error)
   // until it is reported (with the next step's acknowledgement, or by "pipeline.done").
   mutable std::mutex mu;
   mutable std::condition_variable cv;
-  mutable uint64_t next_seq = 0;
   mutable std::map<uint64_t, std::pair<std::string, std::exception_ptr>> finished;
 };
 
@@ -489,6 +490,52 @@ std::string take_finished(const Loaded& p, std::optional<uint64_t> only = std::n
   return w.take();
 }
 
+// Runs the worker's pipelined steps on a thread of its own, one at a time in the order they
+// arrived: the driver issues each pipeline's steps in order and collects one pipeline's
+// before it calls another. The serving thread only queues a step and answers at once, so
+// that the driver's next call (the next step in flight, a read) is not held up by the one
+// running: a step run on the serving thread held them until a follower took over serving
+// (0.5 ms and more), longer than a small step itself. Each step queued or running counts
+// as long work (ctl::LongWork): the server sleeps between polls meanwhile instead of
+// spinning on the cores the step needs.
+class StepRunner {
+ public:
+  // Queues `step`; throws ResourceExhaustedError when there is no thread to run it.
+  void push(std::function<void()> step) {
+    auto busy = std::make_shared<ctl::LongWork>();
+    std::lock_guard lock(mu_);
+    if (!started_) {
+      tessel::detail::start_thread("the pipelined steps of this worker", [this] { loop(); }).detach();
+      started_ = true;
+    }
+    queue_.push_back([step = std::move(step), busy] { step(); });
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return !queue_.empty(); });
+      std::function<void()> step = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      step();  // catches its own errors
+      step = nullptr;  // its LongWork ends before the next wait
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool started_ = false;
+};
+StepRunner& step_runner() {
+  static auto* r = new StepRunner();  // never destroyed: its thread waits until the process ends
+  return *r;
+}
+
 // The pipeline the driver loaded under `key`; null (and `reply` failed) when there is none.
 std::shared_ptr<const Loaded> find_loaded(uint64_t key, const ctl::Reply& reply) {
   if (std::shared_ptr<const Loaded> p = ctl::kept_as<Loaded>(key)) return p;
@@ -556,16 +603,8 @@ std::shared_ptr<const Loaded> find_loaded(uint64_t key, const ctl::Reply& reply)
       ctl::store(out_ids[k], a);
       pending.push_back(std::move(bufs));
     }
-    {
-      std::lock_guard lock(p->mu);
-      reply.ok(take_finished(*p));  // with the earlier steps that are over meanwhile
-    }
-    // Runs the step in its turn. Its turn now: here, while another thread takes over serving;
-    // else on a thread of its own, so that this one goes on taking the next steps at once.
-    auto run = [p, seq, step, in_ids = std::move(in_ids), out_ids = std::move(out_ids), pending = std::move(pending)] {
-      std::unique_lock lock(p->mu);
-      p->cv.wait(lock, [&] { return p->next_seq == seq; });
-      lock.unlock();
+    // Runs on the worker's step thread, in its turn, while the driver goes on.
+    auto run = [p, seq, step, in_ids = std::move(in_ids), out_ids = std::move(out_ids), pending] {
       std::string bytes;
       std::exception_ptr error;
       try {
@@ -598,18 +637,20 @@ std::shared_ptr<const Loaded> find_loaded(uint64_t key, const ctl::Reply& reply)
           for (auto& b : bufs)
             if (!b->ready()) b->set_error(error);
       }
-      lock.lock();
+      std::lock_guard lock(p->mu);
       p->finished[seq] = {std::move(bytes), error};
-      ++p->next_seq;
       p->cv.notify_all();
     };
-    bool now;
-    {
-      std::lock_guard lock(p->mu);
-      now = p->next_seq == seq;
+    try {
+      step_runner().push(std::move(run));
+    } catch (...) {  // no thread to run it: the step fails (its results say so), and the call
+      for (auto& bufs : pending)
+        for (auto& b : bufs) b->set_error(std::current_exception());
+      reply.fail(std::current_exception());
+      return;
     }
-    if (now) ctl::run_while_others_serve(run);
-    else std::thread(std::move(run)).detach();
+    std::lock_guard lock(p->mu);
+    reply.ok(take_finished(*p));  // with the earlier steps that are over meanwhile
   });
   // The driver waits for a step it has not heard of: its timeline, or its error.
   ctl::register_handler("pipeline.done", [](ir::Reader& r, ctl::Reply reply) {

@@ -4,12 +4,22 @@
 // with sharded parameters; the errors of a bad step or batch.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
+#include "distributed/controller.h"
 #include "tessel/tessel.h"
 
 namespace ts = tessel;
 namespace pp = tessel::pipeline;
+namespace ctl = tessel::distributed::controller;
+
+// 1 while the worker's server waits as for long work (a pipelined step runs there), else 0.
+ts::Array serving_beside_a_step(const ts::Array& x) {
+  return ts::device_put(ts::Array(int(ctl::serving_wait() == ctl::Wait::long_work)), x.sharding());
+}
+TESSEL_REGISTER_COLOCATED(serving_beside_a_step);
 
 namespace {
 
@@ -382,6 +392,33 @@ TEST(PipelinedAsync, StepsInFlightEqualSynchronousOnes) {
   EXPECT_FALSE(step.timeline().empty());  // waits for the steps in flight
 }
 
+// More steps back to back than may be in flight (8): the workers' step threads take them
+// in the order issued, the 9th and 10th calls wait for the oldest, and every loss and the
+// final weights equal the plain step's, under GPipe and 1F1B.
+TEST(PipelinedAsync, MoreStepsThanMayBeInFlightEqualThePlainStep) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  const MlpStep plain{Mlp{2 * W, W}};
+  auto [x, y] = regression_batch(16, 8);
+  for (const pp::Schedule& schedule : {pp::Schedule(pp::GPipe{}), pp::Schedule(pp::OneF1B{})}) {
+    pp::PipelineOptions opts = options_for({schedule, W, 4});
+    opts.donate_argnums = {0};
+    auto step = pp::pipelined(plain, mesh, opts);
+    std::vector<ts::Array> w = weights(2 * W, 8), ref = weights(2 * W, 8), losses;
+    for (int k = 0; k < 10; ++k) {
+      auto [next, loss] = step(w, x, y);
+      w = next;
+      losses.push_back(loss);
+    }
+    for (int k = 0; k < 10; ++k) {
+      auto [r, rl] = ts::jit(plain)(ref, x, y);
+      ref = r;
+      expect_close(losses[size_t(k)], rl, name_of(schedule) + " step " + std::to_string(k) + " loss");
+    }
+    for (size_t i = 0; i < ref.size(); ++i) expect_close(w[i], ref[i], name_of(schedule) + " w" + std::to_string(i));
+  }
+}
+
 // A step that fails on a worker (it reads an ArrayRef an earlier step donated) returns like
 // any other; the failure comes with the next read of its results and, once the driver has
 // collected the step, with the next call, naming the worker; the call after that runs.
@@ -399,6 +436,43 @@ TEST(PipelinedAsync, AFailureSurfacesOnTheNextReadAndCall) {
   expect_error([&] { step(w2, x, y); }, "[pipelined step on worker 0, process 1]");
   auto [w4, l4] = step(w2, x, y);
   EXPECT_TRUE(std::isfinite(l4.item<float>()));
+}
+
+// Steps run on the workers' step threads: while one runs or waits its turn, each worker's
+// server answers the driver's next calls at once (here a colocated call, which sees the
+// steps as long work, so the server sleeps between polls), and polls promptly again once
+// they are over.
+TEST(PipelinedAsync, TheWorkersAnswerWhileAStepRuns) {
+  const int W = ts::process_count() - 1;
+  pp::RemoteMpmdMesh mesh(W, {1}, {"model"});
+  pp::PipelineOptions opts;
+  opts.num_microbatches = 8;
+  opts.batch_argnums = {1, 2};
+  auto step = pp::pipelined(MlpStep{Mlp{2 * W, W}}, mesh, opts);
+  auto [x, y] = regression_batch(8 * 256, 256);  // tens of milliseconds of products per worker
+  auto mode = ts::colocated::colocated(serving_beside_a_step)
+                  .specialize({.out_specs_fn = [](const ts::colocated::Specs& in) { return in; }});
+  const ts::Array probe = ts::device_put(ts::Array(5), mesh.local_mesh(0).devices()[0]);
+  EXPECT_EQ(mode(probe).item<int>(), 0) << "no step runs";
+  auto [w1, l1] = step(weights(2 * W, 256), x, y);
+  EXPECT_EQ(mode(probe).item<int>(), 1) << "the server while the step runs";
+  // Steps in flight behind it count too: once worker 0 has given the first one's results
+  // (its first stage's weights), the next three still run there.
+  std::vector<ts::Array> w = w1, losses;
+  for (int k = 0; k < 3; ++k) {
+    auto [next, loss] = step(w, x, y);
+    w = next;
+    losses.push_back(loss);
+  }
+  EXPECT_TRUE(std::isfinite(l1.item<float>()));
+  w1[0].block_until_ready();
+  EXPECT_EQ(mode(probe).item<int>(), 1) << "the server while the steps in flight run";
+  EXPECT_TRUE(std::isfinite(losses.back().item<float>()));
+  int seen = 1;  // the step thread ends its long work just after filling the results
+  for (auto start = std::chrono::steady_clock::now();
+       (seen = mode(probe).item<int>()) != 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(1);)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(seen, 0) << "the server after the step";
 }
 
 TEST(Pipelined, ErrorsNameTheFix) {
