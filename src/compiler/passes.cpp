@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/config.h"
 #include "ir/index_map.h"
 #include "ir/trace.h"
 #include "ops/linalg.h"
@@ -331,9 +332,95 @@ Program eliminate_dead_code(const Program& p) {
   return out;
 }
 
+namespace {
+
+bool is_sum(const Equation& e) {
+  return (e.prim->name == "add" || e.prim->name == "add_any" || e.prim->name == "sub") && e.inputs.size() == 2;
+}
+
+/// Whether `a` can be an operand of the fma computing a value of `out`'s dtype and shape:
+/// the same dtype, and the same shape or rank 0 (a literal, a scalar).
+bool fits(const Atom& a, const Aval& out) {
+  const Aval av = a.aval();
+  return av.dtype == out.dtype && (av.shape.empty() || av.shape == out.shape);
+}
+
+}  // namespace
+
+Program contract_multiply_adds(const Program& p) {
+  if (!config::get_flag(config::kFpContract)) return p;
+  std::unordered_map<const ir::VarNode*, int> reads;
+  for (const Equation& e : p.eqns)
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) ++reads[a.var().get()];
+  for (auto& a : p.outvars)
+    if (!a.is_literal()) ++reads[a.var().get()];
+  std::unordered_map<const ir::VarNode*, size_t> products;  // a mul's output -> its equation
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const Equation& e = p.eqns[i];
+    if (e.prim->name == "mul" && e.inputs.size() == 2 && e.outputs.size() == 1) products[e.outputs[0].get()] = i;
+  }
+  // Which product each sum takes in (the first operand's when both qualify, as the order of
+  // the sum's operands decides in XLA's code generator).
+  std::unordered_map<size_t, std::pair<size_t, size_t>> contracted;  // sum -> (operand, product)
+  std::unordered_set<size_t> absorbed;
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const Equation& e = p.eqns[i];
+    if (!is_sum(e) || e.outputs.size() != 1) continue;
+    const Aval& out = e.outputs[0]->aval;
+    if (out.dtype != DType::float32 && out.dtype != DType::float64) continue;
+    for (size_t k = 0; k < 2; ++k) {
+      const Atom& a = e.inputs[k];
+      if (a.is_literal() || reads[a.var().get()] != 1) continue;
+      auto it = products.find(a.var().get());
+      if (it == products.end() || absorbed.count(it->second)) continue;
+      const Equation& m = p.eqns[it->second];
+      if (m.outputs[0]->aval.shape != out.shape || !fits(m.inputs[0], out) || !fits(m.inputs[1], out) ||
+          !fits(e.inputs[1 - k], out))
+        continue;
+      contracted.emplace(i, std::make_pair(k, it->second));
+      absorbed.insert(it->second);
+      break;
+    }
+  }
+  if (contracted.empty()) return p;
+  static const ir::Primitive& fma = ir::lookup_primitive("fma");
+  static const ir::Primitive& neg = ir::lookup_primitive("neg");
+  Program out = without_equations(p);
+  // -a: a literal negated in place (exact), a variable through a neg equation.
+  auto negated = [&](const Atom& a) -> Atom {
+    if (a.is_literal()) {
+      const Scalar& v = a.literal();
+      const Scalar minus = v.dtype() == DType::float64 ? Scalar(-v.to<double>()) : Scalar(-v.to<float>());
+      return Atom(minus, a.aval().weak_type);
+    }
+    ir::Var v = ir::new_var(a.aval());
+    out.eqns.push_back(Equation{&neg, {a}, {v}, {}});
+    return Atom(v);
+  };
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    if (absorbed.count(i)) continue;
+    auto it = contracted.find(i);
+    if (it == contracted.end()) {
+      out.eqns.push_back(p.eqns[i]);
+      continue;
+    }
+    const Equation& e = p.eqns[i];
+    const auto [k, j] = it->second;
+    const Equation& m = p.eqns[j];
+    Atom a = m.inputs[0], b = m.inputs[1], c = e.inputs[1 - k];
+    if (e.prim->name == "sub") {
+      if (k == 0) c = negated(c);  // a*b - c
+      else a = negated(a);         // c - a*b
+    }
+    out.eqns.push_back(Equation{&fma, {a, b, c}, e.outputs, {}});
+  }
+  return out;
+}
+
 Program simplify(const Program& p, bool fold) {
   Program inlined = fold_transposes_into_products(inline_calls(p));
-  return eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined));
+  return contract_multiply_adds(eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined)));
 }
 
 }  // namespace tessel::compiler

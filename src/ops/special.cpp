@@ -84,7 +84,8 @@ std::vector<Array> special_jvp(const ir::Primitive&, std::span<const Array> xs, 
 /// value rather than recompute it for each offset a consumer reads.
 constexpr int kIterativePointCost = 8 * ir::kExpensivePointCost;
 template <class Op> constexpr int point_cost_of() {
-  if constexpr (requires { Op::iterative; }) return kIterativePointCost;
+  if constexpr (requires { Op::point_cost; }) return Op::point_cost;
+  else if constexpr (requires { Op::iterative; }) return kIterativePointCost;
   else return ir::kExpensivePointCost;
 }
 
@@ -245,10 +246,13 @@ struct xla_tan_op {
   template <class T> static T f(T x) { return scalar::xla_tan(x); }
   static Array d(size_t, Xs, const Array& y) { return y * y + c_like(1, y); }
 };
-// a * b + c with one rounding (std::fma), as XLA contracts JAX's multiply-adds.
+// a * b + c with one rounding (std::fma), as XLA contracts JAX's multiply-adds. It costs
+// the fusion pass what the product and the sum it replaces cost (jit contracts them:
+// compiler::contract_multiply_adds), so contracting leaves the loop nests' schedules as they were.
 struct fma_op {
   static constexpr const char* name = "fma";
   static constexpr int arity = 3;
+  static constexpr int point_cost = 2 * ir::kCheapPointCost;
   template <class T> static T f(T a, T b, T c) { return scalar::fma(a, b, c); }
   static Array d(size_t i, Xs xs, const Array& y) { return i == 0 ? xs[1] : i == 1 ? xs[0] : c_like(1, y); }
 };
