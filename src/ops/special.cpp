@@ -30,12 +30,15 @@ template <class Op> std::vector<Aval> special_eval(std::span<const Aval> ins, co
   return {out};
 }
 
-/// Runs the unary block form of scalar::<name> (vector_math.h) on float/double; false when
-/// there is none.
+/// Runs the unary block form of scalar::<name> (vector_math.h), or fma's, on float/double;
+/// false when there is none.
 template <class Op, class T> bool run_block(const KernelCall& c) {
   if constexpr (Op::arity == 1 && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
     static const cpu::VectorUnaryFn<T> block = cpu::vector_unary<T>(Op::name);
     return run_unary_block<T>(c, block);
+  } else if constexpr (requires { Op::fma_block; } && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    run_fma_block<T>(c);
+    return true;
   } else {
     (void)c;
     return false;
@@ -253,6 +256,7 @@ struct fma_op {
   static constexpr const char* name = "fma";
   static constexpr int arity = 3;
   static constexpr int point_cost = 2 * ir::kCheapPointCost;
+  static constexpr bool fma_block = true;  // unfused: cpu::fma_block (the FMA instructions)
   template <class T> static T f(T a, T b, T c) { return scalar::fma(a, b, c); }
   static Array d(size_t i, Xs xs, const Array& y) { return i == 0 ? xs[1] : i == 1 ? xs[0] : c_like(1, y); }
 };
