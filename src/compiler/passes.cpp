@@ -43,6 +43,17 @@ class Subst {
   std::unordered_map<const ir::VarNode*, Atom> map_;
 };
 
+/// How many times each variable of `p` is read: by its equations and as a program output.
+std::unordered_map<const ir::VarNode*, int> read_counts(const Program& p) {
+  std::unordered_map<const ir::VarNode*, int> reads;
+  for (const Equation& e : p.eqns)
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) ++reads[a.var().get()];
+  for (auto& a : p.outvars)
+    if (!a.is_literal()) ++reads[a.var().get()];
+  return reads;
+}
+
 Program with_header(const Program& p) {
   Program out = without_equations(p);
   out.outvars.clear();
@@ -248,12 +259,7 @@ Program fold_transposes_into_products(const Program& p) {
   // The products emitted so far: output variable -> index in out.eqns; and how many times
   // each variable is read (equations and program outputs).
   std::unordered_map<const ir::VarNode*, size_t> products;
-  std::unordered_map<const ir::VarNode*, int> reads;
-  for (const Equation& e : p.eqns)
-    for (auto& a : e.inputs)
-      if (!a.is_literal()) ++reads[a.var().get()];
-  for (auto& a : p.outvars)
-    if (!a.is_literal()) ++reads[a.var().get()];
+  std::unordered_map<const ir::VarNode*, int> reads = read_counts(p);
   Program out = with_header(p);
   Subst s;
   for (const Equation& e : p.eqns) {
@@ -334,6 +340,7 @@ Program eliminate_dead_code(const Program& p) {
 
 namespace {
 
+/// A two-operand sum or difference: what a product can be contracted into.
 bool is_sum(const Equation& e) {
   return (e.prim->name == "add" || e.prim->name == "add_any" || e.prim->name == "sub") && e.inputs.size() == 2;
 }
@@ -349,19 +356,14 @@ bool fits(const Atom& a, const Aval& out) {
 
 Program contract_multiply_adds(const Program& p) {
   if (!config::get_flag(config::kFpContract)) return p;
-  std::unordered_map<const ir::VarNode*, int> reads;
-  for (const Equation& e : p.eqns)
-    for (auto& a : e.inputs)
-      if (!a.is_literal()) ++reads[a.var().get()];
-  for (auto& a : p.outvars)
-    if (!a.is_literal()) ++reads[a.var().get()];
+  std::unordered_map<const ir::VarNode*, int> reads = read_counts(p);
   std::unordered_map<const ir::VarNode*, size_t> products;  // a mul's output -> its equation
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     const Equation& e = p.eqns[i];
     if (e.prim->name == "mul" && e.inputs.size() == 2 && e.outputs.size() == 1) products[e.outputs[0].get()] = i;
   }
-  // Which product each sum takes in (the first operand's when both qualify, as the order of
-  // the sum's operands decides in XLA's code generator).
+  // Which product each sum takes in: the first operand's when both qualify (LLVM's DAG
+  // combiner, which contracts XLA's code, tries the first operand first too).
   std::unordered_map<size_t, std::pair<size_t, size_t>> contracted;  // sum -> (operand, product)
   std::unordered_set<size_t> absorbed;
   for (size_t i = 0; i < p.eqns.size(); ++i) {
