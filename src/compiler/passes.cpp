@@ -1,6 +1,7 @@
 #include "compiler/passes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -345,6 +346,22 @@ bool is_sum(const Equation& e) {
   return (e.prim->name == "add" || e.prim->name == "add_any" || e.prim->name == "sub") && e.inputs.size() == 2;
 }
 
+/// The reciprocal of a float32/float64 literal rounded to its dtype, when the literal and its
+/// reciprocal are normal numbers (a division by it is then the product XLA's algebraic
+/// simplifier makes of it, `x * RN(1/c)`); nullopt otherwise.
+std::optional<Atom> reciprocal_literal(const Atom& c) {
+  if (!c.is_literal()) return std::nullopt;
+  const Scalar& v = c.literal();
+  auto of = [&](auto x) -> std::optional<Atom> {
+    const auto r = decltype(x)(1) / x;
+    if (!std::isnormal(x) || !std::isnormal(r)) return std::nullopt;
+    return Atom(Scalar(r), c.aval().weak_type);
+  };
+  if (v.dtype() == DType::float32) return of(v.to<float>());
+  if (v.dtype() == DType::float64) return of(v.to<double>());
+  return std::nullopt;
+}
+
 /// Whether `a` can be an operand of the fma computing a value of `out`'s dtype and shape:
 /// the same dtype, and the same shape or rank 0 (a literal, a scalar).
 bool fits(const Atom& a, const Aval& out) {
@@ -357,10 +374,14 @@ bool fits(const Atom& a, const Aval& out) {
 Program contract_multiply_adds(const Program& p) {
   if (!config::get_flag(config::kFpContract)) return p;
   std::unordered_map<const ir::VarNode*, int> reads = read_counts(p);
-  std::unordered_map<const ir::VarNode*, size_t> products;  // a mul's output -> its equation
+  // Products: a mul's output, or a division's by a literal with a normal reciprocal (a product
+  // by the reciprocal, as XLA makes it before contracting) -> its equation.
+  std::unordered_map<const ir::VarNode*, size_t> products;
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     const Equation& e = p.eqns[i];
-    if (e.prim->name == "mul" && e.inputs.size() == 2 && e.outputs.size() == 1) products[e.outputs[0].get()] = i;
+    if (e.inputs.size() != 2 || e.outputs.size() != 1) continue;
+    if (e.prim->name == "mul" || (e.prim->name == "div" && reciprocal_literal(e.inputs[1])))
+      products[e.outputs[0].get()] = i;
   }
   // Which product each sum takes in: the first operand's when both qualify (LLVM's DAG
   // combiner, which contracts XLA's code, tries the first operand first too).
@@ -410,7 +431,7 @@ Program contract_multiply_adds(const Program& p) {
     const Equation& e = p.eqns[i];
     const auto [k, j] = it->second;
     const Equation& m = p.eqns[j];
-    Atom a = m.inputs[0], b = m.inputs[1], c = e.inputs[1 - k];
+    Atom a = m.inputs[0], b = m.prim->name == "div" ? *reciprocal_literal(m.inputs[1]) : m.inputs[1], c = e.inputs[1 - k];
     if (e.prim->name == "sub") {
       if (k == 0) c = negated(c);  // a*b - c
       else a = negated(a);         // c - a*b

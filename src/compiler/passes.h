@@ -27,7 +27,8 @@ ir::Program eliminate_dead_code(const ir::Program& p);
 /// fusion): a float32 or float64 `mul` whose result only one `add`, `add_any` or `sub` reads
 /// (once, and no program output) becomes part of that sum, computed by the `fma` primitive
 /// with one rounding (a difference negates the subtrahend or a factor first, which is
-/// exact). Every later pass, schedule and kernel, fused or not, then computes the same
+/// exact). A division by a literal whose reciprocal is normal counts as the product by that
+/// reciprocal rounded, as XLA rewrites it (`x / c + d` is `fma(x, RN(1/c), d)`). Every later pass, schedule and kernel, fused or not, then computes the same
 /// contracted program. With TESSEL_FP_CONTRACT=0 the program is returned unchanged.
 ir::Program contract_multiply_adds(const ir::Program& p);
 /// `p`'s inputs, constants, outputs and name, without its equations (for passes that

@@ -77,6 +77,9 @@ TEST(Contraction, ProductsReadOnlyBySumsBecomeFma) {
   EXPECT_EQ(count([](A a, A b, A c) { return a * b - c; }), std::make_pair(size_t(1), size_t(0)));
   EXPECT_EQ(count([](A a, A b, A c) { return c - a * b; }), std::make_pair(size_t(1), size_t(0)));
   EXPECT_EQ(count([](A a, A, A c) { return a * 0.25f - c; }), std::make_pair(size_t(1), size_t(0)));
+  // A division by a literal is the product by its reciprocal; by zero it stays a division.
+  EXPECT_EQ(count([](A a, A, A c) { return a / 3.0f + c; }), std::make_pair(size_t(1), size_t(0)));
+  EXPECT_EQ(count([](A a, A, A c) { return a / 0.0f + c; }), std::make_pair(size_t(0), size_t(0)));
   // Two products in one sum: one contracts.
   EXPECT_EQ(count([](A a, A b, A c) { return a * b + c * c; }), std::make_pair(size_t(1), size_t(1)));
   // A product read twice stays a product.
@@ -175,6 +178,21 @@ TEST(Contraction, JitContractsAsXlaAndTheSettingTurnsItOff) {
   }
   ContractionSetting off("0");
   EXPECT_EQ(ts::jit(cdf)(x).to_vector<float>()[0], 0.0f);
+}
+
+// jax.jit(lambda x, d: x / 3 + d) is fma(x, RN(1/3), d) at every point (checked against JAX
+// 0.10.2 on 100,000 normal samples: XLA multiplies by the reciprocal, then contracts).
+TEST(Contraction, DivisionByALiteralContractsAsItsReciprocal) {
+  ContractionSetting on("1");
+  const int64_t n = 70001;
+  const std::vector<float> vx = values<float>(n, 10), vd = values<float>(n, 11);
+  const ts::Array x(vx, {n}), d(vd, {n});
+  const auto got = ts::jit([](const ts::Array& a, const ts::Array& b) { return a / 3.0f + b; })(x, d).to_vector<float>();
+  const float third = 1.0f / 3.0f;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float want = std::fma(vx[i], third, vd[i]);
+    ASSERT_EQ(std::memcmp(&got[i], &want, sizeof want), 0) << i << ": " << got[i] << " against " << want;
+  }
 }
 
 }  // namespace
