@@ -10,7 +10,9 @@
 #include "core/config.h"
 #include "ir/index_map.h"
 #include "ir/trace.h"
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/special.h"
 
 namespace tessel::compiler {
 ir::Program without_equations(const ir::Program& p) {
@@ -343,7 +345,7 @@ namespace {
 
 /// A two-operand sum or difference: what a product can be contracted into.
 bool is_sum(const Equation& e) {
-  return (e.prim->name == "add" || e.prim->name == "add_any" || e.prim->name == "sub") && e.inputs.size() == 2;
+  return (e.prim == &ops::add_p.prim || e.prim == &ops::sub_p.prim) && e.inputs.size() == 2;
 }
 
 /// The reciprocal of a float32/float64 literal rounded to its dtype, when the literal and its
@@ -380,7 +382,7 @@ Program contract_multiply_adds(const Program& p) {
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     const Equation& e = p.eqns[i];
     if (e.inputs.size() != 2 || e.outputs.size() != 1) continue;
-    if (e.prim->name == "mul" || (e.prim->name == "div" && reciprocal_literal(e.inputs[1])))
+    if (e.prim == &ops::mul_p.prim || (e.prim == &ops::div_p.prim && reciprocal_literal(e.inputs[1])))
       products[e.outputs[0].get()] = i;
   }
   // Which product each sum takes in: the first operand's when both qualify (LLVM's DAG
@@ -407,8 +409,6 @@ Program contract_multiply_adds(const Program& p) {
     }
   }
   if (contracted.empty()) return p;
-  static const ir::Primitive& fma = ir::lookup_primitive("fma");
-  static const ir::Primitive& neg = ir::lookup_primitive("neg");
   Program out = without_equations(p);
   // -a: a literal negated in place (exact), a variable through a neg equation.
   auto negated = [&](const Atom& a) -> Atom {
@@ -418,7 +418,7 @@ Program contract_multiply_adds(const Program& p) {
       return Atom(minus, a.aval().weak_type);
     }
     ir::Var v = ir::new_var(a.aval());
-    out.eqns.push_back(Equation{&neg, {a}, {v}, {}});
+    out.eqns.push_back(Equation{&ops::neg_p.prim, {a}, {v}, {}});
     return Atom(v);
   };
   for (size_t i = 0; i < p.eqns.size(); ++i) {
@@ -431,12 +431,13 @@ Program contract_multiply_adds(const Program& p) {
     const Equation& e = p.eqns[i];
     const auto [k, j] = it->second;
     const Equation& m = p.eqns[j];
-    Atom a = m.inputs[0], b = m.prim->name == "div" ? *reciprocal_literal(m.inputs[1]) : m.inputs[1], c = e.inputs[1 - k];
-    if (e.prim->name == "sub") {
+    Atom a = m.inputs[0], b = m.prim == &ops::div_p.prim ? *reciprocal_literal(m.inputs[1]) : m.inputs[1],
+         c = e.inputs[1 - k];
+    if (e.prim == &ops::sub_p.prim) {
       if (k == 0) c = negated(c);  // a*b - c
       else a = negated(a);         // c - a*b
     }
-    out.eqns.push_back(Equation{&fma, {a, b, c}, e.outputs, {}});
+    out.eqns.push_back(Equation{&ops::fma_p, {a, b, c}, e.outputs, {}});
   }
   return out;
 }

@@ -24,7 +24,7 @@ ir::Program fold_transposes_into_products(const ir::Program& p);
 /// constants.
 ir::Program eliminate_dead_code(const ir::Program& p);
 /// Contracts multiply-adds, as XLA's CPU compiler does (its LLVM target options allow FMA
-/// fusion): a float32 or float64 `mul` whose result only one `add`, `add_any` or `sub` reads
+/// fusion): a float32 or float64 `mul` whose result only one `add` or `sub` reads
 /// (once, and no program output) becomes part of that sum, computed by the `fma` primitive
 /// with one rounding (a difference negates the subtrahend or a factor first, which is
 /// exact). A division by a literal whose reciprocal is normal counts as the product by that
