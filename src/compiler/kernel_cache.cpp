@@ -31,7 +31,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// -ffp-contract=off: no fused multiply-add, so generated code rounds like the unfused kernels.
+// -ffp-contract=off: no fused multiply-add of the compiler's choosing, so generated code rounds
+// like the unfused kernels; the multiply-adds jit contracts are fma equations of the program
+// (compiler::contract_multiply_adds), computed alike by both.
 // -fno-math-errno: libm calls have no side effects, so loops over exp, tanh, ... vectorise
 // with glibc's libmvec (backend/cpu/scalar.h declares the vector forms; -lmvec links them).
 // -fno-trapping-math: tessel never unmasks floating-point traps, so GCC may compute both

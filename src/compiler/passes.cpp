@@ -1,14 +1,18 @@
 #include "compiler/passes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/config.h"
 #include "ir/index_map.h"
 #include "ir/trace.h"
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/special.h"
 
 namespace tessel::compiler {
 ir::Program without_equations(const ir::Program& p) {
@@ -41,6 +45,17 @@ class Subst {
  private:
   std::unordered_map<const ir::VarNode*, Atom> map_;
 };
+
+/// How many times each variable of `p` is read: by its equations and as a program output.
+std::unordered_map<const ir::VarNode*, int> read_counts(const Program& p) {
+  std::unordered_map<const ir::VarNode*, int> reads;
+  for (const Equation& e : p.eqns)
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) ++reads[a.var().get()];
+  for (auto& a : p.outvars)
+    if (!a.is_literal()) ++reads[a.var().get()];
+  return reads;
+}
 
 Program with_header(const Program& p) {
   Program out = without_equations(p);
@@ -247,12 +262,7 @@ Program fold_transposes_into_products(const Program& p) {
   // The products emitted so far: output variable -> index in out.eqns; and how many times
   // each variable is read (equations and program outputs).
   std::unordered_map<const ir::VarNode*, size_t> products;
-  std::unordered_map<const ir::VarNode*, int> reads;
-  for (const Equation& e : p.eqns)
-    for (auto& a : e.inputs)
-      if (!a.is_literal()) ++reads[a.var().get()];
-  for (auto& a : p.outvars)
-    if (!a.is_literal()) ++reads[a.var().get()];
+  std::unordered_map<const ir::VarNode*, int> reads = read_counts(p);
   Program out = with_header(p);
   Subst s;
   for (const Equation& e : p.eqns) {
@@ -331,9 +341,110 @@ Program eliminate_dead_code(const Program& p) {
   return out;
 }
 
+namespace {
+
+/// A two-operand sum or difference: what a product can be contracted into.
+bool is_sum(const Equation& e) {
+  return (e.prim == &ops::add_p.prim || e.prim == &ops::sub_p.prim) && e.inputs.size() == 2;
+}
+
+/// The reciprocal of a float32/float64 literal rounded to its dtype, when the literal and its
+/// reciprocal are normal numbers (a division by it is then the product XLA's algebraic
+/// simplifier makes of it, `x * RN(1/c)`); nullopt otherwise.
+std::optional<Atom> reciprocal_literal(const Atom& c) {
+  if (!c.is_literal()) return std::nullopt;
+  const Scalar& v = c.literal();
+  auto of = [&](auto x) -> std::optional<Atom> {
+    const auto r = decltype(x)(1) / x;
+    if (!std::isnormal(x) || !std::isnormal(r)) return std::nullopt;
+    return Atom(Scalar(r), c.aval().weak_type);
+  };
+  if (v.dtype() == DType::float32) return of(v.to<float>());
+  if (v.dtype() == DType::float64) return of(v.to<double>());
+  return std::nullopt;
+}
+
+/// Whether `a` can be an operand of the fma computing a value of `out`'s dtype and shape:
+/// the same dtype, and the same shape or rank 0 (a literal, a scalar).
+bool fits(const Atom& a, const Aval& out) {
+  const Aval av = a.aval();
+  return av.dtype == out.dtype && (av.shape.empty() || av.shape == out.shape);
+}
+
+}  // namespace
+
+Program contract_multiply_adds(const Program& p) {
+  if (!config::get_flag(config::kFpContract)) return p;
+  std::unordered_map<const ir::VarNode*, int> reads = read_counts(p);
+  // Products: a mul's output, or a division's by a literal with a normal reciprocal (a product
+  // by the reciprocal, as XLA makes it before contracting) -> its equation.
+  std::unordered_map<const ir::VarNode*, size_t> products;
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const Equation& e = p.eqns[i];
+    if (e.inputs.size() != 2 || e.outputs.size() != 1) continue;
+    if (e.prim == &ops::mul_p.prim || (e.prim == &ops::div_p.prim && reciprocal_literal(e.inputs[1])))
+      products[e.outputs[0].get()] = i;
+  }
+  // Which product each sum takes in: the first operand's when both qualify (LLVM's DAG
+  // combiner, which contracts XLA's code, tries the first operand first too).
+  std::unordered_map<size_t, std::pair<size_t, size_t>> contracted;  // sum -> (operand, product)
+  std::unordered_set<size_t> absorbed;
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const Equation& e = p.eqns[i];
+    if (!is_sum(e) || e.outputs.size() != 1) continue;
+    const Aval& out = e.outputs[0]->aval;
+    if (out.dtype != DType::float32 && out.dtype != DType::float64) continue;
+    for (size_t k = 0; k < 2; ++k) {
+      const Atom& a = e.inputs[k];
+      if (a.is_literal() || reads[a.var().get()] != 1) continue;
+      auto it = products.find(a.var().get());
+      if (it == products.end() || absorbed.count(it->second)) continue;
+      const Equation& m = p.eqns[it->second];
+      if (m.outputs[0]->aval.shape != out.shape || !fits(m.inputs[0], out) || !fits(m.inputs[1], out) ||
+          !fits(e.inputs[1 - k], out))
+        continue;
+      contracted.emplace(i, std::make_pair(k, it->second));
+      absorbed.insert(it->second);
+      break;
+    }
+  }
+  if (contracted.empty()) return p;
+  Program out = without_equations(p);
+  // -a: a literal negated in place (exact), a variable through a neg equation.
+  auto negated = [&](const Atom& a) -> Atom {
+    if (a.is_literal()) {
+      const Scalar& v = a.literal();
+      const Scalar minus = v.dtype() == DType::float64 ? Scalar(-v.to<double>()) : Scalar(-v.to<float>());
+      return Atom(minus, a.aval().weak_type);
+    }
+    ir::Var v = ir::new_var(a.aval());
+    out.eqns.push_back(Equation{&ops::neg_p.prim, {a}, {v}, {}});
+    return Atom(v);
+  };
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    if (absorbed.count(i)) continue;
+    auto it = contracted.find(i);
+    if (it == contracted.end()) {
+      out.eqns.push_back(p.eqns[i]);
+      continue;
+    }
+    const Equation& e = p.eqns[i];
+    const auto [k, j] = it->second;
+    const Equation& m = p.eqns[j];
+    Atom a = m.inputs[0], b = m.prim == &ops::div_p.prim ? *reciprocal_literal(m.inputs[1]) : m.inputs[1],
+         c = e.inputs[1 - k];
+    if (e.prim == &ops::sub_p.prim) {
+      if (k == 0) c = negated(c);  // a*b - c
+      else a = negated(a);         // c - a*b
+    }
+    out.eqns.push_back(Equation{&ops::fma_p, {a, b, c}, e.outputs, {}});
+  }
+  return out;
+}
+
 Program simplify(const Program& p, bool fold) {
   Program inlined = fold_transposes_into_products(inline_calls(p));
-  return eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined));
+  return contract_multiply_adds(eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined)));
 }
 
 }  // namespace tessel::compiler

@@ -132,6 +132,13 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "by group or others and is not a symbolic link; otherwise jit warns once and caches in a private "
             "directory for the process (see [performance.md](performance.md#trust)). If it cannot be written, "
             "jit warns and runs unfused."},
+    {.var = Var::kFpContract, .name = "TESSEL_FP_CONTRACT", .kind = Kind::kFlag, .when = When::kEachCompilation,
+     .default_int = 1,
+     .doc = "`0` keeps every float32 and float64 product and sum of a compiled function rounded on its own. By "
+            "default `jit` contracts a product read only by a sum or difference into one fused multiply-add (one "
+            "rounding instead of two), as XLA's CPU compiler does; fused and unfused kernels then compute the same "
+            "contracted program, and its results are within the bound of "
+            "[performance.md](performance.md#fused-multiply-add) of the uncontracted ones."},
     {.var = Var::kFusionMinElements, .name = "TESSEL_FUSION_MIN_ELEMENTS", .kind = Kind::kInteger,
      .when = When::kEachCompilation, .min = 0, .default_int = 16384,
      .doc = "Loop nests over fewer points stay unfused kernels (compiling would cost more than it saves); `0` "
@@ -229,7 +236,7 @@ constexpr bool agrees(Key<K> key) {
   return kTable[size_t(key.var)].kind == K;
 }
 static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kParallelSpinUs) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
-                  agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kBufferStaggerLines) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) &&
+                  agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kBufferStaggerLines) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) && agrees(kFpContract) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionSmallPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&
                   agrees(kHostCallbackMaxQueueBytes) && agrees(kHostCallbackSpinUs) && agrees(kControlSpinUs) && agrees(kPeerTimeoutMs) &&

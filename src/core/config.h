@@ -28,6 +28,7 @@ enum class Var {
   kConvOnednn,
   kCxx,
   kCacheDir,
+  kFpContract,
   kFusionMinElements,
   kFusionMaxPointCost,
   kFusionSmallPointCost,
@@ -110,6 +111,7 @@ inline constexpr FlagKey kDisableCodegen{Var::kDisableCodegen};
 inline constexpr FlagKey kConvOnednn{Var::kConvOnednn};
 inline constexpr StringKey kCxx{Var::kCxx};
 inline constexpr PathKey kCacheDir{Var::kCacheDir};
+inline constexpr FlagKey kFpContract{Var::kFpContract};
 inline constexpr IntKey kFusionMinElements{Var::kFusionMinElements};
 inline constexpr IntKey kFusionMaxPointCost{Var::kFusionMaxPointCost};
 inline constexpr IntKey kFusionSmallPointCost{Var::kFusionSmallPointCost};

@@ -30,12 +30,15 @@ template <class Op> std::vector<Aval> special_eval(std::span<const Aval> ins, co
   return {out};
 }
 
-/// Runs the unary block form of scalar::<name> (vector_math.h) on float/double; false when
-/// there is none.
+/// Runs the unary block form of scalar::<name> (vector_math.h), or fma's, on float/double;
+/// false when there is none.
 template <class Op, class T> bool run_block(const KernelCall& c) {
   if constexpr (Op::arity == 1 && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
     static const cpu::VectorUnaryFn<T> block = cpu::vector_unary<T>(Op::name);
     return run_unary_block<T>(c, block);
+  } else if constexpr (requires { Op::fma_block; } && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    run_fma_block<T>(c);
+    return true;
   } else {
     (void)c;
     return false;
@@ -84,7 +87,8 @@ std::vector<Array> special_jvp(const ir::Primitive&, std::span<const Array> xs, 
 /// value rather than recompute it for each offset a consumer reads.
 constexpr int kIterativePointCost = 8 * ir::kExpensivePointCost;
 template <class Op> constexpr int point_cost_of() {
-  if constexpr (requires { Op::iterative; }) return kIterativePointCost;
+  if constexpr (requires { Op::point_cost; }) return Op::point_cost;
+  else if constexpr (requires { Op::iterative; }) return kIterativePointCost;
   else return ir::kExpensivePointCost;
 }
 
@@ -245,10 +249,14 @@ struct xla_tan_op {
   template <class T> static T f(T x) { return scalar::xla_tan(x); }
   static Array d(size_t, Xs, const Array& y) { return y * y + c_like(1, y); }
 };
-// a * b + c with one rounding (std::fma), as XLA contracts JAX's multiply-adds.
+// a * b + c with one rounding (std::fma), as XLA contracts JAX's multiply-adds. It costs
+// the fusion pass what the product and the sum it replaces cost (jit contracts them:
+// compiler::contract_multiply_adds), so contracting leaves the loop nests' schedules as they were.
 struct fma_op {
   static constexpr const char* name = "fma";
   static constexpr int arity = 3;
+  static constexpr int point_cost = 2 * ir::kCheapPointCost;
+  static constexpr bool fma_block = true;  // unfused: cpu::fma_block (the FMA instructions)
   template <class T> static T f(T a, T b, T c) { return scalar::fma(a, b, c); }
   static Array d(size_t i, Xs xs, const Array& y) { return i == 0 ? xs[1] : i == 1 ? xs[0] : c_like(1, y); }
 };
@@ -316,7 +324,6 @@ const ir::Primitive& xla_log1p_p = define<xla_log1p_op>();
 const ir::Primitive& xla_erf_p = define<xla_erf_op>();
 const ir::Primitive& xla_pow_p = define<xla_pow_op>();
 const ir::Primitive& xla_tan_p = define<xla_tan_op>();
-const ir::Primitive& fma_p = define<fma_op>();
 const ir::Primitive& bessel_i0e_p = define<bessel_i0e_op>();
 const ir::Primitive& bessel_i1e_p = define<bessel_i1e_op>();
 const ir::Primitive& expi_p = define<expi_op>();
@@ -330,6 +337,8 @@ Array bind_special(const ir::Primitive& p, std::vector<Array> xs) {
 }
 
 }  // namespace
+
+const ir::Primitive& fma_p = define<fma_op>();
 
 Array expi(const Array& x) { return bind1(expi_p, {x}); }
 Array exp1(const Array& x) { return bind1(exp1_p, {x}); }

@@ -2,6 +2,7 @@
 // The exponential-integral primitives (special.cpp) for scipy::special, which has their public
 // names: jax.lax has no such functions, so they get no lax-level entry point. And the
 // primitives that let ts::random's samplers compute what JAX computes, bit for bit.
+#include "ir/primitive.h"
 #include "tessel/array.h"
 
 namespace tessel::ops {
@@ -35,5 +36,7 @@ Array xla_tan(const Array& x);
 /// a * b + c rounded once (a fused multiply-add), floating operands promoted and broadcast
 /// together: what XLA computes for JAX's `a * b + c` where its CPU code contracts the two.
 Array fma(const Array& a, const Array& b, const Array& c);
+/// The primitive `fma` binds (jit's multiply-add contraction emits its equations).
+extern const ir::Primitive& fma_p;
 
 }  // namespace tessel::ops

@@ -212,12 +212,32 @@ class Suite:
         lines.append(f"tol {fmt_float(t[0])} {fmt_float(t[1])}")
         lines += [fmt_array("in", x) for x in inputs]
         lines += [fmt_array("out", o) for o in outs]
+        lines += [fmt_array("jit_out", o) for o in self._jit_outputs(fn, inputs, params, outs)]
         if grad:
             g = gtol if gtol is not None else (t[0] * 10, t[1] * 10)
             lines.append(f"gtol {fmt_float(tol_for(g, ref_dtype)[0])} {fmt_float(tol_for(g, ref_dtype)[1])}")
             lines += self._derivatives(fn, inputs, params, seed)
         lines.append("end")
         self.cases.append("\n".join(lines))
+
+    @staticmethod
+    def _jit_outputs(fn, inputs, params, outs):
+        """jax.jit's outputs where any differs in its bits from the eager ones, else none.
+
+        XLA's CPU compiler contracts a product and a sum into one fused multiply-add (its LLVM
+        target options allow FMA fusion), and eager JAX runs each operation on its own, so
+        near a cancellation the two differ by more than any tolerance (cauchy.cdf(-inf) is 0
+        eagerly, 6.3e-9 under jit in float32). tessel's jit contracts as XLA's does
+        (TESSEL_FP_CONTRACT), and its jit results are compared with these. Functions jit
+        cannot trace record none.
+        """
+        try:
+            jitted = [np.asarray(o) for o in as_list(jax.jit(lambda *xs: fn(*xs, **params))(*inputs))]
+        except Exception:  # value-dependent shapes: eager only, in JAX as in tessel
+            return []
+        same = len(jitted) == len(outs) and all(
+            j.dtype == o.dtype and j.shape == o.shape and j.tobytes() == o.tobytes() for j, o in zip(jitted, outs))
+        return [] if same else jitted
 
     @staticmethod
     def _derivatives(fn, inputs, params, seed):

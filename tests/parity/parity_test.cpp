@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config.h"
 #include "parity/parity.h"
 #include "tessel/jit.h"
 #include "tessel/transforms.h"
@@ -195,6 +196,7 @@ struct Case {
   Params params;
   double rtol = 0, atol = 0, grtol = 0, gatol = 0;
   std::vector<Array> in, out;
+  std::vector<Array> jit_out;  // jax.jit's outputs, recorded where they differ from `out`
   bool has_grad = false;
   std::vector<int64_t> diff;
   std::vector<Array> jvp_in, jvp_out, vjp_in, vjp_out;
@@ -234,7 +236,7 @@ Data read_data(const std::string* only_func) {
       if (line.empty() || line[0] == '#') continue;
       const std::string tag = line.substr(0, line.find(' '));
       const bool known = tag == "jax_version" || tag == "case" || tag == "param" || tag == "tol" ||
-                         tag == "gtol" || tag == "diff" || tag == "in" || tag == "out" || tag == "jvp_in" ||
+                         tag == "gtol" || tag == "diff" || tag == "in" || tag == "out" || tag == "jit_out" || tag == "jvp_in" ||
                          tag == "jvp_out" || tag == "vjp_in" || tag == "vjp_out" || tag == "end";
       const std::string where = path.filename().string() + ":" + std::to_string(lineno);
       if (!known) throw std::runtime_error(where + ": unknown line tag '" + tag + "'");
@@ -265,6 +267,7 @@ Data read_data(const std::string* only_func) {
         c.diff = parse_ints(v);
       } else if (tag == "in") c.in.push_back(parse_array(in, where));
       else if (tag == "out") c.out.push_back(parse_array(in, where));
+      else if (tag == "jit_out") c.jit_out.push_back(parse_array(in, where));
       else if (tag == "jvp_in") c.jvp_in.push_back(parse_array(in, where));
       else if (tag == "jvp_out") c.jvp_out.push_back(parse_array(in, where));
       else if (tag == "vjp_in") c.vjp_in.push_back(parse_array(in, where));
@@ -384,7 +387,10 @@ void run_case(const Case& c, const Fn& fn, std::vector<std::string>& failures) {
   compare(c, "eager", fn(c.in, p), c.out, c.rtol, c.atol, failures);
   if (eager_only_reason(c.func)) return;
   auto jitted = ts::jit([&fn, &p](const std::vector<Array>& xs) { return fn(xs, p); });
-  compare(c, "jit", jitted(c.in), c.out, c.rtol, c.atol, failures);
+  // JAX's jit contracts multiply-adds as tessel's does (unless TESSEL_FP_CONTRACT=0): its own
+  // results where they differ from the eager ones.
+  const bool contracts = ts::config::get_flag(ts::config::kFpContract);
+  compare(c, "jit", jitted(c.in), contracts && !c.jit_out.empty() ? c.jit_out : c.out, c.rtol, c.atol, failures);
   if (!c.in.empty()) {
     // vmap over a batch of two copies of the inputs: the batching rules give each copy the
     // case's outputs.

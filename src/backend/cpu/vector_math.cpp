@@ -2,6 +2,7 @@
 // libmvec's vector forms, and the loops below round each operation as generated code does.
 #include "backend/cpu/vector_math.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/scalar.h"
@@ -73,7 +74,33 @@ template <class T, class Group> __attribute__((always_inline)) inline void by_gr
 TESSEL_VECTOR_UNARY_FUNCTIONS(TESSEL_VECTOR_UNARY)
 TESSEL_VECTOR_BINARY_FUNCTIONS(TESSEL_VECTOR_BINARY)
 
+#if defined(__x86_64__)
+// The FMA instructions came with AVX2 but are a separate ISA flag: "fma" is the AVX2-era clone.
+#define TESSEL_FMA_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
+#else
+#define TESSEL_FMA_CLONES
+#endif
+
+template <class T> TESSEL_FMA_CLONES void fma_groups(const T* a, const T* b, const T* c, T* out, int64_t n, unsigned broadcast) {
+  by_groups<T>(n, [&](int64_t i, int64_t m) __attribute__((always_inline)) {
+    T in[3][kLanes] = {}, res[kLanes];
+    const T* src[3] = {a, b, c};
+    for (int k = 0; k < 3; ++k) {
+      if (broadcast >> k & 1) std::fill_n(in[k], kLanes, src[k][0]);
+      else if (m == kLanes) std::memcpy(in[k], src[k] + i, sizeof in[k]);
+      else std::memcpy(in[k], src[k] + i, size_t(m) * sizeof(T));
+    }
+    for (int64_t j = 0; j < kLanes; ++j) res[j] = scalar::fma(in[0][j], in[1][j], in[2][j]);
+    if (m == kLanes) std::memcpy(out + i, res, sizeof res);
+    else std::memcpy(out + i, res, size_t(m) * sizeof(T));
+  });
+}
+
 }  // namespace
+
+template <class T> void fma_block(const T* a, const T* b, const T* c, T* out, int64_t n, unsigned broadcast) {
+  fma_groups(a, b, c, out, n, broadcast);
+}
 
 template <class T> VectorUnaryFn<T> vector_unary(std::string_view name) {
 #define TESSEL_FIND(NAME) \
@@ -91,5 +118,7 @@ template VectorUnaryFn<float> vector_unary<float>(std::string_view);
 template VectorUnaryFn<double> vector_unary<double>(std::string_view);
 template VectorBinaryFn<float> vector_binary<float>(std::string_view);
 template VectorBinaryFn<double> vector_binary<double>(std::string_view);
+template void fma_block<float>(const float*, const float*, const float*, float*, int64_t, unsigned);
+template void fma_block<double>(const double*, const double*, const double*, double*, int64_t, unsigned);
 
 }  // namespace tessel::cpu

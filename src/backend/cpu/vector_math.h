@@ -18,5 +18,10 @@ template <class T> using VectorBinaryFn = void (*)(const T* a, const T* b, T* ou
 template <class T> VectorUnaryFn<T> vector_unary(std::string_view name);
 /// The block form of the binary scalar::<name> (pow, atan2), or nullptr.
 template <class T> VectorBinaryFn<T> vector_binary(std::string_view name);
+/// out[i] = scalar::fma(a[i], b[i], c[i]) for i < n (T float or double), in the processor's
+/// fused multiply-add instructions where it has them (the library itself is built for plain
+/// x86-64, where std::fma is a libm call per element). Bit k of `broadcast` set: operand k
+/// (a, b, c) is one value, read for every i.
+template <class T> void fma_block(const T* a, const T* b, const T* c, T* out, int64_t n, unsigned broadcast);
 
 }  // namespace tessel::cpu
