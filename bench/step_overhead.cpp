@@ -11,6 +11,9 @@
 //                                      never be slower than dispatching its body: <= 1)
 //   step_overhead.allocations_per_step buffers the caching allocator could not serve, per
 //                                      dispatched step (after warm-up: 0 when memory is reused)
+//   step_overhead.shared_split_share   of the dispatched steps' parallel_for calls that split,
+//                                      the share in which another thread than the caller ran
+//                                      a chunk (1 when the second thread is never late)
 // Each figure is the fastest of many windows of 10 steps (see us_per_step): the same number
 // of steps per window in every mode, since on a shared machine the fastest of short windows
 // is lower than the fastest of long ones.
@@ -22,6 +25,7 @@
 #include <cstring>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/parallel_counts.h"
 #include "bench_util.h"
 #include "core/buffer.h"
 #include "shallow_water.h"
@@ -95,7 +99,9 @@ int main(int argc, char** argv) {
   block(tapped(copy(start), ts::Array(int32_t(0))));
   block(looped(start));
   const auto stats0 = ts::detail::allocator_stats();
+  const ts::cpu::ParallelForCounts split0 = ts::cpu::parallel_for_counts();
   const double dispatched = us_per_step([&](const sw::State& s) { return plain(s); }, copy(start), windows);
+  const ts::cpu::ParallelForCounts split1 = ts::cpu::parallel_for_counts();
   const auto stats1 = ts::detail::allocator_stats();
   const ts::Array k(int32_t(0));
   const double dispatched_tap = us_per_step([&](const sw::State& s) { return tapped(s, k); }, copy(start), windows);
@@ -108,5 +114,8 @@ int main(int argc, char** argv) {
   tb::report("step_overhead.tap_us", dispatched_tap - dispatched, "us");
   tb::report("step_overhead.allocations_per_step",
              double(stats1.misses - stats0.misses) / double(windows * kWindow), "");
+  if (split1.split > split0.split)
+    tb::report("step_overhead.shared_split_share",
+               double(split1.shared - split0.shared) / double(split1.split - split0.split), "");
   return 0;
 }

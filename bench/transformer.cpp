@@ -35,6 +35,7 @@
 
 #include <unistd.h>
 
+#include "backend/cpu/parallel_counts.h"
 #include "bench_util.h"
 #include "hashed_inputs.h"
 #include "tessel/tessel.h"
@@ -274,6 +275,7 @@ int main() {
     double t_fwd = tb::seconds_per_call([&] { fwd(p, x).block_until_ready(); }, 20, kRounds);
     std::vector<double> runs;
     vg(p, x).first.block_until_ready();
+    const ts::cpu::ParallelForCounts split0 = ts::cpu::parallel_for_counts();
     for (int r = 0; r < 10; ++r)
       runs.push_back(tb::seconds_per_call(
           [&] {
@@ -286,6 +288,12 @@ int main() {
     report_time(jax, "small_fwd", "small_fwd", t_fwd);
     report_time(jax, "small_fwdbwd", "small_fwdbwd", *lo);
     tb::report("transformer.small_fwdbwd_spread", *hi / *lo, "x");
+    // Of the split kernels of those runs, the share another thread joined (the small block's
+    // steps are bimodal when it does not: docs/performance.md, "Threads for small steps").
+    const ts::cpu::ParallelForCounts split1 = ts::cpu::parallel_for_counts();
+    if (split1.split > split0.split)
+      tb::report("transformer.small_shared_split_share",
+                 double(split1.shared - split0.shared) / double(split1.split - split0.split), "");
     if (double load = tb::load_average(); load >= 0) tb::report("transformer.load_average", load, "");
   }
 

@@ -65,13 +65,13 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "OpenBLAS itself and wants its threads calls `openblas_set_num_threads` around those calls.) Results "
             "do not depend on it (docs/performance.md)."},
     {.var = Var::kParallelSpinUs, .name = "TESSEL_PARALLEL_SPIN_US", .kind = Kind::kInteger,
-     .min = 0, .max = 1000000, .default_int = 0,
+     .min = 0, .max = 1000000, .default_int = 50,
      .doc = "Microseconds a helper thread of the pool keeps looking for the next chunks of work after its last "
             "chunk before it gives its thread back to oneTBB: the kernels of a small time step, called back to "
-            "back, then need not wait for a sleeping thread to wake (tens of microseconds on a busy machine). "
-            "`0` (the default until a quiet machine shows a gain; 50 is the value measured): no helpers, every "
-            "split kernel goes through oneTBB's `parallel_for`. On cores shared with other busy processes the "
-            "polling spends this process's share of a core "
+            "back, then find a second thread awake instead of waiting for one to wake (tens of microseconds, "
+            "often longer than the kernel). `0`: helpers leave as soon as no chunk is left, and each split "
+            "kernel wakes one again. On cores shared with other busy processes the polling spends this "
+            "process's share of a core "
             "([performance.md](performance.md#time-steps-what-a-step-costs-besides-its-loop-nests))."},
     // Any integer: a negative one queues even the operations that write nothing.
     {.var = Var::kEagerInlineBytes, .name = "TESSEL_EAGER_INLINE_BYTES", .kind = Kind::kInteger,

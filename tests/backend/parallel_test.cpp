@@ -11,19 +11,14 @@
 #include <vector>
 
 #include "backend/cpu/parallel.h"
-#include "core/config.h"
+#include "backend/cpu/parallel_counts.h"
 
 namespace cpu = tessel::cpu;
 
 namespace {
 
-/// Whether parallel_for hands chunks to helpers (TESSEL_PARALLEL_SPIN_US > 0, the default).
-/// Without them oneTBB splits the range, which may make chunks below `grain` and cancels
-/// the chunks not yet started when one throws.
-bool helpers_on() { return tessel::config::get_int(tessel::config::kParallelSpinUs) > 0; }
-
-/// Runs parallel_for(n, grain) and checks that its chunks cover [0, n) once each, hold at
-/// least `grain` items when helpers ran it.
+/// Runs parallel_for(n, grain) and checks that its chunks cover [0, n) once each and hold at
+/// least `grain` items (one chunk when n < 2 * grain).
 void expect_covered_once(int64_t n, int64_t grain) {
   std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
   std::mutex mu;
@@ -34,10 +29,10 @@ void expect_covered_once(int64_t n, int64_t grain) {
     chunks.emplace_back(lo, hi);
   });
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "index " << i << " of n=" << n << " grain=" << grain;
-  if (n > 0 && n <= grain) {
+  if (n > 0 && n < 2 * grain) {
     EXPECT_EQ(chunks.size(), 1u) << "n=" << n << " grain=" << grain;
   }
-  if (chunks.size() > 1 && helpers_on() && n >= 2 * grain) {
+  if (chunks.size() > 1) {
     for (const auto& [lo, hi] : chunks) EXPECT_GE(hi - lo, grain) << "n=" << n << " grain=" << grain;
   }
 }
@@ -57,9 +52,7 @@ TEST(ParallelFor, ExceptionReachesTheCallerAfterEveryChunkRan) {
                                    throw std::runtime_error("chunk failed");
                                  }),
                std::runtime_error);
-  if (helpers_on()) {
-    EXPECT_EQ(covered.load(), 64);
-  }
+  EXPECT_EQ(covered.load(), 64);
   // The slot it used serves the next call.
   expect_covered_once(1000, 10);
 }
@@ -91,7 +84,9 @@ TEST(ParallelFor, AChunkRunsOnAnotherThreadWhileTheCallerRunsOne) {
   if (cpu::num_threads() < 2) GTEST_SKIP() << "one thread (TESSEL_NUM_THREADS=1)";
   // Back-to-back calls of two chunks, as a small time step's kernels: in each, the chunk
   // that starts first waits (up to 10 s, far beyond any wake-up) for the other to start
-  // on another thread, which happens only if a helper takes it while the first runs.
+  // on another thread, which happens only if a helper takes it while the first runs (with
+  // oneTBB's parallel_for, which this replaced, the worker often slept through such calls).
+  const cpu::ParallelForCounts before = cpu::parallel_for_counts();
   for (int call = 0; call < 20; ++call) {
     std::atomic<int> started{0};
     std::atomic<bool> met{false};
@@ -109,4 +104,20 @@ TEST(ParallelFor, AChunkRunsOnAnotherThreadWhileTheCallerRunsOne) {
     EXPECT_TRUE(met.load()) << "call " << call << ": the second chunk did not start while the first ran";
     EXPECT_NE(ids[0], ids[1]) << "call " << call;
   }
+  // Every call counted as split and shared (other threads' calls may add to both).
+  const cpu::ParallelForCounts after = cpu::parallel_for_counts();
+  EXPECT_GE(after.split - before.split, 20);
+  EXPECT_GE(after.shared - before.shared, 20);
+}
+
+TEST(ParallelFor, CallsBelowTwoGrainsRunInlineOnTheCaller) {
+  const auto caller = std::this_thread::get_id();
+  int calls = 0;
+  cpu::parallel_for(199, 100, [&](int64_t lo, int64_t hi) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_EQ(lo, 0);
+    EXPECT_EQ(hi, 199);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/parallel_counts.h"
 #include "core/config.h"
 #include "core/lifetime.h"
 
@@ -28,15 +29,19 @@ oneapi::tbb::task_arena& arena() {
   return a;
 }
 
-// Warm helpers. A oneTBB worker that finds no work leaves the arena and sleeps; the next
-// parallel_for then waits for the kernel to wake it, tens of microseconds on a busy machine
-// (as long as a whole 360x180 shallow-water step), and often runs every chunk on the
-// calling thread before the worker arrives. So a parallel_for publishes its chunks in a
-// fixed slot, and helper tasks on the arena's workers claim them; a helper keeps looking
-// for published chunks for TESSEL_PARALLEL_SPIN_US after its last one (or its start)
-// before it returns its worker to oneTBB, as the hand-written OpenMP baselines' barriers
-// spin before they sleep. The caller claims chunks too and waits only for claimed ones,
-// so no chunk waits for a helper to arrive.
+// Helpers. A oneTBB worker that finds no work leaves the arena and sleeps, and a task
+// spawned by the next parallel_for does not reliably wake it: oneTBB promises parallelism
+// only where it is free, and its wake-up on spawning is deliberately sloppy. Measured on
+// this 2-core VM, back-to-back parallel_for calls of 4 chunks of 50 us each from a device
+// stream's thread (a small time step's product blocks) ran every chunk on the calling thread
+// in 95-96% of the calls, the worker blocked in one futex wait throughout
+// (docs/performance.md, "Threads for small steps"). So a parallel_for publishes its chunks in
+// a fixed slot and enqueues helper tasks on the arena: an enqueued task is mandatory work,
+// which oneTBB wakes a worker for. A helper claims published chunks and keeps looking for
+// more for TESSEL_PARALLEL_SPIN_US after its last one before it returns its worker to
+// oneTBB, as OpenMP's barriers spin before they sleep; the next call of a step then finds it
+// awake. The caller claims chunks too and waits only for claimed ones, so no chunk waits for
+// a helper to arrive.
 
 constexpr int kSlots = 8;            // parallel_for calls served at once; more use oneTBB directly
 constexpr int64_t kChunksPerThread = 4;  // for balance when a thread is late or preempted
@@ -55,10 +60,11 @@ struct Slot {
   std::mutex error_mu;
   std::exception_ptr error;  // the first exception of a chunk
 
-  /// Claims and runs chunks until none is left.
-  void run_chunks() {
+  /// Claims and runs chunks until none is left; returns how many it ran.
+  int64_t run_chunks() {
     const int64_t c = chunks.load(std::memory_order_relaxed);
-    for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < c;) {
+    int64_t ran = 0;
+    for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < c; ++ran) {
       try {
         (*fn)(k * n / c, (k + 1) * n / c);
       } catch (...) {
@@ -67,8 +73,18 @@ struct Slot {
       }
       done.fetch_add(1, std::memory_order_release);
     }
+    return ran;
   }
 };
+
+/// What parallel_for_counts() reports.
+struct Counts {
+  std::atomic<int64_t> split{0}, shared{0};
+};
+Counts& counts() {
+  static Counts& c = *new Counts;  // never destroyed: helpers may outlive static destruction
+  return c;
+}
 
 Slot* slots() {
   static Slot* s = new Slot[kSlots];  // never destroyed: helpers may outlive static destruction
@@ -135,8 +151,17 @@ void helper() {
   }
 }
 
-/// Serves parallel_for(n, grain, fn) through a slot; false (nothing run) when none is free.
-bool run_in_slot(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+/// Enqueues helper tasks until `want` are enqueued or running.
+void call_helpers(int want) {
+  for (int h = helpers().load(std::memory_order_seq_cst); h < want;)
+    if (helpers().compare_exchange_weak(h, h + 1, std::memory_order_seq_cst)) {
+      arena().enqueue(helper);
+      ++h;
+    }
+}
+
+/// Runs fn over [0, n) in `chunks` chunks through a slot; false (nothing run) when none is free.
+bool run_in_slot(int64_t n, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn) {
   const int threads = num_threads();
   Slot* s = slots();
   Slot* slot = nullptr;
@@ -147,21 +172,14 @@ bool run_in_slot(int64_t n, int64_t grain, const std::function<void(int64_t, int
   if (!slot) return false;
   slot->fn = &fn;
   slot->n = n;
-  // Chunks of at least `grain` items, at most a few per thread.
-  const int64_t chunks = std::min<int64_t>(n / grain, kChunksPerThread * threads);
   slot->chunks.store(chunks, std::memory_order_relaxed);
   slot->next.store(0, std::memory_order_relaxed);
   slot->done.store(0, std::memory_order_relaxed);
   slot->error = nullptr;
   slot->open.store(true, std::memory_order_seq_cst);
   // Enough helpers for the other threads (a spinning one takes the chunks at once).
-  const int want = int(std::min<int64_t>(chunks - 1, threads - 1));
-  for (int h = helpers().load(std::memory_order_seq_cst); h < want;)
-    if (helpers().compare_exchange_weak(h, h + 1, std::memory_order_seq_cst)) {
-      arena().enqueue(helper);
-      ++h;
-    }
-  slot->run_chunks();
+  call_helpers(int(std::min<int64_t>(chunks - 1, threads - 1)));
+  const int64_t own = slot->run_chunks();
   slot->open.store(false, std::memory_order_seq_cst);
   // Wait for the chunks helpers claimed, then for helpers still looking at the slot.
   for (int k = 0; slot->done.load(std::memory_order_acquire) < chunks; ++k) {
@@ -171,6 +189,8 @@ bool run_in_slot(int64_t n, int64_t grain, const std::function<void(int64_t, int
   while (slot->visitors.load(std::memory_order_seq_cst) > 0) cpu_relax();
   std::exception_ptr error = std::move(slot->error);
   slot->owned.store(false, std::memory_order_release);
+  counts().split.fetch_add(1, std::memory_order_relaxed);
+  if (own < chunks) counts().shared.fetch_add(1, std::memory_order_relaxed);
   if (error) std::rethrow_exception(error);
   return true;
 }
@@ -185,17 +205,24 @@ int num_threads() {
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  if (n <= grain || num_threads() == 1) {
+  // Chunks of at least `grain` items, at most a few per thread.
+  const int threads = num_threads();
+  const int64_t chunks = threads == 1 ? 1 : std::min<int64_t>(n / grain, kChunksPerThread * threads);
+  if (chunks < 2) {
     fn(0, n);
     return;
   }
-  // Helpers take chunks of at least `grain` items, so at least two of them.
-  if (n >= 2 * grain && helper_spin().count() > 0 && run_in_slot(n, grain, fn)) return;
-  // Device streams are plain threads; each joins the one arena, whose workers steal chunks.
+  if (run_in_slot(n, chunks, fn)) return;
+  // More callers at once than slots: oneTBB splits the range (device streams are plain
+  // threads; each joins the one arena, whose workers steal chunks).
   arena().execute([&] {
     oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, size_t(grain)),
                               [&](const oneapi::tbb::blocked_range<int64_t>& r) { fn(r.begin(), r.end()); });
   });
+}
+
+ParallelForCounts parallel_for_counts() {
+  return {counts().split.load(std::memory_order_relaxed), counts().shared.load(std::memory_order_relaxed)};
 }
 
 }  // namespace tessel::cpu
