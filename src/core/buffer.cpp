@@ -42,7 +42,10 @@ constexpr size_t kMinCached = 16 << 10;
 // the low 12 address bits (false store-to-load dependences); when rows are a multiple of
 // 4 KiB every row does (the shallow-water step at 1022x1585: 1.8x the time). Buffers of
 // kMinStaggered bytes and more start 0, 1, ..., kStaggerSteps - 1 times
-// TESSEL_BUFFER_STAGGER_LINES cache lines into their block, in turn.
+// TESSEL_BUFFER_STAGGER_LINES cache lines into their block, in turn, as far as the slack
+// their block already has allows (size class and huge-page rounding): a larger block would
+// cost a whole huge page more (a 4 MiB array took 6 MiB), so a buffer that fills its block
+// exactly stays at its start.
 constexpr size_t kMinStaggered = 256 << 10;
 constexpr size_t kStaggerSteps = 16;
 size_t stagger_step_bytes() {
@@ -148,19 +151,36 @@ void* align_up(void* p) { return reinterpret_cast<void*>((reinterpret_cast<uintp
 // in sharded.speedup_2dev's slow runs; 16 alternating runs did not settle it (docs/sharding.md).
 // The hint is best effort: without huge pages the block works.
 constexpr size_t kHugePage = size_t(2) << 20;
-void* allocate_block(size_t capacity) {
+bool huge_block(size_t capacity) {
   static const size_t huge_from = size_t(config::get_int(config::kHugePageBytes));
-  if (huge_from == 0 || capacity < huge_from) return std::aligned_alloc(kAlignment, capacity);
-  const size_t size = (capacity + kHugePage - 1) / kHugePage * kHugePage;
+  return huge_from != 0 && capacity >= huge_from;
+}
+// The bytes a block of `capacity` really has (huge-page blocks are whole huge pages).
+size_t block_bytes(size_t capacity) {
+  return huge_block(capacity) ? (capacity + kHugePage - 1) / kHugePage * kHugePage : capacity;
+}
+void* allocate_block(size_t capacity) {
+  if (!huge_block(capacity)) return std::aligned_alloc(kAlignment, capacity);
+  const size_t size = block_bytes(capacity);
   void* p = std::aligned_alloc(kHugePage, size);
   if (p) madvise(p, size, MADV_HUGEPAGE);
   return p;
 }
+
+// How far into its block of `capacity` a buffer of `nbytes` starts: the next of up to
+// kStaggerSteps places that the block's slack holds.
+size_t stagger_offset(size_t nbytes, size_t capacity) {
+  const size_t step = nbytes >= kMinStaggered ? stagger_step_bytes() : 0;
+  if (step == 0) return 0;
+  const size_t places = std::min(kStaggerSteps, (block_bytes(capacity) - nbytes) / step + 1);
+  if (places == 1) return 0;
+  static std::atomic<size_t> turn{0};
+  return step * (turn.fetch_add(1, std::memory_order_relaxed) % places);
+}
 }  // namespace
 
 Memory::Memory(size_t nbytes) {
-  const size_t step = nbytes >= kMinStaggered ? stagger_step_bytes() : 0;
-  capacity_ = allocator_size_class(nbytes + step * (kStaggerSteps - 1));
+  capacity_ = allocator_size_class(nbytes);
   if (capacity_ < kMinCached) {
     base_ = std::malloc(capacity_ + kSmallSlack);
     if (base_) [[likely]] {
@@ -180,15 +200,12 @@ Memory::Memory(size_t nbytes) {
     throw ResourceExhaustedError("allocate: out of memory allocating " + std::to_string(nbytes) +
                                  " bytes; free arrays you no longer need, or use smaller or fewer arrays");
   }
-  if (step > 0) {
-    static std::atomic<size_t> turn{0};
-    ptr_ = static_cast<std::byte*>(ptr_) + step * (turn.fetch_add(1, std::memory_order_relaxed) % kStaggerSteps);
-  }
+  ptr_ = static_cast<std::byte*>(ptr_) + stagger_offset(nbytes, capacity_);
 }
 
 size_t Memory::capacity() const {
   if (capacity_ < kMinCached) return capacity_;
-  return capacity_ - size_t(static_cast<std::byte*>(ptr_) - static_cast<std::byte*>(base_));
+  return block_bytes(capacity_) - size_t(static_cast<std::byte*>(ptr_) - static_cast<std::byte*>(base_));
 }
 
 Memory& Memory::operator=(Memory&& o) noexcept {

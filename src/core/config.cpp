@@ -104,7 +104,8 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .max = 4, .default_int = 3,
      .doc = "Buffers of 256 KiB and more start this many 64-byte cache lines times 0, 1, ..., 15 (in turn, one "
             "step per allocation) past their block's start (at most 4, so that the 16 starts differ within a "
-            "4 KiB page). Large blocks all begin at the same place of a 4 KiB "
+            "4 KiB page), as far as the slack of their block (size class, whole huge pages) allows: no block "
+            "grows, so a buffer that fills its block (an array of exactly 4 MiB) is not moved. Large blocks all begin at the same place of a 4 KiB "
             "page (2 MiB-aligned, or page-aligned from `mmap`), so without it row i of every array of a loop "
             "nest maps to the same L1 cache set and the same low 12 address bits; when a row is a multiple of "
             "4 KiB (1024 `float32`, 512 `float64` columns) every row does, and the shallow-water step at "

@@ -89,7 +89,7 @@ TEST(Allocator, FreedBlocksAreReusedBySizeClass) {
 TEST(Allocator, LargeBuffersStartAtDifferentPlacesOfAPage) {
   const int64_t lines = tessel::config::get_int(tessel::config::kBufferStaggerLines);
   if (lines == 0) GTEST_SKIP() << "TESSEL_BUFFER_STAGGER_LINES=0";
-  const size_t n = size_t(4) << 20;  // a whole size class: the stagger needs room beyond it
+  const size_t n = (size_t(4) << 20) - (64 << 10);  // its 4 MiB class has room for the 16 places
   std::vector<td::Memory> blocks;
   std::set<uintptr_t> places;
   for (int k = 0; k < 16; ++k) {
@@ -104,11 +104,52 @@ TEST(Allocator, LargeBuffersStartAtDifferentPlacesOfAPage) {
   EXPECT_EQ(static_cast<unsigned char*>(blocks[5].data())[n - 1], 5);
   const auto before = td::allocator_stats();
   blocks.clear();  // back to the cache, whole (their block's start, not data())
-  if (before.limit >= 16 * td::allocator_size_class(n + 15 * 64 * size_t(lines))) {
+  if (before.limit >= 16 * td::allocator_size_class(n)) {
     EXPECT_GE(td::allocator_stats().cached_bytes, before.cached_bytes + 16 * n);
   }
   td::Memory small(100'000);  // under 256 KiB: not staggered, so nothing is added to it
   EXPECT_EQ(td::allocator_size_class(100'000), small.capacity());
+}
+
+// The stagger uses only the slack a block already has: staggered or not, a buffer takes a
+// block of its own size class, and every byte of the block it may use is inside that block.
+TEST(Allocator, StaggeredBuffersTakeNoLargerBlocks) {
+  td::allocator_trim();
+  const size_t huge = size_t(2) << 20;
+  const auto huge_from = size_t(tessel::config::get_int(tessel::config::kHugePageBytes));
+  for (const size_t n : {size_t(300) << 10, size_t(4) << 20, (size_t(4) << 20) + 4096,
+                         size_t(1802) * 902 * 4, size_t(16) << 20}) {
+    const size_t cls = td::allocator_size_class(n);
+    const auto before = td::allocator_stats();
+    if (before.limit < 16 * cls) continue;  // a small cache limit cannot count the blocks
+    std::vector<td::Memory> blocks;
+    std::set<uintptr_t> places;
+    for (int k = 0; k < 16; ++k) {
+      blocks.emplace_back(n);
+      const auto at = reinterpret_cast<uintptr_t>(blocks.back().data());
+      ASSERT_GE(blocks.back().capacity(), n) << n;
+      places.insert(at % 4096);
+      if (huge_from > 0 && cls >= huge_from) {  // a huge-page block: the usable bytes end at its end
+        EXPECT_EQ((at + blocks.back().capacity()) % huge, 0u) << n;
+        EXPECT_LE(blocks.back().capacity(), (cls + huge - 1) / huge * huge) << n;
+      } else {
+        EXPECT_LE(blocks.back().capacity(), cls) << n;
+      }
+    }
+    // Places within a page are known only for page-aligned blocks (malloc's smaller ones
+    // may come from its heap, at any place).
+    if (huge_from > 0 && cls >= huge_from) {
+      if (n == (size_t(4) << 20) || n == (size_t(16) << 20)) {
+        EXPECT_EQ(places.size(), 1u) << n << " fills its block: no room to move it";
+      } else if (tessel::config::get_int(tessel::config::kBufferStaggerLines) > 0) {
+        EXPECT_EQ(places.size(), 16u) << n;
+      }
+    }
+    blocks.clear();  // each went back as one block of its size class, not of a larger one
+    const auto after = td::allocator_stats();
+    EXPECT_EQ(after.cached_bytes, before.cached_bytes + 16 * cls) << n;
+    td::allocator_trim();
+  }
 }
 
 TEST(Allocator, BuffersDeferTheirMemory) {
