@@ -25,7 +25,8 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
   Array boost_mask = greater_equal(alpha, one);
   Array a = where(boost_mask, alpha, alpha + one);
   Array d = a - c(1.0 / 3.0);
-  Array cc = c(1.0 / 3.0) / sqrt(d);
+  // XLA rewrites JAX's (1/3) / sqrt(d) into (1/3) * rsqrt(d), with its own rsqrt.
+  Array cc = c(1.0 / 3.0) * ops::xla_rsqrt(d);
 
   using State = std::tuple<Array, Array, Array, Array>;  // key, X = x^2, V = v^3, U
   auto rejected = [&](const State& s) {
