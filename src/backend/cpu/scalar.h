@@ -438,7 +438,8 @@ inline bool has_rsqrt14() {
 #if defined(__AVX512F__)
   return true;
 #else
-  static const bool has = __builtin_cpu_supports("avx512f");
+  // __builtin_cpu_init first: the check may run before libgcc's own constructor (static init).
+  static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
   return has;
 #endif
 }
