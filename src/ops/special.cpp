@@ -1,7 +1,7 @@
 // Special functions (lax level): lgamma, digamma, polygamma, zeta, igamma, igammac,
 // igamma_grad_a, random_gamma_grad, betainc, bessel_i0e, bessel_i1e and erf_inv (whose scalar
 // function is in scalar.h), scipy's expi, exp1 and expn, and the random samplers' xla_exp,
-// xla_log, xla_log1p, xla_erf, xla_pow, xla_tan and fma (scalar.h). Each is an
+// xla_log, xla_log1p, xla_erf, xla_pow, xla_tan, xla_rsqrt and fma (scalar.h). Each is an
 // element-wise primitive on floating operands of one dtype (or rank 0) whose scalar function
 // is scalar::<name> (backend/cpu/scalar_special.h, shared with generated code, so they fuse);
 // float32 and float64 run the vectorised block form where the function has one. Half types
@@ -249,6 +249,15 @@ struct xla_tan_op {
   template <class T> static T f(T x) { return scalar::xla_tan(x); }
   static Array d(size_t, Xs, const Array& y) { return y * y + c_like(1, y); }
 };
+// 1/sqrt(x) as XLA's CPU backend computes it (scalar.h: the processor's estimate and Newton
+// steps): gamma's c = (1/3) / sqrt(d), which XLA rewrites into (1/3) * rsqrt(d). Derivative as
+// lax.rsqrt's, -y / (2 x).
+struct xla_rsqrt_op {
+  static constexpr const char* name = "xla_rsqrt";
+  static constexpr int arity = 1;
+  template <class T> static T f(T x) { return scalar::xla_rsqrt(x); }
+  static Array d(size_t, Xs xs, const Array& y) { return y / xs[0] * c_like(-0.5, y); }
+};
 // a * b + c with one rounding (std::fma), as XLA contracts JAX's multiply-adds. It costs
 // the fusion pass what the product and the sum it replaces cost (jit contracts them:
 // compiler::contract_multiply_adds), so contracting leaves the loop nests' schedules as they were.
@@ -324,6 +333,7 @@ const ir::Primitive& xla_log1p_p = define<xla_log1p_op>();
 const ir::Primitive& xla_erf_p = define<xla_erf_op>();
 const ir::Primitive& xla_pow_p = define<xla_pow_op>();
 const ir::Primitive& xla_tan_p = define<xla_tan_op>();
+const ir::Primitive& xla_rsqrt_p = define<xla_rsqrt_op>();
 const ir::Primitive& bessel_i0e_p = define<bessel_i0e_op>();
 const ir::Primitive& bessel_i1e_p = define<bessel_i1e_op>();
 const ir::Primitive& expi_p = define<expi_op>();
@@ -349,6 +359,7 @@ Array xla_log1p(const Array& x) { return bind1(xla_log1p_p, {x}); }
 Array xla_erf(const Array& x) { return bind1(xla_erf_p, {x}); }
 Array xla_pow(const Array& x, const Array& y) { return bind_special(xla_pow_p, {x, y}); }
 Array xla_tan(const Array& x) { return bind1(xla_tan_p, {x}); }
+Array xla_rsqrt(const Array& x) { return bind1(xla_rsqrt_p, {x}); }
 Array fma(const Array& a, const Array& b, const Array& c) { return bind_special(fma_p, {a, b, c}); }
 
 }  // namespace tessel::ops

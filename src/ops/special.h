@@ -33,6 +33,10 @@ Array xla_erf(const Array& x);
 Array xla_pow(const Array& x, const Array& y);
 /// tan(x) as XLA's CPU backend computes it: glibc's scalar tanf/tan, subnormals flushed.
 Array xla_tan(const Array& x);
+/// 1/sqrt(x) as XLA's CPU backend computes it: the processor's estimate (rsqrtss in float32,
+/// AVX-512's rsqrt14 in float64) refined by Newton steps, so equal to JAX's on the same
+/// processor (half types through float32). Without AVX-512, float64 starts from 1/sqrt(x).
+Array xla_rsqrt(const Array& x);
 /// a * b + c rounded once (a fused multiply-add), floating operands promoted and broadcast
 /// together: what XLA computes for JAX's `a * b + c` where its CPU code contracts the two.
 Array fma(const Array& a, const Array& b, const Array& c);

@@ -25,7 +25,9 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
   Array boost_mask = greater_equal(alpha, one);
   Array a = where(boost_mask, alpha, alpha + one);
   Array d = a - c(1.0 / 3.0);
-  Array cc = c(1.0 / 3.0) / sqrt(d);
+  // XLA rewrites JAX's (1/3) / sqrt(d) into (1/3) * rsqrt(d), with its own rsqrt, and contracts
+  // v = 1 + x c into one fused multiply-add (vfmadd in its loop kernel, float32 and float64).
+  Array cc = c(1.0 / 3.0) * ops::xla_rsqrt(d);
 
   using State = std::tuple<Array, Array, Array, Array>;  // key, X = x^2, V = v^3, U
   auto rejected = [&](const State& s) {
@@ -42,7 +44,7 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
                              [&](const Inner& t) {
                                auto [next, sub] = split2(std::get<0>(t));
                                Array x = normal(sub, {}, dt);
-                               return Inner{next, x, one + x * cc};
+                               return Inner{next, x, ops::fma(x, cc, one)};
                              },
                              Inner{row(1), zero, c(-1.0)});
     const Array& x = std::get<1>(drawn);
@@ -135,8 +137,12 @@ Array dirichlet(const Array& key, const Array& alpha, std::optional<Shape> shape
   const Shape batch(alpha.shape().begin(), alpha.shape().end() - 1);
   Shape s = sample_shape("dirichlet", shape, {batch});
   s.push_back(alpha.shape().back());
-  // Gamma draws in log space (small alphas underflow otherwise), normalized by a softmax.
-  return nn::softmax(loggamma(key, astype(alpha, dtype), s, dtype), {-1});
+  // Gamma draws in log space (small alphas underflow otherwise), normalized by a softmax as XLA
+  // computes JAX's: its own exp, and the division by the row sum turned into a product with the
+  // sum's reciprocal (fused_computation "reduce_divide" then "broadcast_multiply").
+  Array log_g = loggamma(key, astype(alpha, dtype), s, dtype);
+  Array e = ops::xla_exp(log_g - stop_gradient(max(log_g, {-1}, true)));
+  return e * (constant(1.0, dtype) / sum(e, {-1}, true));
 }
 
 Array chisquare(const Array& key, const Array& df, std::optional<Shape> shape, DType dtype) {
@@ -193,9 +199,10 @@ Array ball(const Array& key, int64_t d, double p, const Shape& shape, DType dtyp
   Array g = generalized_normal(k1, p, gshape, dtype);
   Array e = exponential(k2, shape, dtype);
   // p is a traced argument of JAX's jitted _ball, so |g|^p is lax.pow for every p (never
-  // integer_pow).
-  Array norm = ops::xla_pow(sum(ops::xla_pow(abs(g), constant(p, dtype)), {-1}) + e, constant(1.0 / p, dtype));
-  return g / expand_dims(norm, {-1});
+  // integer_pow). XLA folds the division g / s^(1/p) into the product g * s^(-(1/p)).
+  Array inv_norm =
+      ops::xla_pow(sum(ops::xla_pow(abs(g), constant(p, dtype)), {-1}) + e, -constant(1.0 / p, dtype));
+  return g * expand_dims(inv_norm, {-1});
 }
 
 }  // namespace tessel::random

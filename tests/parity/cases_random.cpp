@@ -29,6 +29,7 @@ TESSEL_PARITY_CASES(random) {
   reg("ops.xla_erf", unary(ts::ops::xla_erf));
   reg("ops.xla_pow", binary(ts::ops::xla_pow));
   reg("ops.xla_tan", unary(ts::ops::xla_tan));
+  reg("ops.xla_rsqrt", unary(ts::ops::xla_rsqrt));
   reg("ops.fma", [](const In& x, const Params&) { return out(ts::ops::fma(x[0], x[1], x[2])); });
   // Samplers (include/tessel/random_distributions.h).
   reg("random.randint", [](const In& x, const Params& p) {

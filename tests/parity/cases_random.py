@@ -1,9 +1,10 @@
 """Parity cases of include/tessel/random.h (jax.random with raw uint32[2] keys). Random bits,
 keys, integer draws, normal draws (erf_inv as XLA computes it) and draws through exp, log,
-log1p, pow and tan (computed as XLA computes them: ops::xla_exp, xla_log, xla_log1p, xla_pow,
-xla_tan) are exact; the gamma family (XLA's hardware rsqrt) and a few half-precision samplers
-keep a tolerance, with the reason at each case. The ops cases check a few thousand values
-each; tests/parity/tools/pow_tan_vs_xla.py checks pow and tan on millions."""
+log1p, pow, tan and rsqrt (computed as XLA computes them: ops::xla_exp, xla_log, xla_log1p,
+xla_pow, xla_tan, xla_rsqrt) are exact, the gamma family where the processor's rsqrt estimate is
+the data's (machine=RSQRT_MACHINE); a few half-precision samplers keep a tolerance, with the
+reason at each case. The ops cases check a few thousand values each;
+tests/parity/tools/pow_tan_vs_xla.py and rsqrt_vs_xla.py check pow, tan and rsqrt on millions."""
 import jax
 import jax.extend.random
 import numpy as np
@@ -86,6 +87,9 @@ def xla_math(s):
     for name, fn in [("xla_exp", jax.numpy.exp), ("xla_log", jax.numpy.log), ("xla_log1p", jax.numpy.log1p),
                      ("xla_erf", jax.lax.erf), ("xla_tan", jax.numpy.tan)]:
         s.case(f"ops.{name}", fn, [small], tol=EXACT, grad=True, gtol=MATH_TOL, name=f"ops_{name}_grad")
+    s.case("ops.xla_rsqrt", jax.lax.rsqrt, [small], tol=EXACT, grad=True, gtol=MATH_TOL, name="ops_xla_rsqrt_grad",
+           machine=RSQRT_MACHINE)
+    xla_rsqrt_cases(s, rng)
     # pow: y x^(y-1) and log(x) x^y.
     s.case("ops.xla_pow", jax.lax.pow, [small, small[::-1] * 2], tol=EXACT, grad=True, gtol=MATH_TOL,
            name="ops_xla_pow_grad")
@@ -95,6 +99,26 @@ def xla_math(s):
     # Eager JAX rounds a * b and + c separately (no fusion), hence MATH_TOL for this case's values.
     s.case("ops.fma", lambda a, b, c: a * b + c, [a[:5], b[:5], c[:5]], tol=MATH_TOL, grad=True, gtol=MATH_TOL,
            name="ops_fma_grad")
+
+
+# XLA's rsqrt is the processor's estimate (rsqrtss, AVX-512's rsqrt14 in float64) refined by
+# Newton steps; these cases are exact on a processor with the same estimates as the one that
+# wrote them, and the gamma family's cases name them (machine=RSQRT_MACHINE).
+RSQRT_MACHINE = ("ops.xla_rsqrt", MATH_TOL)
+
+
+def xla_rsqrt_cases(s, rng):
+    """ops.xla_rsqrt: one float32 input per 2^12 ulps of [1, 4) (both exponent parities, so
+    half of the estimate table, with random low bits), random magnitudes and specials."""
+    specials = [0.0, -0.0, 1.0, 4.0, 0.25, -1.0, np.inf, -np.inf, np.nan, 1e-30, 1e30]
+    table = (np.arange(0x3F800000, 0x40800000, 1 << 12, dtype=np.uint32)
+             + rng.integers(0, 1 << 12, 4096).astype(np.uint32)).view(np.float32)
+    x32 = np.concatenate([table, np.exp2(rng.uniform(-120, 120, 500)).astype(np.float32),
+                          np.asarray(specials + [1e-40], np.float32)])
+    x64 = np.concatenate([rng.uniform(2 / 3, 40, 500), np.exp2(rng.uniform(-1000, 1000, 500)), specials + [1e-310]])
+    for x in [x32, x64]:
+        s.case("ops.xla_rsqrt", jax.jit(jax.lax.rsqrt), [x], tol=EXACT, name=f"ops_xla_rsqrt_{x.dtype.name}",
+               machine=RSQRT_MACHINE)
 
 
 # truncated_normal's bounds go through erf as XLA computes it (ops::xla_erf: libm's scalar erf
@@ -217,51 +241,60 @@ def distributions(s, key):
 
 
 def gamma_family(s, keys):
-    """gamma and the samplers built on it: one rejection loop per element through XLA's log
-    and exp and, for alpha < 1, XLA's pow (ops::xla_pow, exact). But XLA rewrites the loop's
-    c = 1/(3 sqrt(d)) as (1/3) * rsqrt(d), and XLA's CPU rsqrt is the processor's hardware
-    estimate (rsqrtps, or rsqrt14 with AVX-512, chosen by vector width) refined by two Newton
-    steps: its last bit depends on the processor model, so no portable formula reproduces it.
-    gamma, dirichlet, f, generalized_normal and ball therefore keep MATH_TOL (most draws are
-    exact; one in several differs in the last bit or two). beta, chisquare, t and loggamma's
-    cases happen to be exact on the machine that wrote the data."""
+    """gamma and the samplers built on it: one rejection loop per element through XLA's log,
+    exp and pow, with c = (1/3) / sqrt(d) rewritten by XLA into (1/3) * rsqrt(d) (ops::xla_rsqrt:
+    the processor's estimate and XLA's Newton steps). Exact where the processor reproduces the
+    ops.xla_rsqrt cases (machine=RSQRT_MACHINE), within MATH_TOL elsewhere. v = 1 + x c is one
+    fused multiply-add in XLA's loop; dirichlet's softmax multiplies by the reciprocal of the row
+    sum and ball by s^(-1/p), as XLA rewrites JAX's divisions."""
     f32 = lambda v: np.asarray(v, np.float32)
     alphas = f32([[0.1, 0.5, 1.0], [2.0, 7.5, 100.0]])
     for i, k in enumerate(keys):
         s.case("random.gamma", lambda k, a, shape, dtype: jax.random.gamma(k, a, shape, dtype), [k, alphas],
-               {"shape": (2, 3), "dtype": "float32"}, tol=MATH_TOL, name=f"random_gamma_key{i}")
+               {"shape": (2, 3), "dtype": "float32"}, tol=EXACT, name=f"random_gamma_key{i}", machine=RSQRT_MACHINE)
+    s.case("random.gamma", lambda k, a: jax.random.gamma(k, a), [keys[2], np.geomspace(0.01, 100, 256).astype(np.float32)],
+           tol=EXACT, name="random_gamma_many", machine=RSQRT_MACHINE)
     s.case("random.gamma", lambda k, a, shape, dtype: jax.random.gamma(k, a, shape, dtype),
-           [keys[0], np.asarray([0.3, 3.0], np.float64)], {"shape": (4, 2), "dtype": "float64"}, tol=MATH_TOL,
-           name="random_gamma_float64")
+           [keys[0], np.asarray([0.3, 3.0], np.float64)], {"shape": (64, 2), "dtype": "float64"}, tol=EXACT,
+           name="random_gamma_float64", machine=RSQRT_MACHINE)
     # The implicit reparameterization gradient: series and continued fraction of the
     # incomplete gamma function (through lgamma and digamma), a few ulp of their terms.
     s.case("random.gamma", lambda k, a: jax.random.gamma(k, a), [keys[1], f32([0.2, 0.9, 1.0, 4.0, 30.0])],
-           {}, tol=MATH_TOL, grad=True, gtol=(1e-4, 1e-6), name="random_gamma_grad")
+           {}, tol=EXACT, grad=True, gtol=(1e-4, 1e-6), name="random_gamma_grad", machine=RSQRT_MACHINE)
     s.case("random.loggamma", lambda k, a: jax.random.loggamma(k, a), [keys[2], f32([0.05, 0.9, 6.0])],
-           {}, tol=MATH_TOL, grad=True, gtol=(1e-4, 1e-6), name="random_loggamma_grad")
+           {}, tol=EXACT, grad=True, gtol=(1e-4, 1e-6), name="random_loggamma_grad",
+           machine=RSQRT_MACHINE)
     s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype), [keys[0], alphas],
-           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
+           {"shape": (2, 3), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
     s.case("random.loggamma", lambda k, a, shape, dtype: jax.random.loggamma(k, a, shape, dtype),
-           [keys[1], f32([1e-3, 0.05])], {"shape": (3, 2), "dtype": "float32"}, tol=EXACT, name="random_loggamma_small")
+           [keys[1], f32([1e-3, 0.05])], {"shape": (3, 2), "dtype": "float32"}, tol=EXACT, name="random_loggamma_small",
+           machine=RSQRT_MACHINE)
     s.case("random.beta", lambda k, a, b, shape, dtype: jax.random.beta(k, a, b, shape, dtype),
-           [keys[0], f32([0.5, 2.0, 5.0]), f32(1.5)], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
+           [keys[0], f32([0.5, 2.0, 5.0]), f32(1.5)], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
     s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
-           [keys[1], f32([0.2, 1.0, 3.0, 10.0])], {"shape": (3,), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[1], f32([0.2, 1.0, 3.0, 10.0])], {"shape": (3,), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
     s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
-           [keys[0], f32([[1.0, 2.0], [0.5, 0.5]])], {"shape": None, "dtype": "float32"}, tol=MATH_TOL,
-           name="random_dirichlet_batch")
+           [keys[0], f32([[1.0, 2.0], [0.5, 0.5]])], {"shape": None, "dtype": "float32"}, tol=EXACT,
+           name="random_dirichlet_batch", machine=RSQRT_MACHINE)
+    s.case("random.dirichlet", lambda k, a, shape, dtype: jax.random.dirichlet(k, a, shape, dtype),
+           [keys[2], np.geomspace(0.05, 20, 7)], {"shape": (40,), "dtype": "float64"}, tol=EXACT,
+           name="random_dirichlet_float64", machine=RSQRT_MACHINE)
     s.case("random.chisquare", lambda k, df, shape, dtype: jax.random.chisquare(k, df, shape, dtype),
-           [keys[0], f32([1.0, 3.0, 10.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
+           [keys[0], f32([1.0, 3.0, 10.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
     s.case("random.t", lambda k, df, shape, dtype: jax.random.t(k, df, shape, dtype),
-           [keys[2], f32([1.0, 3.0, 30.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
+           [keys[2], f32([1.0, 3.0, 30.0])], {"shape": (2, 3), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
     s.case("random.f", lambda k, a, b, shape, dtype: jax.random.f(k, a, b, shape, dtype),
-           [keys[0], f32([[2.0, 5.0]] * 3), f32(4.0)], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL)
+           [keys[0], f32([[2.0, 5.0]] * 3), f32(4.0)], {"shape": (3, 2), "dtype": "float32"}, tol=EXACT,
+           machine=RSQRT_MACHINE)
     for p in [0.5, 1.0, 2.0, 3.0]:
         s.case("random.generalized_normal", lambda k, p, shape, dtype: jax.random.generalized_normal(k, p, shape, dtype),
-               [keys[0]], {"p": p, "shape": (4, 3), "dtype": "float32"}, tol=MATH_TOL)
+               [keys[0]], {"p": p, "shape": (4, 3), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
     for d, p in [(3, 2), (5, 1)]:
         s.case("random.ball", lambda k, d, p, shape, dtype: jax.random.ball(k, d, p, shape, dtype), [keys[1]],
-               {"d": d, "p": p, "shape": (4,), "dtype": "float32"}, tol=MATH_TOL)
+               {"d": d, "p": p, "shape": (4,), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
+    s.case("random.ball", lambda k, d, p, shape, dtype: jax.random.ball(k, d, p, shape, dtype), [keys[2]],
+           {"d": 4, "p": 3, "shape": (50,), "dtype": "float32"}, tol=EXACT, name="random_ball_many",
+           machine=RSQRT_MACHINE)
     shuffles(s, keys)
 
 

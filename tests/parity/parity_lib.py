@@ -171,7 +171,8 @@ class Suite:
         self.cases = []
         self.names = set()
 
-    def case(self, func, fn, inputs, params=None, tol=None, grad=False, gtol=None, name=None, seed=0, x64=None):
+    def case(self, func, fn, inputs, params=None, tol=None, grad=False, gtol=None, name=None, seed=0, x64=None,
+             machine=None):
         """One case of tessel function `func` (the key of its C++ registry entry).
 
         fn(*inputs, **params) is JAX's side. tol: (rtol, atol) or a dict by dtype name
@@ -182,6 +183,9 @@ class Suite:
         an integer parameter needs 64 bits). tessel's dtype rules are JAX's without x64 (the
         default int is int32: sum(int32) is int32, argmax is int32), where 64-bit dtypes
         appear only when asked for, as they do in JAX with x64 on.
+        machine: (func, tol) for a case whose JAX values depend on the processor through
+        function func (e.g. ops.xla_rsqrt): the C++ test applies tol instead of the case's
+        where the processor does not reproduce every case of func bit for bit.
         """
         params = dict(params or {})
         inputs = [np.asarray(x) for x in inputs]
@@ -189,7 +193,7 @@ class Suite:
             x64 = needs_x64(inputs, params)
         jax.config.update("jax_enable_x64", x64)
         try:
-            self._case(func, fn, inputs, params, tol, grad, gtol, name, seed)
+            self._case(func, fn, inputs, params, tol, grad, gtol, name, seed, machine)
         except Exception as e:  # PARITY_KEEP_GOING=1: report every failing case in one run
             if not os.environ.get("PARITY_KEEP_GOING"):
                 raise
@@ -197,7 +201,7 @@ class Suite:
         finally:
             jax.config.update("jax_enable_x64", True)
 
-    def _case(self, func, fn, inputs, params, tol, grad, gtol, name, seed):
+    def _case(self, func, fn, inputs, params, tol, grad, gtol, name, seed, machine=None):
         outs = [np.asarray(o) for o in as_list(fn(*inputs, **params))]
         ref_dtype = next((x.dtype for x in inputs + outs if has_tolerance(x)), None)
         t = tol_for(DEFAULT_TOL if tol is None else tol, ref_dtype) if ref_dtype is not None else EXACT
@@ -210,6 +214,9 @@ class Suite:
         lines = [f"case {cname} {func}"]
         lines += [fmt_param(k_, v) for k_, v in params.items()]
         lines.append(f"tol {fmt_float(t[0])} {fmt_float(t[1])}")
+        if machine is not None:
+            mt = tol_for(machine[1], ref_dtype) if ref_dtype is not None else EXACT
+            lines.append(f"machine_tol {machine[0]} {fmt_float(mt[0])} {fmt_float(mt[1])}")
         lines += [fmt_array("in", x) for x in inputs]
         lines += [fmt_array("out", o) for o in outs]
         lines += [fmt_array("jit_out", o) for o in self._jit_outputs(fn, inputs, params, outs)]

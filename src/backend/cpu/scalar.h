@@ -420,6 +420,47 @@ inline double xla_pow(double x, double y) { return call_as_xla(tessel_libm_pow, 
 inline float xla_tan(float x) { return call_as_xla(tessel_libm_tanf, x); }
 inline double xla_tan(double x) { return call_as_xla(tessel_libm_tan, x); }
 
+/// XLA's rsqrt on x86 CPUs (JAX 0.10.2; XLA rewrites JAX's c / sqrt(x) into c * rsqrt(x)): the
+/// processor's estimate refined by Newton steps y + (-y/2) (x y^2 - 1) in two fused
+/// multiply-adds, once in float32 and twice in float64, for positive normal x; other x keep the
+/// estimate. float32's estimate is rsqrtss/rsqrtps (XLA never takes the 16-lane rsqrt14 form on
+/// CPUs that prefer 256-bit vectors), float64's is AVX-512's vrsqrt14sd/pd. Intel specifies
+/// rsqrt14 exactly, but rsqrtps only within 1.5 * 2^-12, and AMD's table differs from Intel's:
+/// running the same instruction gives XLA's value on the machine at hand, bit for bit
+/// (tests/parity/tools/rsqrt_vs_xla.py). Without AVX-512 float64 starts from 1/sqrt(x), which
+/// is not what XLA's code gives, and is within an ulp of it. Subnormal x reads as zero (DAZ).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+inline float rsqrt_estimate(float x) {
+  using v4f = float __attribute__((vector_size(16)));
+  return __builtin_ia32_rsqrtss(v4f{x, 0, 0, 0})[0];
+}
+inline bool has_rsqrt14() {
+#if defined(__AVX512F__)
+  return true;
+#else
+  // __builtin_cpu_init first: the check may run before libgcc's own constructor (static init).
+  static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+  return has;
+#endif
+}
+inline double rsqrt_estimate(double x) {
+  if (!has_rsqrt14()) [[unlikely]]
+    return 1.0 / std::sqrt(x);
+  double y;
+  asm("vrsqrt14sd %1, %1, %0" : "=v"(y) : "v"(x));
+  return y;
+}
+#else
+template <class T> inline T rsqrt_estimate(T x) { return T(1) / std::sqrt(x); }
+#endif
+template <class T> inline T xla_rsqrt(T x) {
+  if (is_subnormal(x)) x = std::copysign(T(0), x);
+  const T y = rsqrt_estimate(x);
+  if (!(x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max())) return y;
+  auto newton = [x](T r) { return std::fma(r * T(-0.5), std::fma(x * r, r, T(-1)), r); };
+  return std::is_same_v<T, float> ? newton(y) : newton(newton(y));
+}
+
 /// a * b + c with one rounding: the fma primitive (ops/special.h).
 template <class T> inline T fma(T a, T b, T c) { return std::fma(a, b, c); }
 
