@@ -116,6 +116,11 @@ std::shared_ptr<const CallFrame> read_frame(std::string_view bytes) {
   ir::Reader r(bytes, "colocated call");
   Expected e;
   e.specs = read_specs(r);
+  // An output on one device of this process takes that device's own sharding, which a
+  // value computed there carries: checking a result is then a pointer comparison.
+  for (Spec& s : e.specs)
+    if (const auto& devs = s.sharding.device_set(); devs.size() == 1 && devs[0].impl()->is_local())
+      if (const Sharding& own = devs[0].impl()->sharding(); own == s.sharding) s.sharding = own;
   e.structure = r.str();
   e.name = "colocated call";
   for (const Spec& s : e.specs) f->outputs.emplace_back(s);
