@@ -306,7 +306,8 @@ void trim_framing_buffer(std::string& bytes) {
   if (bytes.capacity() > size_t(4 * kInlineBytes)) std::string().swap(bytes);
 }
 
-constexpr size_t kSpareNodes = 64, kMaxDeferredFrees = 256;
+// Only small arrays wait (a call's scalar result): a large one's memory goes at once.
+constexpr size_t kSpareNodes = 64, kMaxDeferredFrees = 256, kMaxDeferredBytes = 64 << 10;
 
 // Destroys the arrays the driver dropped (outside the table's lock; the two vectors swap,
 // so neither allocates once grown).
@@ -328,6 +329,7 @@ void forget_ids(ir::Reader& r, size_t n) {
   State& s = state();
   if (n == 0) return;
   std::vector<std::shared_ptr<const void>> dying_objects;  // destroyed outside the lock
+  std::vector<Array> dying_now;                             // large arrays, likewise
   bool many;
   {
     std::lock_guard lock(s.table_mu);
@@ -335,8 +337,13 @@ void forget_ids(ir::Reader& r, size_t n) {
       const uint64_t id = r.u64();
       if (auto it = s.table.find(id); it != s.table.end()) {
         auto node = s.table.extract(it);
-        s.dropped.push_back(std::move(node.mapped().array));
-        s.any_dropped.store(true, std::memory_order_relaxed);
+        Array& a = node.mapped().array;
+        if (a.valid() && a.nbytes() > kMaxDeferredBytes) {
+          dying_now.push_back(std::move(a));
+        } else {
+          s.dropped.push_back(std::move(a));
+          s.any_dropped.store(true, std::memory_order_relaxed);
+        }
         node.mapped().error = nullptr;
         if (s.spare_nodes.size() < kSpareNodes) s.spare_nodes.push_back(std::move(node));
       } else if (auto o = s.objects.find(id); o != s.objects.end()) {
