@@ -270,7 +270,8 @@ Outputs call_prepared(PreparedCall& p, std::span<const Array> leaves, const Loca
     }
     ir::wire::append_le<uint64_t>(w, leaves.size());
     for (const Array& a : leaves) ir::wire::append_le<uint64_t>(w, ctl::remote_id(a, p.expected->name));
-    ctl::post(p.remote, "colocated.call", w);
+    static const std::string kind = "colocated.call";  // made once, not per call
+    ctl::post(p.remote, kind, w);
     p.shipped = true;
     if (w.capacity() > (64u << 10)) std::string().swap(w);  // after a large frame
   }

@@ -515,6 +515,12 @@ void DriverPieces::wait(const detail::ConcreteArray& a) const {
   for (int p : a.remote->processes) request(p, "array.wait", w.bytes(), a.remote->processes, wait);
 }
 
+// The read's handler name, made once (every read of a worker's value sends it).
+const std::string& fetch_kind() {
+  static const auto* kind = new std::string("array.fetch");
+  return *kind;
+}
+
 void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>& positions,
                          std::vector<std::shared_ptr<detail::Buffer>>& shards) const {
   auto* dev = detail::default_device();
@@ -534,7 +540,7 @@ void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>&
     char payload[24];  // [id][count 1][position], as ir::Writer writes them
     const uint64_t words[3] = {a.remote->id, 1, uint64_t(pos)};
     for (size_t i = 0; i < 24; ++i) payload[i] = char(uint8_t(words[i / 8] >> (8 * (i % 8))));
-    std::string reply = request(p, "array.fetch", std::string_view(payload, sizeof payload), a.remote->processes, wait);
+    std::string reply = request(p, fetch_kind(), std::string_view(payload, sizeof payload), a.remote->processes, wait);
     ir::Reader r(reply, "fetch");
     receive(r, pos);
     return;
@@ -546,7 +552,7 @@ void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>&
     w.u64(a.remote->id);
     w.count(list.size());
     for (int pos : list) w.u64(uint64_t(pos));
-    std::string reply = request(p, "array.fetch", w.bytes(), a.remote->processes, wait);
+    std::string reply = request(p, fetch_kind(), w.bytes(), a.remote->processes, wait);
     ir::Reader r(reply, "fetch");
     for (int pos : list) receive(r, pos);
   }
