@@ -278,8 +278,6 @@ void send_to(int p, const std::string& bytes, const std::string& op) {
   }
 }
 
-// The arrays the driver dropped since its last message to p (under send_mu): they travel
-// in the header of the next message, which frees them before its handler runs.
 // The header of the driver's next message to `p` (under send_mu): its kind and reply tag,
 // and the ids `p` may drop, taken from the pending ones. Header and pending list swap their
 // vectors, so both keep their capacity: no allocation per message once they have grown.
