@@ -124,6 +124,34 @@ TEST_F(SingleControllerColocated, ComputedResultsTakeTheOutputSpecsAval) {
   }
 }
 
+// The worker's serving thread keeps the frame it used last, and its server the last kinds of
+// message it served: calls of several signatures and callables interleaved (the kept frame
+// changing at every call), a callable that died and its successor (a new frame), and reads,
+// stats and a kind no handler serves (an error naming it) between them all answer right.
+TEST_F(SingleControllerColocated, InterleavedSignaturesCallablesAndKindsAnswerRight) {
+  const ts::Device d = workers[0];
+  const int p = d.process_index();
+  ts::Array i = ts::device_put(ts::Array(3), d);
+  ts::Array f = ts::device_put(ts::Array(2.5f), d);
+  ts::Array v = ts::device_put(ts::Array(std::vector<float>{1, 2}, {2}), d);
+  auto tens = co::colocated(times_ten).specialize({.out_specs_fn = same});
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(tens(i).item<int>(), 30);
+    EXPECT_FLOAT_EQ(tens(f).item<float>(), 25.0f);
+    EXPECT_EQ(tens(v).to_vector<float>(), (std::vector<float>{10, 20}));
+    auto where = co::colocated(process_of).specialize({.out_specs_fn = same});  // a new frame each round
+    EXPECT_EQ(where(i).item<int>(), p);
+    EXPECT_EQ(tens(i).item<int>(), 30);
+    try {
+      ctl::request(p, "no.such.kind", {});
+      ADD_FAILURE() << "a kind no handler serves was answered";
+    } catch (const ts::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no handler 'no.such.kind'"), std::string::npos) << e.what();
+    }
+    EXPECT_GE(ctl::worker_stats(p).arrays, 3u);
+  }
+}
+
 // While a call that handed serving over still runs on a worker, the server there polls
 // briefly and then sleeps (it does not spin on the cores that call needs); once the call
 // ended, it spins again for prompt replies.
