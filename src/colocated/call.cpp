@@ -242,13 +242,6 @@ std::shared_ptr<PreparedCall> prepare_call(const Site& site, const CallPlan& c, 
   return p;
 }
 
-// Appends `v` little-endian, as ir::Writer::u64 writes it.
-void put_u64(std::string& out, uint64_t v) {
-  char bytes[8];
-  for (size_t i = 0; i < 8; ++i) bytes[i] = char(uint8_t(v >> (8 * i)));
-  out.append(bytes, 8);
-}
-
 // A prepared call: pending outputs now, filled by the hosts later. A worker gets the frame
 // with the first call (then keeps it) and only ids after that:
 // [frame id][frame bytes, or empty][caller][output ids][input ids].
@@ -265,19 +258,20 @@ Outputs call_prepared(PreparedCall& p, std::span<const Array> leaves, const Loca
     std::string& w = *buffer;
     w.clear();
     const std::string_view frame = p.shipped ? std::string_view() : std::string_view(p.frame_bytes);
-    put_u64(w, p.frame);
-    put_u64(w, frame.size());
+    ir::wire::append_le<uint64_t>(w, p.frame);
+    ir::wire::append_le<uint64_t>(w, frame.size());
     w += frame;
-    put_u64(w, caller_id());
-    put_u64(w, p.outputs.size());
+    ir::wire::append_le<uint64_t>(w, caller_id());
+    ir::wire::append_le<uint64_t>(w, p.outputs.size());
     for (const OutputTemplate& t : p.outputs) {
       const uint64_t id = ctl::new_id();
-      put_u64(w, id);
+      ir::wire::append_le<uint64_t>(w, id);
       outs.push_back(make_pending(t, p.remote, id));
     }
-    put_u64(w, leaves.size());
-    for (const Array& a : leaves) put_u64(w, ctl::remote_id(a, p.expected->name));
-    ctl::post(p.remote, "colocated.call", w);
+    ir::wire::append_le<uint64_t>(w, leaves.size());
+    for (const Array& a : leaves) ir::wire::append_le<uint64_t>(w, ctl::remote_id(a, p.expected->name));
+    static const std::string kind = "colocated.call";  // made once, not per call
+    ctl::post(p.remote, kind, w);
     p.shipped = true;
     if (w.capacity() > (64u << 10)) std::string().swap(w);  // after a large frame
   }

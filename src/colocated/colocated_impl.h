@@ -53,8 +53,8 @@ void fill(const std::vector<Array>& pending, std::vector<Array>&& results, std::
 /// Runs `run` now: its result leaves, checked against `expected`; or none, and `error` set.
 std::vector<Array> run_checked(const std::function<Outputs()>& run, const Expected& expected, std::exception_ptr& error);
 /// A worker's call that ran before any message could need its outputs: stores its results
-/// under `ids` (a computed value as it is: its memory adopted; one that shares its pieces
-/// as a copy), or `error` under every id.
+/// under `ids` (each with its pieces as they are: a computed value's, or an input's it
+/// returned, shared), or `error` under every id.
 void store_results(const std::vector<OutputTemplate>& outputs, std::span<const uint64_t> ids,
                    std::vector<Array>&& results, std::exception_ptr error);
 /// Runs `run` now and fills `pending` with its results, checked against `expected` (or

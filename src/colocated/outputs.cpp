@@ -115,9 +115,11 @@ void run_and_fill(const std::function<Outputs()>& run, const std::vector<Array>&
 }
 
 // The output made of a checked result (same shape, dtype and sharding; its weak type may
-// differ, and the output has the template's). A piece nothing but the result holds (a value
-// the function computed) becomes the output's as it is, computed or not; one held elsewhere
-// too (an input returned as it is, a value the function kept) is copied once computed.
+// differ, and the output has the template's). Its pieces are the result's, computed or not,
+// also those held elsewhere too (an input returned as it is, a value the function kept):
+// buffers are never written once made, and donating one array of several sharing a buffer
+// gives the donation a copy (its memory is taken only from a sole holder). Only a piece on
+// another device than the output's (none, once the result was checked) is copied.
 Array output_of(const OutputTemplate& t, Array&& result) {
   const auto* c = tessel::detail::as_concrete(result);
   if (!c) throw Error("internal: colocated: a checked result is not concrete");
@@ -139,7 +141,7 @@ Array output_of(const OutputTemplate& t, Array&& result) {
     if (!t.local_devices[pos]) continue;
     if (pos >= pieces.size() || !pieces[pos]) throw Error("internal: colocated: a result lacks a piece this process owns");
     const std::shared_ptr<tessel::detail::Buffer>& in = pieces[pos];
-    if (sole && in.use_count() == 1 && !in->is_donated()) {
+    if (!in->is_donated() && in->device() == t.local_devices[pos]) {
       shards[pos] = in;
       continue;
     }

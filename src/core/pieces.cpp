@@ -102,8 +102,9 @@ const ConcreteArray* ConcreteArray::gathered(const char* what) const {
                                     ? remote_pieces()
                                     : nullptr) {
       // One piece that another process holds (a value on a worker's device): it is the value.
+      static const std::vector<int> kFirst{0};
       std::vector<std::shared_ptr<Buffer>> one(1);
-      r->fetch(*this, {0}, one);
+      r->fetch(*this, kFirst, one);
       laid_out_->gathered = std::make_shared<ConcreteArray>(aval, one[0]->device(), one[0], true);
       return;
     }

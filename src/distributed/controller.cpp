@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -78,6 +80,13 @@ struct State {
     std::exception_ptr error;
   };
   std::unordered_map<uint64_t, Entry> table;
+  // Reuse, so that a call's result costs the table no allocation: nodes of dropped entries
+  // (at most kSpareNodes), and the arrays the driver dropped, destroyed while the server
+  // waits for the next message (off the path of the message that dropped them), or once
+  // kMaxDeferredFrees wait.
+  std::vector<decltype(table)::node_type> spare_nodes;
+  std::vector<Array> dropped;
+  std::atomic<bool> any_dropped{false};  // read by the idle server without the lock
   std::unordered_map<uint64_t, std::shared_ptr<const void>> objects;  // programs, pipelines, ...
   std::mutex later_mu;
   std::condition_variable later_cv;
@@ -269,13 +278,18 @@ void send_to(int p, const std::string& bytes, const std::string& op) {
   }
 }
 
-// The arrays the driver dropped since its last message to p (under send_mu): they travel
-// in the header of the next message, which frees them before its handler runs.
-std::vector<uint64_t> take_deletes_locked(int p) {
+// The header of the driver's next message to `p` (under send_mu): its kind and reply tag,
+// and the ids `p` may drop, taken from the pending ones. Header and pending list swap their
+// vectors, so both keep their capacity: no allocation per message once they have grown.
+const MessageHeader& next_header_locked(int p, const std::string& kind, int reply_tag) {
   State& s = state();
+  static auto* header = new MessageHeader();  // only used under send_mu
+  header->kind = kind;
+  header->reply_tag = reply_tag;
+  header->deletes.clear();
   std::lock_guard lock(s.pending_mu);
-  if (size_t(p) >= s.pending_deletes.size() || s.pending_deletes[size_t(p)].empty()) return {};
-  return std::exchange(s.pending_deletes[size_t(p)], {});
+  if (size_t(p) < s.pending_deletes.size()) std::swap(header->deletes, s.pending_deletes[size_t(p)]);
+  return *header;
 }
 
 // The buffer each thread frames its messages in: its capacity stays from message to message
@@ -290,24 +304,69 @@ void trim_framing_buffer(std::string& bytes) {
   if (bytes.capacity() > size_t(4 * kInlineBytes)) std::string().swap(bytes);
 }
 
+// Only small arrays wait (a call's scalar result): a large one's memory goes at once.
+constexpr size_t kSpareNodes = 64, kMaxDeferredFrees = 256, kMaxDeferredBytes = 64 << 10;
+
+// Destroys the arrays the driver dropped (outside the table's lock; the two vectors swap,
+// so neither allocates once grown).
+void free_dropped() {
+  State& s = state();
+  if (!s.any_dropped.load(std::memory_order_relaxed)) return;
+  thread_local std::vector<Array> dying;
+  {
+    std::lock_guard lock(s.table_mu);
+    std::swap(dying, s.dropped);
+    s.any_dropped.store(false, std::memory_order_relaxed);
+  }
+  dying.clear();
+}
+
 // Drops the arrays and objects the driver forgot, the `n` ids next in `r` (ids are unique
-// across both tables).
+// across both tables). The arrays' memory goes when the server is next idle (free_dropped).
 void forget_ids(ir::Reader& r, size_t n) {
   State& s = state();
   if (n == 0) return;
-  std::vector<Array> dying;  // destroyed outside the lock
-  std::vector<std::shared_ptr<const void>> dying_objects;
-  std::lock_guard lock(s.table_mu);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t id = r.u64();
-    if (auto it = s.table.find(id); it != s.table.end()) {
-      dying.push_back(std::move(it->second.array));
-      s.table.erase(it);
-    } else if (auto o = s.objects.find(id); o != s.objects.end()) {
-      dying_objects.push_back(std::move(o->second));
-      s.objects.erase(o);
+  std::vector<std::shared_ptr<const void>> dying_objects;  // destroyed outside the lock
+  std::vector<Array> dying_now;                             // large arrays, likewise
+  bool many;
+  {
+    std::lock_guard lock(s.table_mu);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t id = r.u64();
+      if (auto it = s.table.find(id); it != s.table.end()) {
+        auto node = s.table.extract(it);
+        Array& a = node.mapped().array;
+        if (a.valid() && a.nbytes() > kMaxDeferredBytes) {
+          dying_now.push_back(std::move(a));
+        } else {
+          s.dropped.push_back(std::move(a));
+          s.any_dropped.store(true, std::memory_order_relaxed);
+        }
+        node.mapped().error = nullptr;
+        if (s.spare_nodes.size() < kSpareNodes) s.spare_nodes.push_back(std::move(node));
+      } else if (auto o = s.objects.find(id); o != s.objects.end()) {
+        dying_objects.push_back(std::move(o->second));
+        s.objects.erase(o);
+      }
     }
+    many = s.dropped.size() >= kMaxDeferredFrees;
   }
+  if (many) free_dropped();
+}
+
+// Keeps `entry` under `id` (table_mu held), in a spare node when there is one.
+void put_entry_locked(uint64_t id, State::Entry entry) {
+  State& s = state();
+  if (s.spare_nodes.empty()) {
+    s.table[id] = std::move(entry);
+    return;
+  }
+  auto node = std::move(s.spare_nodes.back());
+  s.spare_nodes.pop_back();
+  node.key() = id;
+  node.mapped() = std::move(entry);
+  auto placed = s.table.insert(std::move(node));
+  if (!placed.inserted) placed.position->second = std::move(placed.node.mapped());  // ids are fresh: never
 }
 
 int next_reply_tag() {
@@ -454,6 +513,12 @@ void DriverPieces::wait(const detail::ConcreteArray& a) const {
   for (int p : a.remote->processes) request(p, "array.wait", w.bytes(), a.remote->processes, wait);
 }
 
+// The read's handler name, made once (every read of a worker's value sends it).
+const std::string& fetch_kind() {
+  static const auto* kind = new std::string("array.fetch");
+  return *kind;
+}
+
 void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>& positions,
                          std::vector<std::shared_ptr<detail::Buffer>>& shards) const {
   auto* dev = detail::default_device();
@@ -473,7 +538,7 @@ void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>&
     char payload[24];  // [id][count 1][position], as ir::Writer writes them
     const uint64_t words[3] = {a.remote->id, 1, uint64_t(pos)};
     for (size_t i = 0; i < 24; ++i) payload[i] = char(uint8_t(words[i / 8] >> (8 * (i % 8))));
-    std::string reply = request(p, "array.fetch", std::string_view(payload, sizeof payload), a.remote->processes, wait);
+    std::string reply = request(p, fetch_kind(), std::string_view(payload, sizeof payload), a.remote->processes, wait);
     ir::Reader r(reply, "fetch");
     receive(r, pos);
     return;
@@ -485,7 +550,7 @@ void DriverPieces::fetch(const detail::ConcreteArray& a, const std::vector<int>&
     w.u64(a.remote->id);
     w.count(list.size());
     for (int pos : list) w.u64(uint64_t(pos));
-    std::string reply = request(p, "array.fetch", w.bytes(), a.remote->processes, wait);
+    std::string reply = request(p, fetch_kind(), w.bytes(), a.remote->processes, wait);
     ir::Reader r(reply, "fetch");
     for (int pos : list) receive(r, pos);
   }
@@ -515,6 +580,22 @@ void worker_terminate() {
   std::_Exit(1);
 }
 
+// The handler of `kind`, or null. The last few kinds served are compared first (a call
+// and its read alternate): no hash of the name for them. The table is complete before any
+// message arrives (handlers register at static initialization), so entries stay valid.
+const Handler* find_handler(std::string_view kind) {
+  using Entry = std::pair<const std::string, Handler>;
+  constexpr size_t kRecent = 4;
+  thread_local std::array<const Entry*, kRecent> recent{};
+  for (size_t i = 0; i < kRecent && recent[i]; ++i)
+    if (recent[i]->first == kind) return &recent[i]->second;
+  auto it = handlers().find(kind);
+  if (it == handlers().end()) return nullptr;
+  std::move_backward(recent.begin(), recent.end() - 1, recent.end());
+  recent[0] = &*it;
+  return &it->second;
+}
+
 void dispatch(std::string_view bytes) {
   ir::Reader r(bytes, "worker message");
   HeaderView h;
@@ -527,12 +608,11 @@ void dispatch(std::string_view bytes) {
   }
   const std::string_view kind = h.kind;
   Reply reply(h.reply_tag);
-  auto it = handlers().find(kind);
   try {
-    if (it == handlers().end())
-      throw Error("worker: no handler '" + std::string(kind) + "' in this process (a driver of another build?)");
+    const Handler* handler = find_handler(kind);
+    if (!handler) throw Error("worker: no handler '" + std::string(kind) + "' in this process (a driver of another build?)");
     TESSEL_DEBUG_LOG("controller: serve " + std::string(kind));
-    it->second(r, reply);
+    (*handler)(r, reply);
   } catch (...) {
     if (reply.wanted()) reply.fail(std::current_exception());
     else TESSEL_WARN_LOG("controller: message '" + std::string(kind) + "' failed: " + exception_message(std::current_exception()));
@@ -684,6 +764,7 @@ void serve_messages() {
       // Long work that ended (a pipelined step) is often followed by the driver's next
       // message at once: poll promptly again from then on.
       if (Wait now = serving_wait(); now != wait) backoff = Backoff(wait = now);
+      free_dropped();  // idle: the dropped arrays' memory goes now
       if (auto now = std::chrono::steady_clock::now(); now - last_check > std::chrono::milliseconds(100)) {
         last_check = now;
         // A driver on another host that vanished sends nothing more: end instead of serving
@@ -782,7 +863,13 @@ uint64_t resident_bytes() {
     if (!c) throw Error("internal: fetch of an array that is not concrete");
     // A single-device array made here is a plain one: its only piece is its buffer.
     std::span<const std::shared_ptr<detail::Buffer>> all = c->shards();
-    std::vector<std::shared_ptr<detail::Buffer>> pieces(r.count(8));
+    // The pieces, in a vector this thread keeps (no allocation per read); emptied when the
+    // handler ends, so that it holds no buffer after.
+    thread_local std::vector<std::shared_ptr<detail::Buffer>> pieces;
+    struct Clear {
+      ~Clear() { pieces.clear(); }
+    } clear_at_end;
+    pieces.resize(r.count(8));
     for (auto& piece : pieces) {
       uint64_t pos = r.u64();
       if (pos >= all.size() || !all[pos]) throw Error("internal: fetch of a piece this worker lacks");
@@ -797,7 +884,7 @@ uint64_t resident_bytes() {
       });
       return;
     }
-    reply_later(reply, [pieces = std::move(pieces), keep = a] {
+    reply_later(reply, [pieces = pieces, keep = a] {
       ir::Writer w;
       for (auto& b : pieces) {
         b->wait();
@@ -808,6 +895,7 @@ uint64_t resident_bytes() {
   });
   register_handler("stats", [](ir::Reader&, Reply reply) {
     State& s = state();
+    free_dropped();  // the memory of what was dropped is gone when the driver asks
     ir::Writer w;
     {
       std::lock_guard lock(s.table_mu);
@@ -950,7 +1038,7 @@ void post(const std::vector<int>& processes, const std::string& kind, std::strin
   std::lock_guard lock(s.send_mu);
   std::string& bytes = framing_buffer();
   for (int p : processes) {
-    write_message_into(bytes, {kind, 0, take_deletes_locked(p)}, payload);
+    write_message_into(bytes, next_header_locked(p, kind, 0), payload);
     send_to(p, bytes, kind);
   }
   trim_framing_buffer(bytes);
@@ -967,7 +1055,7 @@ std::string request(int process, const std::string& kind, std::string_view paylo
   try {
     std::lock_guard lock(s.send_mu);
     std::string& bytes = framing_buffer();
-    write_message_into(bytes, {kind, tag, take_deletes_locked(process)}, payload);
+    write_message_into(bytes, next_header_locked(process, kind, tag), payload);
     send_to(process, bytes, kind);
     trim_framing_buffer(bytes);
   } catch (...) {
@@ -1091,13 +1179,13 @@ void reply_later(Reply reply, std::function<std::string()> fn, bool ready) {
 void store(uint64_t id, Array a) {
   State& s = state();
   std::lock_guard lock(s.table_mu);
-  s.table[id] = State::Entry{std::move(a), nullptr};
+  put_entry_locked(id, State::Entry{std::move(a), nullptr});
 }
 
 void store_error(uint64_t id, std::exception_ptr error) {
   State& s = state();
   std::lock_guard lock(s.table_mu);
-  s.table[id] = State::Entry{Array(), std::move(error)};
+  put_entry_locked(id, State::Entry{Array(), std::move(error)});
 }
 
 void keep(uint64_t id, std::shared_ptr<const void> object) {

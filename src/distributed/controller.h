@@ -52,7 +52,8 @@ void stop_workers();
 // ---- messages (driver side) ----
 
 /// What precedes a message's payload: the handler's name, the tag the reply travels on (0:
-/// no reply wanted) and the ids of arrays the driver dropped, freed before the handler runs.
+/// no reply wanted) and the ids of arrays the driver dropped, taken out of the worker's table
+/// before the handler runs (a small array's memory goes when the worker is next idle).
 struct MessageHeader {
   std::string kind;
   int reply_tag = 0;

@@ -14,30 +14,9 @@ namespace tessel::ir {
 
 // ---- Writer / Reader ----
 
-namespace {
+using wire::append_le;
+using wire::read_le;
 
-// Integers travel little-endian: on a little-endian host their bytes as they are (one append).
-template <class U> U swap_bytes(U v) {
-  if constexpr (sizeof(U) == 4) return __builtin_bswap32(v);
-  else return __builtin_bswap64(v);
-}
-template <class U> void append_le(std::string& out, U v) {
-  if constexpr (std::endian::native != std::endian::little) v = swap_bytes(v);
-  char bytes[sizeof(U)];
-  std::memcpy(bytes, &v, sizeof(U));
-  out.append(bytes, sizeof(U));
-}
-template <class U> U read_le(const char* at) {
-  U v;
-  std::memcpy(&v, at, sizeof(U));
-  if constexpr (std::endian::native != std::endian::little) v = swap_bytes(v);
-  return v;
-}
-
-}  // namespace
-
-void Writer::u32(uint32_t v) { append_le(out_, v); }
-void Writer::u64(uint64_t v) { append_le(out_, v); }
 void Writer::f64(double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
@@ -57,29 +36,16 @@ void Writer::strs(const std::vector<std::string>& v) {
 }
 
 void Reader::fail(const std::string& message) const {
-  throw ValueError(what_ + ": " + message + " (at byte " + std::to_string(pos_) + " of " + std::to_string(in_.size()) +
+  throw ValueError(what() + ": " + message + " (at byte " + std::to_string(pos_) + " of " + std::to_string(in_.size()) +
                    ")");
 }
-void Reader::need(size_t n, const char* item) {
-  if (n > remaining())
-    fail(std::string("truncated input: ") + item + " needs " + std::to_string(n) + " bytes, " +
-         std::to_string(remaining()) + " left");
+void Reader::truncated(size_t n, const char* item) const {
+  fail(std::string("truncated input: ") + item + " needs " + std::to_string(n) + " bytes, " +
+       std::to_string(remaining()) + " left");
 }
-uint8_t Reader::u8() {
-  need(1, "a byte");
-  return uint8_t(in_[pos_++]);
-}
-uint32_t Reader::u32() {
-  need(4, "a 32-bit integer");
-  const uint32_t v = read_le<uint32_t>(in_.data() + pos_);
-  pos_ += 4;
-  return v;
-}
-uint64_t Reader::u64() {
-  need(8, "a 64-bit integer");
-  const uint64_t v = read_le<uint64_t>(in_.data() + pos_);
-  pos_ += 8;
-  return v;
+void Reader::too_many(uint64_t n) const {
+  fail("truncated input: a count of " + std::to_string(n) + " items needs more than the " + std::to_string(remaining()) +
+       " bytes left");
 }
 double Reader::f64() {
   uint64_t bits = u64();
@@ -96,19 +62,6 @@ DType Reader::dtype() {
   uint8_t d = u8();
   if (d >= kNumDTypes) fail("invalid dtype code " + std::to_string(d));
   return DType(d);
-}
-size_t Reader::count(size_t min_item_bytes) {
-  uint64_t n = u64();
-  if (min_item_bytes && n > remaining() / min_item_bytes)
-    fail("truncated input: a count of " + std::to_string(n) + " items needs more than the " +
-         std::to_string(remaining()) + " bytes left");
-  return size_t(n);
-}
-std::string_view Reader::raw(size_t n) {
-  need(n, "a byte string");
-  auto v = in_.substr(pos_, n);
-  pos_ += n;
-  return v;
 }
 std::string Reader::str() { return std::string(raw(count(1))); }
 std::vector<int64_t> Reader::ints() {

@@ -3,7 +3,9 @@
 // devices a jit runs on, a pipeline stage): `serialize` writes a program with its nested
 // programs, parameters, literals and constants; `deserialize` rebuilds it in any process
 // of the same build. docs/program_ir.md ("Serialization") describes the format.
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,12 +21,34 @@ namespace tessel::ir {
 inline constexpr std::string_view kSerialMagic = "TESSELIR";
 inline constexpr uint32_t kSerialVersion = 1;
 
+namespace wire {
+// Integers travel little-endian: on a little-endian host their bytes as they are (one
+// append, one load). Inline: every message of the controller channel reads and writes a
+// dozen of them.
+template <class U> U to_little_endian(U v) {
+  if constexpr (std::endian::native == std::endian::little) return v;
+  else if constexpr (sizeof(U) == 4) return __builtin_bswap32(v);
+  else return __builtin_bswap64(v);
+}
+template <class U> void append_le(std::string& out, U v) {
+  v = to_little_endian(v);
+  char bytes[sizeof(U)];
+  std::memcpy(bytes, &v, sizeof(U));
+  out.append(bytes, sizeof(U));
+}
+template <class U> U read_le(const char* at) {
+  U v;
+  std::memcpy(&v, at, sizeof(U));
+  return to_little_endian(v);
+}
+}  // namespace wire
+
 /// Appends little-endian values to a byte string (what ParamObject::write writes into).
 class Writer {
  public:
   void u8(uint8_t v) { out_.push_back(char(v)); }
-  void u32(uint32_t v);
-  void u64(uint64_t v);
+  void u32(uint32_t v) { wire::append_le(out_, v); }
+  void u64(uint64_t v) { wire::append_le(out_, v); }
   void i64(int64_t v) { u64(uint64_t(v)); }
   void f64(double v);
   void boolean(bool v) { u8(v ? 1 : 0); }
@@ -50,33 +74,65 @@ class Writer {
 class Reader {
  public:
   Reader(std::string_view in, std::string what) : in_(in), what_(std::move(what)) {}
-  uint8_t u8();
-  uint32_t u32();
-  uint64_t u64();
+  /// The same, named by a string literal: kept as a pointer (no string made per reader;
+  /// every message of the controller channel makes one).
+  template <size_t N> Reader(std::string_view in, const char (&what)[N]) : in_(in), literal_what_(what) {}
+  uint8_t u8() {
+    need(1, "a byte");
+    return uint8_t(in_[pos_++]);
+  }
+  uint32_t u32() {
+    need(4, "a 32-bit integer");
+    const uint32_t v = wire::read_le<uint32_t>(in_.data() + pos_);
+    pos_ += 4;
+    return v;
+  }
+  uint64_t u64() {
+    need(8, "a 64-bit integer");
+    const uint64_t v = wire::read_le<uint64_t>(in_.data() + pos_);
+    pos_ += 8;
+    return v;
+  }
   int64_t i64() { return int64_t(u64()); }
   double f64();
   bool boolean();
   DType dtype();
   /// A count of items that each take at least `min_item_bytes` bytes: throws when fewer
   /// bytes are left than the count needs (so bad input never allocates wildly).
-  size_t count(size_t min_item_bytes = 1);
+  size_t count(size_t min_item_bytes = 1) {
+    const uint64_t n = u64();
+    if (min_item_bytes && n > remaining() / min_item_bytes) [[unlikely]]
+      too_many(n);
+    return size_t(n);
+  }
   std::string str();
   /// `n` raw bytes (a view into the input).
-  std::string_view raw(size_t n);
+  std::string_view raw(size_t n) {
+    need(n, "a byte string");
+    const std::string_view v = in_.substr(pos_, n);
+    pos_ += n;
+    return v;
+  }
   std::vector<int64_t> ints();
   std::vector<std::string> strs();
   size_t offset() const { return pos_; }
   size_t remaining() const { return in_.size() - pos_; }
   bool at_end() const { return pos_ == in_.size(); }
-  const std::string& what() const { return what_; }
+  std::string what() const { return literal_what_ ? std::string(literal_what_) : what_; }
   /// Throws ValueError "<what>: <message> (at byte <offset>)".
   [[noreturn]] void fail(const std::string& message) const;
 
  private:
-  void need(size_t n, const char* item);
+  void need(size_t n, const char* item) {
+    if (n > remaining()) [[unlikely]]
+      truncated(n, item);
+  }
+  [[noreturn]] void truncated(size_t n, const char* item) const;
+  [[noreturn]] void too_many(uint64_t n) const;
   std::string_view in_;
   size_t pos_ = 0;
   std::string what_;
+  const char* literal_what_ = nullptr;  // instead of what_, when named by a literal
 };
 
 /// Rebuilds one ParamObject kind from the bytes its `write` produced (the reader sees

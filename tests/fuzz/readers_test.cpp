@@ -142,6 +142,47 @@ TEST(BadBytes, DriverMessageHeaders) {
   EXPECT_NE(err.find("truncated input"), std::string::npos) << err;
 }
 
+// The inline reads (every controller message makes a dozen) keep their checks: each kind
+// of read past the end, and a count larger than the bytes left, names the reader (a
+// literal, kept as a pointer, or a string made at run time), the item and the offset.
+TEST(BadBytes, InlineReadsNameTheReaderTheItemAndTheOffset) {
+  ir::Writer w;
+  w.u32(7);
+  w.u64(uint64_t(1) << 40);
+  w.count(3);
+  const std::string bytes = w.bytes();
+  ir::Reader ok(bytes, "wire test");
+  EXPECT_EQ(ok.u32(), 7u);
+  EXPECT_EQ(ok.u64(), uint64_t(1) << 40);
+  EXPECT_EQ(ok.what(), "wire test");
+  struct Case {
+    std::function<void(ir::Reader&)> read;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {[](ir::Reader& r) { r.u64(), r.u64(), r.u64(); }, "a 64-bit integer needs 8 bytes, 4 left"},
+      {[](ir::Reader& r) { r.u64(), r.u64(), r.u32(), r.u32(); }, "a 32-bit integer needs 4 bytes, 0 left"},
+      {[](ir::Reader& r) { r.raw(21); }, "a byte string needs 21 bytes, 20 left"},
+      {[](ir::Reader& r) { r.u32(), r.u64(), r.count(8); }, "a count of 3 items needs more than the 0 bytes left"},
+      {[](ir::Reader& r) { r.u64(), r.u64(), r.u32(), r.u8(); }, "a byte needs 1 bytes, 0 left"},
+  };
+  const std::string runtime_name = std::string("wire ") + "message " + std::to_string(42);
+  for (const Case& c : cases) {
+    std::string err = value_error_of([&] {
+      ir::Reader r(bytes, "wire test");
+      c.read(r);
+    });
+    EXPECT_EQ(err.rfind("wire test: truncated input: ", 0), 0u) << err;
+    EXPECT_NE(err.find(c.want), std::string::npos) << err;
+    EXPECT_NE(err.find("of 20)"), std::string::npos) << err;
+    err = value_error_of([&] {
+      ir::Reader r(bytes, runtime_name);
+      c.read(r);
+    });
+    EXPECT_EQ(err.rfind("wire message 42: truncated input: ", 0), 0u) << err;
+  }
+}
+
 TEST(BadBytes, PipelineInstructionsNeedTheirSlotsAndKnownEnums) {
   auto read_back = [](const ppd::Instruction& in) {
     ir::Writer w;

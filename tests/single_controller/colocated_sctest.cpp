@@ -20,6 +20,7 @@ namespace ctl = tessel::distributed::controller;
 namespace {
 
 ts::Array times_ten(const ts::Array& x) { return x * 10; }
+ts::Array same_array(const ts::Array& x) { return x; }
 
 // Runs for 20 ms on the worker: long enough that another thread takes over serving.
 ts::Array slowly_plus_one(const ts::Array& x) {
@@ -74,6 +75,7 @@ std::vector<ts::Array> scaled_by_key_length(const std::map<std::string, ts::Arra
 TESSEL_REGISTER_COLOCATED(nested_of);
 TESSEL_REGISTER_COLOCATED(scaled_by_key_length);
 TESSEL_REGISTER_COLOCATED(times_ten);
+TESSEL_REGISTER_COLOCATED(same_array);
 TESSEL_REGISTER_COLOCATED(slowly_plus_one);
 TESSEL_REGISTER_COLOCATED(process_of);
 TESSEL_REGISTER_COLOCATED(weak_flag);
@@ -121,6 +123,58 @@ TEST_F(SingleControllerColocated, ComputedResultsTakeTheOutputSpecsAval) {
     EXPECT_EQ(weak(z).item<int>(), 0);
     EXPECT_EQ(z.item<int>(), 300);
     EXPECT_EQ(z.device(), d);
+  }
+}
+
+// An input the function returns as it is becomes the output with its pieces shared, not
+// copied: the output keeps its value when the input is dropped, and when the input is
+// donated to a jit (which then computes into new memory, the buffer having two holders).
+TEST_F(SingleControllerColocated, ReturnedInputsShareTheirPiecesSafely) {
+  const ts::Device d = workers[0];
+  auto identity = co::colocated(same_array).specialize({.out_specs_fn = same});
+  auto doubled = ts::jit([](const ts::Array& a) { return a * 2.0f; }, {.donate_argnums = {0}});
+  for (int round = 0; round < 3; ++round) {
+    ts::Array out;
+    {
+      ts::Array in = ts::device_put(ts::Array(std::vector<float>{1, 2, 3}, {3}), d);
+      out = identity(in);
+      EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+    }  // the input dropped: the worker frees its entry, the shared pieces stay with the output
+    EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+    ts::Array in = ts::device_put(ts::Array(std::vector<float>{4, 5, 6}, {3}), d);
+    ts::Array shared = identity(in);
+    ts::Array twice = doubled(std::move(in));  // donates the buffer `shared` holds too
+    EXPECT_EQ(twice.to_vector<float>(), (std::vector<float>{8, 10, 12}));
+    EXPECT_EQ(shared.to_vector<float>(), (std::vector<float>{4, 5, 6}));
+    EXPECT_EQ(identity(shared).to_vector<float>(), (std::vector<float>{4, 5, 6}));
+  }
+}
+
+// The worker's serving thread keeps the frame it used last, and its server the last kinds of
+// message it served: calls of several signatures and callables interleaved (the kept frame
+// changing at every call), a callable that died and its successor (a new frame), and reads,
+// stats and a kind no handler serves (an error naming it) between them all answer right.
+TEST_F(SingleControllerColocated, InterleavedSignaturesCallablesAndKindsAnswerRight) {
+  const ts::Device d = workers[0];
+  const int p = d.process_index();
+  ts::Array i = ts::device_put(ts::Array(3), d);
+  ts::Array f = ts::device_put(ts::Array(2.5f), d);
+  ts::Array v = ts::device_put(ts::Array(std::vector<float>{1, 2}, {2}), d);
+  auto tens = co::colocated(times_ten).specialize({.out_specs_fn = same});
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(tens(i).item<int>(), 30);
+    EXPECT_FLOAT_EQ(tens(f).item<float>(), 25.0f);
+    EXPECT_EQ(tens(v).to_vector<float>(), (std::vector<float>{10, 20}));
+    auto where = co::colocated(process_of).specialize({.out_specs_fn = same});  // a new frame each round
+    EXPECT_EQ(where(i).item<int>(), p);
+    EXPECT_EQ(tens(i).item<int>(), 30);
+    try {
+      ctl::request(p, "no.such.kind", {});
+      ADD_FAILURE() << "a kind no handler serves was answered";
+    } catch (const ts::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no handler 'no.such.kind'"), std::string::npos) << e.what();
+    }
+    EXPECT_GE(ctl::worker_stats(p).arrays, 3u);
   }
 }
 
