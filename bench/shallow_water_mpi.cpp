@@ -9,8 +9,9 @@
 //                                         processes (goal >= 10)
 // and where a 2-process step's time goes, from one more run with an MPI interposer that times
 // the demo's halo exchanges (bench/tools/mpi_exchange_timer.cpp), the worse process of two:
-//   shallow_water.mpi2_exchange_fraction  share of the stepping time spent in MPI_Sendrecv
-//                                         (the message and the wait for the neighbour)
+//   shallow_water.mpi2_exchange_fraction  share of the stepping time spent exchanging: in
+//                                         MPI_Waitall for the posted exchange after the rows
+//                                         that do not need it (MPI_Sendrecv when not overlapped)
 //   shallow_water.mpi2_compute_ms_per_step the rest, per step (compute, dispatch, the tap)
 //   shallow_water.mpi2_compute_speedup    1-process ms per step / mpi2_compute_ms_per_step:
 //                                         the speedup if exchanging and waiting cost nothing

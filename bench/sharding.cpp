@@ -446,9 +446,15 @@ void compare(const std::string& name, const std::string& what, int rounds, const
   CpuTimes c1, c2;
   const int calls = calls_per_round(one);
   const tessel::distributed::PermuteWaits w0 = tessel::distributed::permute_waits();
+  std::map<long, double> threads1, threads2;
   for (int r = 0; r < rounds; ++r) {
+    auto before = thread_cpu_seconds();
     t1.push_back(timed(one, calls, c1));
+    auto between = thread_cpu_seconds();
     t2.push_back(timed(two, calls, c2));
+    auto after = thread_cpu_seconds();
+    for (const auto& [tid, s] : between) threads1[tid] += s - (before.count(tid) ? before[tid] : 0.0);
+    for (const auto& [tid, s] : after) threads2[tid] += s - (between.count(tid) ? between[tid] : 0.0);
   }
   const tessel::distributed::PermuteWaits w1 = tessel::distributed::permute_waits();
   if (w1.count > w0.count) {
@@ -468,6 +474,10 @@ void compare(const std::string& name, const std::string& what, int rounds, const
   tb::report(name + ".time_2dev", *std::min_element(t2.begin(), t2.end()), "s");
   tb::report(name + "_speedup_2dev", median_ratio(t1, t2), "x");
   report_cores(name, calls, t1, c1, t2, c2);
+  // Which threads spent the CPU time: the device streams, or the calling thread dispatching
+  // (and waiting) beside them on the same two cores.
+  print_thread_cpu(name, "the 1-device rounds", {}, threads1);
+  print_thread_cpu(name, "the 2-device rounds", {}, threads2);
 }
 
 // The per-device program of a partitioned function has no all_gather and holds `want`.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <new>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,11 +68,28 @@ Decomposition Decomposition::of(const ts::comm::Comm& comm, int halo) {
 
 namespace {
 
+// Rows [begin, end) of `field` replaced by `rows`. A concatenation, not an update: the
+// step's loop nests read the received rows through it, so the rows of a block that read
+// none of them are computed while the message travels (an update would be a step of its
+// own, which waits for the message before anything reads the field).
+ts::Array with_rows(const ts::Array& field, int64_t begin, int64_t end, const ts::Array& rows) {
+  std::vector<ts::Array> parts;
+  if (begin > 0) parts.push_back(ts::slice_in_dim(field, 0, begin));
+  parts.push_back(rows);
+  if (end < field.shape()[0]) parts.push_back(ts::slice_in_dim(field, end, field.shape()[0]));
+  return parts.size() == 1 ? rows : ts::concatenate(parts, 0);
+}
+
+// Rows [first, last) of a field's first axis.
+using RowRange = std::pair<int64_t, int64_t>;
+
 // One exchange of enforce_boundaries for several fields of one shape at once (one message
 // carries all their lines): the halo line `recv_idx` comes from `recv_from` while the line
-// `send_idx` goes to `send_to` (-1: no neighbour that way).
+// `send_idx` goes to `send_to` (-1: no neighbour that way). `recv_rows`: the received lines
+// are whole rows [first, last), placed by with_rows.
 Fields exchange(Fields fields, const std::vector<ts::Index>& send_idx, int send_to,
-                const std::vector<ts::Index>& recv_idx, int recv_from, const Decomposition& d) {
+                const std::vector<ts::Index>& recv_idx, int recv_from, const Decomposition& d,
+                std::optional<RowRange> recv_rows = std::nullopt) {
   namespace comm = ts::comm;
   if (send_to < 0 && recv_from < 0) return fields;
   if (send_to == d.rank() && recv_from == d.rank()) {  // periodic, alone in x
@@ -91,8 +109,11 @@ Fields exchange(Fields fields, const std::vector<ts::Index>& send_idx, int send_
   // The lines sent have the received lines' shape and dtype: they serve as recv_like too.
   const ts::Array got = send_to < 0 ? comm::recv(line, {.source = recv_from, .comm = d.comm})
                                     : comm::sendrecv(line, line, recv_from, send_to, {.comm = d.comm});
-  for (size_t k = 0; k < fields.size(); ++k)
-    fields[k] = fields[k].at(recv_idx).set(lines.size() == 1 ? got : ts::slice_in_dim(got, int64_t(k) * n, int64_t(k + 1) * n));
+  for (size_t k = 0; k < fields.size(); ++k) {
+    const ts::Array rows = lines.size() == 1 ? got : ts::slice_in_dim(got, int64_t(k) * n, int64_t(k + 1) * n);
+    fields[k] = recv_rows ? with_rows(fields[k], recv_rows->first, recv_rows->second, rows)
+                          : fields[k].at(recv_idx).set(rows);
+  }
   return fields;
 }
 
@@ -120,10 +141,12 @@ Fields exchange_y(Fields fields, const Decomposition& d) {
   using Index = std::vector<ts::Index>;
   const Index to_south{ts::Slice(s, s + d.halo), All}, from_south{ts::Slice(0, s), All};
   const Index to_north{ts::Slice(n - d.halo, n), All}, from_north{ts::Slice(n, ts::none), All};
-  if (south < 0) return exchange(std::move(fields), to_north, north, from_north, north, d);
-  if (north < 0) return exchange(std::move(fields), to_south, south, from_south, south, d);
-  fields = exchange(std::move(fields), to_north, north, from_south, south, d);  // more than 2 rows of blocks
-  return exchange(std::move(fields), to_south, south, from_north, north, d);
+  const int64_t rows = fields.at(0).shape()[0];
+  const RowRange south_rows{0, s}, north_rows{rows + n, rows};
+  if (south < 0) return exchange(std::move(fields), to_north, north, from_north, north, d, north_rows);
+  if (north < 0) return exchange(std::move(fields), to_south, south, from_south, south, d, south_rows);
+  fields = exchange(std::move(fields), to_north, north, from_south, south, d, south_rows);  // more than 2 rows of blocks
+  return exchange(std::move(fields), to_south, south, from_north, north, d, north_rows);
 }
 
 }  // namespace

@@ -27,7 +27,12 @@
 //   does not depend on any local input, so its tangent is zero: a received value is a
 //   constant of the receiving process (a sender whose value depends on a differentiated
 //   input fails in its send instead of silently dropping the derivative).
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -187,6 +192,66 @@ void sendrecv_kernel(const KernelCall& c) {
   finish_receive("sendrecv", st, br.type(), nr, c.params);
 }
 
+// A sendrecv posted by sendrecv_post, with its own copies of the rows sent and received:
+// MPI touches no buffer of the program while the caller computes (the halo rows are a few
+// KiB to a few hundred KiB; copying them costs microseconds).
+struct PostedSendrecv {
+  std::vector<std::byte> send, recv;
+  std::unique_ptr<distributed::mpi::Block> send_type, recv_type;
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // the receive, the send
+
+  PostedSendrecv() = default;
+  PostedSendrecv(const PostedSendrecv&) = delete;
+  PostedSendrecv& operator=(const PostedSendrecv&) = delete;
+  // Not finished (the program failed between the halves): the receive is cancelled; the
+  // send cannot be, so it is left to complete into its buffer, which is kept for good.
+  ~PostedSendrecv() {
+    if (requests[0] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&requests[0]);
+      MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
+    }
+    if (requests[1] != MPI_REQUEST_NULL) {
+      MPI_Request_free(&requests[1]);
+      static std::mutex mutex;
+      static std::vector<std::vector<std::byte>> abandoned;
+      std::lock_guard lock(mutex);
+      abandoned.push_back(std::move(send));
+    }
+  }
+};
+
+// The two halves of sendrecv_kernel (the primitive's post rule): MPI_Irecv and MPI_Isend
+// now, MPI_Waitall in the finish, with the receive checked as the kernel checks it.
+std::function<void()> sendrecv_post(const KernelCall& c) {
+  const CommImpl& comm = comm_of(c.params);
+  const int64_t ns = c.in_avals[0].size(), nr = c.out_avals[0].size();
+  const DType ts = c.in_avals[0].dtype, tr = c.out_avals[0].dtype;
+  const size_t send_bytes = c.in_avals[0].nbytes(), recv_bytes = c.out_avals[0].nbytes();
+  const int dest = int(c.params.get_int("dest")), sendtag = int(c.params.get_int("sendtag"));
+  const int source = mpi_source(c.params.get_int("source")), recvtag = mpi_tag(c.params.get_int("recvtag"));
+  auto posted = std::make_shared<PostedSendrecv>();
+  posted->send.resize(send_bytes);
+  if (send_bytes) std::memcpy(posted->send.data(), c.ins[0], send_bytes);
+  posted->recv.resize(recv_bytes);
+  posted->send_type = std::make_unique<distributed::mpi::Block>(distributed::mpi::datatype(ts), ns);
+  posted->recv_type = std::make_unique<distributed::mpi::Block>(distributed::mpi::datatype(tr), nr);
+  if (int err = MPI_Irecv(posted->recv.data(), posted->recv_type->count(), posted->recv_type->type(), source, recvtag,
+                          comm.comm(), &posted->requests[0]);
+      err != MPI_SUCCESS)
+    throw_mpi_error(err, "MPI_Irecv", "sendrecv");
+  if (int err = MPI_Isend(posted->send.data(), posted->send_type->count(), posted->send_type->type(), dest, sendtag,
+                          comm.comm(), &posted->requests[1]);
+      err != MPI_SUCCESS)
+    throw_mpi_error(err, "MPI_Isend", "sendrecv");
+  return [posted, params = c.params, out = c.outs[0], ns, nr, recv_bytes] {
+    MPI_Status st[2];
+    call_mpi("sendrecv", "MPI_Waitall", ns + nr, comm_of(params),
+             [&] { return MPI_Waitall(2, posted->requests, st); });
+    finish_receive("sendrecv", st[0], posted->recv_type->type(), nr, params);
+    if (recv_bytes) std::memcpy(out, posted->recv.data(), recv_bytes);
+  };
+}
+
 std::vector<size_t> sendrecv_inplace(size_t, std::span<const Aval> ins, std::span<const Aval> outs, const Params&) {
   return inplace_like(1, ins, outs);
 }
@@ -267,6 +332,7 @@ const ir::Primitive& sendrecv_p = ir::register_primitive({
     .name = "comm_sendrecv",
     .abstract_eval = sendrecv_aval,
     .cpu_kernel = sendrecv_kernel,
+    .post = sendrecv_post,
     .inplace = sendrecv_inplace,
     .effects = kCommEffects,
     .jvp_with_primals = sendrecv_jvp,

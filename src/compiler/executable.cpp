@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -28,7 +29,6 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "ir/loop_steps.h"
-#include "ops/collectives.h"
 #include "runtime/launch.h"
 #include "tessel/error.h"
 
@@ -150,7 +150,7 @@ std::vector<Executable::OverlapStep> Executable::make_overlap(const std::vector<
     for (int s : st.ins) reads_late |= bool(late[size_t(s)]);
     const bool quiet = st.prim->effects == ir::kNoEffect && !st.prim->regions && !st.prim->comm_bytes &&
                        !st.prim->inlinable_call;
-    if (detail::is_collective_permute(*st.prim)) {
+    if (st.prim->post) {
       if (conflict || reads_late) {
         how[t].how = Overlap::kFlush;
         close();
@@ -437,11 +437,11 @@ void Executable::run_steps(RunState& rs, const std::vector<StepPlan>& plan, deta
     for (size_t t = 0; t < steps_.size(); ++t) run_step(rs, t, plan[t], dev);
     return;
   }
-  std::vector<detail::StartedPermute> started;
+  std::vector<std::function<void()>> started;  // the second halves of posted exchanges
   std::vector<size_t> postponed;
-  std::vector<int> held;  // memory of posted permutes' outputs the plan releases at once
+  std::vector<int> held;  // memory of posted exchanges' outputs the plan releases at once
   auto flush = [&] {
-    for (const detail::StartedPermute& sp : started) detail::collective_permute_done(sp);
+    for (const std::function<void()>& finish : started) finish();
     started.clear();
     for (int s : held) rs.owned[size_t(s)].reset();
     held.clear();
@@ -465,11 +465,11 @@ void Executable::run_steps(RunState& rs, const std::vector<StepPlan>& plan, deta
       case Overlap::kDefer: postponed.push_back(t); break;
       case Overlap::kStart: {
         allocate_outputs(rs, t, plan[t], dev, outs);
-        ins.assign(1, rs.ptr[size_t(st.ins[0])]);
-        started.push_back(detail::collective_permute_start(
-            ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev}));
+        ins.clear();
+        for (int s : st.ins) ins.push_back(rs.ptr[size_t(s)]);
+        started.push_back(st.prim->post(ir::KernelCall{st.in_avals, ins, st.out_avals, outs, *st.params, dev}));
         for (int s : plan[t].release) {
-          if (s == st.outs[0]) held.push_back(s);  // written at the flush
+          if (std::find(st.outs.begin(), st.outs.end(), s) != st.outs.end()) held.push_back(s);  // written at the flush
           else rs.owned[size_t(s)].reset();
         }
         break;
@@ -531,7 +531,7 @@ namespace {
 /// executable overlap anything.
 bool has_permute(const ir::Program& p) {
   for (const ir::Equation& e : p.eqns) {
-    if (detail::is_collective_permute(*e.prim)) return true;
+    if (e.prim->post) return true;
     bool nested = false;
     ir::for_each_program(e.params, [&](const ir::Program& q) { nested = nested || has_permute(q); });
     if (nested) return true;

@@ -1,6 +1,7 @@
 #pragma once
 // A primitive operation, declared once with all its rules side by side (ARCHITECTURE.md
 // principle 2). Transformation issues add their rule slots here, beside the kernel.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -46,6 +47,13 @@ struct KernelCall {
 
 using AbstractEvalFn = std::vector<Aval> (*)(std::span<const Aval> ins, const Params& params);
 using KernelFn = void (*)(const KernelCall& call);
+/// A kernel that exchanges data, in two halves, for a caller that computes in between
+/// (compiler/executable.cpp overlaps halo exchanges with the work that does not need them):
+/// sends the inputs (their buffers may be reused once it returns) and starts the receive;
+/// returns the second half, which waits for the message and writes the outputs (their
+/// buffers must stay until then). Destroyed without being called, it leaves no pending
+/// operation on the caller's memory.
+using PostFn = std::function<void()> (*)(const KernelCall& call);
 /// For primitives whose evaluation is not one kernel (jit calls, transfers): runs eagerly on
 /// concrete arrays.
 using EagerImplFn = std::vector<Array> (*)(std::span<const Array> ins, const Params& params);
@@ -152,6 +160,9 @@ struct Primitive {
   AbstractEvalFn abstract_eval = nullptr;
   /// The CPU kernel.
   KernelFn cpu_kernel = nullptr;
+  /// The kernel in two halves (PostFn), for exchanges that overlap compute; null: it runs
+  /// whole. Equal to cpu_kernel when the halves run back to back.
+  PostFn post = nullptr;
   /// Outputs the kernel may write into a dead input's buffer (see InplaceFn); null: never.
   InplaceFn inplace = nullptr;
   /// Overrides kernel dispatch for eager evaluation, when set.

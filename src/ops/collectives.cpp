@@ -12,6 +12,7 @@
 #include "ops/collectives.h"
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -262,6 +263,9 @@ void reduce_scatter_kernel(const KernelCall& c) {
 // Both halves at once: every permute of a group goes through permute_start/done, so a
 // program that overlaps some (compiler/executable.cpp) meets one that does not.
 void collective_permute_kernel(const KernelCall& c) { detail::collective_permute_done(detail::collective_permute_start(c)); }
+std::function<void()> collective_permute_post(const KernelCall& c) {
+  return [started = detail::collective_permute_start(c)] { detail::collective_permute_done(started); };
+}
 
 void axis_index_kernel(const KernelCall& c) {
   const std::string op = "axis_index";
@@ -446,6 +450,7 @@ const ir::Primitive& collective_permute_p = ir::register_primitive({
     .arity = {1, 1},
     .abstract_eval = collective_permute_aval,
     .cpu_kernel = collective_permute_kernel,
+    .post = collective_permute_post,
     .effects = kCollectiveEffects,
     .jvp = jvp_linear,
     .transpose = collective_permute_transpose,
@@ -533,8 +538,6 @@ StartedPermute collective_permute_start(const ir::KernelCall& c) {
 }
 
 void collective_permute_done(const StartedPermute& p) { p.group->permute_done(p.rank, p.ticket, p.out); }
-
-bool is_collective_permute(const ir::Primitive& prim) { return &prim == &ops::collective_permute_p; }
 
 Array collective_permute_named(const std::string& api, const Array& x, const std::vector<std::string>& axes,
                                const std::vector<std::pair<int64_t, int64_t>>& pairs) {

@@ -76,14 +76,12 @@ struct StartedPermute {
   uint64_t ticket = 0;
   void* out = nullptr;
 };
-/// The collective_permute kernel in two halves, for a caller that computes in between
-/// (compiler/executable.cpp overlaps halo exchanges with the rows that do not need them):
-/// the start posts this device's rows (its input may be reused when it returns) and zeros
-/// the output of a device that receives nothing; the done writes the received rows.
+/// The collective_permute kernel in two halves (its primitive's `post` rule, which
+/// compiler/executable.cpp uses to overlap halo exchanges with the rows that do not need
+/// them): the start posts this device's rows (its input may be reused when it returns) and
+/// zeros the output of a device that receives nothing; the done writes the received rows.
 StartedPermute collective_permute_start(const ir::KernelCall& c);
 void collective_permute_done(const StartedPermute& p);
-/// Whether `prim` is collective_permute.
-bool is_collective_permute(const ir::Primitive& prim);
 
 /// The mesh axes of a collective equation (its "axes" parameter).
 const std::vector<std::string>& collective_axes(const ir::Params& params);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <string>
 
 #include "tessel/comm.h"
 #include "tessel/tessel.h"
@@ -344,6 +346,68 @@ TEST(CommP2p, BadRanksAndTagsThrowBeforeMpi) {
       },
       {"comm.send", "dest"});
   expect_error<ts::ValueError>([&] { comm::send(ts::Array(), 0); }, {"comm.send", "empty"});
+}
+
+// A halo exchange inside jit, as the decomposed shallow-water step does it: each process
+// sends its last 2 rows to the next and reads the previous one's in front of its own
+// (a concatenation), then a stencil over rows. The compiled program posts the sendrecv
+// (MPI_Isend/MPI_Irecv), computes the rows that read no received row, then waits
+// (docs/sharding.md, "Overlapping the exchange"); the values equal the eager, blocking
+// exchange's bit for bit, with the overlap and without it (TESSEL_OVERLAP_EXCHANGE=0 is
+// read when an executable is built: the second jit compiles its own).
+ts::Array halo_step(const ts::Array& u) {
+  const int64_t n = u.shape()[0];
+  const ts::Array halo = comm::sendrecv(ts::slice_in_dim(u, n - 2, n), ts::slice_in_dim(u, n - 2, n), prev(), next());
+  const ts::Array y = ts::concatenate({halo, u}, 0);
+  return ts::slice_in_dim(y, 2, n + 2) * 0.5f + ts::slice_in_dim(y, 1, n + 1) * 0.25f + ts::slice_in_dim(y, 0, n) * 0.25f;
+}
+
+TEST(CommP2p, HaloSendrecvInsideJitOverlapsTheRowsThatDoNotReadIt) {
+  const ts::Array u = ts::sin(ts::arange(256 * 256, ts::f32).reshape({256, 256}) * 0.013f + float(rank())) * 2.0f;
+  const ts::Array eager = halo_step(u);
+  auto jitted = ts::jit(halo_step);
+  const std::string text = jitted.lower(u).compile().as_text();
+  EXPECT_NE(text.find("(comm_sendrecv): posted"), std::string::npos) << text;
+  EXPECT_NE(text.find("interior rows [2, 256) of 256 run while the exchange is in flight"), std::string::npos) << text;
+  EXPECT_TRUE(same(jitted(u), eager));
+  // Twice more: the posted halves reuse nothing of a finished exchange.
+  EXPECT_TRUE(same(jitted(jitted(u)), halo_step(eager)));
+  setenv("TESSEL_OVERLAP_EXCHANGE", "0", 1);
+  auto whole = ts::jit([](const ts::Array& x) { return halo_step(x) + 0.0f; });
+  const std::string whole_text = whole.lower(u).compile().as_text();
+  unsetenv("TESSEL_OVERLAP_EXCHANGE");
+  EXPECT_EQ(whole_text.find("posted"), std::string::npos) << whole_text;
+  EXPECT_TRUE(same(whole(u), eager));
+}
+
+// A posted sendrecv checks what arrives as the blocking kernel does: a message shorter than
+// the receiving array fails the call with the sendrecv's error, and the next exchange works.
+TEST(CommP2p, PostedSendrecvOfTheWrongSizeIsAnError) {
+  auto f = [](const ts::Array& u) {
+    const int64_t sent = rank() % 2 == 0 ? 256 : 128;  // the odd process sends half a row
+    const ts::Array row = ts::slice(u, {u.shape()[0] - 1, 0}, {u.shape()[0], sent});
+    const ts::Array got = comm::sendrecv(row, ts::zeros({1, 256}, ts::f32), partner(), partner());
+    return ts::concatenate({got, u}, 0) * 2.0f;
+  };
+  const ts::Array u = ts::ones({256, 256}, ts::f32);
+  auto jitted = ts::jit(f);
+  EXPECT_NE(jitted.lower(u).compile().as_text().find("(comm_sendrecv): posted"), std::string::npos);
+  if (rank() % 2 == 0) {
+    try {
+      jitted(u).block_until_ready();
+      ADD_FAILURE() << "expected an error for a message of 128 elements";
+    } catch (const ts::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("comm.sendrecv: received 128 elements"), std::string::npos) << e.what();
+    }
+  } else {
+    try {
+      jitted(u).block_until_ready();  // receives a whole row; its own message is the short one
+    } catch (const ts::Error& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+  comm::barrier();
+  EXPECT_TRUE(same(comm::sendrecv(u, u, partner(), partner()), u));
 }
 
 TEST(CommP2p, MessageOfTheWrongSizeIsAnError) {
