@@ -176,10 +176,10 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "as it measured slower on the shallow-water step. Results are the same bit for bit."},
     {.var = Var::kOverlapExchange, .name = "TESSEL_OVERLAP_EXCHANGE", .kind = Kind::kFlag,
      .when = When::kEachCompilation, .default_int = 1,
-     .doc = "`0` waits for every `collective_permute` where it runs. By default a compiled program posts its "
-            "rows and computes the rows of the next loop nest that do not read the received ones (and steps "
-            "that do not need them) before it waits ([sharding.md](sharding.md#overlapping-the-exchange)). "
-            "Results are the same bit for bit."},
+     .doc = "`0` waits for every `collective_permute` and jitted `comm::sendrecv` where it runs. By "
+            "default a compiled program posts its rows and computes the rows of the next loop nest that "
+            "do not read the received ones (and steps that do not need them) before it waits "
+            "([sharding.md](sharding.md#overlapping-the-exchange)). Results are the same bit for bit."},
     {.var = Var::kHostCallbackMaxQueueBytes, .name = "TESSEL_HOST_CALLBACK_MAX_QUEUE_BYTES", .kind = Kind::kInteger,
      .min = 1, .out_of_range = OutOfRange::kClamp, .default_int = int64_t(256) << 20, .default_doc = "256 MiB",
      .doc = "Most bytes of tapped values one device's host-callback queue holds; a device whose tap would "
