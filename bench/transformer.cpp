@@ -14,6 +14,13 @@
 // forward+backward; with $TESSEL_JAX_PYTHON, every figure over JAX's (_vs_jax:
 // tessel's time over JAX's, lower is better). Exits 1 when the values disagree with JAX's.
 //
+// The floor the CPU's arithmetic sets: the block's matrix products are 14.0 GFLOP forward and
+// 41.9 GFLOP forward+backward (every other op is a few percent of that), so at the measured
+// multiply-add peak of one core (bench/fma_peak.h) times the arena's threads no program can
+// take less than transformer.{fwd,fwdbwd}_floor_ms; transformer.{fwd,fwdbwd}_floor_vs_jax is
+// that floor over JAX's time (the lowest `_vs_jax` this machine allows in float32), and
+// transformer.{fwd,fwdbwd}_fraction_of_peak is the floor over tessel's time.
+//
 // Every time is the best of 10 rounds ($TESSEL_BENCH_ROUNDS overrides), on both sides (JAX's
 // script takes the count as its argument): a best of 3 varied by +-20% from process to
 // process on these shared cores, too much for a goal a few percent away.
@@ -35,8 +42,10 @@
 
 #include <unistd.h>
 
+#include "backend/cpu/parallel.h"
 #include "backend/cpu/parallel_counts.h"
 #include "bench_util.h"
+#include "fma_peak.h"
 #include "hashed_inputs.h"
 #include "tessel/tessel.h"
 
@@ -154,6 +163,25 @@ void wait_all(const Params& g) {
   for (const ts::Array& a : ts::tree_leaves(g)) a.block_until_ready();
 }
 
+/// GFLOP of the block's forward matrix products: q, k, v and the output projection
+/// (4 x 2 B S D^2), the MLP (2 x 2 B S D 4D), and per head q k^T and p v (2 x 2 B S^2 D over
+/// all heads). The backward does twice this (one product for each operand's gradient).
+double block_forward_gflop(int64_t batch, int64_t seq, int64_t model) {
+  const double b = double(batch), s = double(seq), d = double(model);
+  return 1e-9 * (24.0 * b * s * d * d + 4.0 * b * s * s * d);
+}
+
+/// transformer.<name>_floor_ms: `gflop` at `peak_gflops` (all threads), its ratio to JAX's
+/// time (transformer.<name>_floor_vs_jax) and to tessel's (transformer.<name>_fraction_of_peak).
+void report_floor(const std::map<std::string, double>& jax, const std::string& name, double gflop,
+                  double peak_gflops, double seconds) {
+  const double floor = gflop / peak_gflops;
+  tb::report("transformer." + name + "_floor_ms", floor * 1e3, "ms");
+  tb::report("transformer." + name + "_fraction_of_peak", floor / seconds, "x");
+  if (auto it = jax.find(name); it != jax.end() && it->second > 0)
+    tb::report("transformer." + name + "_floor_vs_jax", floor / it->second, "x");
+}
+
 /// The command that runs bench/baselines/jax_transformer.py, or "" without TESSEL_JAX_PYTHON.
 std::string jax_command() {
   const char* py = std::getenv("TESSEL_JAX_PYTHON");
@@ -263,6 +291,13 @@ int main() {
         1, kRounds);
     report_time(jax, "fwd", "fwd", t_fwd);
     report_time(jax, "fwdbwd", "fwdbwd", t_vg);
+    if (!native_blas_child) {
+      const double core_peak = tb::fma_peak_gflops();
+      tb::report("transformer.fma_peak_gflops_per_core", core_peak, "GFLOP/s");
+      const double peak = core_peak * ts::cpu::num_threads(), gflop = block_forward_gflop(8, 256, 512);
+      report_floor(jax, "fwd", gflop, peak, t_fwd);
+      report_floor(jax, "fwdbwd", 3 * gflop, peak, t_vg);
+    }
   }
   if (native_blas_child) return ok ? 0 : 1;  // the large block's times are all it measures
   report_native_blas(jax);

@@ -137,10 +137,14 @@ void for_each_product_block(int64_t batch, int64_t m, int64_t n, int64_t k,
     return;
   }
   // Blocks of rows (or of columns, for products wider than tall): each BLAS call re-packs
-  // the whole other operand, so blocks stay as few as the threads need.
+  // the whole other operand, so blocks stay as few as the threads need. A single product
+  // gets one block per thread: on the transformer block's products, cutting them into four
+  // blocks instead of two cost 0-7% more CPU time (bench/tools/gemm_shapes.cpp and
+  // docs/performance.md, "Matrix products against the core's peak"), and equal blocks on
+  // free cores finish together; a batch of a few keeps two tasks per thread for balance.
   const bool by_rows = m >= n;
   const int64_t extent = by_rows ? m : n;
-  const int64_t wanted = ceil_div(int64_t(tasks), batch);
+  const int64_t wanted = batch == 1 ? std::min<int64_t>(threads, int64_t(tasks)) : ceil_div(int64_t(tasks), batch);
   const int64_t block = ceil_div(ceil_div(extent, wanted), kBlockAlign) * kBlockAlign;
   const int64_t parts = ceil_div(extent, block);
   parallel_for(batch * parts, 1, [&](int64_t lo, int64_t hi) {

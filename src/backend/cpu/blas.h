@@ -50,7 +50,8 @@ struct ProductBlock {
 
 /// Calls fn on blocks that tile `batch` products of (M x K) by (K x N) matrices, in parallel
 /// on the shared arena: whole products when the batch alone gives every thread work, row
-/// (or, for wide products, column) blocks of each product otherwise, and inline when the
+/// (or, for wide products, column) blocks of each product otherwise (one block per thread
+/// for a single product, since each block re-packs the other operand), and inline when the
 /// work is too small to share. Used by the BLAS products and the integer fallback loops.
 void for_each_product_block(int64_t batch, int64_t m, int64_t n, int64_t k,
                             const std::function<void(const ProductBlock&)>& fn);
