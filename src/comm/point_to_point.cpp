@@ -177,17 +177,26 @@ std::vector<Aval> sendrecv_aval(std::span<const Aval>, const Params& p) {
   return {received_aval(p)};
 }
 
+// A sendrecv's peers and tags, as MPI takes them (both kernels below read them).
+struct SendrecvRoute {
+  int dest, sendtag, source, recvtag;
+  explicit SendrecvRoute(const Params& p)
+      : dest(int(p.get_int("dest"))),
+        sendtag(int(p.get_int("sendtag"))),
+        source(mpi_source(p.get_int("source"))),
+        recvtag(mpi_tag(p.get_int("recvtag"))) {}
+};
+
 void sendrecv_kernel(const KernelCall& c) {
   const CommImpl& comm = comm_of(c.params);
   const int64_t ns = c.in_avals[0].size(), nr = c.out_avals[0].size();
   distributed::mpi::Block bs(distributed::mpi::datatype(c.in_avals[0].dtype), ns);
   distributed::mpi::Block br(distributed::mpi::datatype(c.out_avals[0].dtype), nr);
-  const int dest = int(c.params.get_int("dest")), sendtag = int(c.params.get_int("sendtag"));
-  const int source = mpi_source(c.params.get_int("source")), recvtag = mpi_tag(c.params.get_int("recvtag"));
+  const SendrecvRoute to(c.params);
   MPI_Status st;
   call_mpi("sendrecv", "MPI_Sendrecv", ns + nr, comm, [&] {
-    return MPI_Sendrecv(c.ins[0], bs.count(), bs.type(), dest, sendtag, c.outs[0], br.count(), br.type(), source,
-                        recvtag, comm.comm(), &st);
+    return MPI_Sendrecv(c.ins[0], bs.count(), bs.type(), to.dest, to.sendtag, c.outs[0], br.count(), br.type(),
+                        to.source, to.recvtag, comm.comm(), &st);
   });
   finish_receive("sendrecv", st, br.type(), nr, c.params);
 }
@@ -227,20 +236,19 @@ std::function<void()> sendrecv_post(const KernelCall& c) {
   const int64_t ns = c.in_avals[0].size(), nr = c.out_avals[0].size();
   const DType ts = c.in_avals[0].dtype, tr = c.out_avals[0].dtype;
   const size_t send_bytes = c.in_avals[0].nbytes(), recv_bytes = c.out_avals[0].nbytes();
-  const int dest = int(c.params.get_int("dest")), sendtag = int(c.params.get_int("sendtag"));
-  const int source = mpi_source(c.params.get_int("source")), recvtag = mpi_tag(c.params.get_int("recvtag"));
+  const SendrecvRoute to(c.params);
   auto posted = std::make_shared<PostedSendrecv>();
   posted->send.resize(send_bytes);
   if (send_bytes) std::memcpy(posted->send.data(), c.ins[0], send_bytes);
   posted->recv.resize(recv_bytes);
   posted->send_type = std::make_unique<distributed::mpi::Block>(distributed::mpi::datatype(ts), ns);
   posted->recv_type = std::make_unique<distributed::mpi::Block>(distributed::mpi::datatype(tr), nr);
-  if (int err = MPI_Irecv(posted->recv.data(), posted->recv_type->count(), posted->recv_type->type(), source, recvtag,
-                          comm.comm(), &posted->requests[0]);
+  if (int err = MPI_Irecv(posted->recv.data(), posted->recv_type->count(), posted->recv_type->type(), to.source,
+                          to.recvtag, comm.comm(), &posted->requests[0]);
       err != MPI_SUCCESS)
     throw_mpi_error(err, "MPI_Irecv", "sendrecv");
-  if (int err = MPI_Isend(posted->send.data(), posted->send_type->count(), posted->send_type->type(), dest, sendtag,
-                          comm.comm(), &posted->requests[1]);
+  if (int err = MPI_Isend(posted->send.data(), posted->send_type->count(), posted->send_type->type(), to.dest,
+                          to.sendtag, comm.comm(), &posted->requests[1]);
       err != MPI_SUCCESS)
     throw_mpi_error(err, "MPI_Isend", "sendrecv");
   return [posted, params = c.params, out = c.outs[0], ns, nr, recv_bytes] {
