@@ -371,19 +371,110 @@ bool fits(const Atom& a, const Aval& out) {
   return av.dtype == out.dtype && (av.shape.empty() || av.shape == out.shape);
 }
 
+/// A float32/float64 literal of dtype `dt` as a double (exactly), or nullopt.
+std::optional<double> float_literal(const Atom& a, DType dt) {
+  if (!a.is_literal() || a.literal().dtype() != dt) return std::nullopt;
+  return dt == DType::float32 ? double(a.literal().to<float>()) : a.literal().to<double>();
+}
+
+/// `x op y` rounded to `dt` (float32 arithmetic for float32: one rounding, as XLA folds it).
+Atom folded_literal(const ir::Primitive* op, double x, double y, DType dt, bool weak) {
+  auto apply = [&](auto a, auto b) {
+    using T = decltype(a);
+    return op == &ops::mul_p.prim ? T(a * b) : op == &ops::sub_p.prim ? T(a - b) : T(a + b);
+  };
+  if (dt == DType::float32) return Atom(Scalar(apply(float(x), float(y))), weak);
+  return Atom(Scalar(apply(x, y)), weak);
+}
+
 }  // namespace
+
+Program fold_literal_arithmetic(const Program& p) {
+  if (!config::get_flag(config::kFpContract)) return p;
+  const ir::Primitive *add = &ops::add_p.prim, *sub = &ops::sub_p.prim, *mul = &ops::mul_p.prim,
+                      *div = &ops::div_p.prim;
+  // A variable's value as `operand op literal` (op add or mul), or `literal - operand` (op sub).
+  struct Chain {
+    const ir::Primitive* op;
+    Atom operand, literal;
+  };
+  std::unordered_map<const ir::VarNode*, Chain> chains;
+  Program out = without_equations(p);
+  bool changed = false;
+  for (const Equation& original : p.eqns) {
+    Equation e = original;
+    const bool binary = e.inputs.size() == 2 && e.outputs.size() == 1 &&
+                        (e.prim == add || e.prim == sub || e.prim == mul || e.prim == div ||
+                         e.prim == &ops::pow_p.prim || e.prim == &ops::xla_pow_p);
+    const DType dt = e.outputs.empty() ? DType::bool_ : e.outputs[0]->aval.dtype;
+    if (!binary || (dt != DType::float32 && dt != DType::float64)) {
+      out.eqns.push_back(std::move(e));
+      continue;
+    }
+    // pow(a, c) for c = 2, 3, -1 is a * a, a * (a * a), 1 / a (XLA's simplifier and code
+    // generator, checked against jax.jit of lax.pow); other exponents stay powers.
+    if ((e.prim == &ops::pow_p.prim || e.prim == &ops::xla_pow_p) && !e.inputs[0].is_literal()) {
+      const std::optional<double> c = float_literal(e.inputs[1], dt);
+      const Atom a = e.inputs[0];
+      if (c == 2.0 || c == 3.0) {
+        Atom square = a;
+        if (c == 3.0) {
+          ir::Var v = ir::new_var(e.outputs[0]->aval);
+          out.eqns.push_back(Equation{mul, {a, a}, {v}, {}});
+          square = Atom(v);
+        }
+        e = Equation{mul, {a, square}, e.outputs, {}};
+        if (c == 2.0) e.inputs = {a, a};
+      } else if (c == -1.0) {
+        e = Equation{div, {Atom(dt == DType::float32 ? Scalar(1.0f) : Scalar(1.0), true), a}, e.outputs, {}};
+      }
+    }
+    // Canonical forms: a - c is a + (-c), a / c is a * RN(1/c), constants on the right.
+    if (e.prim == sub && !e.inputs[0].is_literal()) {
+      if (auto c = float_literal(e.inputs[1], dt)) {
+        e.prim = add;
+        e.inputs[1] = folded_literal(sub, 0.0, *c, dt, e.inputs[1].aval().weak_type);
+      }
+    } else if (e.prim == div && !e.inputs[0].is_literal() && float_literal(e.inputs[1], dt)) {
+      if (auto r = reciprocal_literal(e.inputs[1])) {
+        e.prim = mul;
+        e.inputs[1] = *r;
+      }
+    }
+    if ((e.prim == add || e.prim == mul) && e.inputs[0].is_literal() && !e.inputs[1].is_literal())
+      std::swap(e.inputs[0], e.inputs[1]);
+    const std::optional<double> c2 = float_literal(e.inputs[1], dt);
+    if ((e.prim == add || e.prim == mul) && !e.inputs[0].is_literal() && c2) {
+      const bool weak = e.inputs[1].aval().weak_type;
+      auto it = chains.find(e.inputs[0].var().get());
+      if (it != chains.end() && it->second.op == e.prim) {
+        // (a + c1) + c2 => a + RN(c1 + c2); (a * c1) * c2 => a * RN(c1 * c2).
+        e.inputs = {it->second.operand, folded_literal(e.prim, *float_literal(it->second.literal, dt), *c2, dt, weak)};
+      } else if (it != chains.end() && it->second.op == sub && e.prim == add) {
+        // (c1 - a) + c2 => RN(c1 + c2) - a.
+        e.prim = sub;
+        e.inputs = {folded_literal(add, *float_literal(it->second.literal, dt), *c2, dt, weak), it->second.operand};
+      }
+    }
+    if ((e.prim == add || e.prim == mul) && !e.inputs[0].is_literal() && float_literal(e.inputs[1], dt))
+      chains.insert_or_assign(e.outputs[0].get(), Chain{e.prim, e.inputs[0], e.inputs[1]});
+    else if (e.prim == sub && float_literal(e.inputs[0], dt) && !e.inputs[1].is_literal())
+      chains.insert_or_assign(e.outputs[0].get(), Chain{sub, e.inputs[1], e.inputs[0]});
+    changed = changed || e.prim != original.prim || e.inputs != original.inputs;
+    out.eqns.push_back(std::move(e));
+  }
+  return changed ? out : p;
+}
 
 Program contract_multiply_adds(const Program& p) {
   if (!config::get_flag(config::kFpContract)) return p;
   std::unordered_map<const ir::VarNode*, int> reads = read_counts(p);
-  // Products: a mul's output, or a division's by a literal with a normal reciprocal (a product
-  // by the reciprocal, as XLA makes it before contracting) -> its equation.
+  // Products: a mul's output -> its equation (fold_literal_arithmetic has made divisions by
+  // literals products by their reciprocals already, as XLA does before contracting).
   std::unordered_map<const ir::VarNode*, size_t> products;
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     const Equation& e = p.eqns[i];
-    if (e.inputs.size() != 2 || e.outputs.size() != 1) continue;
-    if (e.prim == &ops::mul_p.prim || (e.prim == &ops::div_p.prim && reciprocal_literal(e.inputs[1])))
-      products[e.outputs[0].get()] = i;
+    if (e.inputs.size() == 2 && e.outputs.size() == 1 && e.prim == &ops::mul_p.prim) products[e.outputs[0].get()] = i;
   }
   // Which product each sum takes in: the first operand's when both qualify (LLVM's DAG
   // combiner, which contracts XLA's code, tries the first operand first too).
@@ -431,8 +522,7 @@ Program contract_multiply_adds(const Program& p) {
     const Equation& e = p.eqns[i];
     const auto [k, j] = it->second;
     const Equation& m = p.eqns[j];
-    Atom a = m.inputs[0], b = m.prim == &ops::div_p.prim ? *reciprocal_literal(m.inputs[1]) : m.inputs[1],
-         c = e.inputs[1 - k];
+    Atom a = m.inputs[0], b = m.inputs[1], c = e.inputs[1 - k];
     if (e.prim == &ops::sub_p.prim) {
       if (k == 0) c = negated(c);  // a*b - c
       else a = negated(a);         // c - a*b
@@ -444,7 +534,8 @@ Program contract_multiply_adds(const Program& p) {
 
 Program simplify(const Program& p, bool fold) {
   Program inlined = fold_transposes_into_products(inline_calls(p));
-  return contract_multiply_adds(eliminate_dead_code(eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined)));
+  Program folded = eliminate_common_subexpressions(fold ? fold_constants(inlined) : inlined);
+  return contract_multiply_adds(eliminate_dead_code(fold_literal_arithmetic(folded)));
 }
 
 }  // namespace tessel::compiler

@@ -136,10 +136,12 @@ constexpr std::array<Entry, kVarCount> kTable = {{
     {.var = Var::kFpContract, .name = "TESSEL_FP_CONTRACT", .kind = Kind::kFlag, .when = When::kEachCompilation,
      .default_int = 1,
      .doc = "`0` keeps every float32 and float64 product and sum of a compiled function rounded on its own. By "
-            "default `jit` contracts a product read only by a sum or difference into one fused multiply-add (one "
-            "rounding instead of two), as XLA's CPU compiler does; fused and unfused kernels then compute the same "
-            "contracted program, and its results are within the bound of "
-            "[performance.md](performance.md#fused-multiply-add) of the uncontracted ones."},
+            "default `jit` rounds as `jax.jit` does: it rewrites arithmetic on literals as XLA's algebraic "
+            "simplifier does (`x / c` is `x * RN(1/c)`, `(x * c1) * c2` is `x * RN(c1 * c2)`, `pow(x, 3)` is "
+            "`x * (x * x)`; [performance.md](performance.md#literal-arithmetic)) and contracts a product read only "
+            "by a sum or difference into one fused multiply-add (one rounding instead of two), as XLA's CPU "
+            "compiler does; fused and unfused kernels then compute the same rewritten program, and its results "
+            "are within the bound of [performance.md](performance.md#fused-multiply-add) of the uncontracted ones."},
     {.var = Var::kFusionMinElements, .name = "TESSEL_FUSION_MIN_ELEMENTS", .kind = Kind::kInteger,
      .when = When::kEachCompilation, .min = 0, .default_int = 16384,
      .doc = "Loop nests over fewer points stay unfused kernels (compiling would cost more than it saves); `0` "

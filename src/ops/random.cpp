@@ -339,8 +339,9 @@ Array normal(const Array& key, const Shape& shape, DType dtype) {
     Array im = normal_real(reshape(slice(ks, {1, 0}, {2, 2}), {2}), shape, rt);
     // JAX divides re + i im by the constant sqrt(2); XLA turns that division into a product
     // with the reciprocal 1/sqrt(2) rounded to the part type (checked exactly on 5e4 draws).
+    // The product is complex, as XLA's: jit then folds no literal of normal_real into it.
     Array inv_sqrt2 = Array(Scalar(1.0, rt)) / Array(Scalar(std::sqrt(2.0), rt));
-    return complex(re * inv_sqrt2, im * inv_sqrt2);
+    return complex(re, im) * inv_sqrt2.astype(dtype);
   }
   check_float("normal", dtype);
   return normal_real(key, shape, dtype);

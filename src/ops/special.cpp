@@ -331,7 +331,6 @@ const ir::Primitive& xla_exp_p = define<xla_exp_op>();
 const ir::Primitive& xla_log_p = define<xla_log_op>();
 const ir::Primitive& xla_log1p_p = define<xla_log1p_op>();
 const ir::Primitive& xla_erf_p = define<xla_erf_op>();
-const ir::Primitive& xla_pow_p = define<xla_pow_op>();
 const ir::Primitive& xla_tan_p = define<xla_tan_op>();
 const ir::Primitive& xla_rsqrt_p = define<xla_rsqrt_op>();
 const ir::Primitive& bessel_i0e_p = define<bessel_i0e_op>();
@@ -349,6 +348,7 @@ Array bind_special(const ir::Primitive& p, std::vector<Array> xs) {
 }  // namespace
 
 const ir::Primitive& fma_p = define<fma_op>();
+const ir::Primitive& xla_pow_p = define<xla_pow_op>();
 
 Array expi(const Array& x) { return bind1(expi_p, {x}); }
 Array exp1(const Array& x) { return bind1(exp1_p, {x}); }

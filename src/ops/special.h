@@ -31,6 +31,8 @@ Array xla_erf(const Array& x);
 /// zero as XLA's kernels run (half types through float32); x and y promoted and broadcast
 /// together. ts::pow stays libmvec's vector form.
 Array xla_pow(const Array& x, const Array& y);
+/// The primitive xla_pow binds (jit rewrites its literal exponents 2, 3 and -1 as XLA does).
+extern const ir::Primitive& xla_pow_p;
 /// tan(x) as XLA's CPU backend computes it: glibc's scalar tanf/tan, subnormals flushed.
 Array xla_tan(const Array& x);
 /// 1/sqrt(x) as XLA's CPU backend computes it: the processor's estimate (rsqrtss in float32,

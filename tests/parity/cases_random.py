@@ -29,10 +29,10 @@ def cases(s):
                {"shape": shape, "dtype": dtype})
     for dtype in ["float32", "float64"]:
         s.case("random.uniform", lambda k, shape, dtype: jax.random.uniform(k, shape, dtype), [key],
-               {"shape": (4, 5), "dtype": dtype})
+               {"shape": (4, 5), "dtype": dtype}, tol=EXACT)
         s.case("random.uniform", lambda k, lo, hi, shape, dtype: jax.random.uniform(k, shape, dtype, lo, hi),
                [key, np.array(-2.0, dtype), np.array([1.0, 3.0, 5.0], dtype)], {"shape": (2, 3), "dtype": dtype},
-               name=f"random_uniform_{dtype}_bounds")
+               name=f"random_uniform_{dtype}_bounds", tol=EXACT)
     normals(s, key)
     for k2 in [jax.random.PRNGKey(0), jax.random.PRNGKey(3)]:
         count = np.arange(6, dtype=np.uint32).reshape(2, 3)
@@ -172,17 +172,17 @@ def distributions(s, key):
            [key, np.int64(-2**40), np.int64(2**50)], {"shape": (6,), "dtype": "int64"}, name="random_randint_int64")
     for i, k in enumerate(keys):
         s.case("random.bernoulli", lambda k, p, shape: jax.random.bernoulli(k, p, shape),
-               [k, f32([0.0, 0.3, 0.5, 0.9, 1.0])], {"shape": (4, 5)}, name=f"random_bernoulli_{i}")
+               [k, f32([0.0, 0.3, 0.5, 0.9, 1.0])], {"shape": (4, 5)}, name=f"random_bernoulli_{i}", tol=EXACT)
     s.case("random.bernoulli", lambda k, p, shape: jax.random.bernoulli(k, p, shape),
-           [key, np.array(0.25, np.float64)], {"shape": (9,)}, name="random_bernoulli_float64")
+           [key, np.array(0.25, np.float64)], {"shape": (9,)}, name="random_bernoulli_float64", tol=EXACT)
     logits = rand_logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4, 1e-3], [1, 1, 1, 1, 1],
                                             [5, 0.1, 0.1, 0.1, 3]], np.float32))
     s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
-           [key, logits], {"axis": -1, "shape": None, "replace": True}, name="random_categorical_last")
+           [key, logits], {"axis": -1, "shape": None, "replace": True}, name="random_categorical_last", tol=EXACT)
     s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
-           [key, rand_logits], {"axis": 0, "shape": (7, 5), "replace": True}, name="random_categorical_axis0")
+           [key, rand_logits], {"axis": 0, "shape": (7, 5), "replace": True}, name="random_categorical_axis0", tol=EXACT)
     s.case("random.categorical", lambda k, l, axis, shape, replace: jax.random.categorical(k, l, axis, shape, replace),
-           [keys[1], logits], {"axis": 1, "shape": (4, 3), "replace": False}, name="random_categorical_noreplace")
+           [keys[1], logits], {"axis": 1, "shape": (4, 3), "replace": False}, name="random_categorical_noreplace", tol=EXACT)
     # Through log and log1p (XLA's, exact), cauchy through tan (ops::xla_tan, exact), maxwell
     # through its 3-term sum in XLA's order, gumbel and logistic from XLA's folded
     # uniform(tiny, 1).
@@ -206,7 +206,7 @@ def distributions(s, key):
                        {"shape": (257,), "dtype": dtype}, tol=EXACT, name=f"random_{name}_{dtype}_key{i}")
     for dtype in ["int32", "float32", "int8"]:
         s.case("random.rademacher", lambda k, shape, dtype: jax.random.rademacher(k, shape, dtype), [key],
-               {"shape": (11,), "dtype": dtype})
+               {"shape": (11,), "dtype": dtype}, tol=EXACT)
     sig = f32([0.5, 1.0, 2.0])
     s.case("random.lognormal", lambda k, sg, shape, dtype: jax.random.lognormal(k, sg, shape, dtype), [key, sig],
            {"shape": (2, 3), "dtype": "float32"}, tol=EXACT)
@@ -227,12 +227,12 @@ def distributions(s, key):
     s.case("random.wald", lambda k, m, shape, dtype: jax.random.wald(k, m, shape, dtype), [key, sig],
            {"shape": (4, 3), "dtype": "float32"}, tol=EXACT)
     s.case("random.triangular", lambda k, l, m, r, shape, dtype: jax.random.triangular(k, l, m, r, shape, dtype),
-           [key, f32(-1.0), f32([0.0, 0.5]), f32(2.0)], {"shape": (3, 2), "dtype": "float32"}, tol=MATH_TOL)
+           [key, f32(-1.0), f32([0.0, 0.5]), f32(2.0)], {"shape": (3, 2), "dtype": "float32"}, tol=EXACT)
     s.case("random.double_sided_maxwell",
            lambda k, loc, sc, shape, dtype: jax.random.double_sided_maxwell(k, loc, sc, shape, dtype),
-           [key, f32([0.0, 1.0]), f32(2.0)], {"shape": (3,), "dtype": "float32"}, tol=MATH_TOL)
+           [key, f32([0.0, 1.0]), f32(2.0)], {"shape": (3,), "dtype": "float32"}, tol=EXACT)
     s.case("random.geometric", lambda k, p, shape, dtype: jax.random.geometric(k, p, shape, dtype),
-           [key, f32([0.05, 0.5, 0.99])], {"shape": (5, 3), "dtype": "int32"})
+           [key, f32([0.05, 0.5, 0.99])], {"shape": (5, 3), "dtype": "int32"}, tol=EXACT)
     s.case("random.key_data", jax.random.key_data, [key])
     s.case("random.wrap_key_data", lambda d: jax.random.key_data(jax.random.wrap_key_data(d)),
            [np.asarray(jax.random.split(jax.random.PRNGKey(1), 3))])
@@ -292,9 +292,12 @@ def gamma_family(s, keys):
     for d, p in [(3, 2), (5, 1)]:
         s.case("random.ball", lambda k, d, p, shape, dtype: jax.random.ball(k, d, p, shape, dtype), [keys[1]],
                {"d": d, "p": p, "shape": (4,), "dtype": "float32"}, tol=EXACT, machine=RSQRT_MACHINE)
+    # Eagerly exact. Under jax.jit, p = 3 is a constant: XLA makes |g|^3 |g| * (g * g) (so
+    # does tessel's jit) and contracts each of those products into the row sum's adds, which
+    # tessel's fused reductions do not: jit within MATH_TOL there (one ulp on 31 of 200).
     s.case("random.ball", lambda k, d, p, shape, dtype: jax.random.ball(k, d, p, shape, dtype), [keys[2]],
            {"d": 4, "p": 3, "shape": (50,), "dtype": "float32"}, tol=EXACT, name="random_ball_many",
-           machine=RSQRT_MACHINE)
+           machine=RSQRT_MACHINE, jit_tol=MATH_TOL)
     shuffles(s, keys)
 
 
@@ -303,30 +306,30 @@ def shuffles(s, keys):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     for i, k in enumerate(keys):
         s.case("random.permutation", lambda k, n: jax.random.permutation(k, n), [k], {"n": 10},
-               name=f"random_permutation_int_key{i}")
+               name=f"random_permutation_int_key{i}", tol=EXACT)
     s.case("random.permutation", lambda k, n: jax.random.permutation(k, n), [keys[0]], {"n": 2000},
-           name="random_permutation_two_rounds")
+           name="random_permutation_two_rounds", tol=EXACT)
     for axis, independent in [(0, False), (1, False), (1, True), (0, True)]:
         s.case("random.permutation", lambda k, x, axis, independent: jax.random.permutation(k, x, axis, independent),
-               [keys[1], x], {"axis": axis, "independent": independent})
+               [keys[1], x], {"axis": axis, "independent": independent}, tol=EXACT)
     s.case("random.permutation", lambda k, x, axis, independent: jax.random.permutation(k, x, axis, independent),
-           [keys[0], np.arange(7, dtype=np.int32)], {"axis": 0, "independent": False}, name="random_permutation_1d")
+           [keys[0], np.arange(7, dtype=np.int32)], {"axis": 0, "independent": False}, name="random_permutation_1d", tol=EXACT)
     p = np.asarray([0.1, 0.2, 0.05, 0.4, 0.25, 0.0], np.float32)
     for replace in [True, False]:
         s.case("random.choice", lambda k, n, shape, replace: jax.random.choice(k, n, shape, replace), [keys[0]],
-               {"n": 9, "shape": (2, 3), "replace": replace}, name=f"random_choice_int_{int(replace)}")
+               {"n": 9, "shape": (2, 3), "replace": replace}, name=f"random_choice_int_{int(replace)}", tol=EXACT)
         s.case("random.choice", lambda k, n, shape, replace, pp: jax.random.choice(k, n, shape, replace, p=np.asarray(pp, np.float32)),
                [keys[1]], {"n": 6, "shape": (4,), "replace": replace, "pp": tuple(float(v) for v in p)},
-               name=f"random_choice_int_p_{int(replace)}")
+               name=f"random_choice_int_p_{int(replace)}", tol=EXACT)
         for axis in [0, 1]:
             s.case("random.choice", lambda k, a, shape, replace, axis: jax.random.choice(k, a, shape, replace, axis=axis),
                    [keys[2], x], {"shape": (3,), "replace": replace, "axis": axis},
-                   name=f"random_choice_array_{int(replace)}_axis{axis}")
+                   name=f"random_choice_array_{int(replace)}_axis{axis}", tol=EXACT)
             s.case("random.choice",
                    lambda k, a, pp, shape, replace, axis: jax.random.choice(k, a, shape, replace, pp, axis),
                    [keys[0], x, p if axis == 1 else p[:4] / p[:4].sum()], {"shape": (2, 2) if replace else (3,),
                                                                          "replace": replace, "axis": axis},
-                   name=f"random_choice_array_p_{int(replace)}_axis{axis}")
+                   name=f"random_choice_array_p_{int(replace)}_axis{axis}", tol=EXACT)
     counts_and_matrices(s, keys)
 
 
@@ -337,14 +340,14 @@ def counts_and_matrices(s, keys):
     lam = f32([0.0, 0.5, 3.0, 9.9, 10.0, 50.0, 1000.0])
     for i, k in enumerate(keys):
         s.case("random.poisson", lambda k, lam, shape, dtype: jax.random.poisson(k, lam, shape, dtype), [k, lam],
-               {"shape": (3, 7), "dtype": "int32"}, name=f"random_poisson_key{i}")
+               {"shape": (3, 7), "dtype": "int32"}, name=f"random_poisson_key{i}", tol=EXACT)
     n = f32([5.0, 20.0, 100.0, 1000.0])
     p = f32([0.3, 0.9, 0.5, 0.01])
     for i, k in enumerate(keys):
         s.case("random.binomial", lambda k, n, p, shape, dtype: jax.random.binomial(k, n, p, shape, dtype), [k, n, p],
-               {"shape": (3, 4), "dtype": "float32"}, name=f"random_binomial_key{i}")
+               {"shape": (3, 4), "dtype": "float32"}, name=f"random_binomial_key{i}", tol=EXACT)
     s.case("random.multinomial", lambda k, n, p, shape, dtype: jax.random.multinomial(k, n, p, shape=shape, dtype=dtype),
-           [keys[0], f32([10.0, 200.0]), f32([[0.2, 0.3, 0.5], [0.6, 0.0, 0.4]])], {"shape": None, "dtype": "float32"})
+           [keys[0], f32([10.0, 200.0]), f32([[0.2, 0.3, 0.5], [0.6, 0.0, 0.4]])], {"shape": None, "dtype": "float32"}, tol=EXACT)
     mean = f32([1.0, -2.0, 0.5])
     a = np.asarray([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]], np.float32)
     for method in ["cholesky", "eigh", "svd"]:
@@ -362,12 +365,12 @@ def initializers(s, keys):
     JAX's scales, exact (normal and truncated_normal are); orthogonal ones through a QR."""
     import jax.nn.initializers as init
     k = keys[0]
-    s.case("nn.initializers.zeros", lambda k, shape: init.zeros(k, shape, np.float32), [k], {"shape": (2, 3)})
-    s.case("nn.initializers.ones", lambda k, shape: init.ones(k, shape, np.float32), [k], {"shape": (2, 3)})
+    s.case("nn.initializers.zeros", lambda k, shape: init.zeros(k, shape, np.float32), [k], {"shape": (2, 3)}, tol=EXACT)
+    s.case("nn.initializers.ones", lambda k, shape: init.ones(k, shape, np.float32), [k], {"shape": (2, 3)}, tol=EXACT)
     s.case("nn.initializers.constant", lambda k, v, shape: init.constant(v)(k, shape, np.float32), [k],
-           {"v": -7.5, "shape": (3, 2)})
+           {"v": -7.5, "shape": (3, 2)}, tol=EXACT)
     s.case("nn.initializers.uniform", lambda k, v, shape: init.uniform(v)(k, shape, np.float32), [k],
-           {"v": 10.0, "shape": (3, 4)})
+           {"v": 10.0, "shape": (3, 4)}, tol=EXACT)
     s.case("nn.initializers.normal", lambda k, v, shape: init.normal(v)(k, shape, np.float32), [k],
            {"v": 5.0, "shape": (3, 4)}, tol=EXACT)
     s.case("nn.initializers.truncated_normal", lambda k, v, shape: init.truncated_normal(v)(k, shape, np.float32), [k],
@@ -388,7 +391,7 @@ def initializers(s, keys):
            lambda k, scale, mode, dist, in_axis, out_axis, batch_axis, shape:
            init.variance_scaling(scale, mode, dist, in_axis, out_axis, batch_axis)(k, shape, np.float32),
            [keys[2]], {"scale": 2.0, "mode": "fan_avg", "dist": "uniform", "in_axis": (1, 2), "out_axis": (-1,),
-                       "batch_axis": (0,), "shape": (2, 3, 4, 5)}, name="nn_initializers_variance_scaling_axes")
+                       "batch_axis": (0,), "shape": (2, 3, 4, 5)}, name="nn_initializers_variance_scaling_axes", tol=EXACT)
     for shape, col in [((4, 6), -1), ((6, 4), -1), ((2, 3, 4), 0)]:
         s.case("nn.initializers.orthogonal", lambda k, scale, col, shape: init.orthogonal(scale, col)(k, shape, np.float32),
                [k], {"scale": 2.0, "col": col, "shape": shape}, tol=(1e-4, 1e-5))
