@@ -2,8 +2,9 @@
 keys, integer draws, normal draws (erf_inv as XLA computes it) and draws through exp, log,
 log1p, pow, tan and rsqrt (computed as XLA computes them: ops::xla_exp, xla_log, xla_log1p,
 xla_pow, xla_tan, xla_rsqrt) are exact, the gamma family where the processor's rsqrt estimate is
-the data's (machine=RSQRT_MACHINE); a few half-precision samplers keep a tolerance, with the
-reason at each case. The ops cases check a few thousand values each;
+the data's (machine=RSQRT_MACHINE). Every sampler is exact except those through a matrix
+factorization (multivariate_normal, orthogonal and the orthogonal initializers), whose cases
+keep a tolerance with the reason at the case. The ops cases check a few thousand values each;
 tests/parity/tools/pow_tan_vs_xla.py and rsqrt_vs_xla.py check pow, tan and rsqrt on millions."""
 import jax
 import jax.extend.random
