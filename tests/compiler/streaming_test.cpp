@@ -742,10 +742,12 @@ TEST(Streaming, ShallowWaterStepIsOneChain) {
   // Arrays of 82 KB (TESSEL_FUSION_SMALL_POINT_COST): the fluxes, vorticity, kinetic
   // energy and updated fields are stored, each computed once into a ring of rows (also the
   // fields several loop nests would compute inline: FusionOptions::store_shared_values),
-  // and the step's ten loop nests run as one chain: one kernel step.
+  // and the step's seven loop nests run as one chain: one kernel step. (Ten nests and eleven
+  // intermediates before jit folded literal arithmetic as XLA does, which changes the costs
+  // per point the fusion pass weighs: CPU time per step 0.92-0.94 of before at 360x180.)
   EXPECT_NE(text.find("1 kernel steps"), std::string::npos) << text;
-  EXPECT_NE(text.find("10 loop nests over 102 rows"), std::string::npos) << text;
-  EXPECT_NE(text.find("11 intermediates in windows of rows (11 in rings)"), std::string::npos) << text;
+  EXPECT_NE(text.find("7 loop nests over 102 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find("8 intermediates in windows of rows (8 in rings)"), std::string::npos) << text;
   {
     // With the default budget of larger arrays it recomputes them: three loop nests.
     ScopedEnv budget("TESSEL_FUSION_SMALL_POINT_COST", "256");
