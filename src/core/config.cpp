@@ -86,6 +86,11 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .doc = "Most tasks a device stream holds queued; a producer that gets further ahead waits (each queued "
             "task holds its output buffers, so this bounds memory when eager code dispatches faster than the "
             "device computes)."},
+    {.var = Var::kPinDevices, .name = "TESSEL_PIN_DEVICES", .kind = Kind::kFlag, .default_int = 0,
+     .doc = "`1` pins the stream thread of virtual device `cpu:k` to the k-th core the process may run on "
+            "(its CPU affinity), when it may run on at least `TESSEL_CPU_DEVICES` cores; otherwise nothing is "
+            "pinned. Off by default: on a machine shared with other work a pinned thread cannot move to an idle "
+            "core. Read when the devices start."},
     {.var = Var::kAllocatorCacheBytes, .name = "TESSEL_ALLOCATOR_CACHE_BYTES", .kind = Kind::kInteger,
      .min = 0, .derived_int = allocator_cache_bytes, .default_doc = "1 GiB, at most a quarter of physical memory",
      .doc = "Most bytes of freed buffer memory kept for reuse. Buffers of 16 KiB and more come from one cache of "
@@ -236,7 +241,7 @@ template <Kind K>
 constexpr bool agrees(Key<K> key) {
   return kTable[size_t(key.var)].kind == K;
 }
-static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kParallelSpinUs) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
+static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kParallelSpinUs) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) && agrees(kPinDevices) &&
                   agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kBufferStaggerLines) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) && agrees(kFpContract) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionSmallPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&
