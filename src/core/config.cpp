@@ -100,11 +100,13 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "step reuses its memory instead of mapping and page-faulting it afresh. `0` turns the cache off "
             "(every buffer goes to `malloc`/`free`)."},
     {.var = Var::kHugePageBytes, .name = "TESSEL_HUGE_PAGE_BYTES", .kind = Kind::kInteger, .min = 0,
-     .default_int = 4 << 20, .default_doc = "4 MiB",
-     .doc = "Buffers of at least this many bytes are aligned to 2 MiB and marked for transparent huge pages "
-            "(`madvise(MADV_HUGEPAGE)`, for systems whose `/sys/kernel/mm/transparent_hugepage/enabled` is "
-            "`madvise`): a kernel streaming through large arrays then misses the TLB once per 2 MiB instead of "
-            "once per 4 KiB, which costs most on a virtual machine (nested page tables). `0` turns it off."},
+     .default_int = 2 << 20, .default_doc = "2 MiB",
+     .doc = "Buffers of at least this many bytes are aligned to 2 MiB, rounded up to whole 2 MiB pages and marked "
+            "for transparent huge pages (`madvise(MADV_HUGEPAGE)`, for systems whose "
+            "`/sys/kernel/mm/transparent_hugepage/enabled` is `madvise`): a kernel streaming through large arrays "
+            "then misses the TLB once per 2 MiB instead of once per 4 KiB, which costs most on a virtual machine "
+            "(nested page tables). The default takes in the pieces of a sharded array (the shallow-water step's "
+            "3.25 MiB pieces on 2 devices; [sharding.md](sharding.md#benchmarks)). `0` turns it off."},
     {.var = Var::kBufferStaggerLines, .name = "TESSEL_BUFFER_STAGGER_LINES", .kind = Kind::kInteger, .min = 0,
      .max = 4, .default_int = 3,
      .doc = "Buffers of 256 KiB and more start this many 64-byte cache lines times 0, 1, ..., 15 (in turn, one "

@@ -1,13 +1,15 @@
-// TESSEL_PIN_DEVICES: which core a device's stream is pinned to, and that a stream started
-// with the flag runs on that core alone (and on every allowed core without it).
+// TESSEL_PIN_DEVICES: which core a device's stream is pinned to, and that each device's
+// stream runs on that core alone with the flag (and on every allowed core without it).
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <stdlib.h>
 
-#include <optional>
-#include <string>
+#include <set>
+#include <vector>
 
+#include "core/config.h"
+#include "core/device_impl.h"
 #include "core/stream.h"
+#include "tessel/tessel.h"
 
 namespace {
 
@@ -20,25 +22,6 @@ cpu_set_t cores(std::initializer_list<int> ids) {
   for (int id : ids) CPU_SET(id, &set);
   return set;
 }
-
-// Sets an environment variable for the scope and restores its earlier value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // The affinity a task on `stream` sees.
 cpu_set_t affinity_on(Stream& stream) {
@@ -62,34 +45,31 @@ TEST(StreamPin, NothingPinnedWhenTheDevicesOutnumberTheCores) {
   EXPECT_EQ(pinned_core(-1, 1, cores({0})), -1);
 }
 
-TEST(StreamPin, AStreamStartedWithTheFlagRunsOnItsCoreAlone) {
+// The flags are read once per process, so this runs with TESSEL_PIN_DEVICES=1 as CTest
+// `stream_pin_devices` (2 devices; pinned when the process may use 2 cores, else not);
+// without the flag it checks that nothing is pinned.
+TEST(StreamPin, EachDeviceStreamRunsOnItsOwnCoreWithTheFlag) {
   cpu_set_t allowed;
   ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
   const int n = CPU_COUNT(&allowed);
-  const int device = n >= 2 ? 1 : 0;
-  {
-    // As many devices as cores: the stream of `device` runs on the device-th allowed core.
-    ScopedEnv pin("TESSEL_PIN_DEVICES", "1"), devices("TESSEL_CPU_DEVICES", std::to_string(n));
-    Stream stream(device);
-    const cpu_set_t seen = affinity_on(stream);
-    EXPECT_EQ(CPU_COUNT(&seen), 1);
-    EXPECT_TRUE(CPU_ISSET(pinned_core(device, n, allowed), &seen));
+  const bool pin = tessel::config::get_flag(tessel::config::kPinDevices);
+  const std::vector<tessel::Device> devices = tessel::devices();
+  std::set<int> cores_used;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    const cpu_set_t seen = affinity_on(devices[k].impl()->own_stream());
+    const int core = pinned_core(int(k), int(devices.size()), allowed);
+    if (pin && core >= 0) {
+      EXPECT_EQ(CPU_COUNT(&seen), 1) << "cpu:" << k;
+      EXPECT_TRUE(CPU_ISSET(core, &seen)) << "cpu:" << k << " should run on core " << core;
+      cores_used.insert(core);
+    } else {
+      EXPECT_EQ(CPU_COUNT(&seen), n) << "cpu:" << k;
+    }
   }
-  {
-    // More devices than cores: not pinned.
-    ScopedEnv pin("TESSEL_PIN_DEVICES", "1"), devices("TESSEL_CPU_DEVICES", std::to_string(n + 1));
-    Stream stream(device);
-    const cpu_set_t seen = affinity_on(stream);
-    EXPECT_EQ(CPU_COUNT(&seen), n);
+  if (pin && int(devices.size()) <= n) {
+    EXPECT_EQ(cores_used.size(), devices.size());
   }
-  {
-    // Flag off: the process's whole affinity.
-    ScopedEnv pin("TESSEL_PIN_DEVICES", "0"), devices("TESSEL_CPU_DEVICES", std::to_string(n));
-    Stream stream(device);
-    const cpu_set_t seen = affinity_on(stream);
-    EXPECT_EQ(CPU_COUNT(&seen), n);
-  }
-  // The test's own thread keeps its affinity: only the stream's thread was pinned.
+  // The calling thread keeps the process's affinity: only the streams are pinned.
   cpu_set_t mine;
   ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
   EXPECT_EQ(CPU_COUNT(&mine), n);
