@@ -149,6 +149,8 @@ void* align_up(void* p) { return reinterpret_cast<void*>((reinterpret_cast<uintp
 // every 4 KiB, and under a hypervisor each miss walks two page tables (a plain C++ loop
 // streaming 128 MiB on this project's VM: 4.4 ms with huge pages, 5.4 ms without). Suspected
 // in sharded.speedup_2dev's slow runs; 16 alternating runs did not settle it (docs/sharding.md).
+// From 2 MiB by default, so that the 3.25 MiB pieces of a 2-device shallow-water step get them
+// as the one-device step's 6.5 MiB arrays do (docs/sharding.md, Benchmarks).
 // The hint is best effort: without huge pages the block works.
 constexpr size_t kHugePage = size_t(2) << 20;
 bool huge_block(size_t capacity) {

@@ -86,6 +86,11 @@ constexpr std::array<Entry, kVarCount> kTable = {{
      .doc = "Most tasks a device stream holds queued; a producer that gets further ahead waits (each queued "
             "task holds its output buffers, so this bounds memory when eager code dispatches faster than the "
             "device computes)."},
+    {.var = Var::kPinDevices, .name = "TESSEL_PIN_DEVICES", .kind = Kind::kFlag, .default_int = 0,
+     .doc = "`1` pins the stream thread of virtual device `cpu:k` to the k-th core the process may run on "
+            "(its CPU affinity), when it may run on at least `TESSEL_CPU_DEVICES` cores; otherwise nothing is "
+            "pinned. Off by default: on a machine shared with other work a pinned thread cannot move to an idle "
+            "core. Read when the devices start."},
     {.var = Var::kAllocatorCacheBytes, .name = "TESSEL_ALLOCATOR_CACHE_BYTES", .kind = Kind::kInteger,
      .min = 0, .derived_int = allocator_cache_bytes, .default_doc = "1 GiB, at most a quarter of physical memory",
      .doc = "Most bytes of freed buffer memory kept for reuse. Buffers of 16 KiB and more come from one cache of "
@@ -95,11 +100,13 @@ constexpr std::array<Entry, kVarCount> kTable = {{
             "step reuses its memory instead of mapping and page-faulting it afresh. `0` turns the cache off "
             "(every buffer goes to `malloc`/`free`)."},
     {.var = Var::kHugePageBytes, .name = "TESSEL_HUGE_PAGE_BYTES", .kind = Kind::kInteger, .min = 0,
-     .default_int = 4 << 20, .default_doc = "4 MiB",
-     .doc = "Buffers of at least this many bytes are aligned to 2 MiB and marked for transparent huge pages "
-            "(`madvise(MADV_HUGEPAGE)`, for systems whose `/sys/kernel/mm/transparent_hugepage/enabled` is "
-            "`madvise`): a kernel streaming through large arrays then misses the TLB once per 2 MiB instead of "
-            "once per 4 KiB, which costs most on a virtual machine (nested page tables). `0` turns it off."},
+     .default_int = 2 << 20, .default_doc = "2 MiB",
+     .doc = "Buffers of at least this many bytes are aligned to 2 MiB, rounded up to whole 2 MiB pages and marked "
+            "for transparent huge pages (`madvise(MADV_HUGEPAGE)`, for systems whose "
+            "`/sys/kernel/mm/transparent_hugepage/enabled` is `madvise`): a kernel streaming through large arrays "
+            "then misses the TLB once per 2 MiB instead of once per 4 KiB, which costs most on a virtual machine "
+            "(nested page tables). The default takes in the pieces of a sharded array (the shallow-water step's "
+            "3.25 MiB pieces on 2 devices; [sharding.md](sharding.md#benchmarks)). `0` turns it off."},
     {.var = Var::kBufferStaggerLines, .name = "TESSEL_BUFFER_STAGGER_LINES", .kind = Kind::kInteger, .min = 0,
      .max = 4, .default_int = 3,
      .doc = "Buffers of 256 KiB and more start this many 64-byte cache lines times 0, 1, ..., 15 (in turn, one "
@@ -238,7 +245,7 @@ template <Kind K>
 constexpr bool agrees(Key<K> key) {
   return kTable[size_t(key.var)].kind == K;
 }
-static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kParallelSpinUs) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) &&
+static_assert(agrees(kCpuDevices) && agrees(kNumThreads) && agrees(kParallelSpinUs) && agrees(kEagerInlineBytes) && agrees(kStreamMaxQueue) && agrees(kPinDevices) &&
                   agrees(kAllocatorCacheBytes) && agrees(kHugePageBytes) && agrees(kBufferStaggerLines) && agrees(kDisableCodegen) && agrees(kConvOnednn) && agrees(kCxx) && agrees(kCacheDir) && agrees(kFpContract) &&
                   agrees(kFusionMinElements) && agrees(kFusionMaxPointCost) && agrees(kFusionSmallPointCost) && agrees(kFusionMaxOutputs) && agrees(kFusionStream) &&
                   agrees(kFusionStreamBandBytes) &&

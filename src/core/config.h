@@ -21,6 +21,7 @@ enum class Var {
   kParallelSpinUs,
   kEagerInlineBytes,
   kStreamMaxQueue,
+  kPinDevices,
   kAllocatorCacheBytes,
   kHugePageBytes,
   kBufferStaggerLines,
@@ -104,6 +105,7 @@ inline constexpr IntKey kNumThreads{Var::kNumThreads};
 inline constexpr IntKey kParallelSpinUs{Var::kParallelSpinUs};
 inline constexpr IntKey kEagerInlineBytes{Var::kEagerInlineBytes};
 inline constexpr IntKey kStreamMaxQueue{Var::kStreamMaxQueue};
+inline constexpr FlagKey kPinDevices{Var::kPinDevices};
 inline constexpr IntKey kAllocatorCacheBytes{Var::kAllocatorCacheBytes};
 inline constexpr IntKey kHugePageBytes{Var::kHugePageBytes};
 inline constexpr IntKey kBufferStaggerLines{Var::kBufferStaggerLines};

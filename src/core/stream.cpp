@@ -1,5 +1,7 @@
 #include "core/stream.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "core/config.h"
@@ -117,7 +119,33 @@ void Stream::synchronize() {
   idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
+int pinned_core(int device_id, int devices, const cpu_set_t& allowed) {
+  if (device_id < 0 || CPU_COUNT(&allowed) < devices) return -1;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed) && seen++ == device_id) return cpu;
+  return -1;
+}
+
+namespace {
+
+// TESSEL_PIN_DEVICES: the stream's thread on its device's core (best effort: a refusal
+// leaves it where the scheduler puts it, as without the flag).
+void pin_to_own_core(int device_id) {
+  if (!config::get_flag(config::kPinDevices)) return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  const int cpu = pinned_core(device_id, int(config::get_int(config::kCpuDevices)), allowed);
+  if (cpu < 0) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  sched_setaffinity(0, sizeof one, &one);
+}
+
+}  // namespace
+
 void Stream::loop() {
+  pin_to_own_core(device_id_);
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || (!queue_.empty() && !busy_); });

@@ -1,5 +1,7 @@
 #pragma once
 // A device stream: a worker thread that runs the device's work items in order.
+#include <sched.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -10,6 +12,11 @@
 #include "core/blocking.h"
 
 namespace tessel::detail {
+
+/// The core TESSEL_PIN_DEVICES puts device `device_id`'s stream on: the device_id-th core of
+/// `allowed` (the process's CPU affinity), or -1 (not pinned) when `allowed` has fewer than
+/// `devices` cores, so that every device may have a core of its own.
+int pinned_core(int device_id, int devices, const cpu_set_t& allowed);
 
 class Stream {
  public:
