@@ -12,14 +12,18 @@
 //                                    call path alone, without the worker's eager `x + 1`
 //                                    (about 7,700 instructions of the ~20,000 a call costs)
 //   colocated.identity_over_pingpong remote_identity_us / pingpong_us
-// Run alone: the local part here, then itself under `mpirun -np 2` twice: `--pingpong` (raw
-// MPI) and `--remote` (a single-controller driver and one worker).
+// Run alone: the local part here, then itself under `mpirun -np 2` in alternating launches:
+// `--pingpong` (raw MPI) and `--remote` (a single-controller driver and one worker), each
+// line the best of BENCH_COLOCATED_RUNS launches (default 5), every launch's figure printed.
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "bench_util.h"
 #include "distributed/mpi.h"
@@ -140,19 +144,39 @@ int main(int argc, char** argv) {
   per_call([&] { return f(x); }, 2000);  // warm up
   tb::report("colocated.local_call_us", per_call([&] { return f(x); }, 20000) * 1e6, "us");
 
-  auto ping = under_mpirun("--pingpong");
-  auto rem = under_mpirun("--remote");
-  if (!ping.count("colocated.pingpong_us") || !rem.count("colocated.remote_call_us")) {
-    std::fprintf(stderr, "bench_colocated: the mpirun runs failed\n");
-    return 1;
+  // Where mpirun places the two processes (one core each or both on one, how much the host
+  // steals) moves both round trips by up to 3x from one launch to the next, so the ping-pong
+  // and the remote calls run in alternating launches (BENCH_COLOCATED_RUNS pairs, default 5)
+  // and each line is its best launch: both at this machine's fastest.
+  const char* runs_env = std::getenv("BENCH_COLOCATED_RUNS");
+  const int runs = runs_env ? std::max(1, std::atoi(runs_env)) : 5;
+  const std::string lines[] = {"colocated.pingpong_us", "colocated.remote_call_us", "colocated.remote_identity_us"};
+  std::map<std::string, std::vector<double>> seen;
+  for (int r = 0; r < runs; ++r) {
+    auto ping = under_mpirun("--pingpong");
+    auto rem = under_mpirun("--remote");
+    if (!ping.count(lines[0]) || !rem.count(lines[1])) {
+      std::fprintf(stderr, "bench_colocated: the mpirun runs failed\n");
+      return 1;
+    }
+    rem.insert(ping.begin(), ping.end());
+    for (const auto& name : lines)
+      if (rem.count(name)) seen[name].push_back(rem[name]);
   }
-  double pp = ping["colocated.pingpong_us"], rc = rem["colocated.remote_call_us"];
+  std::map<std::string, double> best;
+  for (const auto& [name, values] : seen) {
+    std::printf("# %s per launch:", name.c_str());
+    for (double v : values) std::printf(" %.3g", v);
+    std::printf("\n");
+    best[name] = *std::min_element(values.begin(), values.end());
+  }
+  const double pp = best[lines[0]], rc = best[lines[1]];
   tb::report("colocated.remote_call_us", rc, "us");
   tb::report("colocated.pingpong_us", pp, "us");
   tb::report("colocated.remote_over_pingpong", rc / pp, "x");
-  if (rem.count("colocated.remote_identity_us")) {
-    tb::report("colocated.remote_identity_us", rem["colocated.remote_identity_us"], "us");
-    tb::report("colocated.identity_over_pingpong", rem["colocated.remote_identity_us"] / pp, "x");
+  if (best.count(lines[2])) {
+    tb::report("colocated.remote_identity_us", best[lines[2]], "us");
+    tb::report("colocated.identity_over_pingpong", best[lines[2]] / pp, "x");
   }
   return 0;
 }
