@@ -377,11 +377,17 @@ std::optional<double> float_literal(const Atom& a, DType dt) {
   return dt == DType::float32 ? double(a.literal().to<float>()) : a.literal().to<double>();
 }
 
-/// `x op y` rounded to `dt` (float32 arithmetic for float32: one rounding, as XLA folds it).
+/// -c for a float32/float64 literal: exact, and -0 for 0.
+Atom negated_literal(const Atom& c) {
+  const Scalar& v = c.literal();
+  return Atom(v.dtype() == DType::float64 ? Scalar(-v.to<double>()) : Scalar(-v.to<float>()), c.aval().weak_type);
+}
+
+/// `x op y` (op mul or add) rounded to `dt` (float32 arithmetic for float32: one rounding, as XLA folds it).
 Atom folded_literal(const ir::Primitive* op, double x, double y, DType dt, bool weak) {
   auto apply = [&](auto a, auto b) {
     using T = decltype(a);
-    return op == &ops::mul_p.prim ? T(a * b) : op == &ops::sub_p.prim ? T(a - b) : T(a + b);
+    return op == &ops::mul_p.prim ? T(a * b) : T(a + b);
   };
   if (dt == DType::float32) return Atom(Scalar(apply(float(x), float(y))), weak);
   return Atom(Scalar(apply(x, y)), weak);
@@ -416,24 +422,21 @@ Program fold_literal_arithmetic(const Program& p) {
     if ((e.prim == &ops::pow_p.prim || e.prim == &ops::xla_pow_p) && !e.inputs[0].is_literal()) {
       const std::optional<double> c = float_literal(e.inputs[1], dt);
       const Atom a = e.inputs[0];
-      if (c == 2.0 || c == 3.0) {
-        Atom square = a;
-        if (c == 3.0) {
-          ir::Var v = ir::new_var(e.outputs[0]->aval);
-          out.eqns.push_back(Equation{mul, {a, a}, {v}, {}});
-          square = Atom(v);
-        }
-        e = Equation{mul, {a, square}, e.outputs, {}};
-        if (c == 2.0) e.inputs = {a, a};
+      if (c == 2.0) {
+        e = Equation{mul, {a, a}, e.outputs, {}};
+      } else if (c == 3.0) {
+        ir::Var square = ir::new_var(e.outputs[0]->aval);
+        out.eqns.push_back(Equation{mul, {a, a}, {square}, {}});
+        e = Equation{mul, {a, Atom(square)}, e.outputs, {}};
       } else if (c == -1.0) {
         e = Equation{div, {Atom(dt == DType::float32 ? Scalar(1.0f) : Scalar(1.0), true), a}, e.outputs, {}};
       }
     }
     // Canonical forms: a - c is a + (-c), a / c is a * RN(1/c), constants on the right.
     if (e.prim == sub && !e.inputs[0].is_literal()) {
-      if (auto c = float_literal(e.inputs[1], dt)) {
+      if (float_literal(e.inputs[1], dt)) {
         e.prim = add;
-        e.inputs[1] = folded_literal(sub, 0.0, *c, dt, e.inputs[1].aval().weak_type);
+        e.inputs[1] = negated_literal(e.inputs[1]);
       }
     } else if (e.prim == div && !e.inputs[0].is_literal() && float_literal(e.inputs[1], dt)) {
       if (auto r = reciprocal_literal(e.inputs[1])) {
@@ -503,11 +506,7 @@ Program contract_multiply_adds(const Program& p) {
   Program out = without_equations(p);
   // -a: a literal negated in place (exact), a variable through a neg equation.
   auto negated = [&](const Atom& a) -> Atom {
-    if (a.is_literal()) {
-      const Scalar& v = a.literal();
-      const Scalar minus = v.dtype() == DType::float64 ? Scalar(-v.to<double>()) : Scalar(-v.to<float>());
-      return Atom(minus, a.aval().weak_type);
-    }
+    if (a.is_literal()) return negated_literal(a);
     ir::Var v = ir::new_var(a.aval());
     out.eqns.push_back(Equation{&ops::neg_p.prim, {a}, {v}, {}});
     return Atom(v);

@@ -1,7 +1,9 @@
 // Multiply-add contraction (compiler::contract_multiply_adds, docs/performance.md#fused-multiply-add):
 // which products become fma equations, that fused and unfused runs of the contracted program
 // agree bit for bit, that the values are std::fma's, within the documented bound of the
-// uncontracted evaluation, and that TESSEL_FP_CONTRACT=0 leaves programs as they were.
+// uncontracted evaluation, and that TESSEL_FP_CONTRACT=0 leaves programs as they were. Also
+// the literal arithmetic jit folds first (compiler::fold_literal_arithmetic,
+// docs/performance.md#literal-arithmetic).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -192,6 +194,39 @@ TEST(Contraction, DivisionByALiteralContractsAsItsReciprocal) {
   for (size_t i = 0; i < got.size(); ++i) {
     const float want = std::fma(vx[i], third, vd[i]);
     ASSERT_EQ(std::memcmp(&got[i], &want, sizeof want), 0) << i << ": " << got[i] << " against " << want;
+  }
+}
+
+// jit folds arithmetic on literals as XLA's algebraic simplifier does: each rule's result is
+// the folded expression's bits, and TESSEL_FP_CONTRACT=0 keeps the written order.
+TEST(LiteralArithmetic, FoldsAsXlaDoes) {
+  ContractionSetting on("1");
+  std::vector<float> xs = values<float>(512, 7);
+  xs[0] = -0.0f;
+  xs[1] = 0.0f;
+  const ts::Array x(xs, {int64_t(xs.size())});
+  const float c1 = 1.41421356f, c2 = 5.0f, c3 = 0.3f;
+  auto run_jit = [&](auto f) { return ts::jit([f](const ts::Array& a) { return f(a); })(x).template to_vector<float>(); };
+  auto expect = [&](const char* what, const std::vector<float>& got, auto want) {
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float w = want(xs[i]);
+      ASSERT_EQ(std::memcmp(&got[i], &w, sizeof w), 0) << what << " at " << xs[i] << ": " << got[i] << " against " << w;
+    }
+  };
+  using A = const ts::Array&;
+  expect("(x * c1) * c2", run_jit([=](A a) { return (a * c1) * c2; }), [=](float v) { return v * (c1 * c2); });
+  expect("c2 * (c1 * x)", run_jit([=](A a) { return c2 * (c1 * a); }), [=](float v) { return v * (c1 * c2); });
+  expect("(x + c1) + c3", run_jit([=](A a) { return (a + c1) + c3; }), [=](float v) { return v + (c1 + c3); });
+  expect("(x - c1) - c3", run_jit([=](A a) { return (a - c1) - c3; }), [=](float v) { return v + (-c1 + -c3); });
+  expect("(c1 - x) + c3", run_jit([=](A a) { return (c1 - a) + c3; }), [=](float v) { return (c1 + c3) - v; });
+  expect("x / c3", run_jit([=](A a) { return a / c3; }), [=](float v) { return v * (1.0f / c3); });
+  // A difference with 0 is the sum with -0: -0 stays -0.
+  expect("x - 0", run_jit([](A a) { return a - 0.0f; }), [](float v) { return v; });
+  expect("pow(x, 3)", run_jit([](A a) { return ts::pow(a, ts::Array(3.0f)); }), [](float v) { return v * (v * v); });
+  expect("pow(x, 2)", run_jit([](A a) { return ts::pow(a, ts::Array(2.0f)); }), [](float v) { return v * v; });
+  {
+    ContractionSetting off("0");
+    expect("(x * c1) * c2, off", run_jit([=](A a) { return (a * c1) * c2; }), [=](float v) { return (v * c1) * c2; });
   }
 }
 
