@@ -15,26 +15,38 @@
 
 namespace tessel::random {
 
+/// How many random bits a sampler spends on probabilities near 0 (JAX's `mode`). `low`: one
+/// uniform per draw, so in float32 events of probability below about 1e-7 are never drawn.
+/// `high`: two uniforms per draw, down to about 1e-14, at about twice the cost (bernoulli,
+/// gumbel, and categorical and choice through gumbel). `highest`: gumbel in float32 only, 64
+/// random bits turned into a float without rounding small values to 0.
+enum class Mode { low, high, highest };
+
 /// Uniform integers in [minval, maxval) of `shape` and integer `dtype` (jax.random.randint):
 /// minval and maxval broadcast to `shape`; where maxval <= minval the result is minval, as in
 /// JAX. 8- and 16-bit dtypes are drawn as int32 and converted.
 TESSEL_API Array randint(const Array& key, const Shape& shape, const Array& minval, const Array& maxval,
                          DType dtype = DType::int32);
-/// Booleans that are true with probability `p` (jax.random.bernoulli, mode "low"): p is a
-/// floating array (integers convert to float32) broadcasting to `shape`, which defaults to p's.
-TESSEL_API Array bernoulli(const Array& key, const Array& p = Array(0.5), std::optional<Shape> shape = std::nullopt);
+/// Booleans that are true with probability `p` (jax.random.bernoulli): p is a floating array
+/// (integers convert to float32) broadcasting to `shape`, which defaults to p's. `mode` low
+/// or high (see Mode).
+TESSEL_API Array bernoulli(const Array& key, const Array& p = Array(0.5), std::optional<Shape> shape = std::nullopt,
+                           Mode mode = Mode::low);
 /// Category indices (int32) drawn with probabilities softmax(logits) along `axis`
 /// (jax.random.categorical, Gumbel-max). `shape` defaults to logits' shape without `axis`;
 /// it must end with that batch shape. With replace = false the draws of one batch element are
 /// distinct (Gumbel top-k), so shape's leading part may not exceed the number of categories.
+/// `mode` is the Gumbel draws' (see gumbel).
 TESSEL_API Array categorical(const Array& key, const Array& logits, int64_t axis = -1,
-                             std::optional<Shape> shape = std::nullopt, bool replace = true);
+                             std::optional<Shape> shape = std::nullopt, bool replace = true, Mode mode = Mode::low);
 /// Standard normal samples truncated to (lower, upper) (jax.random.truncated_normal): the
 /// bounds broadcast to `shape`, which defaults to their broadcast shape.
 TESSEL_API Array truncated_normal(const Array& key, const Array& lower, const Array& upper,
                                   std::optional<Shape> shape = std::nullopt, DType dtype = DType::float32);
-/// Standard Gumbel samples (jax.random.gumbel, mode "low": -log(-log(u)), u in [tiny, 1)).
-TESSEL_API Array gumbel(const Array& key, const Shape& shape = {}, DType dtype = DType::float32);
+/// Standard Gumbel samples (jax.random.gumbel): mode low -log(-log(u)), u in [tiny, 1); high
+/// -log(-log1p(-u)) with u from two uniforms; highest (float32 only) from 64 bits, through
+/// log1p below 1/2 and log above (see Mode).
+TESSEL_API Array gumbel(const Array& key, const Shape& shape = {}, DType dtype = DType::float32, Mode mode = Mode::low);
 /// Standard exponential samples, -log1p(-u) (jax.random.exponential).
 TESSEL_API Array exponential(const Array& key, const Shape& shape = {}, DType dtype = DType::float32);
 /// Standard Laplace samples (jax.random.laplace).
@@ -88,9 +100,9 @@ TESSEL_API Array permutation(const Array& key, const Array& x, int64_t axis = 0,
 /// uniformly (randint) or by the probabilities p (an inverse-CDF search); without
 /// replacement a shuffle's first elements or, with p, Gumbel top-k. A rank-0 integer a means
 /// arange(a) and gives int32 indices. The result's shape is a.shape[:axis] + shape +
-/// a.shape[axis + 1:].
+/// a.shape[axis + 1:]. `mode` is the Gumbel draws' without replacement with p (see gumbel).
 TESSEL_API Array choice(const Array& key, const Array& a, const Shape& shape = {}, bool replace = true,
-                        const std::optional<Array>& p = std::nullopt, int64_t axis = 0);
+                        const std::optional<Array>& p = std::nullopt, int64_t axis = 0, Mode mode = Mode::low);
 /// Standard gamma samples of shape parameter a > 0 (jax.random.gamma): one Marsaglia–Tsang
 /// rejection loop per element with its own key (split(key, size)), a < 1 boosted to a + 1.
 /// `shape` defaults to a's. Differentiable in a by JAX's implicit reparameterization.

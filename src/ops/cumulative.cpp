@@ -15,6 +15,9 @@ using namespace cpu::reduce;
 // Elements a task of the scans holds at least, and the block of a two-pass scan.
 constexpr int64_t kScanTaskElems = int64_t(1) << 15;
 constexpr int64_t kScanBlock = int64_t(1) << 16;
+// Longest reverse scan XLA's CPU backend computes window by window (JAX's parity data: up to
+// 17 positions; longer ones it rewrites into a tree, which this kernel does not follow).
+constexpr int64_t kXlaWindowScanMax = 17;
 
 // Scans positions [k0, k1) (in scan order: reversed when `reverse`) of one row of length n
 // starting at `src`/`dst` with element stride 1, from the running value `a`; returns it.
@@ -56,6 +59,21 @@ template <class Op, class T> void scan_kernel_t(const KernelCall& c) {
     if (total <= kScanTaskElems) body(int64_t(0), tasks);
     else cpu::parallel_for(tasks, std::max<int64_t>(1, kScanTaskElems / std::max<int64_t>(1, task_elems)), body);
   };
+  if (reverse && n > 1 && n <= kXlaWindowScanMax) {
+    // As XLA computes JAX's reverse scan there (a reduce_window): each output is its window's
+    // left-to-right fold, ((x[k] . x[k+1]) . ...) . x[n-1], not a running value from the end.
+    // Ascending k reads only positions >= k after writing k, so it also works in place.
+    run(outer, n * inner, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o)
+        for (int64_t k = 0; k < n; ++k)
+          for (int64_t j = 0; j < inner; ++j) {
+            A a = Op::template identity<A>();
+            for (int64_t m = k; m < n; ++m) a = Op::combine(a, load<A>(in[(o * n + m) * inner + j]));
+            out[(o * n + k) * inner + j] = store<T>(a);
+          }
+    });
+    return;
+  }
   if (inner == 1 && outer < 16 && n >= 2 * kScanBlock) {
     const int64_t nb = (n + kScanBlock - 1) / kScanBlock;
     const std::unique_ptr<A[]> start(new A[size_t(outer * nb)]);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "random/sampler_util.h"
+#include "tessel/lax_extra.h"
 #include "tessel/sort.h"
 #include "tessel/transforms.h"
 
@@ -104,18 +105,38 @@ Array randint(const Array& key, const Shape& shape, const Array& minval, const A
   return randint_impl(key, shape, minval, maxval, dtype);
 }
 
-Array bernoulli(const Array& key, const Array& p, std::optional<Shape> shape) {
+namespace {
+// x[i] along the first axis.
+Array leading(const Array& x, int64_t i) { return squeeze(slice_in_dim(x, i, i + 1, 1, 0), Axes{0}); }
+
+// Two uniform draws per element of `shape`, as JAX's mode "high" draws them: one uniform
+// array of shape (2,) + shape, split along its first axis.
+std::pair<Array, Array> uniform_pair(const Array& key, const Shape& shape, DType dtype) {
+  Shape s2 = shape;
+  s2.insert(s2.begin(), 2);
+  Array u = uniform(key, s2, dtype);
+  return {leading(u, 0), leading(u, 1)};
+}
+}  // namespace
+
+Array bernoulli(const Array& key, const Array& p, std::optional<Shape> shape, Mode mode) {
   check_key("bernoulli", key);
   if (!is_floating(p.dtype()))
     throw DTypeError("bernoulli: the probability p must have a floating dtype, got " + p.aval().to_string() +
                      "; convert it with astype(float32)");
+  if (mode == Mode::highest)
+    throw ValueError("bernoulli: mode must be Mode::low or Mode::high (JAX's 'low' and 'high'), got Mode::highest");
   // A weak float (a C++ double) samples as float32, JAX's default float.
   const DType dtype = p.aval().weak_type ? DType::float32 : p.dtype();
   const Shape s = sample_shape("bernoulli", shape, {p.shape()});
-  return less(uniform(key, s, dtype), astype(p, dtype));
+  if (mode == Mode::low) return less(uniform(key, s, dtype), astype(p, dtype));
+  // The second uniform refines the first below its resolution, 2^-nmant (the dtype's epsilon).
+  auto [u1, u2] = uniform_pair(key, s, dtype);
+  return less(u2 * constant(float_info(dtype).eps(), dtype), astype(p, dtype) - u1);
 }
 
-Array categorical(const Array& key, const Array& logits, int64_t axis, std::optional<Shape> shape, bool replace) {
+Array categorical(const Array& key, const Array& logits, int64_t axis, std::optional<Shape> shape, bool replace,
+                  Mode mode) {
   check_key("categorical", key);
   if (!is_floating(logits.dtype()))
     throw DTypeError("categorical: logits must be a floating array, got " + logits.aval().to_string());
@@ -140,7 +161,7 @@ Array categorical(const Array& key, const Array& logits, int64_t axis, std::opti
     gshape.insert(gshape.end(), lshape.begin(), lshape.end());
     Array lg = logits;
     for (size_t i = 0; i < prefix.size(); ++i) lg = expand_dims(lg, {0});
-    return argmax(gumbel(key, gshape, logits.dtype()) + lg, int64_t(prefix.size()) + ax);
+    return argmax(gumbel(key, gshape, logits.dtype(), mode) + lg, int64_t(prefix.size()) + ax);
   }
   int64_t k = 1;
   for (int64_t d : prefix) k *= d;
@@ -148,7 +169,7 @@ Array categorical(const Array& key, const Array& logits, int64_t axis, std::opti
   if (k > ncat)
     throw ValueError("categorical: " + std::to_string(k) + " samples without replacement exceed the " +
                      std::to_string(ncat) + " categories along axis " + std::to_string(axis));
-  Array perturbed = logits + gumbel(key, logits.shape(), logits.dtype());
+  Array perturbed = logits + gumbel(key, logits.shape(), logits.dtype(), mode);
   Array idx = top_k(moveaxis(perturbed, ax, -1), k).second;  // batch + (k,)
   // The k draws lead: (k,) + batch, then the prefix's own shape.
   return reshape(moveaxis(idx, -1, 0), s);
@@ -180,10 +201,53 @@ Array uniform_from_tiny(const Array& key, const Shape& shape, DType dtype) {
 }
 }  // namespace
 
-Array gumbel(const Array& key, const Shape& shape, DType dtype) {
+namespace {
+// 64 random bits per element (bits[0] high, bits[1] low: uint32[2, ...]) as the float32 in (0, 1)
+// they spell in fixed point, without rounding small values to 0: the leading one's position
+// gives the exponent, the 23 bits after it the mantissa (JAX's _safe_int_to_float).
+Array fixed_point_to_float32(const Array& bits) {
+  auto u32 = [](uint32_t v) { return Array(Scalar(v, DType::uint32)); };
+  const FloatInfo f32 = float_info(DType::float32);
+  const uint32_t nmant = uint32_t(f32.nmant);
+  const Array zeros = lax::clz(bits);
+  const Array hi = leading(bits, 0), lo = leading(bits, 1), hi_zeros = leading(zeros, 0), lo_zeros = leading(zeros, 1);
+  const Array hi_empty = equal(hi_zeros, u32(32));
+  Array mantissa = bitwise_or(left_shift(hi, hi_zeros),
+                              where(hi_empty, left_shift(lo, lo_zeros), lax::shift_right_logical(lo, u32(32) - hi_zeros)));
+  mantissa = bitwise_and(lax::shift_right_logical(mantissa, u32(32 - nmant - 1)), u32((1u << nmant) - 1));
+  Array exponent = left_shift(u32(uint32_t(-f32.minexp)) - where(hi_empty, u32(32) + lo_zeros, hi_zeros), u32(nmant));
+  exponent = bitwise_and(exponent, u32((1u << 30) - (1u << 22)));
+  return bitcast_convert_type(bitwise_or(exponent, mantissa), DType::float32);
+}
+
+// Mode::highest in float32 (JAX's gumbel "highest"): u from 64 bits; below 1/2 -log(-log1p(-u)),
+// above it 1 - u (64-bit two's complement of the bits) through -log(-log(1 - u)), so neither
+// end of (0, 1) loses precision.
+Array gumbel_highest(const Array& key, const Shape& shape) {
+  Shape s2 = shape;
+  s2.insert(s2.begin(), 2);
+  const Array b = bits(key, s2, DType::uint32);
+  Array neg = bitwise_not(b);
+  const Array lo = leading(neg, 1);
+  const Array carry = astype(equal(lo, Array(Scalar(~uint32_t(0), DType::uint32))), DType::uint32);
+  neg = neg + stack({carry, ones_like(lo)});
+  const Array flip = less(leading(b, 0), Array(Scalar(uint32_t(1) << 31, DType::uint32)));
+  const Array x = fixed_point_to_float32(where(broadcast_to(flip, s2), b, neg));
+  return where(flip, -ops::xla_log(-ops::xla_log1p(-x)), -ops::xla_log(-ops::xla_log(x)));
+}
+}  // namespace
+
+Array gumbel(const Array& key, const Shape& shape, DType dtype, Mode mode) {
   check_float("gumbel", dtype);
-  Array u = uniform_from_tiny(key, shape, dtype);
-  return -ops::xla_log(-ops::xla_log(u));
+  if (mode == Mode::low) return -ops::xla_log(-ops::xla_log(uniform_from_tiny(key, shape, dtype)));
+  if (mode == Mode::highest && dtype == DType::float32) return gumbel_highest(key, shape);
+  // high (and highest outside float32, as in JAX): below 1/2 the second uniform fills in the
+  // bits under the first one's resolution; tiny keeps u off 0.
+  auto [high, low] = uniform_pair(key, shape, dtype);
+  const FloatInfo info = float_info(dtype);
+  Array x = where(greater_equal(high, constant(0.5, dtype)), high,
+                  high + constant(info.eps(), dtype) * low + constant(info.tiny(), dtype));
+  return -ops::xla_log(-ops::xla_log1p(-x));
 }
 
 Array exponential(const Array& key, const Shape& shape, DType dtype) {
@@ -213,7 +277,10 @@ Array rademacher(const Array& key, const Shape& shape, DType dtype) {
   detail::checked_dtype(dtype, "rademacher");
   if (is_bool(dtype) || is_complex(dtype))
     throw DTypeError(std::string("rademacher: dtype must be an integer or floating dtype, got ") + dtype_name(dtype));
-  Array b = astype(bernoulli(key, Array(Scalar(0.5, DType::float32)), shape), dtype);
+  // JAX's p = 0.5 is a Python float: float32, or float64 where JAX runs with x64, which a
+  // 64-bit dtype needs (then the draw compares float64 uniforms).
+  const DType p_dtype = itemsize(dtype) == 8 ? DType::float64 : DType::float32;
+  Array b = astype(bernoulli(key, Array(Scalar(0.5, p_dtype)), shape), dtype);
   return Array(Scalar(2, dtype)) * b - Array(Scalar(1, dtype));
 }
 

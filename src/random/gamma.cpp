@@ -173,7 +173,9 @@ Array f(const Array& key, const Array& dfnum, const Array& dfden, std::optional<
   auto [key_dfd, key_dfn] = split2(key);
   Array chi2_num = chisquare(key_dfn, num_df, s, dtype);
   Array chi2_den = chisquare(key_dfd, den_df, s, dtype);
-  return (chi2_num / num_df) / (chi2_den / den_df);
+  // JAX's (chi2_num / num_df) / (chi2_den / den_df) as XLA's simplifier rewrites it
+  // (A / (B / C) -> (A * C) / B, then (A / B) / C -> A / (B * C)), so the draws equal JAX's.
+  return (chi2_num * den_df) / (num_df * chi2_den);
 }
 
 Array generalized_normal(const Array& key, double p, const Shape& shape, DType dtype) {

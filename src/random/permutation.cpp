@@ -60,7 +60,7 @@ Array permutation(const Array& key, const Array& x, int64_t axis, bool independe
 }
 
 Array choice(const Array& key, const Array& a, const Shape& shape, bool replace, const std::optional<Array>& p,
-             int64_t axis) {
+             int64_t axis, Mode mode) {
   check_key("choice", key);
   const bool from_range = a.ndim() == 0;
   int64_t n_inputs = 0, ax = 0;
@@ -112,7 +112,7 @@ Array choice(const Array& key, const Array& a, const Shape& shape, bool replace,
       ind = astype(searchsorted(cdf, r), DType::int32);
     } else {
       // Gumbel top-k: the k largest perturbed log-probabilities are a sample without replacement.
-      Array g = gumbel(key, {n_inputs}, pd) + ops::xla_log(probs);
+      Array g = gumbel(key, {n_inputs}, pd, mode) + ops::xla_log(probs);
       ind = top_k(g, n_draws).second;
     }
   }

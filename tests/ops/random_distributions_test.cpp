@@ -40,6 +40,25 @@ TEST(RandomDistributions, RejectBadKeysDtypesAndShapes) {
   expect_error<ts::ValueError>([&] { tr::wrap_key_data(ts::Array(std::vector<int32_t>{1, 2})); }, "wrap_key_data");
 }
 
+// The modes' draws are JAX's bit for bit (parity cases); here: "highest" is a gumbel mode only,
+// and every mode samples the right distribution.
+TEST(RandomDistributions, ModesCheckTheirSamplerAndKeepTheDistribution) {
+  ts::Array k = tr::key(5);
+  expect_error<ts::ValueError>([&] { tr::bernoulli(k, ts::Array(0.5f), ts::Shape{2}, tr::Mode::highest); },
+                               "Mode::low or Mode::high");
+  const ts::Shape many{1 << 18};
+  for (tr::Mode m : {tr::Mode::low, tr::Mode::high}) {
+    const float share = ts::mean(ts::astype(tr::bernoulli(k, ts::Array(0.3f), many, m), ts::DType::float32)).item<float>();
+    EXPECT_NEAR(share, 0.3f, 0.005f);
+  }
+  for (tr::Mode m : {tr::Mode::low, tr::Mode::high, tr::Mode::highest})
+    for (ts::DType d : {ts::DType::float32, ts::DType::float64}) {
+      const ts::Array g = tr::gumbel(k, many, d, m);
+      EXPECT_NEAR(ts::astype(ts::mean(g), ts::DType::float64).item<double>(), 0.5772156649, 0.01);  // Euler's gamma
+      EXPECT_TRUE(ts::all(ts::isfinite(g)).item<bool>());
+    }
+}
+
 TEST(RandomDistributions, CategoricalChecksAxisShapeAndSampleCount) {
   ts::Array k = tr::key(1);
   ts::Array logits = ts::zeros({3, 4});

@@ -220,6 +220,17 @@ def reductions(s):
         for name, fn in [("cummax", lax.cummax), ("cummin", lax.cummin)]:
             s.case(name, fn, [x], {"axis": 1, "reverse": False}, grad=grad)
             s.case(name, fn, [x], {"axis": 0, "reverse": True})
+    # Exact up to 17 positions: XLA folds each window of a reversed scan from its first
+    # position (a reduce_window), as tessel does; forward scans run in order on both sides.
+    for dt in ["float32", "float64"]:
+        for n in [4, 11, 17]:
+            x = rand((n, 6), dt, seed=15 + n, lo=-2, hi=2)
+            for name, fn in [("cumsum", lax.cumsum), ("cumprod", lax.cumprod)]:
+                for axis, reverse in [(0, True), (0, False)]:
+                    s.case(name, fn, [x], {"axis": axis, "reverse": reverse}, tol=EXACT,
+                           name=f"{name}_{dt}_{n}_{'reverse' if reverse else 'forward'}")
+                s.case(name, fn, [x.T.copy()], {"axis": 1, "reverse": True}, tol=EXACT,
+                       name=f"{name}_{dt}_{n}_reverse_last")
     for dt in FLOATS:
         sp = specials(dt).reshape(4, 5)
         for name, fn in [("cumsum", lax.cumsum), ("cummax", lax.cummax)]:

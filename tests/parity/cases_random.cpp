@@ -7,6 +7,16 @@
 namespace ts = tessel;
 using namespace tessel::parity;
 
+namespace {
+// The case's `mode` parameter ("low" when absent), as JAX names it.
+ts::random::Mode mode_of(const Params& p) {
+  const std::string m = p.has("mode") ? p.s("mode") : "low";
+  if (m == "high") return ts::random::Mode::high;
+  if (m == "highest") return ts::random::Mode::highest;
+  return ts::random::Mode::low;
+}
+}  // namespace
+
 TESSEL_PARITY_CASES(random) {
   reg("random.key", [](const In&, const Params& p) { return out(ts::random::key(p.i("seed"))); });
   reg("random.split", [](const In& x, const Params& p) { return out(ts::random::split(x[0], p.i("num"))); });
@@ -36,17 +46,20 @@ TESSEL_PARITY_CASES(random) {
     return out(ts::random::randint(x[0], p.ints("shape"), x[1], x[2], p.dtype("dtype")));
   });
   reg("random.bernoulli", [](const In& x, const Params& p) {
-    return out(ts::random::bernoulli(x[0], x[1], p.ints("shape")));
+    return out(ts::random::bernoulli(x[0], x[1], p.ints("shape"), mode_of(p)));
   });
   reg("random.categorical", [](const In& x, const Params& p) {
-    return out(ts::random::categorical(x[0], x[1], p.i("axis"), p.opt_ints("shape"), p.flag("replace")));
+    return out(ts::random::categorical(x[0], x[1], p.i("axis"), p.opt_ints("shape"), p.flag("replace"), mode_of(p)));
+  });
+  reg("random.gumbel", [](const In& x, const Params& p) {
+    return out(ts::random::gumbel(x[0], p.ints("shape"), p.dtype("dtype"), mode_of(p)));
   });
   reg("random.truncated_normal", [](const In& x, const Params& p) {
     return out(ts::random::truncated_normal(x[0], x[1], x[2], p.ints("shape"), p.dtype("dtype")));
   });
   using Sampler = ts::Array (*)(const ts::Array&, const ts::Shape&, ts::DType);
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Sampler>>{
-           {"random.gumbel", ts::random::gumbel}, {"random.exponential", ts::random::exponential},
+           {"random.exponential", ts::random::exponential},
            {"random.laplace", ts::random::laplace}, {"random.logistic", ts::random::logistic},
            {"random.cauchy", ts::random::cauchy}, {"random.maxwell", ts::random::maxwell},
            {"random.rademacher", ts::random::rademacher}})
@@ -100,7 +113,8 @@ TESSEL_PARITY_CASES(random) {
         std::vector<double> v = p.floats("pp");
         probs = ts::astype(ts::Array(v), ts::DType::float32);
       }
-      return out(ts::random::choice(x[0], ts::Array(int32_t(p.i("n"))), p.ints("shape"), p.flag("replace"), probs));
+      return out(ts::random::choice(x[0], ts::Array(int32_t(p.i("n"))), p.ints("shape"), p.flag("replace"), probs, 0,
+                                    mode_of(p)));
     }
     std::optional<ts::Array> probs;
     if (x.size() == 3) probs = x[2];

@@ -43,6 +43,7 @@ def cases(s):
 
     xla_math(s)
     distributions(s, key)
+    more_draws(s, key)
 
 
 def xla_math(s):
@@ -400,3 +401,110 @@ def initializers(s, keys):
         s.case("nn.initializers.delta_orthogonal",
                lambda k, scale, shape: init.delta_orthogonal(scale)(k, shape, np.float32), [k],
                {"scale": 1.0, "shape": shape}, tol=(1e-4, 1e-5))
+
+
+def more_draws(s, key):
+    """The samplers that the cases above draw for one key, shape and dtype only, drawn again for
+    three keys, two shapes (one long enough for several vector passes and tails) and every float
+    dtype JAX takes for them: all exact (the gamma family where the processor reproduces
+    ops.xla_rsqrt, as above)."""
+    keys = [key, np.asarray(jax.random.PRNGKey(0)), np.asarray(jax.random.PRNGKey(2**31 + 5))]
+    floats = ["float32", "float64", "float16", "bfloat16"]
+    modes(s, keys, floats)
+    for i, k in enumerate(keys):
+        for dtype in floats:
+            for shape in [(5,), (3, 67)]:
+                s.case("random.uniform", lambda k, shape, dtype: jax.random.uniform(k, shape, dtype), [k],
+                       {"shape": shape, "dtype": dtype}, tol=EXACT, name=f"random_uniform_{dtype}_key{i}_{shape[-1]}")
+        for dtype, shape in [("uint32", (3, 67)), ("uint8", (5,)), ("uint64", (9,))]:
+            s.case("random.bits", lambda k, shape, dtype: jax.random.bits(k, shape, dtype), [k],
+                   {"shape": shape, "dtype": dtype}, name=f"random_bits_{dtype}_key{i}")
+        for dtype in ["float32", "float64"]:
+            logits = np.log(np.asarray([[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]], dtype))
+            # float64 logits run JAX with x64, where argmax's index is int64; tessel's is int32
+            # (its default int, as JAX's without x64).
+            s.case("random.categorical",
+                   lambda k, l, axis, shape, replace:
+                   jax.random.categorical(k, l, axis, shape, replace).astype(np.int32),
+                   [k, logits], {"axis": -1, "shape": (9, 2), "replace": True}, tol=EXACT,
+                   name=f"random_categorical_{dtype}_key{i}")
+        for dtype in floats:
+            c = lambda v: np.asarray(v, dtype)
+            for shape in [(2, 3), (67, 3)]:
+                tag = f"{dtype}_key{i}_{shape[0]}"
+                s.case("random.weibull_min",
+                       lambda k, sc, cc, shape, dtype: jax.random.weibull_min(k, sc, cc, shape, dtype),
+                       [k, c(2.0), c([0.5, 1.0, 2.0])], {"shape": shape, "dtype": dtype}, tol=EXACT,
+                       name=f"random_weibull_min_{tag}")
+                s.case("random.wald", lambda k, m, shape, dtype: jax.random.wald(k, m, shape, dtype),
+                       [k, c([0.5, 1.0, 2.0])], {"shape": shape, "dtype": dtype}, tol=EXACT, name=f"random_wald_{tag}")
+                s.case("random.triangular",
+                       lambda k, l, m, r, shape, dtype: jax.random.triangular(k, l, m, r, shape, dtype),
+                       [k, c(-1.0), c([0.0, 0.5, 1.5]), c(2.0)], {"shape": shape, "dtype": dtype}, tol=EXACT,
+                       name=f"random_triangular_{tag}")
+                s.case("random.double_sided_maxwell",
+                       lambda k, loc, sc, shape, dtype: jax.random.double_sided_maxwell(k, loc, sc, shape, dtype),
+                       [k, c([0.0, 1.0, -3.0]), c(2.0)], {"shape": shape, "dtype": dtype}, tol=EXACT,
+                       name=f"random_double_sided_maxwell_{tag}")
+        for dtype in ["int64", "float64", "uint64"]:  # JAX runs these with x64: p = 0.5 in float64
+            s.case("random.rademacher", lambda k, shape, dtype: jax.random.rademacher(k, shape, dtype), [k],
+                   {"shape": (37,), "dtype": dtype}, tol=EXACT, name=f"random_rademacher_{dtype}_key{i}")
+        for p in [0.7, 2.0]:
+            s.case("random.generalized_normal",
+                   lambda k, p, shape, dtype: jax.random.generalized_normal(k, p, shape, dtype), [k],
+                   {"p": p, "shape": (9, 3), "dtype": "float64"}, tol=EXACT, machine=RSQRT_MACHINE,
+                   name=f"random_generalized_normal_float64_key{i}_{p}")
+        # Eagerly exact. Under jax.jit p is a constant, and XLA rewrites |g|^p and the norm's
+        # power more than tessel's jit does: jit within MATH_TOL (one ulp on 2 of 15 values).
+        s.case("random.ball", lambda k, d, p, shape, dtype: jax.random.ball(k, d, p, shape, dtype), [k],
+               {"d": 3, "p": 2, "shape": (5,), "dtype": "float64"}, tol=EXACT, machine=RSQRT_MACHINE,
+               jit_tol=MATH_TOL, name=f"random_ball_float64_key{i}")
+        for dtype in ["int32", "int64"]:
+            s.case("random.geometric", lambda k, p, shape, dtype: jax.random.geometric(k, p, shape, dtype),
+                   [k, np.asarray([0.05, 0.5, 0.99], np.float32)], {"shape": (40, 3), "dtype": dtype}, tol=EXACT,
+                   name=f"random_geometric_{dtype}_key{i}")
+        s.case("random.multinomial",
+               lambda k, n, p, shape, dtype: jax.random.multinomial(k, n, p, shape=shape, dtype=dtype),
+               [k, np.float32(50.0), np.asarray([0.1, 0.2, 0.3, 0.4], np.float32)], {"shape": (5, 4), "dtype": "float32"},
+               tol=EXACT, name=f"random_multinomial_key{i}")
+        for dtype in ["float32", "float64"]:
+            c = lambda v: np.asarray(v, dtype)
+            tag = f"{dtype}_key{i}"
+            s.case("random.beta", lambda k, a, b, shape, dtype: jax.random.beta(k, a, b, shape, dtype),
+                   [k, c([0.2, 1.0, 5.0]), c([[0.5], [3.0]])], {"shape": (2, 3), "dtype": dtype}, tol=EXACT,
+                   machine=RSQRT_MACHINE, name=f"random_beta_{tag}")
+            s.case("random.chisquare", lambda k, df, shape, dtype: jax.random.chisquare(k, df, shape, dtype),
+                   [k, c([0.5, 2.0, 30.0])], {"shape": (9, 3), "dtype": dtype}, tol=EXACT, machine=RSQRT_MACHINE,
+                   name=f"random_chisquare_{tag}")
+            s.case("random.t", lambda k, df, shape, dtype: jax.random.t(k, df, shape, dtype),
+                   [k, c([0.5, 2.0, 30.0])], {"shape": (9, 3), "dtype": dtype}, tol=EXACT, machine=RSQRT_MACHINE,
+                   name=f"random_t_{tag}")
+            s.case("random.f", lambda k, a, b, shape, dtype: jax.random.f(k, a, b, shape, dtype),
+                   [k, c([[1.0, 4.0, 20.0]] * 9), c(3.0)], {"shape": (9, 3), "dtype": dtype}, tol=EXACT,
+                   machine=RSQRT_MACHINE, name=f"random_f_{tag}")
+
+
+def modes(s, keys, floats):
+    """mode "high" (two uniforms per draw) of bernoulli, gumbel, categorical and choice, and
+    gumbel's "highest" (64 bits per float32 draw): exact."""
+    for i, k in enumerate(keys):
+        for dtype in floats:
+            for mode in ["high", "highest"]:
+                s.case("random.gumbel", lambda k, shape, dtype, mode: jax.random.gumbel(k, shape, dtype, mode=mode), [k],
+                       {"shape": (3, 67), "dtype": dtype, "mode": mode}, tol=EXACT,
+                       name=f"random_gumbel_{mode}_{dtype}_key{i}")
+        for dtype in ["float32", "float64"]:
+            p = np.asarray([0.0, 1e-9, 3e-8, 0.3, 0.5, 0.999, 1.0], dtype)
+            s.case("random.bernoulli", lambda k, p, shape, mode: jax.random.bernoulli(k, p, shape, mode=mode), [k, p],
+                   {"shape": (40, 7), "mode": "high"}, tol=EXACT, name=f"random_bernoulli_high_{dtype}_key{i}")
+        logits = np.log(np.asarray([[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]], np.float32))
+        for replace in [True, False]:
+            s.case("random.categorical",
+                   lambda k, l, axis, shape, replace, mode: jax.random.categorical(k, l, axis, shape, replace, mode=mode),
+                   [k, logits], {"axis": -1, "shape": (9, 2) if replace else (3, 2), "replace": replace, "mode": "high"},
+                   tol=EXACT, name=f"random_categorical_high_{int(replace)}_key{i}")
+        s.case("random.choice",
+               lambda k, n, shape, replace, pp, mode:
+               jax.random.choice(k, n, shape, replace, p=np.asarray(pp, np.float32), mode=mode),
+               [k], {"n": 6, "shape": (4,), "replace": False, "pp": (0.1, 0.2, 0.05, 0.4, 0.25, 0.0), "mode": "high"},
+               tol=EXACT, name=f"random_choice_high_key{i}")

@@ -287,6 +287,52 @@ TEST(Halo, RandomBitsArePartitioned) {
   }
 }
 
+// Every sampler composed of element-wise work over the bits draws only each device's piece:
+// no communication, and the one-device values.
+TEST(Halo, SamplersArePartitioned) {
+  namespace r = ts::random;
+  const ts::NamedSharding split(line(8), ts::P("x", ts::none));
+  const ts::Shape s{16, 8};
+  const ts::Array half(0.5f), two(2.0f);
+  const std::vector<std::pair<std::string, std::function<ts::Array(const ts::Array&)>>> samplers{
+      {"bernoulli", [&](const ts::Array& k) { return ts::astype(r::bernoulli(k, half, s), ts::f32); }},
+      {"bernoulli high", [&](const ts::Array& k) { return ts::astype(r::bernoulli(k, half, s, r::Mode::high), ts::f32); }},
+      {"randint", [&](const ts::Array& k) { return ts::astype(r::randint(k, s, ts::Array(-3), ts::Array(9)), ts::f32); }},
+      {"truncated_normal", [&](const ts::Array& k) { return r::truncated_normal(k, ts::Array(-1.0f), two, s); }},
+      {"gumbel", [&](const ts::Array& k) { return r::gumbel(k, s); }},
+      {"gumbel highest", [&](const ts::Array& k) { return r::gumbel(k, s, ts::f32, r::Mode::highest); }},
+      {"exponential", [&](const ts::Array& k) { return r::exponential(k, s); }},
+      {"laplace", [&](const ts::Array& k) { return r::laplace(k, s); }},
+      {"logistic", [&](const ts::Array& k) { return r::logistic(k, s); }},
+      {"cauchy", [&](const ts::Array& k) { return r::cauchy(k, s); }},
+      {"rademacher", [&](const ts::Array& k) { return ts::astype(r::rademacher(k, s), ts::f32); }},
+      {"lognormal", [&](const ts::Array& k) { return r::lognormal(k, half, s); }},
+      {"weibull_min", [&](const ts::Array& k) { return r::weibull_min(k, two, half, s); }},
+      {"maxwell", [&](const ts::Array& k) { return r::maxwell(k, s); }},
+      {"triangular", [&](const ts::Array& k) { return r::triangular(k, ts::Array(-1.0f), half, two, s); }},
+      {"wald", [&](const ts::Array& k) { return r::wald(k, two, s); }},
+      {"geometric", [&](const ts::Array& k) { return ts::astype(r::geometric(k, half, s), ts::f32); }},
+  };
+  for (const auto& [name, fn] : samplers) {
+    SCOPED_TRACE(name);
+    check(fn, ts::JitOptions{.out_shardings = {split}}, Moves::kNothing, ts::random::key(11));
+  }
+  // The gamma family's per-element rejection loops run on each device's piece; the devices
+  // agree only on whether any element still loops (a one-byte all_reduce per iteration).
+  const std::vector<std::pair<std::string, std::function<ts::Array(const ts::Array&)>>> looping{
+      {"gamma", [&](const ts::Array& k) { return r::gamma(k, two, s); }},
+      {"t", [&](const ts::Array& k) { return r::t(k, two, s); }},
+  };
+  for (const auto& [name, fn] : looping) {
+    SCOPED_TRACE(name);
+    const std::string text = check(fn, ts::JitOptions{.out_shardings = {split}}, Moves::kAny, ts::random::key(11));
+    EXPECT_EQ(count(text, "= all_gather["), 0) << text;
+    EXPECT_EQ(count(text, "= collective_permute["), 0) << text;
+    EXPECT_GT(count(text, "bool[] = all_reduce["), 0) << text;
+    EXPECT_EQ(count(text, "= all_reduce["), count(text, "bool[] = all_reduce[")) << text;
+  }
+}
+
 // ---- sizes that do not divide the pieces: right values (gathering allowed) ----
 
 TEST(Halo, SizesThatDoNotDivide) {
