@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 #include <variant>
+#include <type_traits>
 #include <vector>
 
 #include "tessel/device.h"
@@ -135,10 +136,15 @@ class TESSEL_API Array {
   Array(complex64_t v);  // NOLINT
   /// A rank-0 array of a given dtype (strong type).
   Array(Scalar v);  // NOLINT
-  /// A 1-D array of the initializer's element type.
-  template <class V> Array(std::initializer_list<V> values) : Array(std::vector<V>(values)) {}
+  /// A 1-D array of the initializer's element type (numbers, not arrays: a braced list of
+  /// arrays stays a list, so that block({{a, b}, {c, d}}) picks its nested overload).
+  template <class V>
+    requires(!std::is_same_v<V, Array>)
+  Array(std::initializer_list<V> values) : Array(std::vector<V>(values)) {}
   /// A 2-D array from nested initializer lists (rows must have equal length).
-  template <class V> Array(std::initializer_list<std::initializer_list<V>> rows);
+  template <class V>
+    requires(!std::is_same_v<V, Array>)
+  Array(std::initializer_list<std::initializer_list<V>> rows);
   /// An array of `shape` (default: 1-D of values.size()) holding `values` in row-major order.
   template <class V> explicit Array(const std::vector<V>& values, Shape shape = {});
   /// An array of shape/dtype from raw row-major bytes of that dtype.
@@ -224,7 +230,9 @@ template <class V> Array::Array(const std::vector<V>& values, Shape shape) {
   }
 }
 
-template <class V> Array::Array(std::initializer_list<std::initializer_list<V>> rows) {
+template <class V>
+  requires(!std::is_same_v<V, Array>)
+Array::Array(std::initializer_list<std::initializer_list<V>> rows) {
   std::vector<V> flat;
   int64_t ncols = rows.size() ? int64_t(rows.begin()->size()) : 0;
   for (const auto& r : rows) {

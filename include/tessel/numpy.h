@@ -13,7 +13,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tessel/array.h"
@@ -195,6 +197,35 @@ TESSEL_API Array cov(const Array& m, bool rowvar = true, bool bias = false, std:
 /// Pearson correlation coefficients, cov / sqrt(diag x diag), clipped to [-1, 1] (jnp.corrcoef).
 TESSEL_API Array corrcoef(const Array& m, bool rowvar = true);
 
+/// The keyword arguments of jnp.histogramdd and jnp.histogram2d.
+struct HistogramddOptions {
+  /// (low, high) per dimension, or none for the dimension's data extremes; empty: none for
+  /// every dimension.
+  std::vector<std::optional<std::pair<double, double>>> range = {};
+  /// One weight per sample point, shape (N,); empty: ones (the counts are then int32).
+  Array weights = Array();
+  /// Normalize to a density: counts over their total and each bin's volume.
+  bool density = false;
+};
+/// The bins of one dimension: a count of equal-width bins, or increasing bin edges.
+using HistogramBins = std::variant<int64_t, Array>;
+/// jnp.histogramdd: the counts of the N points of sample (N, D) in a grid of bins, one entry
+/// of `bins` per dimension, and each dimension's edges. The last bin of a dimension includes
+/// its right edge; points outside the edges are dropped.
+TESSEL_API std::pair<Array, std::vector<Array>> histogramdd(const Array& sample, const std::vector<HistogramBins>& bins,
+                                                            const HistogramddOptions& options = {});
+/// jnp.histogramdd with `bins` equal-width bins in every dimension.
+TESSEL_API std::pair<Array, std::vector<Array>> histogramdd(const Array& sample, int64_t bins = 10,
+                                                            const HistogramddOptions& options = {});
+/// jnp.histogram2d: the histogram of the points (x[i], y[i]) and the x and y edges; `bins`
+/// has one entry per axis.
+TESSEL_API std::tuple<Array, Array, Array> histogram2d(const Array& x, const Array& y,
+                                                       const std::vector<HistogramBins>& bins,
+                                                       const HistogramddOptions& options = {});
+/// jnp.histogram2d with `bins` equal-width bins along both axes.
+TESSEL_API std::tuple<Array, Array, Array> histogram2d(const Array& x, const Array& y, int64_t bins = 10,
+                                                       const HistogramddOptions& options = {});
+
 // ---- construction -------------------------------------------------------------------------
 
 /// Ones at and below diagonal k of an n x m matrix, zeros above (jnp.tri).
@@ -215,6 +246,18 @@ TESSEL_API std::pair<Array, Array> triu_indices_from(const Array& a, int64_t k =
 TESSEL_API std::vector<Array> diag_indices(int64_t n, int64_t ndim = 2);
 /// diag_indices of a square array (jnp.diag_indices_from).
 TESSEL_API std::vector<Array> diag_indices_from(const Array& a);
+/// The (row, column) indices where mask_func(ones((n, n)), k) is nonzero, row-major
+/// (jnp.mask_indices): mask_func = triu gives triu_indices(n, k). Needs concrete values.
+TESSEL_API std::pair<Array, Array> mask_indices(int64_t n, const std::function<Array(const Array&, int64_t)>& mask_func,
+                                                int64_t k = 0);
+/// An array of `shape` and `dtype` (jnp.empty; tessel fills it with zeros, as JAX does).
+TESSEL_API Array empty(const Shape& shape, DType dtype = default_float);
+/// x's shape (jnp.shape).
+TESSEL_API Shape shape(const Array& x);
+/// x as an array of `dtype` (jnp.asarray): x itself when it already has that dtype.
+TESSEL_API Array asarray(const Array& x, std::optional<DType> dtype = std::nullopt);
+/// A copy of x, converted to `dtype` when given (jnp.array).
+TESSEL_API Array array(const Array& x, std::optional<DType> dtype = std::nullopt);
 /// From 1-D v: a square matrix with v on diagonal k; from 2-D v: its diagonal k (jnp.diag).
 TESSEL_API Array diag(const Array& v, int64_t k = 0);
 /// A square matrix with the flattened v on diagonal k (jnp.diagflat).
@@ -275,6 +318,13 @@ TESSEL_API Array atleast_1d(const Array& x);
 TESSEL_API Array atleast_2d(const Array& x);
 /// x with at least 3 axes: (n,) becomes (1, n, 1), (m, n) becomes (m, n, 1) (jnp.atleast_3d).
 TESSEL_API Array atleast_3d(const Array& x);
+/// An array assembled from blocks (jnp.block): a list of arrays is joined along the last
+/// axis, a list of such lists along the second to last, a third level along the third to
+/// last; each block first gains leading axes of size 1 up to the nesting depth (and to the
+/// highest rank among its neighbours). Sizes must agree along the joined axes only.
+TESSEL_API Array block(const std::vector<Array>& blocks);
+TESSEL_API Array block(const std::vector<std::vector<Array>>& blocks);
+TESSEL_API Array block(const std::vector<std::vector<std::vector<Array>>>& blocks);
 /// x rotated by 90 degrees k times in the plane of `axes`, from the first towards the second
 /// (jnp.rot90).
 TESSEL_API Array rot90(const Array& x, int64_t k = 1, std::pair<int64_t, int64_t> axes = {0, 1});

@@ -59,6 +59,25 @@ std::pair<Array, Array> tril_indices(int64_t n, int64_t k, std::optional<int64_t
 std::pair<Array, Array> triu_indices(int64_t n, int64_t k, std::optional<int64_t> m) {
   return triangle_indices(n, k, m, false);
 }
+std::pair<Array, Array> mask_indices(int64_t n, const std::function<Array(const Array&, int64_t)>& mask_func,
+                                     int64_t k) {
+  if (n < 0) throw ValueError("mask_indices: n must be >= 0, got " + std::to_string(n));
+  const Array mask = mask_func(ones({n, n}), k);
+  if (mask.shape() != Shape{n, n})
+    throw ShapeError("mask_indices: mask_func must return an (n, n) array like triu or tril, got " +
+                     mask.aval().to_string() + " for n = " + std::to_string(n));
+  const std::vector<Array> idx = nonzero(mask);
+  return {idx[0], idx[1]};
+}
+
+Array empty(const Shape& shape, DType dtype) { return zeros(shape, dtype); }
+
+Shape shape(const Array& x) { return x.shape(); }
+
+Array asarray(const Array& x, std::optional<DType> dtype) { return dtype && *dtype != x.dtype() ? astype(x, *dtype) : x; }
+
+Array array(const Array& x, std::optional<DType> dtype) { return copy(astype(x, dtype.value_or(x.dtype()))); }
+
 std::pair<Array, Array> tril_indices_from(const Array& a, int64_t k) {
   const Shape& s = matrix_shape("tril_indices_from", a);
   return tril_indices(s[0], k, s[1]);

@@ -435,7 +435,7 @@ Array collapse(const Array& operand, int64_t start_dimension, std::optional<int6
   return reshape(operand, out);
 }
 
-Array empty(const Shape& shape, DType dtype) { return zeros(shape, dtype); }
+Array empty(const Shape& shape, DType dtype) { return tessel::empty(shape, dtype); }
 
 std::vector<Array> optimization_barrier(const std::vector<Array>& operands) { return operands; }
 

@@ -275,4 +275,78 @@ Array corrcoef(const Array& m, bool rowvar) {
   return clip(r, Array(-1), Array(1));
 }
 
+
+std::pair<Array, std::vector<Array>> histogramdd(const Array& sample0, const std::vector<HistogramBins>& bins,
+                                                 const HistogramddOptions& o) {
+  if (!sample0.valid()) throw ValueError("histogramdd: sample is an empty (default-constructed) Array");
+  if (sample0.ndim() != 2)
+    throw ShapeError("histogramdd: sample must be (N, D), N points in D dimensions, got " + sample0.aval().to_string());
+  const int64_t n = sample0.dim(0), d = sample0.dim(1);
+  if (o.weights.valid() && o.weights.shape() != Shape{n})
+    throw ShapeError("histogramdd: weights must hold one weight per sample point, shape (" + std::to_string(n) +
+                     ",), got " + o.weights.aval().to_string());
+  if (!o.range.empty() && int64_t(o.range.size()) != d)
+    throw ValueError("histogramdd: range must hold one (low, high) or none per dimension (" + std::to_string(d) +
+                     "), got " + std::to_string(o.range.size()));
+  if (int64_t(bins.size()) != d)
+    throw ValueError("histogramdd: bins must hold one entry per dimension (" + std::to_string(d) + "), got " +
+                     std::to_string(bins.size()));
+  // The sample (and the weights) in their common inexact dtype, as JAX promotes them.
+  DType dt = is_inexact(sample0.dtype()) ? sample0.dtype() : default_float;
+  if (o.weights.valid()) dt = result_type({Array(Scalar(0, dt)), o.weights});
+  const Array sample = astype(sample0, dt);
+  std::vector<Array> index, edges;
+  Shape grid;
+  for (int64_t i = 0; i < d; ++i) {
+    const Array column = squeeze(slice_in_dim(sample, i, i + 1, 1, 1), Axes{1});
+    HistogramOptions one;
+    if (!o.range.empty()) one.range = o.range[size_t(i)];
+    const Array e = std::holds_alternative<int64_t>(bins[size_t(i)])
+                        ? histogram_bin_edges(column, std::get<int64_t>(bins[size_t(i)]), one)
+                        : std::get<Array>(bins[size_t(i)]);
+    if (e.ndim() != 1 || e.dim(0) < 2)
+      throw ShapeError("histogramdd: the edges of dimension " + std::to_string(i) +
+                       " must be one-dimensional with at least 2 edges, got " + e.aval().to_string());
+    // Bin b + 1 holds e[b] <= x < e[b + 1]; the last bin also its right edge; 0 and m + 1 the outside.
+    Array b = searchsorted(e, column, "right");
+    b = where(equal(column, e.index({e.dim(0) - 1})), b - Array(1), b);
+    index.push_back(b);
+    edges.push_back(e);
+    grid.push_back(e.dim(0) + 1);
+  }
+  int64_t cells = 1;
+  for (int64_t g : grid) cells *= g;
+  const Array flat = ravel_multi_index(index, grid, "clip");
+  Array hist = reshape(bincount(flat, o.weights.valid() ? astype(o.weights, dt) : Array(), 0, cells), grid);
+  Shape start(size_t(d), 1), stop = grid;
+  for (auto& s : stop) s -= 1;
+  hist = slice(hist, start, stop);
+  if (o.density) {
+    hist = astype(hist, dt);
+    hist = hist / sum(hist);
+    std::vector<Array> widths;
+    for (const Array& e : edges) widths.push_back(diff(e));
+    for (const Array& w : ix_(widths)) hist = hist / w;
+  }
+  return {hist, edges};
+}
+
+std::pair<Array, std::vector<Array>> histogramdd(const Array& sample, int64_t bins, const HistogramddOptions& o) {
+  const int64_t d = sample.ndim() == 2 ? sample.dim(1) : 0;
+  return histogramdd(sample, std::vector<HistogramBins>(size_t(d), bins), o);
+}
+
+std::tuple<Array, Array, Array> histogram2d(const Array& x, const Array& y, const std::vector<HistogramBins>& bins,
+                                            const HistogramddOptions& o) {
+  if (x.ndim() != 1 || x.shape() != y.shape())
+    throw ShapeError("histogram2d: x and y must be one-dimensional of the same length, got " + x.aval().to_string() +
+                     " and " + y.aval().to_string());
+  auto [hist, edges] = histogramdd(transpose(stack({x, y})), bins, o);
+  return {hist, edges[0], edges[1]};
+}
+
+std::tuple<Array, Array, Array> histogram2d(const Array& x, const Array& y, int64_t bins, const HistogramddOptions& o) {
+  return histogram2d(x, y, std::vector<HistogramBins>{bins, bins}, o);
+}
+
 }  // namespace tessel

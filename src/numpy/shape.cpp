@@ -117,6 +117,41 @@ Array atleast_1d(const Array& x) { return at_least(x, 1); }
 Array atleast_2d(const Array& x) { return at_least(x, 2); }
 Array atleast_3d(const Array& x) { return at_least(x, 3); }
 
+namespace {
+// One level of jnp.block: parts `depth` levels deep, given leading axes of size 1 up to
+// max(depth, their ranks) and joined along axis -depth.
+Array join_blocks(const std::vector<Array>& parts, int64_t depth) {
+  if (parts.empty()) throw ValueError("block: a list of blocks is empty; every level needs at least one block");
+  int64_t r = depth;
+  for (const Array& p : parts) r = std::max(r, rank(p));
+  std::vector<Array> xs;
+  for (const Array& p : parts) {
+    Shape s(size_t(r - rank(p)), 1);
+    s.insert(s.end(), p.shape().begin(), p.shape().end());
+    xs.push_back(reshape(p, s));
+  }
+  return concatenate(xs, r - depth);
+}
+}  // namespace
+
+Array block(const std::vector<Array>& blocks) { return join_blocks(blocks, 1); }
+
+Array block(const std::vector<std::vector<Array>>& blocks) {
+  std::vector<Array> rows;
+  for (const auto& row : blocks) rows.push_back(join_blocks(row, 1));
+  return join_blocks(rows, 2);
+}
+
+Array block(const std::vector<std::vector<std::vector<Array>>>& blocks) {
+  std::vector<Array> planes;
+  for (const auto& plane : blocks) {
+    std::vector<Array> rows;
+    for (const auto& row : plane) rows.push_back(join_blocks(row, 1));
+    planes.push_back(join_blocks(rows, 2));
+  }
+  return join_blocks(planes, 3);
+}
+
 Array rot90(const Array& x, int64_t k, std::pair<int64_t, int64_t> axes) {
   const int64_t nd = rank(x);
   if (nd < 2) throw ShapeError("rot90: x must have at least 2 axes; got shape " + shape_to_string(x.shape()));

@@ -93,6 +93,34 @@ TEST(Numpy, BadInputNamesTheFunctionAndTheFix) {
   expect_error<ts::DTypeError>([&] { ts::ldexp(x, x); }, {"ldexp", "integer"});
 }
 
+TEST(Numpy, BlocksAndHistogramsCheckTheirInput) {
+  const ts::Array x = ts::zeros({5});
+  expect_error<ts::ValueError>([&] { ts::block(std::vector<ts::Array>{}); }, {"block", "empty"});
+  expect_error<ts::ValueError>([&] { ts::block(std::vector<std::vector<ts::Array>>{{x}, {}}); }, {"block", "empty"});
+  expect_error<ts::ShapeError>([&] { ts::histogramdd(x); }, {"histogramdd", "(N, D)", "f32[5]"});
+  const ts::Array pts = ts::zeros({6, 2});
+  expect_error<ts::ShapeError>([&] { ts::histogramdd(pts, 3, {.weights = ts::ones({5})}); },
+                               {"histogramdd", "one weight per sample point", "(6,)"});
+  expect_error<ts::ValueError>([&] { ts::histogramdd(pts, std::vector<ts::HistogramBins>{3}); },
+                               {"histogramdd", "one entry per dimension (2)"});
+  expect_error<ts::ValueError>([&] { ts::histogramdd(pts, 3, {.range = {std::make_pair(0.0, 1.0)}}); },
+                               {"histogramdd", "range", "(2)"});
+  expect_error<ts::ShapeError>(
+      [&] { ts::histogramdd(pts, std::vector<ts::HistogramBins>{3, ts::Array(std::vector<float>{1.0f})}); },
+      {"histogramdd", "dimension 1", "at least 2 edges"});
+  expect_error<ts::ShapeError>([&] { ts::histogram2d(x, ts::zeros({4})); }, {"histogram2d", "same length"});
+  expect_error<ts::ShapeError>([&] { ts::mask_indices(3, [](const ts::Array& a, int64_t) { return ts::ravel(a); }); },
+                               {"mask_indices", "(n, n)"});
+  // A 3-level block: planes of rows of blocks, joined along axes -3, -2, -1.
+  const ts::Array one = ts::ones({1, 2, 3});
+  EXPECT_EQ(ts::block({{{one, one}, {one, one}}, {{one, one}, {one, one}}}).shape(), (ts::Shape{2, 4, 6}));
+  // The histogram of 4 points on a 2 x 2 grid, one in each cell but two in the last.
+  const ts::Array p = ts::Array(std::vector<float>{0.1f, 0.1f, 0.9f, 0.2f, 0.2f, 0.9f, 0.9f, 0.9f}, {4, 2});
+  auto [h, edges] = ts::histogramdd(p, 2, {.range = {std::make_pair(0.0, 1.0), std::make_pair(0.0, 1.0)}});
+  EXPECT_EQ(values<int32_t>(h), (std::vector<int32_t>{1, 1, 1, 1}));
+  EXPECT_EQ(edges.size(), 2u);
+}
+
 TEST(Numpy, ValueDependentSizesRunEagerly) {
   const ts::Array f(std::vector<float>{0, 0, 1, 2, 0, 3, 0});
   EXPECT_EQ(values<float>(ts::trim_zeros(f)), (std::vector<float>{1, 2, 0, 3}));

@@ -89,6 +89,76 @@ TESSEL_PARITY_CASES(numpy_rest) {
 
   // ---- index helpers ----
   reg("diag_indices", [](const In&, const Params& p) { return outs(ts::diag_indices(p.i("n"), p.i("ndim"))); });
+  // Assembly and histograms: the generator's nested lists by their lengths.
+  reg("block", [](const In& x, const Params& p) {
+    if (p.has("planes")) {
+      std::vector<std::vector<std::vector<Array>>> planes;
+      size_t at = 0;
+      for (const auto& rows : p.intss("planes")) {
+        planes.emplace_back();
+        for (int64_t len : rows) {
+          planes.back().emplace_back(x.begin() + int64_t(at), x.begin() + int64_t(at) + len);
+          at += size_t(len);
+        }
+      }
+      return out(ts::block(planes));
+    }
+    if (p.has("row")) return out(ts::block(In(x)));  // one list: depth 1
+    std::vector<std::vector<Array>> nested;
+    size_t at = 0;
+    for (int64_t len : p.ints("rows")) {
+      nested.emplace_back(x.begin() + int64_t(at), x.begin() + int64_t(at) + len);
+      at += size_t(len);
+    }
+    return out(ts::block(nested));
+  });
+  reg("mask_indices", [](const In&, const Params& p) {
+    const auto func = p.s("func") == "triu" ? ts::triu : ts::tril;
+    return pair_out(ts::mask_indices(p.i("n"), func, p.i("k")));
+  });
+  reg("empty", [](const In&, const Params& p) { return out(ts::empty(p.ints("shape"), p.dtype("dtype"))); });
+  reg("shape", [](const In& x, const Params&) {
+    const ts::Shape s = ts::shape(x[0]);
+    return out(ts::astype(Array(std::vector<int64_t>(s.begin(), s.end()), {int64_t(s.size())}), ts::DType::int32));
+  });
+  auto opt_dtype = [](const Params& p) {
+    return p.is_none("dtype") ? std::optional<ts::DType>() : std::optional<ts::DType>(p.dtype("dtype"));
+  };
+  reg("asarray", [opt_dtype](const In& x, const Params& p) { return out(ts::asarray(x[0], opt_dtype(p))); });
+  reg("array", [opt_dtype](const In& x, const Params& p) { return out(ts::array(x[0], opt_dtype(p))); });
+  reg("histogramdd", [](const In& x, const Params& p) {
+    ts::HistogramddOptions o;
+    if (p.has("lohi")) {
+      const std::vector<double> v = p.floats("lohi");
+      for (size_t i = 0; i + 1 < v.size(); i += 2) o.range.push_back(std::make_pair(v[i], v[i + 1]));
+    }
+    if (p.has("density")) o.density = p.flag("density");
+    std::vector<ts::HistogramBins> bins;
+    if (x.size() == 4) {  // explicit edges per dimension
+      bins.assign(x.begin() + 1, x.end());
+    } else if (p.type("bins") == "ints") {
+      for (int64_t b : p.ints("bins")) bins.push_back(b);
+    } else {
+      bins.assign(size_t(x[0].dim(1)), p.i("bins"));
+    }
+    if (x.size() == 2) o.weights = x[1];
+    auto [hist, edges] = ts::histogramdd(x[0], bins, o);
+    Out r{hist};
+    r.insert(r.end(), edges.begin(), edges.end());
+    return r;
+  });
+  reg("histogram2d", [](const In& x, const Params& p) {
+    ts::HistogramddOptions o;
+    if (p.has("density")) o.density = p.flag("density");
+    std::vector<ts::HistogramBins> bins;
+    if (p.type("bins") == "ints") {
+      for (int64_t b : p.ints("bins")) bins.push_back(b);
+    } else {
+      bins = {p.i("bins"), p.i("bins")};
+    }
+    auto [h, xe, ye] = ts::histogram2d(x[0], x[1], bins, o);
+    return Out{h, xe, ye};
+  });
   reg("diag_indices_from", [](const In& x, const Params&) { return outs(ts::diag_indices_from(x[0])); });
   reg("tril_indices_from", [](const In& x, const Params& p) { return pair_out(ts::tril_indices_from(x[0], p.i("k"))); });
   reg("triu_indices_from", [](const In& x, const Params& p) { return pair_out(ts::triu_indices_from(x[0], p.i("k"))); });
@@ -138,4 +208,5 @@ TESSEL_PARITY_CASES(numpy_rest) {
   reg("trim_zeros", [](const In& x, const Params& p) { return out(ts::trim_zeros(x[0], p.s("trim"))); });
   eager_only("setxor1d", "the result's size depends on the values: concrete inputs only, as jnp.setxor1d without size");
   eager_only("trim_zeros", "the result's size depends on the values: concrete inputs only, as jnp.trim_zeros");
+  eager_only("mask_indices", "the result's size depends on the mask's values: concrete only, as jnp.mask_indices without size");
 }

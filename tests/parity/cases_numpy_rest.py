@@ -205,7 +205,61 @@ def concrete_sets(s):
             s.case("trim_zeros", lambda x, trim: jnp.trim_zeros(x, trim), [np.array(v, dt)], {"trim": trim})
 
 
+def assembly(s):
+    """block (nested lists of arrays: the generator's lists by their lengths), mask_indices
+    (mask functions by name), empty, shape, asarray and array."""
+    a, b = rand((2, 1), "float32", 50), rand((2, 3), "float32", 51)
+    c, d = rand((1, 2), "float32", 52), rand((1, 2), "float32", 53)
+    s.case("block", lambda *xs, rows: jnp.block([list(xs[:2]), list(xs[2:])]), [a, b, c, d], {"rows": (2, 2)})
+    s.case("block", lambda *xs, row: jnp.block(list(xs)), [rand((3,), "float32", 54), rand((2,), "float32", 55),
+                                                           np.float32(7.0)], {"row": 3}, name="block_1d")
+    e, f = rand((2, 2), "int32", 56), rand((2, 3), "int32", 57)
+    s.case("block", lambda *xs, rows: jnp.block([list(xs[:2])]), [e, f], {"rows": (2,)}, name="block_one_row")
+    x = rand((1, 2, 3), "float32", 58)
+    s.case("block", lambda *xs, planes: jnp.block([[list(xs[0:2]), list(xs[2:4])], [list(xs[4:6]), list(xs[6:8])]]),
+           [x] * 8, {"planes": ((2, 2), (2, 2))}, name="block_3d")
+    for func in ["triu", "tril"]:
+        for n, k in [(4, 0), (4, 1), (5, -2), (3, 3), (0, 0)]:
+            s.case("mask_indices", lambda n, func, k: jnp.mask_indices(n, getattr(jnp, func), k), [],
+                   {"n": n, "func": func, "k": k}, name=f"mask_indices_{func}_{n}_{k + 2}")
+    for shape, dt in [((2, 3), "float32"), ((0, 4), "int32"), ((), "float64")]:
+        s.case("empty", lambda shape, dtype: jnp.empty(shape, dtype), [], {"shape": shape, "dtype": dt})
+    for shape in [(2, 3), (), (4, 0, 5)]:
+        s.case("shape", lambda v: np.asarray(jnp.shape(v), np.int32), [rand(shape, "float32", 59)])
+    for dt in [None, "float64", "int32"]:
+        s.case("asarray", lambda v, dtype: jnp.asarray(v, dtype), [rand((2, 3), "float32", 60)], {"dtype": dt})
+        s.case("array", lambda v, dtype: jnp.array(v, dtype), [rand((3,), "int32", 61)], {"dtype": dt})
+
+
+def histograms(s):
+    """histogramdd and histogram2d: counts (int32), weighted sums and densities, per-dimension
+    bins (counts or edges) and ranges."""
+    pts = rand((60, 3), "float32", 62)
+    hist_dd = lambda *xs, **kw: (lambda h: (h[0], *h[1]))(jnp.histogramdd(*xs, **kw))
+    s.case("histogramdd", lambda p, bins: hist_dd(p, bins=bins), [pts], {"bins": 4}, tol=SUM_TOL)
+    s.case("histogramdd", lambda p, bins, lohi: hist_dd(p, bins=list(bins), range=[lohi[0:2], lohi[2:4], lohi[4:6]]),
+           [pts], {"bins": (3, 5, 2), "lohi": (-1.0, 1.0, -2.0, 0.5, 0.0, 3.0)}, tol=SUM_TOL, name="histogramdd_ranges")
+    w = rand((60,), "float32", 63)
+    s.case("histogramdd", lambda p, w, bins, density: hist_dd(p, bins=bins, weights=w, density=density), [pts, w],
+           {"bins": 3, "density": False}, tol=SUM_TOL, name="histogramdd_weights")
+    s.case("histogramdd", lambda p, bins, density: hist_dd(p, bins=bins, density=density), [pts],
+           {"bins": 3, "density": True}, tol=SUM_TOL, name="histogramdd_density")
+    edges = np.asarray([-2.0, -0.5, 0.0, 0.25, 2.0], np.float32)
+    s.case("histogramdd", lambda p, e0, e1, e2: hist_dd(p, bins=[e0, e1, e2]), [pts, edges, edges[1:], edges[:3]],
+           tol=SUM_TOL, name="histogramdd_edges")
+    x, y = rand((50,), "float32", 64), rand((50,), "float32", 65)
+    s.case("histogram2d", lambda x, y, bins: jnp.histogram2d(x, y, bins), [x, y], {"bins": 5}, tol=SUM_TOL)
+    s.case("histogram2d", lambda x, y, bins, density: jnp.histogram2d(x, y, list(bins), density=density),
+           [x, y.astype(np.float64)], {"bins": (4, 2), "density": True}, tol=SUM_TOL, name="histogram2d_density")
+    xi = np.asarray([1, 2, 3, 10, 11, 15, 19, 25], np.int32)
+    yi = np.asarray([2, 5, 6, 8, 13, 16, 17, 18], np.int32)
+    s.case("histogram2d", lambda x, y, bins: jnp.histogram2d(x, y, bins), [xi, yi], {"bins": 8}, tol=SUM_TOL,
+           name="histogram2d_ints")
+
+
 def cases(s):
+    assembly(s)
+    histograms(s)
     creation(s)
     products(s)
     index_helpers(s)
