@@ -107,7 +107,7 @@ Array randint(const Array& key, const Shape& shape, const Array& minval, const A
 
 namespace {
 // x[i] along the first axis.
-Array leading(const Array& x, int64_t i) { return squeeze(slice_in_dim(x, i, i + 1, 1, 0), Axes{0}); }
+Array leading(const Array& x, int64_t i) { return lax::index_in_dim(x, i, 0, false); }
 
 // Two uniform draws per element of `shape`, as JAX's mode "high" draws them: one uniform
 // array of shape (2,) + shape, split along its first axis.
@@ -328,7 +328,7 @@ Array maxwell(const Array& key, const Shape& shape, DType dtype) {
   // differs (float32/float64: (x0^2 + x2^2) + x1^2 unfused), so larger draws differ from JAX's
   // in the last bit on about 12% of rows (docs/random.md).
   const int64_t last = int64_t(s3.size()) - 1;
-  auto component = [&](int64_t i) { return squeeze(slice_in_dim(n, i, i + 1, 1, last), Axes{last}); };
+  auto component = [&](int64_t i) { return lax::index_in_dim(n, i, last, false); };
   const Array x0 = component(0), x1 = component(1), x2 = component(2);
   if (dtype == DType::float16 || dtype == DType::bfloat16) {
     auto square = [dtype](const Array& x) {
